@@ -1,0 +1,83 @@
+"""Every runbook entry's signatures over the container logs and the kernel log.
+
+One finding per matched entry, with the matching lines (source, line number, text) as evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llmdoctor.facts import Facts
+from llmdoctor.findings import Finding, Severity, evidence, ok
+from llmdoctor.registry import check
+from llmdoctor.signatures import LineMatch, SignatureSet
+
+LOG_PREFIXES = ("logs/", "node/kernel.log")
+FIRST, LAST = 6, 4
+SEVERITY = {"critical": Severity.CRITICAL, "warning": Severity.WARNING, "info": Severity.INFO}
+
+
+@dataclass
+class EntryHits:
+    count: int = 0
+    first: list[tuple[str, LineMatch]] = field(default_factory=list)
+    last: list[tuple[str, LineMatch]] = field(default_factory=list)
+    sources: dict[str, int] = field(default_factory=dict)
+
+    def add(self, source: str, m: LineMatch) -> None:
+        self.count += 1
+        self.sources[source] = self.sources.get(source, 0) + 1
+        if len(self.first) < FIRST:
+            self.first.append((source, m))
+        else:
+            self.last = [*self.last[-(LAST - 1) :], (source, m)]
+
+
+def scan_logs(facts: Facts, keys: list[str], signatures: SignatureSet) -> dict[str, EntryHits]:
+    """Matches per entry id over the given log facts (streamed)."""
+    hits: dict[str, EntryHits] = {}
+    for key in keys:
+        for m in signatures.scan(facts.require(key)):
+            for entry_id in m.entry_ids:
+                hits.setdefault(entry_id, EntryHits()).add(key, m)
+    return hits
+
+
+@check(
+    "log-signatures",
+    title="Known error signatures in logs",
+    scope="logs",
+    needs=("wiki/entries",),
+)
+def log_signatures(facts: Facts) -> list[Finding]:
+    keys = [k for k in facts.require_any(LOG_PREFIXES) if not k.endswith(".json")]
+    entries = facts.require("wiki/entries")
+    signatures = SignatureSet(entries.values())
+    hits = scan_logs(facts, keys, signatures)
+    if not hits:
+        return [
+            ok(
+                "log-signatures",
+                f"no known error signature in {len(keys)} log(s)",
+                [evidence(k, source=k) for k in keys],
+            )
+        ]
+    findings = []
+    for entry_id, h in hits.items():
+        entry = entries[entry_id]
+        where = ", ".join(f"{src} ({n})" for src, n in h.sources.items())
+        items = [evidence(m.text, source=src, line=m.line) for src, m in h.first]
+        if h.count > FIRST + LAST:
+            items.append(evidence(f"… {h.count - FIRST - LAST} more matching lines …"))
+        items += [evidence(m.text, source=src, line=m.line) for src, m in h.last]
+        lines = "line" if h.count == 1 else "lines"
+        findings.append(
+            Finding(
+                check="log-signatures",
+                severity=SEVERITY.get(entry.severity, Severity.WARNING),
+                summary=f"{entry.title}: {h.count} matching {lines} in {where}",
+                evidence=items,
+                runbooks=[entry_id],
+            )
+        )
+    return findings

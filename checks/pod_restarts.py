@@ -1,0 +1,122 @@
+"""Container restarts, OOMKilled and CrashLoopBackOff, from the Pod's status (k8s/pod.json).
+
+A crash loop is tied to its cause when the previous container's log matches a runbook signature.
+"""
+
+from __future__ import annotations
+
+from llmdoctor.facts import Facts
+from llmdoctor.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.registry import check
+from llmdoctor.signatures import SignatureSet
+
+
+def _terminated(status: dict) -> dict:
+    state = status.get("state") or {}
+    last = status.get("lastState") or {}
+    return state.get("terminated") or last.get("terminated") or {}
+
+
+def _memory_limit(pod: dict, container: str) -> str | None:
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        if c.get("name") == container:
+            return ((c.get("resources") or {}).get("limits") or {}).get("memory")
+    return None
+
+
+def _previous_log_causes(facts: Facts, container: str) -> tuple[list[str], list[dict]]:
+    """Runbook ids (and first evidence lines) matched in the container's previous log."""
+    log = facts.get(f"logs/{container}.previous.log")
+    entries = facts.get("wiki/entries") or {}
+    if log is None or not entries:
+        return [], []
+    ids: list[str] = []
+    items: list[dict] = []
+    for m in SignatureSet(entries.values()).scan(log):
+        for entry_id in m.entry_ids:
+            if entry_id not in ids:
+                ids.append(entry_id)
+                items.append(evidence(m.text, source=log.name, line=m.line))
+    return ids, items
+
+
+def _describe(term: dict) -> str:
+    reason = term.get("reason") or "unknown reason"
+    code = term.get("exitCode")
+    when = term.get("finishedAt")
+    text = f"{reason}, exit code {code}" if code is not None else reason
+    return f"{text} at {when}" if when else text
+
+
+@check(
+    "pod-restarts",
+    title="Container restarts, OOMKilled, CrashLoopBackOff",
+    scope="k8s",
+    needs=("k8s/pod.json",),
+    runbooks=("k8s-oomkilled",),
+)
+def pod_restarts(facts: Facts) -> list[Finding]:
+    pod = facts.require("k8s/pod.json")
+    status = pod.get("status") or {}
+    statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+    if not statuses:
+        phase = status.get("phase", "unknown")
+        return [ok("pod-restarts", f"no container has started yet (pod phase {phase})")]
+    findings: list[Finding] = []
+    for cs in statuses:
+        name = cs.get("name", "?")
+        restarts = int(cs.get("restartCount") or 0)
+        waiting = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
+        term = _terminated(cs)
+        causes, cause_lines = _previous_log_causes(facts, name)
+        items = [evidence(f"restartCount: {restarts}", source="k8s/pod.json")]
+        if waiting:
+            items.append(evidence(f"state.waiting.reason: {waiting}", source="k8s/pod.json"))
+        if term:
+            items.append(evidence(f"last termination: {_describe(term)}", source="k8s/pod.json"))
+        cause_text = ""
+        if causes:
+            titles = [facts.get("wiki/entries")[c].title for c in causes]
+            cause_text = f"; the previous log shows: {'; '.join(titles)}"
+            items += cause_lines
+        subject = f"container {name}"
+        if term.get("reason") == "OOMKilled":
+            limit = _memory_limit(pod, name)
+            limit_text = f" (memory limit {limit})" if limit else " (no memory limit set)"
+            items.append(evidence(f"resources.limits.memory: {limit}", source="k8s/pod.json"))
+            findings.append(
+                critical(
+                    "pod-restarts",
+                    f"killed for exceeding its memory limit{limit_text}: host RAM, not GPU "
+                    f"memory; restarted {restarts} times{cause_text}",
+                    items,
+                    ["k8s-oomkilled", *causes],
+                    subject,
+                )
+            )
+        elif waiting == "CrashLoopBackOff":
+            last = _describe(term) if term else "no termination recorded"
+            hint = cause_text or "; no known signature in the previous log (see its tail)"
+            findings.append(
+                critical(
+                    "pod-restarts",
+                    f"in CrashLoopBackOff: restarted {restarts} times, last {last}{hint}",
+                    items,
+                    causes,
+                    subject,
+                )
+            )
+        elif restarts > 0:
+            last = _describe(term) if term else "no termination recorded"
+            findings.append(
+                warning(
+                    "pod-restarts",
+                    f"restarted {restarts} times (last: {last}){cause_text}",
+                    items,
+                    causes,
+                    subject,
+                )
+            )
+        else:
+            findings.append(ok("pod-restarts", "no restarts", items, subject))
+    return findings

@@ -1,0 +1,257 @@
+"""Read and write incident bundles (llmdoctor-bundle/1): a folder or a .tar.gz of native outputs.
+
+Reading never executes anything and never follows a path outside the bundle: archive members
+with absolute paths, `..`, links pointing outside, device files, oversized members and corrupt or
+truncated archives are refused with a one-line BadBundle error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+import zlib
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from llmdoctor.errors import BadBundle
+from llmdoctor.facts import Facts
+from llmdoctor.redact import redact_json, redact_text
+from llmdoctor.textsource import TextSource
+
+FORMAT = "llmdoctor-bundle/1"
+MAX_MEMBER_BYTES = 512 * 1024 * 1024
+MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
+MAX_MEMBERS = 10_000
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024  # JSON/XML/metrics are read whole; logs are streamed
+
+
+def _is_log(rel: str) -> bool:
+    return (rel.startswith("logs/") and rel.endswith(".log")) or rel == "node/kernel.log"
+
+
+def _check_member_name(name: str) -> str:
+    p = PurePosixPath(name)
+    if name.startswith("/") or p.is_absolute() or (len(name) > 1 and name[1] == ":"):
+        raise BadBundle(f"bundle member {name!r} has an absolute path; refusing to read it")
+    if ".." in p.parts:
+        raise BadBundle(f"bundle member {name!r} escapes the bundle ('..'); refusing to read it")
+    return str(p)
+
+
+def _extract_archive(path: Path, dest: Path) -> Path:
+    """Safely extract a .tar(.gz) into dest; return the bundle root (folder holding manifest)."""
+    total = 0
+    count = 0
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            for member in tar:
+                count += 1
+                if count > MAX_MEMBERS:
+                    raise BadBundle(f"{path}: more than {MAX_MEMBERS} members; refusing")
+                name = _check_member_name(member.name)
+                if member.issym() or member.islnk():
+                    link = PurePosixPath(member.linkname)
+                    base = PurePosixPath(name).parent if member.issym() else PurePosixPath()
+                    resolved = os.path.normpath(str(base / link))
+                    if link.is_absolute() or resolved.startswith(".."):
+                        raise BadBundle(
+                            f"bundle member {name!r} links outside the bundle "
+                            f"({member.linkname!r}); refusing to read it"
+                        )
+                    continue  # in-bundle links are not needed by any reader; ignore them
+                if member.isdir():
+                    (dest / name).mkdir(parents=True, exist_ok=True)
+                    continue
+                if not member.isfile():
+                    raise BadBundle(f"bundle member {name!r} is not a regular file; refusing")
+                if member.size > MAX_MEMBER_BYTES:
+                    raise BadBundle(
+                        f"bundle member {name!r} is {member.size // (1024 * 1024)} MiB, over the "
+                        f"{MAX_MEMBER_BYTES // (1024 * 1024)} MiB cap"
+                    )
+                total += member.size
+                if total > MAX_TOTAL_BYTES:
+                    raise BadBundle(f"{path}: unpacks to more than {MAX_TOTAL_BYTES >> 30} GiB")
+                target = dest / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                src = tar.extractfile(member)
+                if src is None:
+                    raise BadBundle(f"bundle member {name!r} cannot be read")
+                with src, open(target, "wb") as out:
+                    shutil.copyfileobj(src, out, 1024 * 1024)
+    except BadBundle:
+        raise
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BadBundle(f"{path}: corrupt or truncated archive ({detail})") from None
+    manifests = [p for p in dest.rglob("manifest.json") if len(p.relative_to(dest).parts) <= 2]
+    if not manifests:
+        raise BadBundle(f"{path}: no manifest.json in the archive; not an llmdoctor bundle")
+    return sorted(manifests, key=lambda p: len(p.parts))[0].parent
+
+
+def read_manifest(root: Path, shown: Path) -> dict[str, Any]:
+    mpath = root / "manifest.json"
+    if not mpath.is_file():
+        raise BadBundle(f"{shown}: manifest.json is missing; not an llmdoctor bundle")
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadBundle(f"{shown}/manifest.json: not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise BadBundle(f"{shown}/manifest.json: must be a JSON object")
+    fmt = manifest.get("format")
+    if fmt != FORMAT:
+        raise BadBundle(f"{shown}/manifest.json: format is {fmt!r}, expected {FORMAT!r}")
+    return manifest
+
+
+def _parse_time(value: Any) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+class Bundle:
+    """An opened bundle; use as a context manager so an extracted archive is cleaned up."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._tmp: tempfile.TemporaryDirectory | None = None
+        if not self.path.exists():
+            raise BadBundle(f"{self.path}: no such file or folder")
+        if self.path.is_dir():
+            self.root = self.path
+        else:
+            self._tmp = tempfile.TemporaryDirectory(prefix="llmdoctor-bundle-")
+            self.root = _extract_archive(self.path, Path(self._tmp.name))
+        self.manifest = read_manifest(self.root, self.path)
+
+    def __enter__(self) -> Bundle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def files(self) -> list[str]:
+        """Relative paths of the regular files inside the bundle (links outside are refused)."""
+        root = self.root.resolve()
+        out = []
+        for p in sorted(self.root.rglob("*")):
+            rel = p.relative_to(self.root).as_posix()
+            if p.is_symlink():
+                target = p.resolve()
+                if not target.is_relative_to(root):
+                    raise BadBundle(f"{self.path}: {rel} links outside the bundle; refusing")
+            if p.is_file() and rel != "manifest.json":
+                out.append(rel)
+        return out
+
+    def to_facts(self) -> Facts:
+        """Every file of the bundle as a fact keyed by its path, plus time/now and target."""
+        facts = Facts()
+        for rel in self.files():
+            path = self.root / rel
+            if _is_log(rel):
+                facts.set(rel, TextSource.from_file(rel, path))
+                continue
+            size = path.stat().st_size
+            if size > MAX_DOCUMENT_BYTES:
+                facts.mark_missing(rel, f"{size >> 20} MiB is over the document cap")
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if rel.endswith(".json"):
+                try:
+                    facts.set(rel, json.loads(text))
+                except json.JSONDecodeError as exc:
+                    reason = f"not valid JSON (line {exc.lineno}: {exc.msg})"
+                    facts.mark_missing(rel, reason)
+                    facts.collector_errors[f"bundle {rel}"] = reason
+            else:
+                facts.set(rel, text)
+        for key, why in (self.manifest.get("collector_errors") or {}).items():
+            facts.collector_errors[str(key)] = str(why)
+        for key, why in (self.manifest.get("missing") or {}).items():
+            facts.mark_missing(str(key), str(why))
+        now = _parse_time(self.manifest.get("collected_at"))
+        facts.set("time/now", now if now is not None else self.root.stat().st_mtime)
+        facts.set("target", self.manifest.get("target") or str(self.path))
+        for key in ("k8s/", "logs/", "vllm/", "node/"):
+            facts.mark_missing(key, "not in the bundle")
+        return facts
+
+
+def _serialize(key: str, value: Any) -> bytes | None:
+    if isinstance(value, TextSource):
+        return redact_text(value.read_text()).encode("utf-8")
+    if key.endswith(".json"):
+        return (json.dumps(redact_json(value), indent=2, ensure_ascii=False) + "\n").encode()
+    if isinstance(value, str):
+        return redact_text(value).encode("utf-8")
+    return None
+
+
+def write_bundle(
+    facts: Facts, dest: str | Path, target: str, namespace: str | None = None, force: bool = False
+) -> Path:
+    """Write the file-shaped facts as a bundle folder or .tar.gz (chosen by dest's suffix).
+
+    Secrets are redacted. An existing dest is never overwritten unless force is set; the
+    archive is written to a temporary name and renamed, so a failure leaves nothing half-done.
+    """
+    dest = Path(dest)
+    if dest.exists() and not force:
+        raise BadBundle(f"{dest} already exists; choose another name or pass --force")
+    manifest = {
+        "format": FORMAT,
+        "target": target,
+        "namespace": namespace,
+        "collected_at": datetime.fromtimestamp(facts.get("time/now") or time.time(), UTC)
+        .isoformat()
+        .replace("+00:00", "Z"),
+        "collector_errors": dict(sorted(facts.collector_errors.items())),
+        "missing": dict(sorted(facts.missing().items())),
+    }
+    documents: dict[str, bytes] = {}
+    for key, value in facts.items():
+        if "/" not in key or key.startswith(("time/", "wiki/", "settings/")):
+            continue
+        if not key.split("/")[-1].count("."):  # derived facts have no file extension
+            continue
+        data = _serialize(key, value)
+        if data is not None:
+            documents[key] = data
+    as_archive = dest.name.endswith((".tar.gz", ".tgz"))
+    with tempfile.TemporaryDirectory(prefix="llmdoctor-collect-") as tmp:
+        root = Path(tmp) / dest.name.removesuffix(".tar.gz").removesuffix(".tgz")
+        root.mkdir()
+        (root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        for key, data in documents.items():
+            _check_member_name(key)
+            out = root / key
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if as_archive:
+            partial = dest.with_name(f".{dest.name}.partial")
+            with tarfile.open(partial, "w:gz") as tar:
+                tar.add(root, arcname=root.name)
+            os.replace(partial, dest)
+        else:
+            if dest.exists():
+                shutil.rmtree(dest)
+            shutil.copytree(root, dest)
+    return dest

@@ -1,0 +1,106 @@
+"""The typer application. Commands live in llmdoctor/commands/<name>.py, each with register(app).
+
+Only typer (and rich, for help) are imported here; every heavy module is imported inside the
+command that needs it, so `llmdoctor --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+
+import typer
+
+from llmdoctor import __version__
+from llmdoctor.exit_codes import ExitCode
+
+COMMANDS = ("diagnose", "node", "probe", "explain", "wiki", "collect", "capacity")
+
+HELP = """Diagnose vLLM inference services on NVIDIA GPUs and Kubernetes, and keep the team's runbooks.
+
+Examples:
+
+\b
+  llmdoctor diagnose pod/vllm-7b -n serving     # during an incident
+  llmdoctor diagnose --bundle incident.tgz      # a saved incident, offline
+  llmdoctor node                                 # on a GPU node: driver/CUDA/torch, memory, Xid
+  llmdoctor probe http://vllm:8000               # one vLLM endpoint: queues, health, generation
+  llmdoctor explain crash.log                    # any log -> matching runbook entries
+  llmdoctor wiki search OOM                      # the runbook wiki
+
+Exit codes: 0 healthy, 1 warnings, 2 critical findings, 3 could not run.
+"""
+
+app = typer.Typer(
+    name="llmdoctor",
+    help=HELP,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"llmdoctor {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
+    ),
+) -> None:
+    """Diagnose vLLM inference services on NVIDIA GPUs and Kubernetes."""
+
+
+def _register_commands() -> None:
+    for name in COMMANDS:
+        module_name = f"llmdoctor.commands.{name}"
+        if importlib.util.find_spec(module_name) is None:
+            continue
+        importlib.import_module(module_name).register(app)
+
+
+_register_commands()
+
+
+def fail(message: str) -> None:
+    """Print a one-line error to stderr and exit 3."""
+    sys.stderr.write(f"llmdoctor: {message}\n")
+    raise SystemExit(int(ExitCode.CANNOT_RUN))
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Run the app: user errors become one line and exit 3, never a traceback."""
+    from llmdoctor.errors import LlmdoctorError
+
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        rv = app(args=args or ["--help"], prog_name="llmdoctor", standalone_mode=False)
+    except LlmdoctorError as exc:
+        fail(str(exc))
+    except typer.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except typer.Abort:
+        sys.stderr.write("llmdoctor: aborted\n")
+        raise SystemExit(130) from None
+    except typer.TyperException as exc:
+        # usage errors exit 3 here: 2 means "critical findings" in llmdoctor's contract
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        fail(message.replace("\n", " "))
+    except KeyboardInterrupt:
+        sys.stderr.write("llmdoctor: interrupted\n")
+        raise SystemExit(130) from None
+    except BrokenPipeError:
+        raise SystemExit(0) from None
+    except Exception as exc:
+        if os.environ.get("LLMDOCTOR_DEBUG"):
+            raise
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        fail(f"internal error: {type(exc).__name__}: {first} (set LLMDOCTOR_DEBUG=1 for details)")
+    raise SystemExit(rv if isinstance(rv, int) else 0)

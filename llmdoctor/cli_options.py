@@ -1,0 +1,32 @@
+"""Options shared by every reporting command, declared once."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+Json = Annotated[bool, typer.Option("--json", help="Print the llmdoctor/1 JSON object.")]
+Markdown = Annotated[
+    bool, typer.Option("--markdown", help="Print markdown for an incident doc or retro.")
+]
+NoColor = Annotated[
+    bool, typer.Option("--no-color", help="No colours (also when NO_COLOR is set).")
+]
+Timeout = Annotated[
+    float,
+    typer.Option("--timeout", min=0.1, help="Seconds each collector may take.", show_default=True),
+]
+Only = Annotated[list[str] | None, typer.Option("--only", help="Run only this check (repeatable).")]
+Skip = Annotated[list[str] | None, typer.Option("--skip", help="Skip this check (repeatable).")]
+Verbose = Annotated[
+    bool, typer.Option("-v", "--verbose", help="Show evidence of passing checks too.")
+]
+ChecksDir = Annotated[
+    list[str] | None,
+    typer.Option("--checks-dir", help="A folder of the site's own checks (repeatable)."),
+]
+WikiDirs = Annotated[
+    list[str] | None,
+    typer.Option("--wiki", help="A team wiki folder, searched with the built-in one (repeatable)."),
+]

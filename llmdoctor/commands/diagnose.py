@@ -1,0 +1,90 @@
+"""`llmdoctor diagnose TARGET` — the headline command: collect everything, run every check."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from llmdoctor import cli_options as opt
+
+
+def diagnose_command(
+    target: Annotated[
+        str | None,
+        typer.Argument(help="pod/NAME, deploy/NAME, sts/NAME, node, or http(s)://HOST:PORT"),
+    ] = None,
+    bundle: Annotated[
+        str | None, typer.Option("--bundle", help="Diagnose a saved bundle (folder or .tar.gz).")
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option("-n", "--namespace", help="Kubernetes namespace.")
+    ] = None,
+    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context.")] = None,
+    selector: Annotated[
+        str | None,
+        typer.Option("-l", "--selector", help="Diagnose the pods matching a label selector."),
+    ] = None,
+    port: Annotated[int | None, typer.Option("--port", help="vLLM port in the pod.")] = None,
+    tail: Annotated[int, typer.Option("--tail", help="Log lines per container.")] = 2000,
+    no_exec: Annotated[
+        bool, typer.Option("--no-exec", help="Do not exec into the serving container.")
+    ] = False,
+    model_config: Annotated[
+        str | None,
+        typer.Option("--model-config", help="The model's config.json, for the KV cache fit check."),
+    ] = None,
+    as_json: opt.Json = False,
+    as_markdown: opt.Markdown = False,
+    no_color: opt.NoColor = False,
+    timeout: opt.Timeout = 10.0,
+    only: opt.Only = None,
+    skip: opt.Skip = None,
+    verbose: opt.Verbose = False,
+    checks_dir: opt.ChecksDir = None,
+    wiki: opt.WikiDirs = None,
+) -> None:
+    """Find what is wrong with a vLLM pod, deployment, node, endpoint or saved bundle.
+
+    Examples:
+
+      llmdoctor diagnose pod/vllm-7b -n serving
+
+      llmdoctor diagnose deploy/vllm -n serving --json
+
+      llmdoctor diagnose --bundle examples/bundles/crashloop-cuda-oom
+    """
+    from llmdoctor.diagnosis import diagnose, gather
+    from llmdoctor.output import emit
+    from llmdoctor.runner import CollectContext
+    from llmdoctor.target import parse_target
+
+    parsed = parse_target(target if not selector else (target or "pod/selector"), bundle)
+    options = {
+        "namespace": namespace,
+        "context": context,
+        "selector": selector,
+        "port": port,
+        "tail": tail,
+        "no_exec": no_exec,
+    }
+    ctx = CollectContext(target=parsed, timeout=timeout, options=options)
+    facts_list = gather(parsed, ctx)
+    settings = {"model_config_path": model_config}
+    report = diagnose(
+        facts_list,
+        str(parsed) if parsed.kind != "bundle" else f"bundle {parsed.name}",
+        only=only,
+        skip=skip,
+        wiki_dirs=wiki,
+        settings=settings,
+        checks_dirs=checks_dir,
+    )
+    code = emit(
+        report, as_json=as_json, as_markdown=as_markdown, no_color=no_color, verbose=verbose
+    )
+    raise typer.Exit(int(code))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("diagnose")(diagnose_command)

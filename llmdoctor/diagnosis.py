@@ -1,0 +1,118 @@
+"""Gather facts for a target (live or from a bundle) and run the checks over them."""
+
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Any
+
+from llmdoctor.facts import Facts
+from llmdoctor.runner import CollectContext, Report, run_checks
+from llmdoctor.target import Target
+
+# Live collection per target kind: module exposing collect(target, ctx) -> Facts | list[Facts]
+LIVE_COLLECTORS = {
+    "pod": "llmdoctor.collectors.kubernetes",
+    "deployment": "llmdoctor.collectors.kubernetes",
+    "statefulset": "llmdoctor.collectors.kubernetes",
+    "node": "llmdoctor.collectors.node",
+    "http": "llmdoctor.collectors.vllm_http",
+}
+ALL_SCOPES = ("k8s", "node", "vllm", "logs", "capacity")
+
+
+def add_wiki(facts: Facts, wiki_dirs: list[str] | None) -> None:
+    """Put the runbook entries into the facts (signature checks and the report read them)."""
+    from llmdoctor.wiki.library import load_library
+
+    lib = load_library(wiki_dirs)
+    facts.set("wiki/entries", lib.entries)
+    for err in lib.errors:
+        facts.collector_errors.setdefault(f"wiki {err.path}", f"line {err.line}: {err.message}")
+
+
+def add_settings(facts: Facts, settings: dict[str, Any]) -> None:
+    for key, value in settings.items():
+        if value is not None:
+            facts.set(f"settings/{key}", value)
+
+
+def gather(target: Target, ctx: CollectContext) -> list[Facts]:
+    """Facts for the target: read from a bundle, or collected live (one Facts per pod)."""
+    if target.kind == "bundle":
+        from llmdoctor.bundle import Bundle
+
+        bundle = Bundle(target.name)
+        facts = bundle.to_facts()
+        facts.bundle = bundle  # kept open until the checks have read its logs
+        return [facts]
+    module_name = LIVE_COLLECTORS.get(target.kind)
+    if module_name is None:
+        from llmdoctor.errors import BadTarget
+
+        raise BadTarget(f"{target} cannot be diagnosed live")
+    module = importlib.import_module(module_name)
+    collected = module.collect(target, ctx)
+    result = collected if isinstance(collected, list) else [collected]
+    for facts in result:
+        if not facts.has("time/now"):
+            facts.set("time/now", time.time())
+        if not facts.has("target"):
+            facts.set("target", str(target))
+    return result
+
+
+def diagnose(
+    facts_list: list[Facts],
+    target: str,
+    *,
+    scopes: tuple[str, ...] = ALL_SCOPES,
+    only: list[str] | None = None,
+    skip: list[str] | None = None,
+    wiki_dirs: list[str] | None = None,
+    settings: dict[str, Any] | None = None,
+    checks_dirs: list[str] | None = None,
+) -> Report:
+    """Derive facts, run the checks of `scopes`, and merge per-pod reports into one."""
+    from llmdoctor.derive import derive_all
+    from llmdoctor.registry import checks_for_scopes, load_checks_dir
+
+    for d in checks_dirs or []:
+        load_checks_dir(d)
+    checks = checks_for_scopes(scopes)
+    known = {c.id for c in checks}
+    unknown = sorted(set(only or []) - known)
+    if unknown:
+        from llmdoctor.errors import BadInput
+
+        raise BadInput(f"--only names unknown check(s): {', '.join(unknown)}")
+    reports = []
+    for facts in facts_list:
+        add_wiki(facts, wiki_dirs)
+        add_settings(facts, settings or {})
+        derive_all(facts)
+        reports.append(run_checks(facts, checks, target, only or [], skip or []))
+        bundle = getattr(facts, "bundle", None)
+        if bundle is not None:
+            bundle.close()
+    if len(reports) == 1:
+        return reports[0]
+    return merge_reports(reports, target)
+
+
+def merge_reports(reports: list[Report], target: str) -> Report:
+    """One report for several pods: every finding keeps its pod as subject."""
+    findings, skipped, errors = [], [], []
+    for r in reports:
+        pod = str(r.facts.get("target")) if r.facts is not None else ""
+        for f in r.findings:
+            if f.subject is None:
+                f.subject = pod
+            elif pod and not f.subject.startswith(pod):
+                f.subject = f"{pod} {f.subject}"
+            findings.append(f)
+        skipped += [{**s, "subject": pod} for s in r.skipped]
+        errors += [{**e, "subject": pod} for e in r.errors]
+    findings.sort(key=lambda f: (-f.severity.rank, f.subject or "", f.check))
+    merged = Report(target, findings, skipped, errors, reports[0].facts)
+    return merged

@@ -1,0 +1,71 @@
+"""The result type of every check: a Finding with a severity, evidence and runbook links."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Severity(StrEnum):
+    OK = "ok"
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+
+_RANK = {Severity.OK: 0, Severity.INFO: 1, Severity.WARNING: 2, Severity.CRITICAL: 3}
+
+
+def evidence(text: str, source: str | None = None, line: int | None = None) -> dict[str, Any]:
+    """One evidence item: the exact text, and where it came from (a fact key, a line number)."""
+    item: dict[str, Any] = {"text": text}
+    if source is not None:
+        item["source"] = source
+    if line is not None:
+        item["line"] = line
+    return item
+
+
+@dataclass
+class Finding:
+    """What one check concluded about one subject (a pod, a GPU, a container, a model)."""
+
+    check: str
+    severity: Severity
+    summary: str
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    runbooks: list[str] = field(default_factory=list)
+    subject: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "check": self.check,
+            "severity": str(self.severity),
+            "summary": self.summary,
+            "evidence": self.evidence,
+            "runbooks": self.runbooks,
+        }
+        if self.subject is not None:
+            out["subject"] = self.subject
+        return out
+
+
+def ok(check: str, summary: str, evidence_items=(), subject: str | None = None) -> Finding:
+    return Finding(check, Severity.OK, summary, list(evidence_items), [], subject)
+
+
+def info(check: str, summary: str, evidence_items=(), runbooks=(), subject=None) -> Finding:
+    return Finding(check, Severity.INFO, summary, list(evidence_items), list(runbooks), subject)
+
+
+def warning(check: str, summary: str, evidence_items=(), runbooks=(), subject=None) -> Finding:
+    return Finding(check, Severity.WARNING, summary, list(evidence_items), list(runbooks), subject)
+
+
+def critical(check: str, summary: str, evidence_items=(), runbooks=(), subject=None) -> Finding:
+    return Finding(check, Severity.CRITICAL, summary, list(evidence_items), list(runbooks), subject)

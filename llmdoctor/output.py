@@ -1,0 +1,41 @@
+"""Print a Report in the format the user asked for and turn it into the exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from llmdoctor.exit_codes import ExitCode
+
+
+def make_console(no_color: bool = False, stderr: bool = False):
+    from rich.console import Console
+
+    no_color = no_color or bool(os.environ.get("NO_COLOR"))
+    return Console(
+        no_color=no_color,
+        highlight=False,
+        stderr=stderr,
+        color_system=None if no_color else "auto",
+        soft_wrap=False,
+    )
+
+
+def emit(report, *, as_json: bool, as_markdown: bool, no_color: bool, verbose: bool) -> ExitCode:
+    """Write the report to stdout; return its exit code (3 when nothing could be checked)."""
+    from llmdoctor import report as render
+
+    if as_json:
+        sys.stdout.write(render.render_json(report) + "\n")
+    elif as_markdown:
+        sys.stdout.write(render.render_markdown(report) + "\n")
+    else:
+        render.render_terminal(report, make_console(no_color), verbose=verbose)
+    code = render.exit_code(report)
+    if code == ExitCode.CANNOT_RUN:
+        reasons = sorted(
+            {s["reason"] for s in report.skipped} | {e["message"] for e in report.errors}
+        )
+        detail = "; ".join(reasons[:3]) or "no checks selected"
+        sys.stderr.write(f"llmdoctor: nothing could be checked: {detail}\n")
+    return code

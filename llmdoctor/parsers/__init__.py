@@ -1,0 +1,1 @@
+"""Pure parsers from raw documents to typed facts (registered with llmdoctor.derive)."""

@@ -1,0 +1,95 @@
+"""The check registry: `@check(...)` on a pure function `facts -> findings`.
+
+Built-in checks live in checks/ (imported as llmdoctor.checks); a site's own checks are loaded
+from `--checks-dir DIR`. Adding a check is one file; nothing else needs an edit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from llmdoctor.errors import BadInput
+
+SCOPES = ("k8s", "node", "vllm", "logs", "capacity")
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    fn: Callable
+    title: str
+    scope: str
+    needs: tuple[str, ...]
+    runbooks: tuple[str, ...]
+
+
+_CHECKS: dict[str, CheckSpec] = {}
+
+
+def check(
+    id: str,
+    *,
+    title: str,
+    scope: str,
+    needs: tuple[str, ...] | list[str] = (),
+    runbooks: tuple[str, ...] | list[str] = (),
+):
+    """Register a check.
+
+    `needs` lists fact keys that must all be present (else the check is skipped with the reason
+    they are missing); a check can also call `facts.require(...)` for optional paths.
+    `runbooks` lists every runbook id the check may link to (a test verifies they exist).
+    The function returns a Finding, a list of Findings, or None (= ok, nothing found).
+    """
+    if scope not in SCOPES:
+        raise ValueError(f"check {id}: scope must be one of {SCOPES}")
+
+    def register(fn: Callable) -> Callable:
+        existing = _CHECKS.get(id)
+        if existing is not None and existing.fn.__qualname__ != fn.__qualname__:
+            raise ValueError(f"check id {id!r} is registered twice")
+        _CHECKS[id] = CheckSpec(id, fn, title, scope, tuple(needs), tuple(runbooks))
+        return fn
+
+    return register
+
+
+def load_builtin_checks() -> None:
+    """Import every module of llmdoctor.checks so their @check decorators run."""
+    import llmdoctor.checks as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
+
+
+def load_checks_dir(directory: str | Path) -> None:
+    """Import every *.py file in a site's own checks folder."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise BadInput(f"--checks-dir {folder}: not a directory")
+    for path in sorted(folder.glob("*.py")):
+        name = f"llmdoctor_site_checks.{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise BadInput(f"{path}: cannot be imported as a check module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise BadInput(f"{path}: failed to import: {type(exc).__name__}: {exc}") from None
+
+
+def all_checks() -> list[CheckSpec]:
+    load_builtin_checks()
+    return sorted(_CHECKS.values(), key=lambda c: (c.scope, c.id))
+
+
+def checks_for_scopes(scopes: tuple[str, ...] | list[str]) -> list[CheckSpec]:
+    return [c for c in all_checks() if c.scope in scopes]

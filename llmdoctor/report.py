@@ -1,0 +1,180 @@
+"""Render a Report: a rich terminal view, the stable JSON contract, or markdown for an incident doc."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from llmdoctor.exit_codes import ExitCode
+from llmdoctor.findings import Finding, Severity
+from llmdoctor.runner import Report
+
+SCHEMA = "llmdoctor/1"
+MAX_EVIDENCE = 8
+STYLE = {
+    "critical": "bold white on red",
+    "warning": "bold black on yellow",
+    "info": "bold white on blue",
+    "ok": "bold black on green",
+    "unknown": "bold white on magenta",
+}
+
+
+def exit_code(report: Report) -> ExitCode:
+    return {
+        "ok": ExitCode.OK,
+        "warning": ExitCode.WARNING,
+        "critical": ExitCode.CRITICAL,
+    }.get(report.status, ExitCode.CANNOT_RUN)
+
+
+def _entries(report: Report) -> dict:
+    if report.facts is None:
+        return {}
+    return report.facts.get("wiki/entries") or {}
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    """The documented `llmdoctor/1` object."""
+    return {
+        "schema": SCHEMA,
+        "target": report.target,
+        "status": report.status,
+        "findings": [f.to_json() for f in report.findings],
+        "skipped": report.skipped,
+        "errors": report.errors,
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(to_json(report), indent=2, ensure_ascii=False)
+
+
+def _evidence_line(item: dict[str, Any]) -> str:
+    where = item.get("source", "")
+    if "line" in item:
+        where = f"{where}:{item['line']}"
+    return f"{where}  {item['text']}" if where else str(item["text"])
+
+
+def _counts(report: Report) -> str:
+    counts: dict[str, int] = {}
+    for f in report.findings:
+        counts[str(f.severity)] = counts.get(str(f.severity), 0) + 1
+    parts = [f"{counts[s]} {s}" for s in ("critical", "warning", "info", "ok") if counts.get(s)]
+    if report.skipped:
+        parts.append(f"{len(report.skipped)} not checked")
+    if report.errors:
+        parts.append(f"{len(report.errors)} errors")
+    return ", ".join(parts) or "nothing checked"
+
+
+def headline(report: Report) -> str:
+    if report.status == "unknown":
+        return "UNKNOWN: no check could run, so nothing is known to be healthy"
+    if report.status == "ok":
+        if report.skipped or report.errors:
+            return "OK in what was checked (see 'Not checked')"
+        return "OK: no problems found"
+    return report.status.upper()
+
+
+def render_terminal(report: Report, console, verbose: bool = False) -> None:
+    """Print the report with rich; problems first, each with evidence and the runbook's Fix."""
+    from rich.markup import escape
+
+    entries = _entries(report)
+    style = STYLE.get(report.status, "bold")
+    console.print(
+        f"[{style}] {escape(headline(report))} [/]  [bold]{escape(report.target)}[/]  "
+        f"[dim]({escape(_counts(report))})[/]"
+    )
+    problems = [f for f in report.findings if f.severity is not Severity.OK]
+    fine = [f for f in report.findings if f.severity is Severity.OK]
+    for f in problems:
+        console.print()
+        _print_finding(console, f, entries, escape)
+    if fine:
+        console.print()
+        console.print("[bold]Checked and fine[/]")
+        for f in fine:
+            subject = f" [{f.subject}]" if f.subject else ""
+            console.print(f"  [green]✓[/] {escape(f.check)}{escape(subject)}: {escape(f.summary)}")
+            if verbose:
+                for item in f.evidence[:MAX_EVIDENCE]:
+                    console.print(f"      [dim]{escape(_evidence_line(item))}[/]")
+    if report.skipped or report.errors:
+        console.print()
+        console.print("[bold]Not checked[/]")
+        for s in report.skipped:
+            console.print(
+                f"  [dim]-[/] {escape(s['check'])}: skipped, because {escape(s['reason'])}"
+            )
+        for e in report.errors:
+            name = e.get("check") or f"collector {e.get('collector')}"
+            console.print(f"  [red]![/] {escape(name)}: {escape(e['message'])}")
+
+
+def _print_finding(console, f: Finding, entries: dict, escape) -> None:
+    sev = str(f.severity)
+    subject = f" [{f.subject}]" if f.subject else ""
+    console.print(
+        f"[{STYLE[sev]}] {sev.upper()} [/] [bold]{escape(f.check)}{escape(subject)}[/]: "
+        f"{escape(f.summary)}"
+    )
+    for item in f.evidence[:MAX_EVIDENCE]:
+        console.print(f"    [dim]│[/] {escape(_evidence_line(item))}", soft_wrap=True)
+    if len(f.evidence) > MAX_EVIDENCE:
+        console.print(f"    [dim]│ … {len(f.evidence) - MAX_EVIDENCE} more (see --json)[/]")
+    for rid in f.runbooks:
+        entry = entries.get(rid)
+        if entry is None:
+            console.print(f"    [cyan]runbook[/] {escape(rid)} [dim](not in the wiki)[/]")
+            continue
+        console.print(f"    [cyan]runbook[/] [bold]{escape(rid)}[/]: {escape(entry.title)}")
+        for n, line in enumerate(entry.fix_excerpt()):
+            label = "Fix: " if n == 0 else "     "
+            console.print(f"      [dim]{label}[/]{escape(line)}", soft_wrap=True)
+        console.print(f"      [dim]more: llmdoctor wiki show {escape(rid)}[/]")
+
+
+def render_markdown(report: Report) -> str:
+    """Markdown for pasting into an incident document or a retro."""
+    entries = _entries(report)
+    out = [
+        f"## llmdoctor: {report.target}",
+        "",
+        f"**Status: {headline(report)}** ({_counts(report)})",
+        "",
+    ]
+    problems = [f for f in report.findings if f.severity is not Severity.OK]
+    fine = [f for f in report.findings if f.severity is Severity.OK]
+    if problems:
+        out += ["### Findings", ""]
+        for f in problems:
+            subject = f" [{f.subject}]" if f.subject else ""
+            out.append(f"- **{str(f.severity).upper()}** `{f.check}`{subject}: {f.summary}")
+            if f.evidence:
+                out.append("")
+                out.append("  ```text")
+                out += [f"  {_evidence_line(i)}" for i in f.evidence[:MAX_EVIDENCE]]
+                out.append("  ```")
+            for rid in f.runbooks:
+                entry = entries.get(rid)
+                title = f": {entry.title}" if entry else ""
+                out.append(f"  - runbook `{rid}`{title}")
+                if entry:
+                    out += [f"    > {line}" for line in entry.fix_excerpt()]
+            out.append("")
+    if fine:
+        out += ["### Checked and fine", ""]
+        out += [f"- `{f.check}`{f' [{f.subject}]' if f.subject else ''}: {f.summary}" for f in fine]
+        out.append("")
+    if report.skipped or report.errors:
+        out += ["### Not checked", ""]
+        out += [f"- `{s['check']}`: skipped, because {s['reason']}" for s in report.skipped]
+        for e in report.errors:
+            name = e.get("check") or f"collector {e.get('collector')}"
+            out.append(f"- `{name}`: error: {e['message']}")
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,162 @@
+"""Run collectors concurrently (each with a timeout), derive facts, run checks, build a Report."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.findings import Finding, Severity
+from llmdoctor.registry import CheckSpec
+
+
+class Missing:
+    """A collector's way to say 'I looked for this key and here is why it is not there'."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+@dataclass
+class CollectContext:
+    """What a collector gets: the target, the per-collector timeout and the user's options."""
+
+    target: Any
+    timeout: float
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Collector:
+    """A named function returning {fact key: value or Missing}.
+
+    `provides` names the keys (or key prefixes ending in '/') it is responsible for, so that
+    when it fails or times out, checks needing those keys are skipped with the reason.
+    """
+
+    name: str
+    provides: tuple[str, ...]
+    fn: Callable[[CollectContext], dict[str, Any]]
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: type and first line of the message."""
+    text = str(exc).strip().splitlines()
+    message = text[0] if text else ""
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def run_collectors(collectors: Iterable[Collector], ctx: CollectContext, facts: Facts) -> Facts:
+    """Run all collectors at once; each is given ctx.timeout (plus a grace second) to finish.
+
+    Collectors run on daemon threads, so one that ignores its own timeout is abandoned rather
+    than waited for: its keys are marked missing and the run goes on.
+    """
+    collectors = list(collectors)
+    results: dict[str, dict[str, Any]] = {}
+    failures: dict[str, str] = {}
+
+    def work(c: Collector) -> None:
+        try:
+            results[c.name] = c.fn(ctx) or {}
+        except Exception as exc:
+            failures[c.name] = one_line(exc)
+
+    threads = []
+    for c in collectors:
+        t = threading.Thread(target=work, args=(c,), name=f"collector-{c.name}", daemon=True)
+        t.start()
+        threads.append((c, t))
+    deadline = time.monotonic() + ctx.timeout + 1.0
+    for c, t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+        if t.is_alive():
+            failures.setdefault(c.name, f"timed out after {ctx.timeout:g}s")
+    for c, _ in threads:
+        if c.name in failures:
+            reason = f"collector {c.name} failed: {failures[c.name]}"
+            facts.collector_errors[c.name] = failures[c.name]
+            for key in c.provides:
+                facts.mark_missing(key, reason)
+            continue
+        for key, value in results.get(c.name, {}).items():
+            if isinstance(value, Missing):
+                facts.mark_missing(key, value.reason)
+            else:
+                facts.set(key, value)
+        for key in c.provides:
+            if not key.endswith("/") and not facts.has(key):
+                facts.mark_missing(key, f"collector {c.name} returned nothing")
+    return facts
+
+
+@dataclass
+class Report:
+    """Everything a run concluded, ready to render as terminal text, JSON or markdown."""
+
+    target: str
+    findings: list[Finding]
+    skipped: list[dict[str, str]]
+    errors: list[dict[str, str]]
+    facts: Facts | None = None
+
+    @property
+    def checked(self) -> bool:
+        return bool(self.findings)
+
+    @property
+    def status(self) -> str:
+        """ok | warning | critical, or unknown when no check could run at all."""
+        if not self.findings:
+            return "unknown"
+        worst = max((f.severity for f in self.findings), key=lambda s: s.rank)
+        if worst is Severity.CRITICAL:
+            return "critical"
+        check_errors = any("check" in e for e in self.errors)
+        if worst is Severity.WARNING or check_errors:
+            return "warning"
+        return "ok"
+
+
+def run_checks(
+    facts: Facts,
+    checks: Iterable[CheckSpec],
+    target: str,
+    only: Iterable[str] = (),
+    skip: Iterable[str] = (),
+) -> Report:
+    """Run every selected check; a missing fact skips it, an exception records an error."""
+    only, skip = set(only), set(skip)
+    findings: list[Finding] = []
+    skipped: list[dict[str, str]] = []
+    errors: list[dict[str, str]] = [
+        {"collector": name, "message": why} for name, why in sorted(facts.collector_errors.items())
+    ]
+    for spec in checks:
+        if (only and spec.id not in only) or spec.id in skip:
+            skipped.append({"check": spec.id, "reason": "not selected (--only/--skip)"})
+            continue
+        absent = [k for k in spec.needs if not facts.has(k)]
+        if absent:
+            skipped.append(
+                {"check": spec.id, "reason": f"{absent[0]}: {facts.missing_reason(absent[0])}"}
+            )
+            continue
+        try:
+            produced = spec.fn(facts)
+        except FactMissing as exc:
+            skipped.append({"check": spec.id, "reason": f"{exc.key}: {exc.reason}"})
+            continue
+        except Exception as exc:
+            errors.append({"check": spec.id, "message": one_line(exc)})
+            continue
+        if produced is None:
+            produced = [Finding(spec.id, Severity.OK, f"{spec.title}: no problem found")]
+        elif isinstance(produced, Finding):
+            produced = [produced]
+        findings.extend(produced)
+    findings.sort(key=lambda f: (-f.severity.rank, f.subject or "", f.check))
+    return Report(target=target, findings=findings, skipped=skipped, errors=errors, facts=facts)

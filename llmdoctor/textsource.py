@@ -1,0 +1,60 @@
+"""Log text as a fact: iterated line by line, never loaded whole when it lives in a file."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class TextSource:
+    """A log held either in memory (`text`) or in a file (`path`), read lazily.
+
+    Lines are yielded without their trailing newline; undecodable bytes are replaced, so a
+    binary blob inside a log never stops a scan.
+    """
+
+    name: str
+    path: Path | None = None
+    text: str | None = None
+
+    @classmethod
+    def from_text(cls, name: str, text: str) -> TextSource:
+        return cls(name=name, text=text)
+
+    @classmethod
+    def from_file(cls, name: str, path: str | Path) -> TextSource:
+        return cls(name=name, path=Path(path))
+
+    def lines(self) -> Iterator[str]:
+        if self.text is not None:
+            yield from self.text.splitlines()
+            return
+        assert self.path is not None
+        with open(self.path, encoding="utf-8", errors="replace", newline="") as fh:
+            for raw in fh:
+                yield raw.rstrip("\r\n")
+
+    def open_binary(self):
+        """A binary file object over the text, for chunked scanners."""
+        if self.text is not None:
+            import io
+
+            return io.BytesIO(self.text.encode("utf-8", errors="replace"))
+        assert self.path is not None
+        return open(self.path, "rb")
+
+    def read_text(self, limit: int | None = None) -> str:
+        """The whole text (or its first `limit` characters); only for small logs."""
+        if self.text is not None:
+            return self.text if limit is None else self.text[:limit]
+        assert self.path is not None
+        with open(self.path, encoding="utf-8", errors="replace") as fh:
+            return fh.read() if limit is None else fh.read(limit)
+
+    def size_bytes(self) -> int:
+        if self.text is not None:
+            return len(self.text.encode("utf-8", errors="replace"))
+        assert self.path is not None
+        return self.path.stat().st_size

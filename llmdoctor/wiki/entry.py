@@ -1,0 +1,178 @@
+"""Parse one runbook entry: YAML front matter plus Symptom / Cause / Fix sections.
+
+Example (runbooks/cuda-oom-runtime.md)::
+
+    ---
+    id: cuda-oom-runtime
+    title: CUDA out of memory while serving
+    severity: critical
+    tags: [memory, oom]
+    signatures:
+      - 'torch\\.OutOfMemoryError: CUDA out of memory'
+    ---
+    ## Symptom
+    ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SECTION_ALIASES = {
+    "symptom": "symptom",
+    "symptoms": "symptom",
+    "症状": "symptom",
+    "cause": "cause",
+    "causes": "cause",
+    "原因": "cause",
+    "fix": "fix",
+    "解法": "fix",
+    "解决": "fix",
+    "verify": "verify",
+    "验证": "verify",
+    "references": "references",
+    "参考": "references",
+}
+SEVERITIES = ("info", "warning", "critical")
+
+
+class EntryError(Exception):
+    """A runbook file that cannot be parsed; carries the file and line for a one-line message."""
+
+    def __init__(self, path: Path | str, line: int, message: str):
+        super().__init__(f"{path}:{line}: {message}")
+        self.path = str(path)
+        self.line = line
+        self.message = message
+
+
+@dataclass
+class RunbookEntry:
+    id: str
+    title: str
+    severity: str = "warning"
+    tags: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    signatures: list[str] = field(default_factory=list)
+    detected_by: list[str] = field(default_factory=list)
+    symptom: str = ""
+    cause: str = ""
+    fix: str = ""
+    verify: str = ""
+    references: str = ""
+    path: str = ""
+    front_matter: dict[str, Any] = field(default_factory=dict)
+    section_lines: dict[str, int] = field(default_factory=dict)
+    body: str = ""
+
+    def fix_excerpt(self, max_lines: int = 4) -> list[str]:
+        """The first non-blank lines of the Fix section, for the report."""
+        lines = [ln.rstrip() for ln in self.fix.splitlines() if ln.strip()]
+        return lines[:max_lines]
+
+
+def split_front_matter(text: str, path: Path | str = "<text>") -> tuple[str, str, int]:
+    """Return (yaml text, body, line number where the body starts)."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        raise EntryError(path, 1, "missing front matter: the file must start with a '---' line")
+    for i in range(1, len(lines)):
+        if lines[i].strip() == "---":
+            return "".join(lines[1:i]), "".join(lines[i + 1 :]), i + 2
+    raise EntryError(path, 1, "front matter is not closed by a '---' line")
+
+
+def _sections(body: str, first_line: int) -> tuple[dict[str, str], dict[str, int]]:
+    """Split the body at level-2 headings, using markdown-it so '#' inside code is ignored."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(body)
+    lines = body.splitlines()
+    heads: list[tuple[int, int, str]] = []  # (start line, end line, heading text)
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open" and tok.tag == "h2" and tok.map:
+            heads.append((tok.map[0], tok.map[1], tokens[i + 1].content.strip()))
+    sections: dict[str, str] = {}
+    where: dict[str, int] = {}
+    for n, (start, end, title) in enumerate(heads):
+        key = SECTION_ALIASES.get(title.strip().lower(), SECTION_ALIASES.get(title.strip()))
+        if key is None:
+            key = title.strip().lower()
+        stop = heads[n + 1][0] if n + 1 < len(heads) else len(lines)
+        sections[key] = "\n".join(lines[end:stop]).strip()
+        where[key] = first_line + start
+    return sections, where
+
+
+def _string_list(value: Any, name: str, path, line: int) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+        return [str(v) for v in value]
+    raise EntryError(path, line, f"'{name}' must be a list of strings")
+
+
+def parse_entry(text: str, path: Path | str = "<text>") -> RunbookEntry:
+    """Parse markdown text into a RunbookEntry; EntryError (with file:line) if it is malformed."""
+    import yaml
+
+    fm_text, body, body_line = split_front_matter(text, path)
+    try:
+        meta = yaml.safe_load(fm_text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = (mark.line + 2) if mark is not None else 2
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise EntryError(path, line, f"front matter is not valid YAML: {problem}") from None
+    if not isinstance(meta, dict):
+        raise EntryError(path, 2, "front matter must be a YAML mapping")
+
+    def field_line(name: str) -> int:
+        for i, ln in enumerate(fm_text.splitlines()):
+            if ln.startswith(f"{name}:"):
+                return i + 2
+        return 2
+
+    entry_id = meta.get("id")
+    if not isinstance(entry_id, str) or not entry_id.strip():
+        raise EntryError(path, field_line("id"), "front matter needs an 'id' (a string)")
+    title = meta.get("title")
+    if not isinstance(title, str) or not title.strip():
+        raise EntryError(path, field_line("title"), "front matter needs a 'title' (a string)")
+    sections, where = _sections(body, body_line)
+    return RunbookEntry(
+        id=entry_id.strip(),
+        title=title.strip(),
+        severity=str(meta.get("severity", "warning")).strip().lower(),
+        tags=_string_list(meta.get("tags"), "tags", path, field_line("tags")),
+        aliases=_string_list(meta.get("aliases"), "aliases", path, field_line("aliases")),
+        signatures=_string_list(
+            meta.get("signatures"), "signatures", path, field_line("signatures")
+        ),
+        detected_by=_string_list(
+            meta.get("detected_by"), "detected_by", path, field_line("detected_by")
+        ),
+        symptom=sections.get("symptom", ""),
+        cause=sections.get("cause", ""),
+        fix=sections.get("fix", ""),
+        verify=sections.get("verify", ""),
+        references=sections.get("references", ""),
+        path=str(path),
+        front_matter=meta,
+        section_lines=where,
+        body=body,
+    )
+
+
+def parse_entry_file(path: str | Path) -> RunbookEntry:
+    """Read and parse one runbook file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise EntryError(p, 1, f"not UTF-8 text ({exc.reason})") from None
+    return parse_entry(text, p)

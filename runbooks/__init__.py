@@ -1,0 +1,1 @@
+"""Built-in runbook entries (markdown files); shipped as package data."""
