@@ -65,7 +65,11 @@ def log_signatures(facts: Facts) -> list[Finding]:
     findings = []
     for entry_id, h in hits.items():
         entry = entries[entry_id]
-        where = ", ".join(f"{src} ({n})" for src, n in h.sources.items())
+        where = (
+            ", ".join(h.sources)
+            if len(h.sources) == 1
+            else ", ".join(f"{src} ({n})" for src, n in h.sources.items())
+        )
         items = [evidence(m.text, source=src, line=m.line) for src, m in h.first]
         if h.count > FIRST + LAST:
             items.append(evidence(f"… {h.count - FIRST - LAST} more matching lines …"))

@@ -82,13 +82,13 @@ def pod_restarts(facts: Facts) -> list[Finding]:
         subject = f"container {name}"
         if term.get("reason") == "OOMKilled":
             limit = _memory_limit(pod, name)
-            limit_text = f" (memory limit {limit})" if limit else " (no memory limit set)"
+            limit_text = f"its memory limit of {limit}" if limit else "node memory (no limit set)"
             items.append(evidence(f"resources.limits.memory: {limit}", source="k8s/pod.json"))
             findings.append(
                 critical(
                     "pod-restarts",
-                    f"killed for exceeding its memory limit{limit_text}: host RAM, not GPU "
-                    f"memory; restarted {restarts} times{cause_text}",
+                    f"OOMKilled: exceeded {limit_text} (host RAM, not GPU memory); "
+                    f"restarted {restarts} times{cause_text}",
                     items,
                     ["k8s-oomkilled", *causes],
                     subject,

@@ -50,11 +50,17 @@ def render_json(report: Report) -> str:
     return json.dumps(to_json(report), indent=2, ensure_ascii=False)
 
 
-def _evidence_line(item: dict[str, Any]) -> str:
+MAX_TERMINAL_TEXT = 240
+
+
+def _evidence_line(item: dict[str, Any], limit: int | None = None) -> str:
     where = item.get("source", "")
     if "line" in item:
         where = f"{where}:{item['line']}"
-    return f"{where}  {item['text']}" if where else str(item["text"])
+    text = str(item["text"])
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return f"{where}  {text}" if where else text
 
 
 def _counts(report: Report) -> str:
@@ -102,7 +108,8 @@ def render_terminal(report: Report, console, verbose: bool = False) -> None:
             console.print(f"  [green]✓[/] {escape(f.check)}{escape(subject)}: {escape(f.summary)}")
             if verbose:
                 for item in f.evidence[:MAX_EVIDENCE]:
-                    console.print(f"      [dim]{escape(_evidence_line(item))}[/]")
+                    line = _evidence_line(item, MAX_TERMINAL_TEXT)
+                    console.print(f"      [dim]{escape(line)}[/]")
     if report.skipped or report.errors:
         console.print()
         console.print("[bold]Not checked[/]")
@@ -123,7 +130,8 @@ def _print_finding(console, f: Finding, entries: dict, escape) -> None:
         f"{escape(f.summary)}"
     )
     for item in f.evidence[:MAX_EVIDENCE]:
-        console.print(f"    [dim]│[/] {escape(_evidence_line(item))}", soft_wrap=True)
+        line = _evidence_line(item, MAX_TERMINAL_TEXT)
+        console.print(f"    [dim]│[/] {escape(line)}", soft_wrap=True)
     if len(f.evidence) > MAX_EVIDENCE:
         console.print(f"    [dim]│ … {len(f.evidence) - MAX_EVIDENCE} more (see --json)[/]")
     for rid in f.runbooks:

@@ -71,9 +71,12 @@ def diagnose_command(
     ctx = CollectContext(target=parsed, timeout=timeout, options=options)
     facts_list = gather(parsed, ctx)
     settings = {"model_config_path": model_config}
+    label = str(parsed)
+    if parsed.kind == "bundle":
+        label = f"{facts_list[0].get('target')} (bundle {parsed.name})"
     report = diagnose(
         facts_list,
-        str(parsed) if parsed.kind != "bundle" else f"bundle {parsed.name}",
+        label,
         only=only,
         skip=skip,
         wiki_dirs=wiki,

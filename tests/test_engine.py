@@ -1,0 +1,406 @@
+"""The engine end to end: targets, bundles (and their refusals), collectors, checks, reports."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from llmdoctor.bundle import Bundle, write_bundle
+from llmdoctor.errors import BadBundle, BadTarget
+from llmdoctor.facts import Facts
+from llmdoctor.findings import Severity
+from llmdoctor.registry import CheckSpec
+from llmdoctor.runner import CollectContext, Collector, Missing, run_checks, run_collectors
+from llmdoctor.target import parse_target
+from llmdoctor.textsource import TextSource
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "bundles"
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "llmdoctor", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+
+
+# --- targets -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "name"),
+    [
+        ("pod/vllm-7b", "pod", "vllm-7b"),
+        ("deploy/vllm", "deployment", "vllm"),
+        ("deployment/vllm", "deployment", "vllm"),
+        ("sts/vllm", "statefulset", "vllm"),
+        ("statefulset/vllm-0", "statefulset", "vllm-0"),
+        ("node", "node", ""),
+    ],
+)
+def test_target_forms_are_recognised(text, kind, name):
+    target = parse_target(text)
+    assert (target.kind, target.name) == (kind, name)
+
+
+def test_http_target_keeps_the_url():
+    assert parse_target("http://vllm:8000/").url == "http://vllm:8000"
+
+
+@pytest.mark.parametrize("text", ["vllm-7b", "svc/vllm", "pod/Bad_Name", "http://:80", "ftp://x"])
+def test_unrecognised_targets_list_the_accepted_forms(text):
+    # a typo must say what would have been accepted, not just "invalid"
+    with pytest.raises(BadTarget) as err:
+        parse_target(text)
+    assert (
+        "pod/NAME" in str(err.value) or "not a valid" in str(err.value) or "URL" in str(err.value)
+    )
+
+
+def test_cli_bad_target_is_one_line_exit_3():
+    proc = run_cli("diagnose", "svc/vllm")
+    assert proc.returncode == 3
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "pod/NAME" in proc.stderr
+
+
+def test_cli_usage_error_exits_3_not_2():
+    # exit 2 means "critical findings" in llmdoctor; a typo in an option must not look like that
+    proc = run_cli("diagnose", "--no-such-option")
+    assert proc.returncode == 3
+    assert "Traceback" not in proc.stderr
+
+
+# --- bundles: reading and refusing ------------------------------------------------------------
+
+
+def make_tar(path: Path, members: list[tuple[str, bytes]], links=(), fmt="llmdoctor-bundle/1"):
+    manifest = json.dumps(
+        {"format": fmt, "target": "pod/x", "collected_at": "2025-09-04T01:30:00Z"}
+    )
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in [("b/manifest.json", manifest.encode()), *members]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in links:
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            tar.addfile(info)
+    return path
+
+
+def test_bundle_archive_is_read_like_a_folder(tmp_path):
+    archive = tmp_path / "b.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(EXAMPLES / "crashloop-cuda-oom", arcname="crashloop")
+    with Bundle(archive) as bundle:
+        facts = bundle.to_facts()
+        assert facts.get("k8s/pod.json")["kind"] == "Pod"
+        assert isinstance(facts.get("logs/vllm.previous.log"), TextSource)
+        assert facts.get("time/now") == pytest.approx(1756949400.0)
+
+
+def test_bundle_member_escaping_with_dotdot_is_refused(tmp_path):
+    archive = make_tar(tmp_path / "evil.tar.gz", [("../../etc/passwd", b"root:x:0:0")])
+    with pytest.raises(BadBundle, match="escapes the bundle"):
+        Bundle(archive)
+    assert not (tmp_path.parent.parent / "etc" / "passwd").exists()
+
+
+def test_bundle_member_with_absolute_path_is_refused(tmp_path):
+    archive = make_tar(tmp_path / "abs.tar.gz", [("/etc/cron.d/x", b"* * * * * root id")])
+    with pytest.raises(BadBundle, match="absolute path"):
+        Bundle(archive)
+
+
+def test_bundle_symlink_pointing_outside_is_refused(tmp_path):
+    archive = make_tar(tmp_path / "link.tar.gz", [], links=[("b/logs/vllm.log", "/etc/shadow")])
+    with pytest.raises(BadBundle, match="links outside"):
+        Bundle(archive)
+
+
+def test_bundle_folder_with_symlink_outside_is_refused(tmp_path):
+    folder = tmp_path / "b"
+    (folder / "logs").mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps({"format": "llmdoctor-bundle/1"}))
+    (folder / "logs" / "vllm.log").symlink_to("/etc/hostname")
+    with pytest.raises(BadBundle, match="links outside"):
+        Bundle(folder).to_facts()
+
+
+def test_truncated_archive_is_refused_as_corrupt(tmp_path):
+    good = tmp_path / "good.tar.gz"
+    with tarfile.open(good, "w:gz") as tar:
+        tar.add(EXAMPLES / "crashloop-cuda-oom", arcname="b")
+    data = good.read_bytes()
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(BadBundle, match="corrupt or truncated"):
+        Bundle(cut)
+
+
+def test_oversized_member_is_refused(tmp_path, monkeypatch):
+    import llmdoctor.bundle as bundle_module
+
+    monkeypatch.setattr(bundle_module, "MAX_MEMBER_BYTES", 1024)
+    archive = make_tar(tmp_path / "big.tar.gz", [("b/logs/vllm.log", b"x" * 4096)])
+    with pytest.raises(BadBundle, match="over the"):
+        Bundle(archive)
+
+
+def test_wrong_format_string_is_refused(tmp_path):
+    archive = make_tar(tmp_path / "v2.tar.gz", [], fmt="llmdoctor-bundle/2")
+    with pytest.raises(BadBundle, match="expected 'llmdoctor-bundle/1'"):
+        Bundle(archive)
+
+
+@pytest.mark.parametrize("case", ["dotdot", "truncated", "format", "missing"])
+def test_cli_refuses_bad_bundles_with_one_line_and_exit_3(tmp_path, case):
+    if case == "dotdot":
+        path = make_tar(tmp_path / "evil.tar.gz", [("../../etc/passwd", b"root")])
+    elif case == "format":
+        path = make_tar(tmp_path / "v2.tar.gz", [], fmt="something-else")
+    elif case == "missing":
+        path = tmp_path / "nope.tar.gz"
+    else:
+        good = make_tar(tmp_path / "g.tar.gz", [("b/logs/vllm.log", os.urandom(200_000))])
+        path = tmp_path / "cut.tar.gz"
+        path.write_bytes(good.read_bytes()[:5000])
+    proc = run_cli("diagnose", "--bundle", str(path))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.startswith("llmdoctor: ")
+
+
+# --- bundles: writing ---------------------------------------------------------------------------
+
+
+def test_write_bundle_redacts_secrets_and_round_trips(tmp_path):
+    facts = Facts()
+    pod = json.loads((EXAMPLES / "healthy-vllm-7b" / "k8s" / "pod.json").read_text())
+    pod["spec"]["containers"][0]["env"] = [
+        {"name": "HF_TOKEN", "value": "hf_abcdefghijklmnopqrstuvwxyz123456"},
+        {"name": "OPENAI_API_KEY", "value": "plain-secret"},
+        {"name": "VLLM_LOGGING_LEVEL", "value": "INFO"},
+    ]
+    facts.set("k8s/pod.json", pod)
+    log = "curl -H 'Authorization: Bearer sk-live-0123456789abcdefghij' http://x\nnormal line\n"
+    facts.set("logs/vllm.log", TextSource.from_text("logs/vllm.log", log))
+    facts.set("time/now", 1756949400.0)
+    facts.mark_missing("logs/vllm.previous.log", "forbidden: cannot get pods/log")
+    out = write_bundle(facts, tmp_path / "incident.tar.gz", target="pod/x", namespace="serving")
+    with Bundle(out) as bundle:
+        back = bundle.to_facts()
+        env = {
+            e["name"]: e["value"] for e in back.get("k8s/pod.json")["spec"]["containers"][0]["env"]
+        }
+        text = back.get("logs/vllm.log").read_text()
+        reason = back.missing_reason("logs/vllm.previous.log")
+    assert env["HF_TOKEN"] == "<redacted>" and env["OPENAI_API_KEY"] == "<redacted>"
+    assert env["VLLM_LOGGING_LEVEL"] == "INFO"
+    assert "sk-live" not in text and "normal line" in text
+    assert reason == "forbidden: cannot get pods/log"
+
+
+def test_write_bundle_never_overwrites(tmp_path):
+    dest = tmp_path / "incident.tar.gz"
+    dest.write_text("the user's file")
+    facts = Facts({"time/now": 0.0})
+    with pytest.raises(BadBundle, match="already exists"):
+        write_bundle(facts, dest, target="pod/x")
+    assert dest.read_text() == "the user's file"
+
+
+# --- collectors and checks ----------------------------------------------------------------------
+
+
+def test_a_hanging_collector_is_abandoned_and_the_others_still_report():
+    def hangs(ctx):
+        time.sleep(30)
+        return {}
+
+    def works(ctx):
+        return {"k8s/pod.json": {"kind": "Pod"}, "logs/vllm.log": Missing("403 pods/log forbidden")}
+
+    def breaks(ctx):
+        raise ConnectionRefusedError("connection refused")
+
+    facts = Facts()
+    started = time.monotonic()
+    run_collectors(
+        [
+            Collector("slow", ("node/nvidia-smi.xml",), hangs),
+            Collector("k8s", ("k8s/pod.json",), works),
+            Collector("http", ("vllm/",), breaks),
+        ],
+        CollectContext(target=None, timeout=0.5),
+        facts,
+    )
+    assert time.monotonic() - started < 2.0
+    assert facts.get("k8s/pod.json") == {"kind": "Pod"}
+    assert "timed out after 0.5s" in facts.missing_reason("node/nvidia-smi.xml")
+    assert facts.missing_reason("logs/vllm.log") == "403 pods/log forbidden"
+    assert "connection refused" in facts.missing_reason("vllm/metrics-0.txt")
+    assert set(facts.collector_errors) == {"slow", "http"}
+
+
+def spec(check_id, fn, needs=()):
+    return CheckSpec(check_id, fn, check_id, "k8s", tuple(needs), ())
+
+
+def test_missing_facts_skip_a_check_with_the_reason_and_a_raising_check_is_an_error():
+    facts = Facts({"k8s/pod.json": {}})
+    facts.mark_missing("logs/", "forbidden: cannot get pods/log")
+
+    def needs_logs(f):
+        f.require("logs/vllm.log")
+
+    def raises(f):
+        raise KeyError("status")
+
+    report = run_checks(
+        facts,
+        [
+            spec("a", needs_logs),
+            spec("b", raises),
+            spec("c", lambda f: None, needs=("k8s/pod.json",)),
+        ],
+        "pod/x",
+    )
+    assert report.skipped == [
+        {"check": "a", "reason": "logs/vllm.log: forbidden: cannot get pods/log"}
+    ]
+    assert report.errors == [{"check": "b", "message": "KeyError: 'status'"}]
+    assert [f.severity for f in report.findings] == [Severity.OK]
+    # a check that crashed means we cannot vouch for health
+    assert report.status == "warning"
+
+
+def test_nothing_checked_is_unknown_never_ok():
+    report = run_checks(Facts(), [spec("a", lambda f: None, needs=("k8s/pod.json",))], "pod/x")
+    assert report.status == "unknown"
+
+
+# --- the example bundles through the CLI --------------------------------------------------------
+
+
+def test_crashloop_bundle_exits_2_and_names_the_oom_with_its_lines():
+    proc = run_cli("diagnose", "--bundle", str(EXAMPLES / "crashloop-cuda-oom"), "--json")
+    assert proc.returncode == 2, proc.stderr
+    out = json.loads(proc.stdout)
+    assert set(out) == {"schema", "target", "status", "findings", "skipped", "errors"}
+    assert out["schema"] == "llmdoctor/1" and out["status"] == "critical"
+    oom = [f for f in out["findings"] if "cuda-oom-runtime" in f["runbooks"]]
+    assert oom, out["findings"]
+    lines = [e for f in oom for e in f["evidence"] if "line" in e]
+    assert any("torch.OutOfMemoryError: CUDA out of memory" in e["text"] for e in lines)
+    assert all(e["source"] == "logs/vllm.previous.log" for e in lines)
+    crash = [f for f in out["findings"] if f["check"] == "pod-restarts"][0]
+    assert crash["severity"] == "critical" and "CrashLoopBackOff" in crash["summary"]
+    for f in out["findings"]:
+        assert set(f) >= {"check", "severity", "summary", "evidence", "runbooks"}
+
+
+def test_crashloop_terminal_report_shows_fix_from_the_runbook():
+    proc = run_cli("diagnose", "--bundle", str(EXAMPLES / "crashloop-cuda-oom"), "--no-color")
+    assert proc.returncode == 2
+    assert "CRITICAL" in proc.stdout and "runbook cuda-oom-runtime" in proc.stdout
+    assert "Fix:" in proc.stdout
+    assert "Not checked" in proc.stdout  # node and vLLM facts are not in this bundle
+
+
+def test_healthy_bundle_is_ok_in_what_was_checked_and_lists_what_was_not():
+    proc = run_cli("diagnose", "--bundle", str(EXAMPLES / "healthy-vllm-7b"), "--json")
+    out = json.loads(proc.stdout)
+    assert out["status"] == "ok", out
+    assert proc.returncode == 0
+    assert out["skipped"], "checks without facts must be listed, not silently passed"
+
+
+def test_oomkilled_bundle_links_the_k8s_oomkilled_runbook():
+    proc = run_cli("diagnose", "--bundle", str(EXAMPLES / "oomkilled-host-memory"), "--json")
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 2
+    finding = [f for f in out["findings"] if "k8s-oomkilled" in f["runbooks"]][0]
+    assert "16Gi" in finding["summary"]
+
+
+def test_markdown_report_is_pasteable():
+    proc = run_cli("diagnose", "--bundle", str(EXAMPLES / "crashloop-cuda-oom"), "--markdown")
+    assert proc.stdout.startswith("## llmdoctor: ")
+    assert "- **CRITICAL** `pod-restarts`" in proc.stdout
+    assert "```text" in proc.stdout
+
+
+def test_only_and_skip_select_checks():
+    proc = run_cli(
+        "diagnose",
+        "--bundle",
+        str(EXAMPLES / "crashloop-cuda-oom"),
+        "--json",
+        "--only",
+        "pod-restarts",
+    )
+    out = json.loads(proc.stdout)
+    assert {f["check"] for f in out["findings"]} == {"pod-restarts"}
+    proc = run_cli("diagnose", "--bundle", str(EXAMPLES / "crashloop-cuda-oom"), "--only", "nope")
+    assert proc.returncode == 3 and "unknown check" in proc.stderr
+
+
+def test_site_checks_dir_adds_a_check(tmp_path):
+    (tmp_path / "team_policy.py").write_text(
+        "from llmdoctor.registry import check\n"
+        "from llmdoctor.findings import warning\n"
+        "@check('team-no-latest', title='Team policy', scope='k8s', needs=('k8s/pod.json',))\n"
+        "def team(facts):\n"
+        "    return warning('team-no-latest', 'team policy says hello')\n"
+    )
+    proc = run_cli(
+        "diagnose",
+        "--bundle",
+        str(EXAMPLES / "healthy-vllm-7b"),
+        "--json",
+        "--checks-dir",
+        str(tmp_path),
+    )
+    out = json.loads(proc.stdout)
+    assert any(f["check"] == "team-no-latest" for f in out["findings"])
+    assert proc.returncode == 1
+
+
+# --- fast start -----------------------------------------------------------------------------------
+
+
+def test_help_imports_none_of_the_heavy_modules():
+    code = (
+        "import sys\n"
+        "from llmdoctor.cli import run\n"
+        "try:\n    run(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ['kubernetes', 'pynvml', 'requests', 'httpx', 'sqlite_utils', 'markdown_it',"
+        " 'prometheus_client', 'yaml']\n"
+        "print('HEAVY=' + ','.join(m for m in heavy if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "HEAVY=", proc.stdout
+
+
+def test_version_prints_the_package_version():
+    from llmdoctor import __version__
+
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"llmdoctor {__version__}"
