@@ -309,7 +309,7 @@ def test_crashloop_bundle_exits_2_and_names_the_oom_with_its_lines():
     lines = [e for f in oom for e in f["evidence"] if "line" in e]
     assert any("torch.OutOfMemoryError: CUDA out of memory" in e["text"] for e in lines)
     assert all(e["source"] == "logs/vllm.previous.log" for e in lines)
-    crash = [f for f in out["findings"] if f["check"] == "pod-restarts"][0]
+    crash = next(f for f in out["findings"] if f["check"] == "pod-restarts")
     assert crash["severity"] == "critical" and "CrashLoopBackOff" in crash["summary"]
     for f in out["findings"]:
         assert set(f) >= {"check", "severity", "summary", "evidence", "runbooks"}
@@ -335,7 +335,7 @@ def test_oomkilled_bundle_links_the_k8s_oomkilled_runbook():
     proc = run_cli("diagnose", "--bundle", str(EXAMPLES / "oomkilled-host-memory"), "--json")
     out = json.loads(proc.stdout)
     assert proc.returncode == 2
-    finding = [f for f in out["findings"] if "k8s-oomkilled" in f["runbooks"]][0]
+    finding = next(f for f in out["findings"] if "k8s-oomkilled" in f["runbooks"])
     assert "16Gi" in finding["summary"]
 
 
