@@ -227,7 +227,9 @@ def write_bundle(
     }
     documents: dict[str, bytes] = {}
     for key, value in facts.items():
-        if "/" not in key or key.startswith(("time/", "wiki/", "settings/")):
+        if key.startswith(("time/", "wiki/", "settings/")):
+            continue
+        if "/" not in key and key != "tokenizer.json":  # 'target'; tokenizer.json is a root file
             continue
         if not key.split("/")[-1].count("."):  # derived facts have no file extension
             continue

@@ -1,0 +1,177 @@
+"""Business-level health: a real generation through the OpenAI API, timed and classified.
+
+From `vllm/probe.json` (one streamed completion of a fixed prompt at temperature 0). A failed
+probe is classified from its status and error body (vLLM's flat `{"object": "error", ...}` up
+to 0.10.0 and nested `{"error": {...}}` from 0.10.1); empty text or a latency over
+settings/max_latency_ms is critical even when /health says 200.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from llmdoctor.facts import Facts
+from llmdoctor.findings import Finding, critical, evidence, ok
+from llmdoctor.parsers.vllm_serving import model_subject, threshold
+from llmdoctor.registry import check
+
+CHECK = "vllm-generation"
+CONTEXT_LENGTH = re.compile(
+    r"maximum context length|longer than the maximum model length|context_length_exceeded",
+    re.IGNORECASE,
+)
+MODEL_MISSING = re.compile(r"The model `[^`]*` does not exist|NotFoundError", re.IGNORECASE)
+CHAT_TEMPLATE = re.compile(r"chat template|chat_template", re.IGNORECASE)
+ENGINE_DEAD = re.compile(r"EngineDeadError|EngineCore|Background loop|engine loop", re.IGNORECASE)
+
+
+def error_text(body: Any) -> str:
+    """The message of an OpenAI/vLLM error body (flat or nested), or the raw text."""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            return " ".join(str(inner.get(k) or "") for k in ("message", "type", "code")).strip()
+        return str(inner)
+    return str(body or "")
+
+
+def classify(probe: dict) -> tuple[str, list[str]]:
+    """(what went wrong, runbook ids) for a probe that got no usable completion."""
+    status, kind = probe.get("status"), probe.get("error_kind")
+    text = f"{probe.get('error') or ''} {error_text(probe.get('error_body'))}"
+    if CONTEXT_LENGTH.search(text):
+        return "the prompt does not fit the context length", ["context-length-exceeded"]
+    if MODEL_MISSING.search(text) or (status == 404 and "model" in text.lower()):
+        return "the model name is not served", ["model-name-not-found"]
+    if CHAT_TEMPLATE.search(text):
+        return "the tokenizer has no chat template", ["chat-template-missing"]
+    if ENGINE_DEAD.search(text):
+        return "the engine is dead", ["engine-dead"]
+    if status in (401, 403):
+        return "the server needs an API key (set LLMDOCTOR_API_KEY)", []
+    if kind == "html" or status in (502, 504):
+        return "a proxy or gateway answered instead of vLLM", ["gateway-timeout"]
+    if status is not None and status >= 500:
+        return "the server failed the request", ["engine-dead"]
+    if kind == "timeout":
+        stage = "no first token" if not probe.get("chunks") else "the stream did not finish"
+        return f"{stage} in time", ["queue-saturation", "engine-dead"]
+    if kind == "connect":
+        return "the server cannot be reached", ["engine-dead"]
+    if kind in ("reset", "stream-error"):
+        return "the answer broke off mid-stream", ["engine-dead"]
+    if kind == "garbage":
+        return "the answer is not an OpenAI completion", ["gateway-timeout"]
+    return "the server rejected the request", []
+
+
+def _timings(probe: dict) -> str:
+    """'status 200, total 850 ms, first token 120 ms, ...' leaving out what was not measured."""
+    parts = [f"status {probe.get('status') if probe.get('status') is not None else 'none'}"]
+    for label, key in (
+        ("total", "latency_ms"),
+        ("first token", "ttft_ms"),
+        ("inter-token mean", "itl_ms"),
+        ("inter-token max", "itl_max_ms"),
+    ):
+        if probe.get(key) is not None:
+            parts.append(f"{label} {probe[key]:.0f} ms")
+    parts.append(f"{probe.get('chunks') or 0} text chunks")
+    if probe.get("finish_reason"):
+        parts.append(f"finish_reason {probe['finish_reason']}")
+    return ", ".join(parts)
+
+
+def _evidence(probe: dict) -> list[dict]:
+    req = probe.get("request") or {}
+    items = [
+        evidence(
+            f"POST {req.get('path')} model={req.get('model')!r} max_tokens="
+            f"{req.get('max_tokens')} temperature={req.get('temperature')} stream=true",
+            "vllm/probe.json",
+        ),
+        evidence(_timings(probe), "vllm/probe.json"),
+        evidence(f"text: {(probe.get('text') or '')[:120]!r}", "vllm/probe.json"),
+    ]
+    if probe.get("error"):
+        items.append(evidence(f"error: {probe['error']}", "vllm/probe.json"))
+    body = probe.get("error_body")
+    if body:
+        items.append(evidence(f"error body: {error_text(body)[:400]}", "vllm/probe.json"))
+    return items
+
+
+def _health_says_ok(facts: Facts) -> str:
+    health = facts.get("vllm/health.json")
+    if isinstance(health, dict) and health.get("status") == 200:
+        return " (while /health says 200)"
+    return ""
+
+
+@check(
+    CHECK,
+    title="Generation probe (business-level health)",
+    scope="vllm",
+    needs=("vllm/probe.json",),
+    runbooks=(
+        "context-length-exceeded",
+        "model-name-not-found",
+        "chat-template-missing",
+        "engine-dead",
+        "gateway-timeout",
+        "queue-saturation",
+        "kv-cache-preemption",
+        "nan-or-garbage-output",
+    ),
+)
+def vllm_generation(facts: Facts) -> Finding:
+    probe: dict = facts.require("vllm/probe.json")
+    req = probe.get("request") or {}
+    subject = model_subject(str(req.get("model")))
+    items = _evidence(probe)
+    also = _health_says_ok(facts)
+    if probe.get("error"):
+        what, runbooks = classify(probe)
+        return critical(
+            CHECK,
+            f"business-level health failed: {what}{also}: {probe['error']}",
+            items,
+            runbooks,
+            subject,
+        )
+    if not (probe.get("text") or "").strip():
+        return critical(
+            CHECK,
+            f"business-level health failed: the probe generated no text (finish_reason "
+            f"{probe.get('finish_reason')}){also}",
+            items,
+            ["nan-or-garbage-output", *(["chat-template-missing"] if "messages" in req else [])],
+            subject,
+        )
+    limit = threshold(facts, "max_latency_ms")
+    latency, ttft = probe.get("latency_ms"), probe.get("ttft_ms")
+    if latency is not None and latency > limit:
+        if ttft is not None and ttft >= 0.5 * latency:
+            phase, books = (
+                f"most of it waiting for the first token ({ttft:.0f} ms)",
+                ["queue-saturation"],
+            )
+        else:
+            phase = f"decoding is slow (inter-token {probe.get('itl_ms')} ms)"
+            books = ["queue-saturation", "kv-cache-preemption"]
+        return critical(
+            CHECK,
+            f"business-level health failed: a {req.get('max_tokens')}-token generation took "
+            f"{latency:.0f} ms (> {limit:.0f} ms){also}, {phase}",
+            items,
+            books,
+            subject,
+        )
+    return ok(
+        CHECK,
+        f"generation works: {probe.get('chunks')} chunks in {latency} ms (first token "
+        f"{ttft} ms): {(probe.get('text') or '').strip()[:40]!r}",
+        items,
+        subject,
+    )

@@ -1,0 +1,160 @@
+"""Endpoint health: /health (status, latency), /v1/models (the expected model served), /metrics.
+
+A vLLM server answers GET /health with an empty 200; 500 (up to ~0.10) or 503 (from ~0.11)
+once its engine has died. /v1/models lists the served names requests must use. A failed
+request is reported as a finding with its reason, never as "healthy".
+"""
+
+from __future__ import annotations
+
+from llmdoctor.facts import Facts
+from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.parsers.vllm_serving import (
+    expected_models,
+    is_collection_failure,
+    model_ids,
+    threshold,
+)
+from llmdoctor.registry import check
+
+CHECK = "vllm-health"
+API_KEY_HINT = " (the server needs an API key: set LLMDOCTOR_API_KEY)"
+
+
+def _health(facts: Facts) -> Finding:
+    health = facts.require("vllm/health.json")
+    status, error, kind = health.get("status"), health.get("error"), health.get("error_kind")
+    latency = health.get("latency_ms")
+    answer = f"status {status}" if status is not None else "no status"
+    items = [
+        evidence(
+            f"GET /health: {answer} after {latency} ms" + (f"; {error}" if error else ""),
+            "vllm/health.json",
+        )
+    ]
+    version = facts.get("vllm/version.json")
+    if isinstance(version, dict) and version.get("version"):
+        items.append(evidence(f"vLLM version {version['version']}", "vllm/version.json"))
+    subject = "endpoint /health"
+    if status is None:
+        books = ["engine-dead", *(["gateway-timeout"] if kind == "timeout" else [])]
+        return critical(CHECK, f"the endpoint does not answer: {error}", items, books, subject)
+    if kind == "html":
+        return warning(
+            CHECK,
+            f"GET /health answered {status} with an HTML page, not vLLM's empty 200: a proxy, "
+            "login page or another app answers on this address",
+            items,
+            ["gateway-timeout"],
+            subject,
+        )
+    if status in (500, 503):
+        return critical(
+            CHECK,
+            f"GET /health returned {status}: vLLM answers this when its engine process has died",
+            items,
+            ["engine-dead"],
+            subject,
+        )
+    if status in (502, 504):
+        return critical(
+            CHECK,
+            f"GET /health returned {status} from a proxy or gateway in front of vLLM",
+            items,
+            ["gateway-timeout", "engine-dead"],
+            subject,
+        )
+    if status != 200:
+        hint = API_KEY_HINT if status in (401, 403) else ""
+        return warning(CHECK, f"GET /health returned {status}: {error}{hint}", items, [], subject)
+    limit = threshold(facts, "max_health_ms")
+    if latency is not None and latency > limit:
+        return warning(
+            CHECK,
+            f"GET /health is slow: {latency:.0f} ms (> {limit:.0f} ms); the API server's event "
+            "loop or the engine's health check is busy",
+            items,
+            ["engine-dead"],
+            subject,
+        )
+    return ok(CHECK, f"GET /health 200 in {latency} ms", items, subject)
+
+
+def _models(facts: Facts) -> Finding | None:
+    subject = "endpoint /v1/models"
+    if not facts.has("vllm/models.json"):
+        reason = facts.missing_reason("vllm/models.json")
+        if not is_collection_failure(reason):
+            return None
+        hint = API_KEY_HINT if "HTTP 401" in reason or "HTTP 403" in reason else ""
+        return warning(CHECK, f"cannot list the served models: {reason}{hint}", [], [], subject)
+    models = facts.require("vllm/models.json")
+    ids = model_ids(models)
+    cards = {m.get("id"): m for m in models.get("data") or [] if isinstance(m, dict)}
+    listed = ", ".join(
+        f"{i} (max_model_len {cards[i].get('max_model_len')})"
+        if cards[i].get("max_model_len")
+        else i
+        for i in ids
+    )
+    items = [evidence(f"/v1/models lists: {listed or 'nothing'}", "vllm/models.json")]
+    if not ids:
+        return critical(
+            CHECK, "/v1/models lists no model", items, ["model-name-not-found"], subject
+        )
+    expected, source = expected_models(facts)
+    if expected and not set(expected) & set(ids):
+        items.append(evidence(f"expected: {', '.join(expected)} (from {source})"))
+        return critical(
+            CHECK,
+            f"the model clients ask for ({', '.join(expected)}, from {source}) is not served; "
+            f"/v1/models lists {', '.join(ids)}: requests get 404 'The model ... does not exist'",
+            items,
+            ["model-name-not-found"],
+            subject,
+        )
+    return ok(CHECK, f"serves {', '.join(ids)}", items, subject)
+
+
+def _metrics(facts: Facts) -> Finding | None:
+    subject = "endpoint /metrics"
+    if not facts.has("vllm/metrics-0.txt"):
+        reason = facts.missing_reason("vllm/metrics-0.txt")
+        if not is_collection_failure(reason):
+            return None
+        return warning(
+            CHECK,
+            f"/metrics could not be read ({reason}); queue, KV-cache and latency not checked",
+            [],
+            [],
+            subject,
+        )
+    if not facts.has("vllm/window"):
+        reason = facts.missing_reason("vllm/window")
+        return warning(CHECK, f"/metrics is not usable: {reason}", [], [], subject)
+    window = facts.require("vllm/window")
+    if window.get("parse_errors"):
+        return info(
+            CHECK,
+            f"part of /metrics did not parse: {window['parse_errors'][0]}",
+            [],
+            [],
+            subject,
+        )
+    return None
+
+
+@check(
+    CHECK,
+    title="vLLM endpoint health (/health, /v1/models, /metrics)",
+    scope="vllm",
+    needs=("vllm/health.json",),
+    runbooks=("engine-dead", "gateway-timeout", "model-name-not-found"),
+)
+def vllm_health(facts: Facts) -> list[Finding]:
+    findings = [_health(facts)]
+    for part in (_models, _metrics):
+        finding = part(facts)
+        if finding is not None:
+            findings.append(finding)
+    return findings

@@ -1,0 +1,117 @@
+"""KV cache pressure: usage at or above 95% and/or preemptions rising in the window.
+
+From `vllm/window`, per model: vllm:kv_cache_usage_perc (V1; V0 vllm:gpu_cache_usage_perc), the
+vllm:num_preemptions_total delta and rate between the scrapes, and V0's swapped requests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.parsers.vllm_serving import (
+    fmt_count,
+    fmt_pct,
+    model_subject,
+    scrape_sources,
+    series_text,
+    threshold,
+    window_text,
+)
+from llmdoctor.registry import check
+
+CHECK = "vllm-kv-cache"
+
+
+def _rate(counter: dict) -> str:
+    rate = counter.get("rate_per_s")
+    return f" ({rate:.2f}/s)" if rate is not None else ""
+
+
+def _model_finding(model: str, data: dict, window: dict, full_at: float) -> Finding | None:
+    gauges, counters = data["gauges"], data["counters"]
+    kv = gauges.get("kv_cache_usage")
+    pre = counters.get("preemptions")
+    if kv is None and pre is None:
+        return None
+    where = scrape_sources(window)
+    items = []
+    usage = [v for v in (kv or {}).get("values", []) if v is not None]
+    peak = max(usage) if usage else None
+    if kv is not None:
+        items.append(evidence(f"{kv['metric']}: {series_text(kv['values'], fmt_pct)}", where))
+        engines = [e for e in kv.get("per_engine") or [] if e]
+        if engines and len(engines[-1]) > 1:
+            per = ", ".join(f"engine {k}: {fmt_pct(v)}" for k, v in sorted(engines[-1].items()))
+            items.append(evidence(f"per engine (last scrape): {per}", where))
+    rising = False
+    delta_text = ""
+    if pre is not None:
+        if pre.get("delta") is not None:
+            rising = pre["delta"] > 0
+            delta_text = f"+{fmt_count(pre['delta'])} {window_text(window)}{_rate(pre)}"
+            reset = " (counter reset: the server restarted)" if pre.get("reset") else ""
+            items.append(evidence(f"{pre['metric']}: {delta_text}{reset}", where))
+        else:
+            items.append(
+                evidence(f"{pre['metric']}: {fmt_count(pre.get('last'))} since start", where)
+            )
+    swapped = gauges.get("swapped")
+    swapped_now = (swapped or {}).get("values", [None])[-1]
+    if swapped_now:
+        items.append(evidence(f"{swapped['metric']}: {series_text(swapped['values'])}", where))
+    full = peak is not None and peak >= full_at
+    subject = model_subject(model)
+    runbooks = ["kv-cache-preemption"]
+    if full and rising:
+        return critical(
+            CHECK,
+            f"KV cache full ({fmt_pct(peak)}) and preemptions rising ({delta_text}): requests "
+            "are evicted and recomputed, so latency climbs",
+            items,
+            runbooks,
+            subject,
+        )
+    if rising:
+        where_kv = f" with the KV cache at {fmt_pct(peak)}" if peak is not None else ""
+        return warning(
+            CHECK, f"preemptions rising ({delta_text}){where_kv}", items, runbooks, subject
+        )
+    if full:
+        swap = f"; {fmt_count(swapped_now)} requests swapped to CPU" if swapped_now else ""
+        return warning(
+            CHECK,
+            f"KV cache at {fmt_pct(peak)} (>= {fmt_pct(full_at)}): new requests wait for free "
+            f"blocks, and preemptions follow if it stays full{swap}",
+            items,
+            runbooks,
+            subject,
+        )
+    if peak is None:
+        return ok(
+            CHECK, f"no preemptions {window_text(window)} (KV usage not exposed)", items, subject
+        )
+    return ok(
+        CHECK, f"KV cache at {fmt_pct(peak)}, no preemptions {window_text(window)}", items, subject
+    )
+
+
+@check(
+    CHECK,
+    title="vLLM KV cache usage and preemptions",
+    scope="vllm",
+    needs=("vllm/window",),
+    runbooks=("kv-cache-preemption",),
+)
+def vllm_kv_cache(facts: Facts) -> list[Finding]:
+    window: dict[str, Any] = facts.require("vllm/window")
+    full_at = threshold(facts, "kv_cache_full")
+    findings = [
+        f
+        for model, data in sorted(window["models"].items())
+        if (f := _model_finding(model, data, window, full_at)) is not None
+    ]
+    if not findings:
+        raise FactMissing("vllm/window", "no KV-cache usage or preemption counter in /metrics")
+    return findings

@@ -1,0 +1,141 @@
+"""Latency by phase from the window's histograms: queueing first, then prefill, then decode.
+
+From `vllm/window`, per model: p50/p95 of the requests that finished between the two scrapes
+(bucket deltas) for queue time, time to first token, inter-token latency and end to end,
+against thresholds (settings/max_queue_ms, max_ttft_ms, max_itl_ms, max_e2e_ms). Queueing is
+looked at first, because queue time is part of TTFT and of end-to-end latency.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.findings import Finding, Severity, evidence, info, ok
+from llmdoctor.parsers.vllm_serving import (
+    fmt_count,
+    fmt_seconds,
+    model_subject,
+    serving_arg,
+    threshold,
+    window_text,
+)
+from llmdoctor.registry import check
+
+CHECK = "vllm-latency"
+# (histogram concept, what it measures, threshold setting)
+PHASES = (
+    ("queue_time", "queue time", "max_queue_ms"),
+    ("ttft", "time to first token", "max_ttft_ms"),
+    ("itl", "inter-token latency", "max_itl_ms"),
+    ("e2e", "end-to-end latency", "max_e2e_ms"),
+)
+CRITICAL_FACTOR = 5.0  # a phase's p95 at 5x its threshold is critical
+
+
+def _p95_text(entry: dict) -> str:
+    more = "+" if entry.get("p95_beyond_last_bucket") else ""
+    return f"{fmt_seconds(entry.get('p95'))}{more}"
+
+
+def _decode_runbooks(facts: Facts, data: dict) -> list[str]:
+    books = []
+    if (data["counters"].get("preemptions") or {}).get("delta"):
+        books.append("kv-cache-preemption")
+    if serving_arg(facts, "enforce_eager"):
+        books.append("enforce-eager-in-production")
+    return books or ["queue-saturation"]
+
+
+def _explain(phase: str, hist: dict, facts: Facts, data: dict) -> tuple[str, list[str]]:
+    queue = hist.get("queue_time") or {}
+    if phase == "queue_time":
+        ttft = hist.get("ttft") or {}
+        tail = f"; TTFT p95 {_p95_text(ttft)} includes it" if ttft.get("p95") is not None else ""
+        return f"requests wait in the queue before they are scheduled{tail}", ["queue-saturation"]
+    if phase == "ttft":
+        q = f" while queue time p95 is {_p95_text(queue)}" if queue.get("p95") is not None else ""
+        return (
+            f"prefill is slow{q}: long prompts, or prefill competing with decode in each step "
+            "(max_num_batched_tokens, chunked prefill)",
+            ["queue-saturation"],
+        )
+    if phase == "itl":
+        return "decode is slow: each output token takes long", _decode_runbooks(facts, data)
+    return "requests are long (many output tokens) though each phase is within bounds", []
+
+
+def _model_finding(model: str, data: dict, window: dict, facts: Facts) -> Finding | None:
+    hist = data["histograms"]
+    measured = {c: h for c, h in hist.items() if h.get("count", 0) > 0 and h.get("p95") is not None}
+    subject = model_subject(model)
+    if not hist:
+        return None
+    if not measured:
+        return info(
+            CHECK,
+            f"no request finished {window_text(window)}; phase latencies not measured",
+            [evidence(f"{h['metric']}: 0 new observations") for h in hist.values()],
+            [],
+            subject,
+        )
+    since_start = any(h.get("since_start") for h in measured.values())
+    scope = "since the server started" if since_start else window_text(window)
+    items, slow = [], []
+    for concept, label, setting in PHASES:
+        entry = measured.get(concept)
+        if entry is None:
+            continue
+        limit_ms = threshold(facts, setting)
+        items.append(
+            evidence(
+                f"{label} ({entry['metric']}): p50 {fmt_seconds(entry['p50'])}, p95 "
+                f"{_p95_text(entry)} over {fmt_count(entry['count'])} requests; threshold p95 "
+                f"{fmt_seconds(limit_ms / 1000)}",
+                "vllm/window",
+            )
+        )
+        if entry["p95"] * 1000 > limit_ms:
+            slow.append((concept, label, entry, limit_ms))
+    if not slow:
+        parts = ", ".join(
+            f"{label} p95 {_p95_text(measured[c])}" for c, label, _ in PHASES if c in measured
+        )
+        return ok(CHECK, f"latency within thresholds {scope}: {parts}", items, subject)
+    concept, label, entry, limit_ms = slow[0]
+    why, runbooks = _explain(concept, hist, facts, data)
+    others = "".join(f"; {lab} p95 {_p95_text(e)} also over" for _, lab, e, _ in slow[1:])
+    summary = (
+        f"slow {label}: p95 {_p95_text(entry)} > {fmt_seconds(limit_ms / 1000)} {scope} — "
+        f"{why}{others}"
+    )
+    if concept == "e2e" or since_start:
+        severity = Severity.INFO
+    elif entry["p95"] * 1000 >= CRITICAL_FACTOR * limit_ms:
+        severity = Severity.CRITICAL
+    else:
+        severity = Severity.WARNING
+    return Finding(CHECK, severity, summary, items, runbooks, subject)
+
+
+@check(
+    CHECK,
+    title="vLLM latency by phase (queue, prefill, decode)",
+    scope="vllm",
+    needs=("vllm/window",),
+    runbooks=(
+        "queue-saturation",
+        "kv-cache-preemption",
+        "enforce-eager-in-production",
+    ),
+)
+def vllm_latency(facts: Facts) -> list[Finding]:
+    window: dict[str, Any] = facts.require("vllm/window")
+    findings = [
+        f
+        for model, data in sorted(window["models"].items())
+        if (f := _model_finding(model, data, window, facts)) is not None
+    ]
+    if not findings:
+        raise FactMissing("vllm/window", "no latency histograms in /metrics")
+    return findings

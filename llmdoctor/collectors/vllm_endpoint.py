@@ -1,0 +1,678 @@
+"""Collect one vLLM OpenAI-compatible endpoint over HTTP, bounded in time and size.
+
+`collect_endpoint()` is the one entry point; `llmdoctor probe`/`diagnose http://...` call it
+with a plain requests.Session, the Kubernetes collector with a session that talks through the
+API server's pod proxy. Everything here is network I/O; parsing is left to llmdoctor.parsers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from llmdoctor.parsers.vllm_serving import model_ids
+from llmdoctor.runner import Missing
+
+MIB = 1024 * 1024
+METRICS_CAP = 16 * MIB  # a /metrics page with many LoRA adapters stays far below this
+JSON_CAP = 2 * MIB
+PROBE_CAP = 1 * MIB
+SNIPPET = 300
+
+PROBE_PROMPT = "The capital of France is"
+PROBE_QUESTION = "What is the capital of France? Answer in one word."
+PROBE_MAX_TOKENS = 16
+
+
+@dataclass
+class HttpReply:
+    """What one request got: a status and (capped) body, or why there is none."""
+
+    status: int | None = None
+    body: bytes = b""
+    content_type: str = ""
+    latency_ms: float | None = None
+    error: str | None = None
+    error_kind: str | None = None  # connect | timeout | reset | too-large | tls | protocol
+    headers_ms: float | None = None
+    done_at: float = field(default_factory=time.time)
+
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+    def looks_like_html(self) -> bool:
+        head = self.body[:512].lstrip().lower()
+        return "html" in self.content_type.lower() or head.startswith((b"<!doctype", b"<html"))
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 1)
+
+
+def describe_exception(exc: BaseException, budget: float) -> tuple[str, str]:
+    """(kind, one-line text) for a requests/urllib3/socket failure."""
+    import requests
+
+    text = str(exc)
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return "timeout", f"could not connect within {budget:.1f}s"
+    if isinstance(exc, requests.exceptions.SSLError):
+        return "tls", f"TLS error: {text.splitlines()[0][:160] if text else type(exc).__name__}"
+    if isinstance(exc, requests.exceptions.ReadTimeout) or "timed out" in text.lower():
+        return "timeout", f"no answer within {budget:.1f}s (the server accepted the connection)"
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        return "reset", "the connection was cut in the middle of the response"
+    if "connection refused" in text.lower() or "Errno 111" in text:
+        return "connect", "connection refused (nothing listens on that port, or vLLM exited)"
+    if any(
+        s in text for s in ("Name or service not known", "Temporary failure in name", "nodename")
+    ):
+        return "connect", "the host name does not resolve"
+    if any(
+        s in text
+        for s in (
+            "reset by peer",
+            "RemoteDisconnected",
+            "aborted",
+            "Errno 104",
+            "Connection broken",
+        )
+    ) or type(exc).__name__ in ("ProtocolError", "IncompleteRead"):
+        return "reset", "the server closed or reset the connection without an answer"
+    if isinstance(exc, requests.exceptions.InvalidURL | requests.exceptions.MissingSchema):
+        return "protocol", f"invalid URL: {text[:160]}"
+    first = text.splitlines()[0][:200] if text else ""
+    return "protocol", f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+class _OffsiteRedirect(Exception):
+    def __init__(self, status: int, location: str):
+        super().__init__(location)
+        self.status, self.location = status, location
+
+
+def _send(session, method, url, json_body, start, deadline, timeout):
+    """session.request, following at most 3 redirects and only within the same origin (a
+    login page on another host is reported, not visited; vLLM < ~0.6 redirected /metrics)."""
+    from urllib.parse import urljoin, urlsplit
+
+    for _ in range(4):
+        budget = max(0.05, min(timeout, deadline - time.monotonic()))
+        resp = session.request(
+            method,
+            url,
+            json=json_body,
+            timeout=(budget, budget),
+            stream=True,
+            allow_redirects=False,
+        )
+        location = resp.headers.get("Location")
+        if resp.status_code not in (301, 302, 303, 307, 308) or not location:
+            return resp
+        target = urljoin(url, location)
+        resp.close()
+        if urlsplit(target)[:2] != urlsplit(url)[:2]:
+            raise _OffsiteRedirect(resp.status_code, target)
+        url = target
+    return resp
+
+
+def http_request(
+    session,
+    method: str,
+    url: str,
+    *,
+    timeout: float,
+    deadline: float,
+    cap: int,
+    json_body: Any = None,
+    on_chunk: Callable[[bytes, float], None] | None = None,
+) -> HttpReply:
+    """One request with a connect/read timeout, a body-size cap and an overall deadline.
+
+    The body is streamed: reading stops past `cap` bytes or past `deadline` (monotonic), so a
+    server that drips bytes cannot hold the caller. `on_chunk(data, monotonic_time)` sees the
+    body as it arrives (for server-sent events).
+    """
+    import requests
+
+    start = time.monotonic()
+    budget = min(timeout, deadline - start)
+    if budget <= 0.05:
+        return HttpReply(error="not sent: no time left before the deadline", error_kind="timeout")
+    try:
+        resp = _send(session, method, url, json_body, start, deadline, timeout)
+    except requests.RequestException as exc:
+        kind, text = describe_exception(exc, budget)
+        return HttpReply(error=text, error_kind=kind, latency_ms=_ms(time.monotonic() - start))
+    except _OffsiteRedirect as exc:
+        return HttpReply(
+            status=exc.status,
+            error=f"HTTP {exc.status} redirect to {exc.location} (another host; not followed)",
+            error_kind="redirect",
+            latency_ms=_ms(time.monotonic() - start),
+        )
+    reply = HttpReply(
+        status=resp.status_code,
+        content_type=resp.headers.get("Content-Type", ""),
+        headers_ms=_ms(time.monotonic() - start),
+    )
+    body = bytearray()
+    try:
+        with resp:
+            for chunk in _body_chunks(resp):
+                now = time.monotonic()
+                body += chunk
+                if on_chunk is not None:
+                    on_chunk(chunk, now)
+                if len(body) > cap:
+                    reply.error = f"the response is over the {cap // 1024} KiB cap; stopped reading"
+                    reply.error_kind = "too-large"
+                    break
+                if now > deadline:
+                    reply.error = (
+                        f"the response was still arriving after {now - start:.1f}s; stopped "
+                        "reading (a slow or dripping server)"
+                    )
+                    reply.error_kind = "timeout"
+                    break
+    except Exception as exc:  # requests, urllib3 (not wrapped when reading raw) and socket errors
+        kind, text = describe_exception(exc, budget)
+        reply.error_kind = kind
+        if kind == "reset":
+            text = f"the connection was cut after {len(body)} bytes of the response"
+        elif kind == "timeout":
+            text = f"the response stalled for {budget:.1f}s after {len(body)} bytes"
+        reply.error = text
+    reply.body = bytes(body[:cap])
+    reply.latency_ms = _ms(time.monotonic() - start)
+    reply.done_at = time.time()
+    return reply
+
+
+def _body_chunks(resp):
+    """The body as it arrives: read1 returns whatever bytes are there (a dripping server cannot
+    make one read wait for a full buffer), so the caller checks its deadline after each."""
+    raw = resp.raw
+    if hasattr(raw, "read1"):  # urllib3 >= 2
+        while True:
+            chunk = raw.read1(64 * 1024, decode_content=True)
+            if not chunk:
+                return
+            yield chunk
+    else:
+        chunked = "chunked" in resp.headers.get("Transfer-Encoding", "").lower()
+        yield from (c for c in resp.iter_content(None if chunked else 1024) if c)
+
+
+def error_message(reply: HttpReply) -> tuple[str, Any]:
+    """(one-line message, the parsed or raw error body) for a non-2xx or unusable answer."""
+    if reply.status is None:
+        return reply.error or "no answer", None
+    raw = reply.text()
+    if reply.looks_like_html():
+        title = _html_title(raw)
+        return f"HTTP {reply.status} with an HTML page{f' ({title})' if title else ''}", raw[:2000]
+    try:
+        parsed = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        err = parsed.get("error", parsed)
+        if isinstance(err, dict):
+            message = str(err.get("message") or err.get("detail") or err)
+        else:
+            message = str(err)
+        return f"HTTP {reply.status}: {message[:500]}", parsed
+    snippet = raw.strip().splitlines()[0][:SNIPPET] if raw.strip() else "empty body"
+    return f"HTTP {reply.status}: {snippet}", raw[:2000] if raw else None
+
+
+def _html_title(text: str) -> str:
+    import re
+
+    m = re.search(r"<(title|h1)[^>]*>(.*?)</\1>", text, re.IGNORECASE | re.DOTALL)
+    return " ".join(m.group(2).split())[:120] if m else ""
+
+
+def _get_json(session, url: str, what: str, *, timeout: float, deadline: float) -> Any:
+    reply = http_request(session, "GET", url, timeout=timeout, deadline=deadline, cap=JSON_CAP)
+    if reply.status is None or reply.error:
+        return Missing(f"{what}: {reply.error}")
+    if reply.status != 200 or reply.looks_like_html():
+        return Missing(f"{what}: {error_message(reply)[0]}")
+    try:
+        return json.loads(reply.text())
+    except ValueError:
+        snippet = reply.text().strip()[:80]
+        return Missing(f"{what}: answered 200 but the body is not JSON ({snippet!r})")
+
+
+def check_health(session, base: str, *, timeout: float, deadline: float) -> dict[str, Any]:
+    """vllm/health.json: {"status", "latency_ms", "error"} (+ error_kind, body when not empty)."""
+    reply = http_request(
+        session, "GET", f"{base}/health", timeout=timeout, deadline=deadline, cap=JSON_CAP
+    )
+    result: dict[str, Any] = {
+        "status": reply.status,
+        "latency_ms": reply.latency_ms,
+        "error": reply.error,
+    }
+    if reply.error_kind:
+        result["error_kind"] = reply.error_kind
+    if reply.status is not None and reply.body.strip():
+        result["body"] = reply.text()[:SNIPPET]
+        result["content_type"] = reply.content_type
+        if reply.looks_like_html():
+            result["error"] = result["error"] or error_message(reply)[0]
+            result["error_kind"] = "html"
+    elif reply.status is not None and reply.status >= 400 and not reply.error:
+        result["error"] = error_message(reply)[0]
+    return result
+
+
+def list_models(session, base: str, *, timeout: float, deadline: float) -> Any:
+    """The /v1/models body, or Missing saying why it could not be read."""
+    body = _get_json(
+        session, f"{base}/v1/models", "GET /v1/models", timeout=timeout, deadline=deadline
+    )
+    if isinstance(body, Missing):
+        return body
+    if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+        return Missing("GET /v1/models: answered 200 but not an OpenAI model list")
+    return body
+
+
+def scrape_metrics(session, base: str, *, timeout: float, deadline: float) -> tuple[Any, dict]:
+    """(metrics text or Missing, its vllm/scrapes.json entry without the file name)."""
+    reply = http_request(
+        session, "GET", f"{base}/metrics", timeout=timeout, deadline=deadline, cap=METRICS_CAP
+    )
+    entry: dict[str, Any] = {"at": round(reply.done_at, 3), "latency_ms": reply.latency_ms}
+    if reply.status is None or reply.error:
+        why = reply.error or "no answer"
+    elif reply.status != 200:
+        why = error_message(reply)[0]
+    elif reply.looks_like_html():
+        why = (
+            f"answered {reply.status} with an HTML page, not Prometheus text: something "
+            "else (a proxy, a login page, a UI) answers on this address"
+        )
+    else:
+        entry["bytes"] = len(reply.body)
+        return reply.text(), entry
+    entry.update(error=why, status=reply.status)
+    return Missing(f"GET /metrics: {why}"), entry
+
+
+class StreamReader:
+    """Reads an OpenAI server-sent-event stream, timing each chunk that carries text."""
+
+    def __init__(self, chat: bool):
+        self.chat = chat
+        self.buffer = b""
+        self.parts: list[str] = []
+        self.token_times: list[float] = []
+        self.events = 0
+        self.done = False
+        self.finish_reason: str | None = None
+        self.stream_error: Any = None
+        self.garbage: str | None = None
+
+    def feed(self, chunk: bytes, now: float) -> None:
+        self.buffer += chunk
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            self._line(line.strip(b"\r"), now)
+
+    def _line(self, line: bytes, now: float) -> None:
+        if not line or line.startswith((b":", b"event:", b"id:", b"retry:")):
+            return
+        if not line.startswith(b"data:"):
+            self.garbage = self.garbage or line[:120].decode("utf-8", "replace")
+            return
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            self.done = True
+            return
+        try:
+            event = json.loads(data)
+        except ValueError:
+            self.garbage = self.garbage or data[:120].decode("utf-8", "replace")
+            return
+        if not isinstance(event, dict):
+            self.garbage = self.garbage or data[:120].decode("utf-8", "replace")
+            return
+        if "error" in event or event.get("object") == "error":
+            self.stream_error = event
+            return
+        self.events += 1
+        for choice in event.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            text, reasoning = choice_text(choice, self.chat)
+            if text or reasoning:
+                self.token_times.append(now)
+            if text:
+                self.parts.append(text)
+            if choice.get("finish_reason"):
+                self.finish_reason = str(choice["finish_reason"])
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def choice_text(choice: dict, chat: bool) -> tuple[str, str]:
+    """(text, reasoning text) of one choice of a completion, chat, or streamed chunk."""
+    if not chat:
+        return str(choice.get("text") or ""), ""
+    part = choice.get("delta") or choice.get("message") or {}
+    if not isinstance(part, dict):
+        return "", ""
+    reasoning = part.get("reasoning_content") or part.get("reasoning") or ""
+    return str(part.get("content") or ""), str(reasoning)
+
+
+def probe_request(model: str, chat: bool) -> tuple[str, dict[str, Any]]:
+    """(path, body) of the fixed, deterministic generation probe."""
+    body: dict[str, Any] = {"model": model, "max_tokens": PROBE_MAX_TOKENS, "temperature": 0}
+    if chat:
+        body["messages"] = [{"role": "user", "content": PROBE_QUESTION}]
+    else:
+        body["prompt"] = PROBE_PROMPT
+    body["stream"] = True
+    return ("/v1/chat/completions" if chat else "/v1/completions"), body
+
+
+def generation_probe(
+    session, base: str, model: str, *, chat: bool, timeout: float, deadline: float
+) -> dict[str, Any]:
+    """vllm/probe.json: one streamed generation, timed (TTFT, inter-token latency, total).
+
+    Fields: request, status, latency_ms, ttft_ms, itl_ms (mean), itl_p50_ms, itl_max_ms,
+    chunks, text, finish_reason, error, error_kind, error_body.
+    """
+    path, body = probe_request(model, chat)
+    reader = StreamReader(chat)
+    sent = time.monotonic()
+    reply = http_request(
+        session,
+        "POST",
+        f"{base}{path}",
+        timeout=timeout,
+        deadline=deadline,
+        cap=PROBE_CAP,
+        json_body=body,
+        on_chunk=reader.feed,
+    )
+    result: dict[str, Any] = {
+        "request": {"path": path, **body},
+        "status": reply.status,
+        "latency_ms": reply.latency_ms,
+        "ttft_ms": None,
+        "itl_ms": None,
+        "itl_p50_ms": None,
+        "itl_max_ms": None,
+        "chunks": 0,
+        "text": "",
+        "finish_reason": None,
+        "error": None,
+        "error_kind": None,
+        "error_body": None,
+    }
+    if reply.status is not None and reply.status != 200:
+        message, parsed = error_message(reply)
+        result.update(error=message, error_kind="http", error_body=parsed)
+        return result
+    if reply.status == 200 and reply.looks_like_html():
+        message, parsed = error_message(reply)
+        result.update(
+            error=f"{message} instead of a completion", error_kind="html", error_body=parsed
+        )
+        return result
+    if reply.status == 200 and "json" in reply.content_type and not reader.events:
+        _non_streamed(reply, result, chat)  # a server or proxy that ignored "stream": true
+    else:
+        _streamed(reader, sent, result)
+    if reply.error and not result["error"]:
+        done = " before the end of the stream" if reply.status == 200 else ""
+        result.update(error=f"{reply.error}{done}", error_kind=reply.error_kind)
+    elif reply.status == 200 and not result["error"] and not reader.done and reader.events:
+        result.update(error="the stream ended without [DONE]", error_kind="reset")
+    return result
+
+
+def _streamed(reader: StreamReader, sent: float, result: dict[str, Any]) -> None:
+    times = reader.token_times
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    result.update(
+        chunks=len(times),
+        text=reader.text,
+        finish_reason=reader.finish_reason,
+        ttft_ms=_ms(times[0] - sent) if times else None,
+        itl_ms=_ms(sum(gaps) / len(gaps)) if gaps else None,
+        itl_p50_ms=_ms(sorted(gaps)[len(gaps) // 2]) if gaps else None,
+        itl_max_ms=_ms(max(gaps)) if gaps else None,
+    )
+    if reader.stream_error is not None:
+        err = reader.stream_error.get("error", reader.stream_error)
+        message = err.get("message") if isinstance(err, dict) else str(err)
+        result.update(
+            error=f"error event in the stream: {message}",
+            error_kind="stream-error",
+            error_body=reader.stream_error,
+        )
+    elif reader.garbage is not None and not reader.events:
+        result.update(
+            error=f"the answer is not an OpenAI event stream: {reader.garbage!r}",
+            error_kind="garbage",
+        )
+
+
+def _non_streamed(reply: HttpReply, result: dict[str, Any], chat: bool) -> None:
+    try:
+        body = json.loads(reply.text())
+        choice = (body.get("choices") or [{}])[0]
+        text, _ = choice_text(choice, chat)
+    except (ValueError, AttributeError, IndexError, TypeError):
+        result.update(
+            error="answered 200 with JSON that is not a completion",
+            error_kind="garbage",
+            error_body=reply.text()[:2000],
+        )
+        return
+    result.update(text=text, finish_reason=choice.get("finish_reason"), chunks=1 if text else 0)
+
+
+def server_tokenize(session, base: str, text: str, *, timeout: float, deadline: float) -> dict:
+    """POST /tokenize with the sample text: {"status", "latency_ms", "count", "error"}."""
+    reply = http_request(
+        session,
+        "POST",
+        f"{base}/tokenize",
+        timeout=timeout,
+        deadline=deadline,
+        cap=JSON_CAP,
+        json_body={"prompt": text},
+    )
+    result: dict[str, Any] = {
+        "status": reply.status,
+        "latency_ms": reply.latency_ms,
+        "count": None,
+        "error": reply.error,
+    }
+    if reply.error or reply.status != 200:
+        result["error"] = reply.error or error_message(reply)[0]
+        return result
+    try:
+        body = json.loads(reply.text())
+        result["count"] = body.get("count")
+        result["max_model_len"] = body.get("max_model_len")
+    except (ValueError, AttributeError):
+        result["error"] = "answered 200 but not a /tokenize response"
+    return result
+
+
+class _Tasks:
+    """Daemon threads with hard deadlines: a task stuck past its deadline is abandoned."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.results: dict[str, Any] = {}
+        self.threads: list[tuple[threading.Thread, float, tuple[str, ...], str]] = []
+
+    def put(self, key: str, value: Any) -> None:
+        with self.lock:
+            self.results[key] = value
+
+    def start(self, name: str, fn: Callable[[], None], deadline: float, keys: tuple[str, ...]):
+        def run() -> None:
+            try:
+                fn()
+            except Exception as exc:  # a bug here must not lose the other results
+                for key in keys:
+                    self.put_default(key, Missing(f"{name} failed: {type(exc).__name__}: {exc}"))
+
+        thread = threading.Thread(target=run, name=f"vllm-{name}", daemon=True)
+        thread.start()
+        self.threads.append((thread, deadline, keys, name))
+
+    def put_default(self, key: str, value: Any) -> None:
+        with self.lock:
+            self.results.setdefault(key, value)
+
+    def wait(self, started: float) -> dict[str, Any]:
+        for thread, deadline, keys, name in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()) + 0.1)
+            if thread.is_alive():
+                waited = time.monotonic() - started
+                for key in keys:
+                    self.put_default(key, Missing(f"{name}: no answer within {waited:.1f}s"))
+        with self.lock:
+            return dict(self.results)
+
+
+def collect_endpoint(
+    base_url: str,
+    session,
+    *,
+    timeout: float,
+    window: float = 5.0,
+    model: str | None = None,
+    chat: bool = False,
+    max_latency_ms: float | None = None,
+    probe: bool = True,
+    tokenize_text: str | None = None,
+) -> dict[str, Any]:
+    """Collect a vLLM endpoint; returns {fact key: value or runner.Missing(reason)}.
+
+    `base_url` is what the paths are appended to: `http://host:8000`, or a pod-proxy URL like
+    `https://APISERVER/api/v1/namespaces/NS/pods/NAME:8000/proxy`. `session` is a
+    requests.Session carrying whatever auth/certificates the base URL needs.
+
+    Keys: vllm/health.json {"status", "latency_ms", "error"}; vllm/models.json (the /v1/models
+    body); vllm/version.json; vllm/metrics-0.txt and vllm/metrics-1.txt (raw Prometheus text,
+    scraped `window` seconds apart; window 0 = one scrape); vllm/scrapes.json
+    [{"file", "at", "latency_ms"} or {"file": null, "at", "error"}]; vllm/probe.json (one
+    streamed generation with `model`, default the first /v1/models id, through
+    /v1/completions or with `chat` /v1/chat/completions: status, latency_ms, ttft_ms, itl_ms,
+    text, error...); with `tokenize_text`, "vllm/tokenize" (the /tokenize timing, a dict).
+    `max_latency_ms` is recorded in the probe's request for the report only.
+
+    Time: every request has `timeout`; calls run in parallel. When the endpoint does not
+    answer at all this returns after about `timeout`; otherwise within window + 1.5 × timeout
+    (the second scrape and a probe that waited for /v1/models get at least half a timeout).
+    Bodies are capped (metrics 16 MiB, others 1-2 MiB). Never raises for network errors.
+    """
+    base = base_url.rstrip("/")
+    tasks = _Tasks()
+    t0 = time.monotonic()
+    first_deadline = t0 + timeout
+
+    def health() -> None:
+        tasks.put(
+            "vllm/health.json",
+            check_health(session, base, timeout=timeout, deadline=first_deadline),
+        )
+
+    def version() -> None:
+        tasks.put(
+            "vllm/version.json",
+            _get_json(
+                session, f"{base}/version", "GET /version", timeout=timeout, deadline=first_deadline
+            ),
+        )
+
+    def run_probe(name: str, deadline: float) -> None:
+        result = generation_probe(
+            session, base, name, chat=chat, timeout=timeout, deadline=deadline
+        )
+        if max_latency_ms is not None:
+            result["max_latency_ms"] = max_latency_ms
+        tasks.put("vllm/probe.json", result)
+
+    def models_then_probe() -> None:
+        models = list_models(session, base, timeout=timeout, deadline=first_deadline)
+        tasks.put("vllm/models.json", models)
+        if not probe or model:
+            return
+        ids = model_ids(models)
+        if not ids:
+            why = models.reason if isinstance(models, Missing) else "/v1/models lists no model"
+            tasks.put("vllm/probe.json", Missing(f"generation probe not run: {why} (give --model)"))
+            return
+        run_probe(ids[0], max(first_deadline, time.monotonic() + timeout / 2))
+
+    def metrics() -> None:
+        scrapes: list[dict[str, Any]] = []
+        text, entry = scrape_metrics(session, base, timeout=timeout, deadline=first_deadline)
+        first_done = time.monotonic()
+        scrapes.append({"file": None if isinstance(text, Missing) else "metrics-0.txt", **entry})
+        tasks.put("vllm/metrics-0.txt", text)
+        tasks.put("vllm/scrapes.json", list(scrapes))  # kept even if the second scrape hangs
+        if isinstance(text, Missing) or window <= 0:
+            why = "the first scrape failed" if isinstance(text, Missing) else "window is 0"
+            tasks.put("vllm/metrics-1.txt", Missing(f"second /metrics scrape not taken: {why}"))
+            tasks.put("vllm/scrapes.json", scrapes)
+            return
+        time.sleep(max(0.0, first_done + window - time.monotonic()))
+        deadline = max(t0 + window + timeout, time.monotonic() + timeout / 2)
+        text, entry = scrape_metrics(session, base, timeout=timeout, deadline=deadline)
+        scrapes.append({"file": None if isinstance(text, Missing) else "metrics-1.txt", **entry})
+        tasks.put("vllm/metrics-1.txt", text)
+        tasks.put("vllm/scrapes.json", scrapes)
+
+    def tokenize() -> None:
+        tasks.put(
+            "vllm/tokenize",
+            server_tokenize(
+                session, base, tokenize_text or "", timeout=timeout, deadline=first_deadline
+            ),
+        )
+
+    late = t0 + 1.5 * timeout
+    tasks.start("GET /health", health, first_deadline, ("vllm/health.json",))
+    tasks.start("GET /version", version, first_deadline, ("vllm/version.json",))
+    probe_keys = ("vllm/probe.json",) if probe and not model else ()
+    tasks.start("GET /v1/models", models_then_probe, late, ("vllm/models.json", *probe_keys))
+    if probe and model:
+        tasks.start(
+            "generation probe",
+            lambda: run_probe(model, first_deadline),
+            first_deadline,
+            ("vllm/probe.json",),
+        )
+    metric_keys = ("vllm/metrics-0.txt", "vllm/metrics-1.txt", "vllm/scrapes.json")
+    tasks.start("GET /metrics", metrics, t0 + window + 1.5 * timeout, metric_keys)
+    if tokenize_text:
+        tasks.start("POST /tokenize", tokenize, first_deadline, ("vllm/tokenize",))
+    results = tasks.wait(t0)
+    if not probe:
+        results.setdefault("vllm/probe.json", Missing("generation probe not requested"))
+    return results

@@ -1,0 +1,341 @@
+"""vLLM /metrics scrapes -> `vllm/window`: per-model gauges, counter rates, histogram quantiles.
+
+Reads every `vllm/metrics-<n>.txt` (Prometheus text) with the times in `vllm/scrapes.json`,
+and compares the first and the last usable scrape: gauges as seen in each scrape, counters as
+delta and rate over the window, histograms as p50/p95 of the observations made inside the
+window (bucket deltas). Both metric generations are understood (V0 `gpu_cache_usage_perc`,
+`time_per_output_token_seconds`; V1 `kv_cache_usage_perc`, `inter_token_latency_seconds`),
+series are grouped by `model_name`, and several data-parallel engines (`engine` label) are
+summed (KV usage: the fullest engine).
+
+Real input (vLLM V0 ~0.7, vllm-project/aibrix docs/source/features/runtime.rst):
+
+    # HELP vllm:num_requests_waiting Number of requests waiting to be processed.
+    # TYPE vllm:num_requests_waiting gauge
+    vllm:num_requests_waiting{model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"} 0.0
+
+and V1 0.10.0 (https://github.com/vllm-project/production-stack/issues/617):
+
+    vllm:kv_cache_usage_perc{engine="0",model_name="zai-org/GLM-4.5"} 9.75010481363281e-06
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from llmdoctor.derive import derived_fact
+from llmdoctor.facts import Facts
+
+METRICS_KEY = re.compile(r"^vllm/metrics-(\d+)\.txt$")
+ELISION = re.compile(r"^\s*(\.\.\.|…)\s*$")
+
+# concept -> exposed series names, preferred first (see vllm_reference.md §1.4)
+GAUGES = {
+    "running": ("vllm:num_requests_running",),
+    "waiting": ("vllm:num_requests_waiting",),
+    "swapped": ("vllm:num_requests_swapped",),
+    "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+    "cpu_cache_usage": ("vllm:cpu_cache_usage_perc",),
+}
+MAX_OVER_ENGINES = {"kv_cache_usage", "cpu_cache_usage"}
+COUNTERS = {
+    "preemptions": ("vllm:num_preemptions_total",),
+    "generation_tokens": ("vllm:generation_tokens_total",),
+    "prompt_tokens": ("vllm:prompt_tokens_total",),
+    "requests_finished": ("vllm:request_success_total",),
+    "prefix_cache_hits": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+    "prefix_cache_queries": (
+        "vllm:prefix_cache_queries_total",
+        "vllm:gpu_prefix_cache_queries_total",
+    ),
+}
+HISTOGRAMS = {
+    "queue_time": ("vllm:request_queue_time_seconds", "vllm:time_in_queue_requests"),
+    "ttft": ("vllm:time_to_first_token_seconds",),
+    "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+    "e2e": ("vllm:e2e_request_latency_seconds",),
+    "prefill_time": ("vllm:request_prefill_time_seconds",),
+    "decode_time": ("vllm:request_decode_time_seconds",),
+}
+V0_ONLY = {
+    "vllm:num_requests_swapped",
+    "vllm:cpu_cache_usage_perc",
+    "vllm:gpu_prefix_cache_hit_rate",
+}
+V1_ONLY = {"vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds_bucket"}
+V0_RUNNING_HELP = "Number of requests currently running on GPU."
+V1_RUNNING_HELP = "Number of requests in model execution batches."
+UNNAMED = "(no model_name)"
+
+
+@dataclass
+class Scrape:
+    """One parsed /metrics text, indexed by series name -> model -> engine."""
+
+    key: str
+    at: float | None
+    values: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    buckets: dict[str, dict[str, dict[str, dict[float, float]]]] = field(default_factory=dict)
+    cache_config: dict[str, str] = field(default_factory=dict)
+    help: dict[str, str] = field(default_factory=dict)
+    engine_label: bool = False
+    error: str | None = None
+
+    def models(self) -> set[str]:
+        found = {m for series in self.values.values() for m in series}
+        found |= {m for series in self.buckets.values() for m in series}
+        return found
+
+
+def strip_elisions(text: str) -> str:
+    """Drop `...` lines (documentation examples elide series with them)."""
+    return "\n".join(line for line in text.splitlines() if not ELISION.match(line)) + "\n"
+
+
+def parse_scrape(key: str, text: str, at: float | None = None) -> Scrape:
+    """Parse one Prometheus text; a syntax error part-way keeps what was read before it."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    scrape = Scrape(key=key, at=at)
+    try:
+        for family in text_string_to_metric_families(strip_elisions(text)):
+            if family.documentation:
+                scrape.help[family.name] = family.documentation
+            for sample in family.samples:
+                _add_sample(scrape, sample.name, dict(sample.labels), float(sample.value))
+    except ValueError as exc:  # raised mid-iteration on a bad line
+        scrape.error = f"{key}: not valid Prometheus text ({str(exc).splitlines()[0][:120]})"
+    return scrape
+
+
+def _add_sample(scrape: Scrape, name: str, labels: dict[str, str], value: float) -> None:
+    if not name.startswith("vllm:") or name.endswith("_created"):
+        return
+    if name.endswith("_info") and name != "vllm:cache_config_info":
+        return  # info gauges (lora_requests_info: a timestamp, no model_name)
+    if name == "vllm:cache_config_info":
+        scrape.cache_config = {k: v for k, v in labels.items() if k != "engine"}
+        return
+    model = labels.get("model_name", UNNAMED)
+    engine = labels.get("engine", "0")
+    scrape.engine_label = scrape.engine_label or "engine" in labels
+    if name.endswith("_bucket") and "le" in labels:
+        le = math.inf if labels["le"] in ("+Inf", "Inf") else float(labels["le"])
+        per_engine = scrape.buckets.setdefault(name[: -len("_bucket")], {}).setdefault(model, {})
+        bucket = per_engine.setdefault(engine, {})
+        bucket[le] = bucket.get(le, 0.0) + value
+        return
+    # other labels (finished_reason, reason, ...) are summed into the (model, engine) series
+    per_model = scrape.values.setdefault(name, {}).setdefault(model, {})
+    per_model[engine] = per_model.get(engine, 0.0) + value
+
+
+def engine_generation(scrapes: list[Scrape]) -> str:
+    """'v0', 'v1' or 'unknown', from HELP texts, the engine label and generation-only names."""
+    for s in scrapes:
+        help_text = s.help.get("vllm:num_requests_running", "")
+        if help_text.startswith(V0_RUNNING_HELP):
+            return "v0"
+        if help_text.startswith(V1_RUNNING_HELP) or s.engine_label:
+            return "v1"
+        names = set(s.values) | {f"{b}_bucket" for b in s.buckets}
+        if names & V1_ONLY:
+            return "v1"
+        if names & V0_ONLY:
+            return "v0"
+    return "unknown"
+
+
+def histogram_quantile(q: float, buckets: dict[float, float]) -> float | None:
+    """Prometheus-style quantile from cumulative bucket counts (linear inside a bucket).
+
+    A quantile that falls in the +Inf bucket is reported as the highest finite bound.
+    """
+    bounds = sorted(buckets)
+    if not bounds:
+        return None
+    total = buckets[bounds[-1]]
+    if total <= 0:
+        return None
+    rank = q * total
+    prev_bound, prev_count = 0.0, 0.0
+    for bound in bounds:
+        count = buckets[bound]
+        if count >= rank:
+            if math.isinf(bound):
+                finite = [b for b in bounds if not math.isinf(b)]
+                return finite[-1] if finite else None
+            if count == prev_count:
+                return bound
+            lower = prev_bound if prev_bound < bound else 0.0
+            return lower + (bound - lower) * (rank - prev_count) / (count - prev_count)
+        prev_bound, prev_count = bound, count
+    return bounds[-1] if not math.isinf(bounds[-1]) else None
+
+
+def _engine_sum(series: dict[str, float] | None) -> float | None:
+    return sum(series.values()) if series else None
+
+
+def _pick(names: tuple[str, ...], tables: list[dict], model: str) -> str | None:
+    """The first name present for the model in every scrape, else in any scrape."""
+    for name in names:
+        if all(model in table.get(name, {}) for table in tables):
+            return name
+    for name in names:
+        if any(model in table.get(name, {}) for table in tables):
+            return name
+    return None
+
+
+def _gauges(model: str, scrapes: list[Scrape]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    tables = [s.values for s in scrapes]
+    for concept, names in GAUGES.items():
+        name = _pick(names, tables, model)
+        if name is None:
+            continue
+        values, per_engine = [], []
+        for s in scrapes:
+            series = s.values.get(name, {}).get(model)
+            per_engine.append(dict(series) if series else None)
+            if not series:
+                values.append(None)
+            elif concept in MAX_OVER_ENGINES:
+                values.append(max(series.values()))
+            else:
+                values.append(sum(series.values()))
+        out[concept] = {"metric": name, "values": values, "per_engine": per_engine}
+    return out
+
+
+def _counters(model: str, first: Scrape, last: Scrape, seconds: float | None) -> dict:
+    out: dict[str, Any] = {}
+    for concept, names in COUNTERS.items():
+        name = _pick(names, [first.values, last.values], model)
+        if name is None:
+            continue
+        a = _engine_sum(first.values.get(name, {}).get(model))
+        b = _engine_sum(last.values.get(name, {}).get(model))
+        entry: dict[str, Any] = {"metric": name, "first": a, "last": b}
+        if a is not None and b is not None and first is not last:
+            reset = b < a  # the server restarted between the scrapes
+            delta = b if reset else b - a
+            entry.update(delta=delta, reset=reset)
+            entry["rate_per_s"] = delta / seconds if seconds else None
+        out[concept] = entry
+    return out
+
+
+def _merged_buckets(scrape: Scrape, name: str, model: str) -> dict[float, float]:
+    merged: dict[float, float] = {}
+    for buckets in scrape.buckets.get(name, {}).get(model, {}).values():
+        for le, count in buckets.items():
+            merged[le] = merged.get(le, 0.0) + count
+    return merged
+
+
+def _histogram_sum_count(scrape: Scrape, name: str, model: str) -> tuple[float, float] | None:
+    total = _engine_sum(scrape.values.get(f"{name}_sum", {}).get(model))
+    count = _engine_sum(scrape.values.get(f"{name}_count", {}).get(model))
+    if total is None or count is None:
+        return None
+    return total, count
+
+
+def _histograms(model: str, first: Scrape, last: Scrape) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    tables = [first.buckets, last.buckets]
+    for concept, names in HISTOGRAMS.items():
+        name = _pick(names, tables, model)
+        if name is None:
+            continue
+        end = _merged_buckets(last, name, model)
+        since_start = first is last
+        start = {} if since_start else _merged_buckets(first, name, model)
+        if any(end.get(le, 0.0) < count for le, count in start.items()):
+            start, since_start = {}, True  # counter reset: use everything since the restart
+        window = {le: end[le] - start.get(le, 0.0) for le in end}
+        count = max(window.values()) if window else 0.0
+        entry: dict[str, Any] = {"metric": name, "count": count, "since_start": since_start}
+        if count > 0:
+            entry["p50"] = histogram_quantile(0.5, window)
+            entry["p95"] = histogram_quantile(0.95, window)
+            finite = sorted(le for le in window if not math.isinf(le))
+            # the p95 lies past the highest finite bucket: the true value is only a lower bound
+            entry["p95_beyond_last_bucket"] = bool(finite) and window[finite[-1]] < 0.95 * count
+            sums = [_histogram_sum_count(s, name, model) for s in (first, last)]
+            if sums[1] is not None:
+                total, n = sums[1]
+                if not since_start and sums[0] is not None:
+                    total, n = total - sums[0][0], n - sums[0][1]
+                entry["mean"] = total / n if n > 0 else None
+        out[concept] = entry
+    return out
+
+
+def _scrape_times(facts: Facts) -> dict[str, float]:
+    times: dict[str, float] = {}
+    for item in facts.get("vllm/scrapes.json") or []:
+        if not isinstance(item, dict) or not item.get("file") or item.get("at") is None:
+            continue
+        name = str(item["file"])
+        key = name if name.startswith("vllm/") else f"vllm/{name}"
+        try:
+            times[key] = float(item["at"])
+        except (TypeError, ValueError):
+            continue
+    return times
+
+
+def window_from_scrapes(scrapes: list[Scrape]) -> dict[str, Any]:
+    """The `vllm/window` value for already parsed scrapes (in time order)."""
+    usable = [s for s in scrapes if s.values or s.buckets]
+    if not usable:
+        reasons = [s.error for s in scrapes if s.error]
+        detail = reasons[0] if reasons else "no vllm: series in /metrics (is this a vLLM server?)"
+        raise ValueError(detail)
+    first, last = usable[0], usable[-1]
+    seconds = None
+    if first is not last and first.at is not None and last.at is not None:
+        seconds = last.at - first.at if last.at > first.at else None
+    models = sorted(set().union(*(s.models() for s in usable)))
+    result: dict[str, Any] = {
+        "generation": engine_generation(usable),
+        "scrapes": [{"key": s.key, "at": s.at} for s in usable],
+        "seconds": seconds,
+        "cache_config": last.cache_config or first.cache_config,
+        "parse_errors": [s.error for s in scrapes if s.error],
+        "models": {},
+    }
+    for model in models:
+        engines = sorted(
+            {e for s in usable for t in s.values.values() for e in t.get(model, {})}
+            | {e for s in usable for t in s.buckets.values() for e in t.get(model, {})}
+        )
+        result["models"][model] = {
+            "engines": engines,
+            "gauges": _gauges(model, usable),
+            "counters": _counters(model, first, last, seconds),
+            "histograms": _histograms(model, first, last),
+        }
+    return result
+
+
+@derived_fact("vllm/window", needs=("vllm/metrics-0.txt",))
+def vllm_window(facts: Facts) -> dict[str, Any]:
+    """Parse every scrape in the facts and summarise the window between the first and last."""
+    times = _scrape_times(facts)
+    keys = sorted(
+        (k for k in facts.keys("vllm/") if METRICS_KEY.match(k)),
+        key=lambda k: int(METRICS_KEY.match(k).group(1)),
+    )
+    scrapes = []
+    for key in keys:
+        text = facts.get(key)
+        if isinstance(text, str):
+            scrapes.append(parse_scrape(key, text, times.get(key)))
+    return window_from_scrapes(scrapes)

@@ -1,0 +1,123 @@
+"""What the vLLM checks compare against: thresholds and serving arguments, settings first.
+
+A value given on the command line (`settings/<name>`) wins over the serving arguments read from
+the pod spec (`serving/args`, derived by llmdoctor.parsers.serving_args), which win over the
+built-in defaults below. Pure functions of the facts, shared by checks/vllm_*.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmdoctor.facts import Facts
+
+DEFAULTS: dict[str, float] = {
+    "max_latency_ms": 1000.0,  # the generation probe, end to end
+    "max_health_ms": 1000.0,  # GET /health
+    "max_queue_ms": 1000.0,  # window p95 of vllm:request_queue_time_seconds
+    "max_ttft_ms": 2000.0,  # window p95 of vllm:time_to_first_token_seconds
+    "max_itl_ms": 200.0,  # window p95 of inter-token latency
+    "max_e2e_ms": 60000.0,  # window p95 of vllm:e2e_request_latency_seconds
+    "kv_cache_full": 0.95,  # fraction of the KV cache in use
+    "max_tokenizer_load_s": 2.0,
+    "max_encode_ms": 100.0,  # ~2,000 tokens
+    "max_tokenize_ms": 500.0,  # server POST /tokenize of the same text
+}
+
+
+def threshold(facts: Facts, name: str) -> float:
+    """settings/<name> when given, else the default."""
+    value = facts.get(f"settings/{name}")
+    return float(value) if value is not None else DEFAULTS[name]
+
+
+def serving_arg(facts: Facts, name: str) -> Any:
+    args = facts.get("serving/args")
+    return args.get(name) if isinstance(args, dict) else None
+
+
+def max_num_seqs(facts: Facts) -> tuple[int | None, str]:
+    """(max_num_seqs, where it came from): --max-num-seqs, the pod spec, or unknown."""
+    given = facts.get("settings/max_num_seqs")
+    if given is not None:
+        return int(given), "--max-num-seqs"
+    from_spec = serving_arg(facts, "max_num_seqs")
+    if isinstance(from_spec, int | float) and from_spec > 0:
+        return int(from_spec), "the serving arguments (--max-num-seqs)"
+    return None, "unknown"
+
+
+def expected_models(facts: Facts) -> tuple[list[str], str]:
+    """(model names clients are expected to use, where that came from)."""
+    given = facts.get("settings/model")
+    if given:
+        return [str(given)], "--model"
+    listed = serving_arg(facts, "served_model_names")
+    names = [n for n in listed if _resolved(n)] if isinstance(listed, list) else []
+    if names:
+        return [str(n) for n in names], "--served-model-name in the pod spec"
+    for key in ("served_model_name", "model"):
+        value = serving_arg(facts, key)
+        if value and _resolved(value):
+            return [str(value)], f"--{key.replace('_', '-')} in the pod spec"
+    return [], "unknown"
+
+
+def _resolved(value: Any) -> bool:
+    """False for a name still holding an unexpanded $(VAR) / ${VAR}: it cannot be compared."""
+    return isinstance(value, str) and "$" not in value
+
+
+def model_ids(models: Any) -> list[str]:
+    """The served names in a /v1/models body."""
+    if not isinstance(models, dict):
+        return []
+    return [str(m["id"]) for m in models.get("data") or [] if isinstance(m, dict) and m.get("id")]
+
+
+def model_subject(name: str) -> str:
+    return f"model {name}"
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    """A latency for people: 850 ms, 4.2 s."""
+    if seconds is None:
+        return "n/a"
+    if seconds < 1.0:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.1f} s"
+
+
+def fmt_pct(fraction: float | None) -> str:
+    return "n/a" if fraction is None else f"{fraction * 100:.1f}%"
+
+
+def fmt_count(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+
+
+def window_text(window: dict[str, Any]) -> str:
+    """'in the 5.0 s window' or 'in one scrape' for evidence and summaries."""
+    seconds = window.get("seconds")
+    if seconds:
+        return f"over the {seconds:.1f} s between two scrapes"
+    if len(window.get("scrapes") or []) > 1:
+        return "between two scrapes (times unknown)"
+    return "in a single scrape"
+
+
+def scrape_sources(window: dict[str, Any]) -> str:
+    """The fact keys a window was computed from, for evidence `source`."""
+    return ", ".join(s["key"] for s in window.get("scrapes") or []) or "vllm/window"
+
+
+def series_text(values: list[float | None], fmt=fmt_count) -> str:
+    """'256 → 250' (one value per scrape)."""
+    return " → ".join(fmt(v) for v in values)
+
+
+def is_collection_failure(reason: str) -> bool:
+    """True for a reason the endpoint collector recorded (a failed request), not 'not collected'."""
+    return reason.startswith(("GET ", "POST ", "generation probe", "second /metrics"))

@@ -1,0 +1,158 @@
+"""`llmdoctor probe URL` end to end: exit codes, JSON, time bounds, bad input, the example bundle."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from vllm_server import (
+    FakeVllmServer,
+    Scenario,
+    SilentServer,
+    Stream,
+    probe_report,
+    v0_metrics,
+)
+
+from llmdoctor.bundle import Bundle, write_bundle
+from llmdoctor.cli import run
+from llmdoctor.diagnosis import diagnose
+
+ROOT = Path(__file__).resolve().parents[1]
+LLMDOCTOR = str(Path(sys.executable).parent / "llmdoctor")
+SATURATED = ROOT / "examples" / "bundles" / "saturated-queue"
+
+
+def cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        run(argv)
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err
+
+
+def test_probe_of_a_healthy_server_exits_0_with_the_json_contract(capsys):
+    # the idle real V0 capture and a working generation
+    with FakeVllmServer() as srv:
+        code, out, _ = cli(
+            ["probe", srv.url, "--window", "0.1", "--timeout", "3", "--json"], capsys
+        )
+    doc = json.loads(out)
+    assert code == 0 and doc["schema"] == "llmdoctor/1" and doc["status"] == "ok"
+    checks = {f["check"] for f in doc["findings"]}
+    assert {"vllm-health", "vllm-queue", "vllm-kv-cache", "vllm-generation"} <= checks
+    assert all(f["severity"] == "ok" for f in doc["findings"])
+
+
+def test_probe_of_a_saturated_server_exits_2(capsys):
+    # queue growing at max_num_seqs, and a probe slower than --max-latency-ms
+    scenario = Scenario(
+        metrics=[v0_metrics(running=256, waiting=240), v0_metrics(running=256, waiting=603)],
+        routes={"POST /v1/completions": Stream(first_delay=0.6)},
+    )
+    with FakeVllmServer(scenario) as srv:
+        argv = ["probe", srv.url, "--window", "0.1", "--max-num-seqs", "256"]
+        code, out, _ = cli([*argv, "--max-latency-ms", "300", "--json", "--timeout", "3"], capsys)
+    doc = json.loads(out)
+    assert code == 2 and doc["status"] == "critical"
+    critical = {f["check"] for f in doc["findings"] if f["severity"] == "critical"}
+    assert critical == {"vllm-queue", "vllm-generation"}
+
+
+def test_probe_against_a_port_that_never_answers_ends_within_timeout_plus_one_second(capsys):
+    # the whole command (collection, checks, report) in-process; --timeout 2
+    with SilentServer() as srv:
+        start = time.monotonic()
+        argv = ["probe", srv.url, "--timeout", "2", "--window", "0.1", "--json"]
+        code, out, _ = cli(argv, capsys)
+        elapsed = time.monotonic() - start
+    assert elapsed < 3.0, elapsed
+    doc = json.loads(out)
+    assert code == 2 and doc["findings"][0]["check"] == "vllm-health"
+    assert "no answer within 2.0s" in doc["findings"][0]["summary"]
+
+
+def test_probe_subprocess_against_a_silent_port_is_bounded_and_clean():
+    # the real executable: interpreter start-up aside, done within --timeout + 1 s, no traceback
+    started = time.monotonic()
+    subprocess.run([LLMDOCTOR, "probe", "--help"], capture_output=True, check=True, timeout=30)
+    startup = time.monotonic() - started
+    with SilentServer() as srv:
+        start = time.monotonic()
+        proc = subprocess.run(
+            [LLMDOCTOR, "probe", srv.url, "--timeout", "2", "--window", "0.1", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        elapsed = time.monotonic() - start
+    assert elapsed - startup < 3.0, (elapsed, startup)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert json.loads(proc.stdout)["status"] == "critical"
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["probe", "pod/vllm-7b"], "http(s)://HOST:PORT"),
+        (["probe", "http://:8000"], "no host"),
+        (["probe", "http://127.0.0.1:1", "--tokenizer", "/nonexistent/tok"], "--tokenizer"),
+        (["probe", "http://127.0.0.1:1", "--only", "no-such-check"], "unknown check"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_3(argv, message, capsys):
+    # the user's mistake, not a finding: exit 3 and a one-line reason
+    code, out, err = cli(argv, capsys)
+    assert code == 3 and message in err and err.count("\n") == 1 and out == ""
+
+
+def test_help_does_not_import_requests():
+    # the CLI stays light: requests is imported inside the command only
+    code = "import sys, llmdoctor.cli; print('requests' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_example_bundle_shows_a_saturated_queue(capsys):
+    # examples/bundles/saturated-queue: running 256 -> 250, waiting 240 -> 184, KV ~40%
+    code, out, _ = cli(["diagnose", "--bundle", str(SATURATED), "--json"], capsys)
+    doc = json.loads(out)
+    assert code == 2
+    by_check = {}
+    for f in doc["findings"]:
+        by_check.setdefault(f["check"], []).append(f)
+    queue = by_check["vllm-queue"][0]
+    assert queue["severity"] == "critical" and queue["runbooks"] == ["queue-saturation"]
+    assert "240 → 184" in queue["summary"] and "256 → 250" in queue["summary"]
+    assert by_check["vllm-latency"][0]["summary"].startswith("slow queue time")
+    assert by_check["vllm-generation"][0]["severity"] == "critical"
+    assert by_check["vllm-kv-cache"][0]["severity"] == "ok"  # not KV-bound
+    assert by_check["vllm-health"][0]["severity"] == "ok"  # /health says 200 throughout
+
+
+def test_live_facts_round_trip_through_a_bundle(tmp_path):
+    # collect live, write a bundle, read it back: the same vLLM verdicts (tokenizer.json included)
+    tok_dir = tmp_path / "tok"
+    tok_dir.mkdir()
+    from test_tokenizer_probe import build_tokenizer
+
+    build_tokenizer(tok_dir)
+    scenario = Scenario(
+        metrics=[v0_metrics(running=256, waiting=240), v0_metrics(running=256, waiting=603)]
+    )
+    with FakeVllmServer(scenario) as srv:
+        live = probe_report(srv.url, tokenizer=str(tok_dir), settings={"max_num_seqs": 256})
+    dest = write_bundle(live.facts, tmp_path / "b", target=live.target)
+    assert (dest / "tokenizer.json").is_file() and (dest / "vllm" / "scrapes.json").is_file()
+    with Bundle(dest) as bundle:
+        replay = diagnose(
+            [bundle.to_facts()], "bundle", scopes=("vllm",), settings={"max_num_seqs": 256}
+        )
+
+    def verdicts(report):
+        return sorted((f.check, f.subject or "", str(f.severity)) for f in report.findings)
+
+    assert verdicts(replay) == verdicts(live)

@@ -1,0 +1,199 @@
+"""vllm/window: parsing real /metrics captures (V0, V1, elided docs), deltas, rates, quantiles."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from vllm_server import V0_TTFT, fixture_text, histogram_block, v0_metrics, v1_metrics
+
+from llmdoctor.derive import derive_all
+from llmdoctor.facts import Facts
+from llmdoctor.parsers.vllm_metrics import (
+    histogram_quantile,
+    parse_scrape,
+    strip_elisions,
+    window_from_scrapes,
+)
+
+V0_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
+
+
+def window_of(*texts: str, seconds: float = 5.0) -> dict:
+    scrapes = [
+        parse_scrape(f"vllm/metrics-{i}.txt", t, 1000.0 + i * seconds) for i, t in enumerate(texts)
+    ]
+    return window_from_scrapes(scrapes)
+
+
+def test_real_v0_capture_gives_gauges_under_v0_names():
+    # the aibrix V0 dump: gpu_cache_usage_perc and swapped exist; lora_requests_info is ignored
+    w = window_of(fixture_text("metrics_v0-0.7_aibrix_qwen25coder.txt"))
+    assert w["generation"] == "v0"
+    assert list(w["models"]) == [V0_MODEL]
+    gauges = w["models"][V0_MODEL]["gauges"]
+    assert gauges["kv_cache_usage"]["metric"] == "vllm:gpu_cache_usage_perc"
+    assert gauges["running"]["values"] == [0.0]
+    assert gauges["swapped"]["values"] == [0.0]
+    assert w["cache_config"]["num_gpu_blocks"] == "81767"
+
+
+def test_real_v1_0_10_excerpt_reads_engine_label_and_ignores_created_series():
+    # production-stack#617: kv_cache_usage_perc with engine="0"; *_created gauges are timestamps
+    w = window_of(fixture_text("metrics_v1-0.10.0_production-stack-617_glm45_excerpts.txt"))
+    model = w["models"]["zai-org/GLM-4.5"]
+    assert w["generation"] == "v1"
+    assert model["engines"] == ["0"]
+    assert model["gauges"]["kv_cache_usage"]["metric"] == "vllm:kv_cache_usage_perc"
+    assert model["gauges"]["kv_cache_usage"]["values"][0] == pytest.approx(9.75e-06, rel=1e-3)
+    itl = model["histograms"]["itl"]
+    assert itl["metric"] == "vllm:time_per_output_token_seconds"
+    assert itl["count"] == 1182.0 and itl["since_start"] is True
+    # 591st of 1182 observations lies in (0.075, 0.1]: 460 below, 325 inside
+    assert 0.075 < itl["p50"] < 0.1
+
+
+def test_elided_design_doc_capture_parses_after_stripping_ellipsis_lines():
+    # the docs example contains literal "..." lines that the Prometheus parser rejects
+    text = fixture_text("metrics_v1-early_vllmdocs-design_llama31-8b_elided.txt")
+    assert "..." in text and "..." not in strip_elisions(text)
+    w = window_of(text)
+    model = w["models"]["meta-llama/Llama-3.1-8B-Instruct"]
+    assert w["parse_errors"] == []
+    assert model["gauges"]["running"]["values"] == [8.0]
+    assert model["counters"]["requests_finished"]["last"] == 132.0  # stop + length + abort
+    assert 0.02 < model["histograms"]["ttft"]["p50"] < 0.04
+
+
+def test_v1_0_8_excerpt_ignores_process_metrics():
+    # production-stack#318 starts with process_* series and has model_name only
+    w = window_of(fixture_text("metrics_v1-0.8.1_production-stack-318_qwen25coder32b_excerpt.txt"))
+    assert list(w["models"]) == ["Qwen/Qwen2.5-Coder-32B-Instruct"]
+    assert w["generation"] == "v1"
+
+
+def test_histogram_only_capture_has_a_model_without_queue_gauges():
+    # the usage docs example exposes only iteration_tokens_total: nothing to judge queues with
+    w = window_of(
+        fixture_text("metrics_unknown-v0.7plus_vllmdocs-usage_iteration-tokens_elided.txt")
+    )
+    model = w["models"]["unsloth/Llama-3.2-1B-Instruct"]
+    assert model["gauges"] == {} and model["histograms"] == {}
+
+
+def test_counter_delta_and_rate_between_two_scrapes():
+    # 120 -> 180 preemptions in 5 s is +60, 12/s
+    w = window_of(
+        v1_metrics("m", preemptions=120, generation_tokens=1000),
+        v1_metrics("m", preemptions=180, generation_tokens=1600),
+    )
+    pre = w["models"]["m"]["counters"]["preemptions"]
+    assert w["seconds"] == 5.0
+    assert pre["delta"] == 60 and pre["rate_per_s"] == 12.0 and pre["reset"] is False
+
+
+def test_counter_reset_between_scrapes_counts_from_zero():
+    # the server restarted: 500 -> 7 means 7 new preemptions, not -493
+    w = window_of(v1_metrics("m", preemptions=500), v1_metrics("m", preemptions=7))
+    pre = w["models"]["m"]["counters"]["preemptions"]
+    assert pre["delta"] == 7 and pre["reset"] is True
+
+
+def test_window_quantiles_use_only_observations_between_scrapes():
+    # 1000 fast requests before the window must not hide 20 slow ones inside it
+    before = [0.05] * 1000
+    inside = [3.0] * 20
+    w = window_of(
+        v1_metrics("m", histograms={"vllm:time_to_first_token_seconds": before}),
+        v1_metrics("m", histograms={"vllm:time_to_first_token_seconds": before + inside}),
+    )
+    ttft = w["models"]["m"]["histograms"]["ttft"]
+    assert ttft["count"] == 20 and ttft["since_start"] is False
+    assert 2.5 < ttft["p50"] <= 5.0
+    assert ttft["mean"] == pytest.approx(3.0)
+
+
+def test_itl_prefers_inter_token_latency_over_deprecated_tpot():
+    # 0.11 exposes both; inter_token_latency_seconds is the current name
+    hist = {
+        "vllm:inter_token_latency_seconds": [0.02] * 10,
+        "vllm:time_per_output_token_seconds": [0.5] * 10,
+    }
+    w = window_of(v1_metrics("m", histograms=hist))
+    assert w["models"]["m"]["histograms"]["itl"]["metric"] == "vllm:inter_token_latency_seconds"
+
+
+def test_data_parallel_engines_are_summed_and_kv_is_the_fullest():
+    # engine="0" and engine="1" of one model: running adds up, KV usage is the worst engine
+    text = v1_metrics("m", engine="0", running=10, kv=0.5) + v1_metrics(
+        "m", engine="1", running=7, kv=0.97, help_lines=False
+    )
+    model = window_of(text)["models"]["m"]
+    assert model["engines"] == ["0", "1"]
+    assert model["gauges"]["running"]["values"] == [17.0]
+    assert model["gauges"]["kv_cache_usage"]["values"] == [0.97]
+
+
+def test_two_models_on_one_server_are_kept_apart():
+    # model_name label: each model gets its own gauges
+    text = v1_metrics("llama", waiting=5) + v1_metrics("qwen", waiting=0, help_lines=False)
+    w = window_of(text)
+    assert sorted(w["models"]) == ["llama", "qwen"]
+    assert w["models"]["llama"]["gauges"]["waiting"]["values"] == [5.0]
+
+
+def test_quantile_in_the_inf_bucket_reports_the_last_finite_bound():
+    # Prometheus semantics: everything above 10 s is only known to be > 10 s
+    buckets = {0.1: 0.0, 10.0: 1.0, math.inf: 100.0}
+    assert histogram_quantile(0.95, buckets) == 10.0
+    assert histogram_quantile(0.5, {1.0: 0.0, 2.0: 10.0, math.inf: 10.0}) == 1.5
+    assert histogram_quantile(0.5, {1.0: 0.0, math.inf: 0.0}) is None
+
+
+def test_p95_beyond_last_bucket_is_flagged():
+    # V0 TTFT buckets stop at 10 s; a 30 s TTFT must not look like 10 s
+    text = v0_metrics(histograms={"vllm:time_to_first_token_seconds": [30.0] * 10})
+    ttft = window_of(text)["models"][V0_MODEL]["histograms"]["ttft"]
+    assert ttft["p95"] == V0_TTFT[-1] and ttft["p95_beyond_last_bucket"] is True
+
+
+def test_html_page_is_not_metrics():
+    # a login page served on /metrics must not parse into an empty, "healthy" window
+    with pytest.raises(ValueError, match="not valid Prometheus text"):
+        window_of("<!DOCTYPE html>\n<html><body>Sign in</body></html>\n")
+
+
+def test_non_vllm_prometheus_text_is_rejected():
+    # a server exposing only python_* metrics is not vLLM
+    with pytest.raises(ValueError, match="no vllm: series"):
+        window_of('# TYPE python_info gauge\npython_info{version="3.11"} 1.0\n')
+
+
+def test_bad_line_part_way_keeps_the_series_before_it():
+    # the Prometheus parser raises mid-iteration; what was read before the bad line is kept
+    text = v1_metrics("m", waiting=3) + "this is not { valid\n"
+    w = window_of(text)
+    assert w["models"]["m"]["gauges"]["waiting"]["values"] == [3.0]
+    assert w["parse_errors"] and "not valid Prometheus text" in w["parse_errors"][0]
+
+
+def test_derived_fact_reads_bundle_keys_and_scrape_times():
+    # scrapes.json names files relative to vllm/; times give the rate
+    facts = Facts()
+    facts.set("vllm/metrics-0.txt", v1_metrics("m", generation_tokens=100))
+    facts.set("vllm/metrics-1.txt", v1_metrics("m", generation_tokens=600))
+    facts.set(
+        "vllm/scrapes.json",
+        [{"file": "metrics-0.txt", "at": 10.0}, {"file": "metrics-1.txt", "at": 20.0}],
+    )
+    derive_all(facts)
+    gen = facts.get("vllm/window")["models"]["m"]["counters"]["generation_tokens"]
+    assert gen["delta"] == 500 and gen["rate_per_s"] == 50.0
+
+
+def test_histogram_block_matches_prometheus_client_layout():
+    # the fake server's V1 histograms use vLLM's label order: engine, le, model_name
+    text = histogram_block(
+        "vllm:e2e_request_latency_seconds", [1.0], [0.5], {"engine": "0", "model_name": "m"}
+    )
+    assert 'vllm:e2e_request_latency_seconds_bucket{engine="0",le="1.0",model_name="m"} 1.0' in text
