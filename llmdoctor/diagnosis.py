@@ -15,17 +15,18 @@ LIVE_COLLECTORS = {
     "pod": "llmdoctor.collectors.kubernetes",
     "deployment": "llmdoctor.collectors.kubernetes",
     "statefulset": "llmdoctor.collectors.kubernetes",
+    "selector": "llmdoctor.collectors.kubernetes",
     "node": "llmdoctor.collectors.node",
     "http": "llmdoctor.collectors.vllm_http",
 }
 ALL_SCOPES = ("k8s", "node", "vllm", "logs", "capacity")
 
 
-def add_wiki(facts: Facts, wiki_dirs: list[str] | None) -> None:
+def add_wiki(facts: Facts, wiki_dirs: list[str] | None, lib=None) -> None:
     """Put the runbook entries into the facts (signature checks and the report read them)."""
     from llmdoctor.wiki.library import load_library
 
-    lib = load_library(wiki_dirs)
+    lib = lib if lib is not None else load_library(wiki_dirs)
     facts.set("wiki/entries", lib.entries)
     for err in lib.errors:
         facts.collector_errors.setdefault(f"wiki {err.path}", f"line {err.line}: {err.message}")
@@ -87,8 +88,13 @@ def diagnose(
 
         raise BadInput(f"--only names unknown check(s): {', '.join(unknown)}")
     reports = []
+    library = None
+    if len(facts_list) > 1:  # the pods of a deployment share one parsed wiki
+        from llmdoctor.wiki.library import load_library
+
+        library = load_library(wiki_dirs)
     for facts in facts_list:
-        add_wiki(facts, wiki_dirs)
+        add_wiki(facts, wiki_dirs, library)
         add_settings(facts, settings or {})
         derive_all(facts)
         reports.append(run_checks(facts, checks, target, only or [], skip or []))

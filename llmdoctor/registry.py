@@ -27,6 +27,7 @@ class CheckSpec:
     scope: str
     needs: tuple[str, ...]
     runbooks: tuple[str, ...]
+    supersedes: tuple[str, ...] = ()
 
 
 _CHECKS: dict[str, CheckSpec] = {}
@@ -39,12 +40,15 @@ def check(
     scope: str,
     needs: tuple[str, ...] | list[str] = (),
     runbooks: tuple[str, ...] | list[str] = (),
+    supersedes: tuple[str, ...] | list[str] = (),
 ):
     """Register a check.
 
     `needs` lists fact keys that must all be present (else the check is skipped with the reason
     they are missing); a check can also call `facts.require(...)` for optional paths.
     `runbooks` lists every runbook id the check may link to (a test verifies they exist).
+    `supersedes` names generic checks (e.g. log-signatures) whose finding for the same runbook
+    this check's finding replaces, so one problem is reported once, by the check that knows most.
     The function returns a Finding, a list of Findings, or None (= ok, nothing found).
     """
     if scope not in SCOPES:
@@ -54,7 +58,9 @@ def check(
         existing = _CHECKS.get(id)
         if existing is not None and existing.fn.__qualname__ != fn.__qualname__:
             raise ValueError(f"check id {id!r} is registered twice")
-        _CHECKS[id] = CheckSpec(id, fn, title, scope, tuple(needs), tuple(runbooks))
+        _CHECKS[id] = CheckSpec(
+            id, fn, title, scope, tuple(needs), tuple(runbooks), tuple(supersedes)
+        )
         return fn
 
     return register

@@ -97,9 +97,10 @@ def render_terminal(report: Report, console, verbose: bool = False) -> None:
     )
     problems = [f for f in report.findings if f.severity is not Severity.OK]
     fine = [f for f in report.findings if f.severity is Severity.OK]
+    fixes_shown: set[str] = set()
     for f in problems:
         console.print()
-        _print_finding(console, f, entries, escape)
+        _print_finding(console, f, entries, escape, fixes_shown)
     if fine:
         console.print()
         console.print("[bold]Checked and fine[/]")
@@ -113,16 +114,34 @@ def render_terminal(report: Report, console, verbose: bool = False) -> None:
     if report.skipped or report.errors:
         console.print()
         console.print("[bold]Not checked[/]")
-        for s in report.skipped:
-            console.print(
-                f"  [dim]-[/] {escape(s['check'])}: skipped, because {escape(s['reason'])}"
-            )
+        for reason, checks in group_skipped(report.skipped):
+            console.print(f"  [dim]-[/] {escape(reason)}: {escape(checks)}")
         for e in report.errors:
             name = e.get("check") or f"collector {e.get('collector')}"
             console.print(f"  [red]![/] {escape(name)}: {escape(e['message'])}")
 
 
-def _print_finding(console, f: Finding, entries: dict, escape) -> None:
+def group_skipped(skipped: list[dict[str, str]]) -> list[tuple[str, str]]:
+    """(reason, checks) pairs: checks that share a reason on one line, in first-seen order.
+
+    A reason is "<fact key>: <why>"; checks are grouped by the why and then by key, so
+    "not in the bundle" is said once: "driver-cuda, gpu-arch (node/versions.json); xid (node/xid)".
+    """
+    groups: dict[str, dict[str, list[str]]] = {}
+    for s in skipped:
+        name = s["check"] + (f" [{s['subject']}]" if s.get("subject") else "")
+        key, sep, why = s["reason"].partition(": ")
+        if not (sep and ("/" in key or key.endswith(".json")) and " " not in key):
+            key, why = "", s["reason"]
+        groups.setdefault(why, {}).setdefault(key, []).append(name)
+    lines = []
+    for why, by_key in groups.items():
+        parts = [", ".join(names) + (f" ({key})" if key else "") for key, names in by_key.items()]
+        lines.append((why, "; ".join(parts)))
+    return lines
+
+
+def _print_finding(console, f: Finding, entries: dict, escape, fixes_shown: set[str]) -> None:
     sev = str(f.severity)
     subject = f" [{f.subject}]" if f.subject else ""
     console.print(
@@ -140,6 +159,10 @@ def _print_finding(console, f: Finding, entries: dict, escape) -> None:
             console.print(f"    [cyan]runbook[/] {escape(rid)} [dim](not in the wiki)[/]")
             continue
         console.print(f"    [cyan]runbook[/] [bold]{escape(rid)}[/]: {escape(entry.title)}")
+        if rid in fixes_shown:
+            console.print("      [dim](its Fix is shown above)[/]")
+            continue
+        fixes_shown.add(rid)
         for n, line in enumerate(entry.fix_excerpt()):
             label = "Fix: " if n == 0 else "     "
             console.print(f"      [dim]{label}[/]{escape(line)}", soft_wrap=True)
@@ -180,7 +203,7 @@ def render_markdown(report: Report) -> str:
         out.append("")
     if report.skipped or report.errors:
         out += ["### Not checked", ""]
-        out += [f"- `{s['check']}`: skipped, because {s['reason']}" for s in report.skipped]
+        out += [f"- {reason}: {checks}" for reason, checks in group_skipped(report.skipped)]
         for e in report.errors:
             name = e.get("check") or f"collector {e.get('collector')}"
             out.append(f"- `{name}`: error: {e['message']}")

@@ -121,6 +121,22 @@ class Report:
         return "ok"
 
 
+def drop_superseded(findings: list[Finding], specs: dict[str, CheckSpec]) -> list[Finding]:
+    """Remove a generic check's finding when a specific check reported the same runbook."""
+    covered = {
+        (generic, rid)
+        for f in findings
+        if f.severity is not Severity.OK and f.check in specs
+        for generic in specs[f.check].supersedes
+        for rid in f.runbooks
+    }
+    return [
+        f
+        for f in findings
+        if not (f.runbooks and all((f.check, rid) in covered for rid in f.runbooks))
+    ]
+
+
 def run_checks(
     facts: Facts,
     checks: Iterable[CheckSpec],
@@ -129,6 +145,7 @@ def run_checks(
     skip: Iterable[str] = (),
 ) -> Report:
     """Run every selected check; a missing fact skips it, an exception records an error."""
+    checks = list(checks)
     only, skip = set(only), set(skip)
     findings: list[Finding] = []
     skipped: list[dict[str, str]] = []
@@ -158,5 +175,6 @@ def run_checks(
         elif isinstance(produced, Finding):
             produced = [produced]
         findings.extend(produced)
+    findings = drop_superseded(findings, {spec.id: spec for spec in checks})
     findings.sort(key=lambda f: (-f.severity.rank, f.subject or "", f.check))
     return Report(target=target, findings=findings, skipped=skipped, errors=errors, facts=facts)

@@ -30,6 +30,9 @@ def diagnose_command(
     no_exec: Annotated[
         bool, typer.Option("--no-exec", help="Do not exec into the serving container.")
     ] = False,
+    window: Annotated[
+        float, typer.Option("--window", help="Seconds between the two vLLM /metrics scrapes.")
+    ] = 5.0,
     model_config: Annotated[
         str | None,
         typer.Option("--model-config", help="The model's config.json, for the KV cache fit check."),
@@ -57,9 +60,8 @@ def diagnose_command(
     from llmdoctor.diagnosis import diagnose, gather
     from llmdoctor.output import emit
     from llmdoctor.runner import CollectContext
-    from llmdoctor.target import parse_target
 
-    parsed = parse_target(target if not selector else (target or "pod/selector"), bundle)
+    parsed = parse_live_target(target, selector, bundle)
     options = {
         "namespace": namespace,
         "context": context,
@@ -67,11 +69,12 @@ def diagnose_command(
         "port": port,
         "tail": tail,
         "no_exec": no_exec,
+        "window": window,
     }
     ctx = CollectContext(target=parsed, timeout=timeout, options=options)
     facts_list = gather(parsed, ctx)
     settings = {"model_config_path": model_config}
-    label = str(parsed)
+    label = _label(parsed, facts_list)
     if parsed.kind == "bundle":
         label = f"{facts_list[0].get('target')} (bundle {parsed.name})"
     report = diagnose(
@@ -87,6 +90,27 @@ def diagnose_command(
         report, as_json=as_json, as_markdown=as_markdown, no_color=no_color, verbose=verbose
     )
     raise typer.Exit(int(code))
+
+
+def parse_live_target(target: str | None, selector: str | None, bundle: str | None = None):
+    """The Target to diagnose or collect; `-l SELECTOR` stands for the pods it matches."""
+    from llmdoctor.errors import BadTarget
+    from llmdoctor.target import Target, parse_target
+
+    if selector:
+        if target or bundle:
+            raise BadTarget("give either a target or -l SELECTOR, not both")
+        return Target("selector", name=selector)
+    return parse_target(target, bundle)
+
+
+def _label(parsed, facts_list) -> str:
+    """The report's name for a live Kubernetes target: pod/x -n ns, pods -l app=x -n ns."""
+    namespace = facts_list[0].get("k8s/namespace") if facts_list else None
+    where = f" -n {namespace}" if namespace else ""
+    if parsed.kind == "selector":
+        return f"pods -l {parsed.name}{where}"
+    return f"{parsed}{where}"
 
 
 def register(app: typer.Typer) -> None:

@@ -17,6 +17,7 @@ Example (runbooks/cuda-oom-runtime.md)::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +69,22 @@ class RunbookEntry:
     body: str = ""
 
     def fix_excerpt(self, max_lines: int = 4) -> list[str]:
-        """The first non-blank lines of the Fix section, for the report."""
-        lines = [ln.rstrip() for ln in self.fix.splitlines() if ln.strip()]
-        return lines[:max_lines]
+        """The first non-blank lines of the Fix section, for the report.
+
+        Stops before a code block that would be cut in half; `wiki show` has the rest.
+        """
+        lines: list[str] = []
+        for raw in self.fix.splitlines():
+            if not raw.strip():
+                continue
+            if raw.strip().startswith(("```", "~~~")):
+                if lines:
+                    break
+                continue
+            lines.append(raw.rstrip())
+            if len(lines) == max_lines:
+                break
+        return lines
 
 
 def split_front_matter(text: str, path: Path | str = "<text>") -> tuple[str, str, int]:
@@ -84,11 +98,17 @@ def split_front_matter(text: str, path: Path | str = "<text>") -> tuple[str, str
     raise EntryError(path, 1, "front matter is not closed by a '---' line")
 
 
-def _sections(body: str, first_line: int) -> tuple[dict[str, str], dict[str, int]]:
-    """Split the body at level-2 headings, using markdown-it so '#' inside code is ignored."""
+@lru_cache(maxsize=1)
+def _block_parser():
+    """A shared markdown-it parser for block structure only (inline parsing is not needed)."""
     from markdown_it import MarkdownIt
 
-    tokens = MarkdownIt("commonmark").parse(body)
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
+
+
+def _sections(body: str, first_line: int) -> tuple[dict[str, str], dict[str, int]]:
+    """Split the body at level-2 headings, using markdown-it so '#' inside code is ignored."""
+    tokens = _block_parser().parse(body)
     lines = body.splitlines()
     heads: list[tuple[int, int, str]] = []  # (start line, end line, heading text)
     for i, tok in enumerate(tokens):
@@ -121,8 +141,9 @@ def parse_entry(text: str, path: Path | str = "<text>") -> RunbookEntry:
     import yaml
 
     fm_text, body, body_line = split_front_matter(text, path)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster
     try:
-        meta = yaml.safe_load(fm_text) or {}
+        meta = yaml.load(fm_text, Loader=loader) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 2) if mark is not None else 2

@@ -1,0 +1,219 @@
+"""GPU hardware health: ECC errors, row remapping, retired pages, reset state, throttling, PCIe.
+
+Uncorrectable ECC errors since the driver loaded, a failed row remap or a GPU that says it
+needs a reset mean the GPU must be drained; a pending remap needs a reset at a convenient time;
+hardware or thermal slowdown and a PCIe link narrower than its maximum cost throughput.
+Persistence mode off is reported for information (slower first CUDA start).
+"""
+
+from __future__ import annotations
+
+from llmdoctor.facts import Facts
+from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.parsers.gpus_json import gpu_label
+from llmdoctor.registry import check
+
+CHECK = "gpu-health"
+GPUS = "node/gpus"
+ECC = "xid-ecc-memory"
+SLOWDOWN = {
+    "hw_slowdown": "hardware slowdown (power brake or overheating)",
+    "hw_thermal_slowdown": "hardware thermal slowdown (overheating)",
+    "hw_power_brake_slowdown": "power brake slowdown (external power supply signal)",
+    "sw_thermal_slowdown": "software thermal slowdown (GPU or memory temperature too high)",
+}
+
+
+def _memory_findings(gpu: dict, subject: str) -> list[Finding]:
+    out: list[Finding] = []
+    ecc = gpu.get("ecc") or {}
+    volatile, aggregate = ecc.get("volatile_uncorrected"), ecc.get("aggregate_uncorrected")
+    if volatile:
+        out.append(
+            critical(
+                CHECK,
+                f"{volatile} uncorrectable ECC error(s) since the driver loaded: drain the node "
+                "and reset the GPU; RMA if they return",
+                [evidence(f"ecc volatile uncorrected: {volatile}", GPUS)],
+                [ECC],
+                subject,
+            )
+        )
+    elif aggregate:
+        out.append(
+            warning(
+                CHECK,
+                f"{aggregate} uncorrectable ECC error(s) over the GPU's lifetime (none since the "
+                "driver loaded): watch for new ones",
+                [evidence(f"ecc aggregate uncorrected: {aggregate}", GPUS)],
+                [ECC],
+                subject,
+            )
+        )
+    rows = gpu.get("remapped_rows") or {}
+    if rows.get("failure"):
+        out.append(
+            critical(
+                CHECK,
+                "row remapping failed (no spare rows left): drain the node and RMA the GPU",
+                [evidence(f"remapped rows: {rows}", GPUS)],
+                [ECC],
+                subject,
+            )
+        )
+    elif rows.get("pending"):
+        out.append(
+            warning(
+                CHECK,
+                "a memory row remap is pending: reset the GPU (or reboot) at a convenient time "
+                "to activate it",
+                [evidence(f"remapped rows: {rows}", GPUS)],
+                [ECC],
+                subject,
+            )
+        )
+    pages = gpu.get("retired_pages") or {}
+    if pages.get("pending"):
+        out.append(
+            warning(
+                CHECK,
+                "a retired memory page is pending: reset the GPU (or reboot) to retire it",
+                [evidence(f"retired pages: {pages}", GPUS)],
+                [ECC],
+                subject,
+            )
+        )
+    elif pages.get("double_bit"):
+        out.append(
+            warning(
+                CHECK,
+                f"{pages['double_bit']} page(s) retired after double-bit ECC errors",
+                [evidence(f"retired pages: {pages}", GPUS)],
+                [ECC],
+                subject,
+            )
+        )
+    return out
+
+
+def _state_findings(gpu: dict, subject: str) -> list[Finding]:
+    out: list[Finding] = []
+    needs_reset = [k for k in ("reset_required", "drain_and_reset_recommended") if gpu.get(k)]
+    if needs_reset:
+        out.append(
+            critical(
+                CHECK,
+                "the GPU reports that it needs a reset: drain the node and reset the GPU",
+                [evidence(f"{k}: Yes", GPUS) for k in needs_reset],
+                [],
+                subject,
+            )
+        )
+    action = gpu.get("recovery_action")
+    if action and action.lower() != "none":
+        out.append(
+            critical(
+                CHECK,
+                f"the driver asks for a recovery action: {action}",
+                [evidence(f"GPU recovery action: {action}", GPUS)],
+                [],
+                subject,
+            )
+        )
+    reasons = gpu.get("clock_event_reasons") or []
+    slow = [SLOWDOWN[r] for r in reasons if r in SLOWDOWN]
+    if slow:
+        temp = gpu.get("temperature_c")
+        out.append(
+            warning(
+                CHECK,
+                f"clocks are held down by {', '.join(slow)}"
+                + (f" at {temp} C" if temp is not None else ""),
+                [evidence(f"active clock event reasons: {', '.join(reasons)}", GPUS)],
+                [],
+                subject,
+            )
+        )
+    return out
+
+
+def _pcie_findings(gpu: dict, subject: str) -> tuple[list[Finding], list[dict]]:
+    link = gpu.get("pcie") or {}
+    cur_w, max_w = link.get("current_width"), link.get("max_width")
+    cur_g, max_g = link.get("current_gen"), link.get("max_gen")
+    notes: list[dict] = []
+    out: list[Finding] = []
+    if cur_w and max_w and cur_w < max_w:
+        out.append(
+            warning(
+                CHECK,
+                f"PCIe link runs at x{cur_w} of x{max_w}: host-GPU transfers (model loading, "
+                "KV offload) are slower; reseat the card or check the slot/riser",
+                [evidence(f"PCIe width x{cur_w}, max x{max_w}", GPUS)],
+                [],
+                subject,
+            )
+        )
+    if cur_g and max_g and cur_g < max_g:
+        idle = "gpu_idle" in (gpu.get("clock_event_reasons") or []) or gpu.get(
+            "performance_state"
+        ) not in ("P0", "P1", "P2")
+        text = f"PCIe gen {cur_g}, max gen {max_g}"
+        if idle:
+            notes.append(evidence(f"{text} (idle GPU: links train down to save power)", GPUS))
+        else:
+            out.append(
+                warning(
+                    CHECK,
+                    f"PCIe link runs at gen {cur_g} of gen {max_g} while the GPU is busy",
+                    [evidence(text, GPUS)],
+                    [],
+                    subject,
+                )
+            )
+    return out, notes
+
+
+@check(
+    CHECK,
+    title="GPU health: ECC, row remapping, reset state, throttling, PCIe",
+    scope="node",
+    needs=(GPUS,),
+    runbooks=(ECC,),
+)
+def gpu_health(facts: Facts) -> list[Finding]:
+    doc = facts.require(GPUS)
+    findings: list[Finding] = []
+    for gpu in doc.get("gpus") or []:
+        subject = gpu_label(gpu)
+        found = _memory_findings(gpu, subject) + _state_findings(gpu, subject)
+        pcie, notes = _pcie_findings(gpu, subject)
+        found += pcie
+        if gpu.get("persistence_mode") is False:
+            found.append(
+                info(
+                    CHECK,
+                    "persistence mode is off: the driver unloads when no process uses the GPU, "
+                    "so each start pays the initialization again (nvidia-smi -pm 1)",
+                    [evidence("persistence_mode: Disabled", GPUS)],
+                    [],
+                    subject,
+                )
+            )
+        if not [f for f in found if f.severity.rank >= 2]:
+            ecc = gpu.get("ecc") or {}
+            items = [
+                evidence(
+                    f"ECC {'on' if ecc.get('enabled') else 'off or unsupported'}, "
+                    f"uncorrected volatile {ecc.get('volatile_uncorrected')}, "
+                    f"remapped rows {gpu.get('remapped_rows')}, "
+                    f"temperature {gpu.get('temperature_c')} C",
+                    GPUS,
+                ),
+                *notes,
+            ]
+            found.append(
+                ok(CHECK, f"{gpu.get('name')}: no hardware problem reported", items, subject)
+            )
+        findings += found
+    return findings

@@ -1,0 +1,97 @@
+"""CUDA out of memory in the logs: a real shortage, or a fragmented PyTorch cache?
+
+PyTorch's OOM message says how much memory its caching allocator holds but does not use
+("X GiB is reserved by PyTorch but unallocated"). When that is a large share of the GPU and the
+request would have fit into it plus the free memory, the OOM is fragmentation: setting
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True fixes it without buying memory. Otherwise it is
+a plain shortage (cuda-oom-runtime).
+"""
+
+from __future__ import annotations
+
+from llmdoctor.facts import Facts
+from llmdoctor.findings import Finding, critical, evidence, ok
+from llmdoctor.parsers.torch_oom import TorchOom, parse_torch_oom
+from llmdoctor.registry import check
+
+CHECK = "memory-fragmentation"
+FRAGMENTED_SHARE = 0.02  # reserved-but-unallocated of at least 2 % of the GPU counts as large
+FIX = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+
+
+def _gib(mib: float | None) -> str:
+    return "?" if mib is None else f"{mib / 1024:.2f} GiB"
+
+
+def is_fragmentation(oom: TorchOom) -> bool:
+    """A large reserved-but-unallocated share, without which the request would have fit."""
+    if oom.unallocated is None or not oom.total:
+        return False
+    return oom.unallocated >= FRAGMENTED_SHARE * oom.total and oom.fragmented_would_fit
+
+
+def _already_set(facts: Facts) -> bool:
+    env = (facts.get("node/versions.json") or {}).get("env") or {}
+    conf = f"{env.get('PYTORCH_CUDA_ALLOC_CONF', '')},{env.get('PYTORCH_ALLOC_CONF', '')}"
+    return "expandable_segments:true" in conf.lower().replace(" ", "")
+
+
+@check(
+    CHECK,
+    title="CUDA OOM in logs: fragmentation or shortage",
+    scope="logs",
+    runbooks=("gpu-memory-fragmentation", "cuda-oom-runtime"),
+    supersedes=("log-signatures",),
+)
+def memory_fragmentation(facts: Facts) -> list[Finding]:
+    keys = [k for k in facts.require_any(["logs/"]) if k.endswith(".log")]
+    findings: list[Finding] = []
+    for key in keys:
+        ooms: list[tuple[int, str, TorchOom]] = []
+        for n, line in enumerate(facts.require(key).lines(), start=1):
+            if "out of memory" not in line:
+                continue
+            oom = parse_torch_oom(line)
+            if oom is not None:
+                ooms.append((n, line.strip(), oom))
+        if not ooms:
+            continue
+        fragmented = [o for o in ooms if is_fragmentation(o[2])]
+        n, line, oom = max(fragmented or ooms, key=lambda o: o[2].unallocated or 0)
+        items = [evidence(line, source=key, line=n)]
+        if len(ooms) > 1:
+            items.append(evidence(f"{len(ooms)} CUDA out-of-memory messages in {key}"))
+        numbers = (
+            f"tried {_gib(oom.tried)} with {_gib(oom.free)} free of {_gib(oom.total)}; "
+            f"{_gib(oom.unallocated)} reserved by PyTorch but unallocated"
+        )
+        if fragmented:
+            share = oom.unallocated / oom.total * 100
+            fix = (
+                f"{FIX} is already set, so look for a workload that churns tensor sizes"
+                if _already_set(facts)
+                else f"set {FIX} on the serving container"
+            )
+            findings.append(
+                critical(
+                    CHECK,
+                    f"CUDA out of memory from fragmentation: {numbers} ({share:.1f} % of the "
+                    f"GPU) - the request would have fit; {fix}",
+                    items,
+                    ["gpu-memory-fragmentation"],
+                    key.removeprefix("logs/").removesuffix(".log"),
+                )
+            )
+        else:
+            findings.append(
+                critical(
+                    CHECK,
+                    f"CUDA out of memory: {numbers} - a real shortage, not fragmentation",
+                    items,
+                    ["cuda-oom-runtime"],
+                    key.removeprefix("logs/").removesuffix(".log"),
+                )
+            )
+    if not findings:
+        return [ok(CHECK, f"no CUDA out-of-memory message in {len(keys)} log(s)")]
+    return findings

@@ -1,0 +1,108 @@
+"""`llmdoctor collect TARGET -o FILE.tar.gz` — freeze the evidence into an incident bundle.
+
+Collects exactly what `diagnose` would (same collectors, same options) and writes it as an
+llmdoctor-bundle/1, secrets redacted, so `diagnose --bundle FILE.tar.gz` later, or elsewhere,
+gives the same findings. A deployment with several pods gives one bundle per pod.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from llmdoctor import cli_options as opt
+
+
+def bundle_paths(output: str, pods: list[str]) -> list[Path]:
+    """Where each pod's bundle goes: OUTPUT itself for one pod, OUTPUT-<pod>.tar.gz for several."""
+    dest = Path(output)
+    if len(pods) == 1:
+        return [dest]
+    name = dest.name
+    suffix = next((s for s in (".tar.gz", ".tgz") if name.endswith(s)), "")
+    stem = name[: len(name) - len(suffix)] if suffix else name
+    return [dest.with_name(f"{stem}-{pod}{suffix}") for pod in pods]
+
+
+def collect_command(
+    target: Annotated[
+        str | None,
+        typer.Argument(help="pod/NAME, deploy/NAME, sts/NAME, node, or http(s)://HOST:PORT"),
+    ] = None,
+    output: Annotated[
+        str, typer.Option("-o", "--output", help="The bundle to write: FILE.tar.gz or a folder.")
+    ] = "",
+    namespace: Annotated[
+        str | None, typer.Option("-n", "--namespace", help="Kubernetes namespace.")
+    ] = None,
+    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context.")] = None,
+    selector: Annotated[
+        str | None,
+        typer.Option("-l", "--selector", help="Collect the pods matching a label selector."),
+    ] = None,
+    port: Annotated[int | None, typer.Option("--port", help="vLLM port in the pod.")] = None,
+    tail: Annotated[int, typer.Option("--tail", help="Log lines per container.")] = 2000,
+    no_exec: Annotated[
+        bool, typer.Option("--no-exec", help="Do not exec into the serving container.")
+    ] = False,
+    window: Annotated[
+        float, typer.Option("--window", help="Seconds between the two /metrics scrapes.")
+    ] = 5.0,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing bundle.")] = False,
+    timeout: opt.Timeout = 10.0,
+) -> None:
+    """Collect a pod's (or deployment's) evidence into a redacted bundle for later diagnosis.
+
+    Examples:
+
+      llmdoctor collect pod/vllm-7b -n serving -o incident.tar.gz
+
+      llmdoctor collect deploy/vllm -n serving -o incident.tar.gz   # one bundle per pod
+
+      llmdoctor diagnose --bundle incident.tar.gz
+    """
+    from llmdoctor.bundle import write_bundle
+    from llmdoctor.commands.diagnose import parse_live_target
+    from llmdoctor.diagnosis import gather
+    from llmdoctor.errors import BadInput, BadTarget
+    from llmdoctor.runner import CollectContext
+
+    if not output:
+        raise BadInput("give the bundle to write with -o FILE.tar.gz")
+    parsed = parse_live_target(target, selector)
+    if parsed.kind == "bundle":
+        raise BadTarget("collect reads a live target, not a bundle")
+    options = {
+        "namespace": namespace,
+        "context": context,
+        "selector": selector,
+        "port": port,
+        "tail": tail,
+        "no_exec": no_exec,
+        "window": window,
+    }
+    facts_list = gather(parsed, CollectContext(target=parsed, timeout=timeout, options=options))
+    names = [str(f.get("target") or parsed).split("/", 1)[-1] for f in facts_list]
+    paths = bundle_paths(output, names)
+    existing = [p for p in paths if p.exists()]
+    if existing and not force:
+        raise BadInput(f"{existing[0]} already exists; choose another name or pass --force")
+    for facts, path in zip(facts_list, paths, strict=True):
+        written = write_bundle(
+            facts,
+            path,
+            target=str(facts.get("target") or parsed),
+            namespace=facts.get("k8s/namespace"),
+            force=force,
+        )
+        files = sum(1 for k, _ in facts.items() if "/" in k and "." in k.rsplit("/", 1)[-1])
+        gaps = len(facts.missing()) + len(facts.collector_errors)
+        note = f"; {gaps} things could not be collected (see manifest.json)" if gaps else ""
+        typer.echo(f"wrote {written} ({facts.get('target')}: {files} documents{note})")
+    raise typer.Exit(0)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("collect")(collect_command)

@@ -1,0 +1,112 @@
+"""PyTorch's CUDA out-of-memory message, with its numbers.
+
+Real inputs (sources in tests/fixtures/logs/SOURCES.md):
+
+    torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total
+    capacity of 79.18 GiB of which 1.08 GiB is free. Including non-PyTorch memory, this process
+    has 78.09 GiB memory in use. Of the allocated memory 75.31 GiB is allocated by PyTorch, and
+    1.83 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large
+    try setting PYTORCH_ALLOC_CONF=expandable_segments:True to avoid fragmentation. ...
+
+    (older PyTorch) CUDA out of memory. Tried to allocate 1.63 GiB (GPU 0; 44.56 GiB total
+    capacity; 27.91 GiB already allocated; 565.31 MiB free; 27.93 GiB reserved in total by PyTorch)
+
+(each message is one line in the log; wrapped here). Sizes are returned in MiB.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_SIZE = r"([\d.]+) ?(B|bytes|KiB|MiB|GiB|TiB)"
+_UNIT_MIB = {
+    "B": 1 / 2**20,
+    "bytes": 1 / 2**20,
+    "KiB": 1 / 1024,
+    "MiB": 1,
+    "GiB": 1024,
+    "TiB": 2**20,
+}
+
+_TRIED = re.compile(r"Tried to allocate " + _SIZE)
+_GPU = re.compile(r"GPU (\d+)")
+_NEW_TOTAL = re.compile(r"total capacity of " + _SIZE + r" of which " + _SIZE + r" is free")
+_NEW_ALLOCATED = re.compile(_SIZE + r" is allocated by PyTorch")
+_NEW_UNALLOCATED = re.compile(_SIZE + r" is reserved by PyTorch but unallocated")
+_OLD = re.compile(
+    _SIZE
+    + r" total capacity; "
+    + _SIZE
+    + r" already allocated; "
+    + _SIZE
+    + r" free; "
+    + _SIZE
+    + r" reserved in total by PyTorch"
+)
+
+
+@dataclass(frozen=True)
+class TorchOom:
+    """The numbers of one CUDA out-of-memory message, in MiB."""
+
+    tried: float
+    total: float | None
+    free: float | None
+    allocated: float | None
+    unallocated: float | None  # reserved by PyTorch's caching allocator but not in use
+    gpu: int | None = None
+
+    @property
+    def fragmented_would_fit(self) -> bool:
+        """Whether the request would have fit if the reserved-but-unallocated memory were free."""
+        if self.unallocated is None or self.free is None:
+            return False
+        return self.free + self.unallocated >= self.tried
+
+
+def _mib(number: str, unit: str) -> float:
+    return float(number) * _UNIT_MIB[unit]
+
+
+def parse_torch_oom(line: str) -> TorchOom | None:
+    """The numbers of a PyTorch CUDA OOM message on this line, or None."""
+    if "out of memory" not in line:
+        return None
+    tried = _TRIED.search(line)
+    if tried is None:
+        return None
+    gpu = _GPU.search(line, tried.end())
+    gpu_index = int(gpu.group(1)) if gpu else None
+    new = _NEW_TOTAL.search(line)
+    if new:
+        allocated = _NEW_ALLOCATED.search(line)
+        unallocated = _NEW_UNALLOCATED.search(line)
+        return TorchOom(
+            tried=_mib(*tried.groups()),
+            total=_mib(new.group(1), new.group(2)),
+            free=_mib(new.group(3), new.group(4)),
+            allocated=_mib(*allocated.groups()) if allocated else None,
+            unallocated=_mib(*unallocated.groups()) if unallocated else None,
+            gpu=gpu_index,
+        )
+    old = _OLD.search(line)
+    if old:
+        g = old.groups()
+        allocated, reserved = _mib(g[2], g[3]), _mib(g[6], g[7])
+        return TorchOom(
+            tried=_mib(*tried.groups()),
+            total=_mib(g[0], g[1]),
+            free=_mib(g[4], g[5]),
+            allocated=allocated,
+            unallocated=max(reserved - allocated, 0.0),
+            gpu=gpu_index,
+        )
+    return TorchOom(
+        tried=_mib(*tried.groups()),
+        total=None,
+        free=None,
+        allocated=None,
+        unallocated=None,
+        gpu=gpu_index,
+    )
