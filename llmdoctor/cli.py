@@ -33,15 +33,6 @@ Examples:
 Exit codes: 0 healthy, 1 warnings, 2 critical findings, 3 could not run.
 """
 
-app = typer.Typer(
-    name="llmdoctor",
-    help=HELP,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
 
 def _version(value: bool) -> None:
     if value:
@@ -49,7 +40,6 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
@@ -58,15 +48,32 @@ def _root(
     """Diagnose vLLM inference services on NVIDIA GPUs and Kubernetes."""
 
 
-def _register_commands() -> None:
-    for name in COMMANDS:
+def build_app(commands: tuple[str, ...] = COMMANDS) -> typer.Typer:
+    """The typer app with the given commands (all by default) registered."""
+    application = typer.Typer(
+        name="llmdoctor",
+        help=HELP,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    application.callback()(_root)
+    for name in commands:
         module_name = f"llmdoctor.commands.{name}"
         if importlib.util.find_spec(module_name) is None:
             continue
-        importlib.import_module(module_name).register(app)
+        importlib.import_module(module_name).register(application)
+    return application
 
 
-_register_commands()
+def __getattr__(name: str):
+    # `llmdoctor.cli.app` (all commands) is built on first use: run() builds only the one
+    # command it is about to run, which keeps start-up short.
+    if name == "app":
+        globals()["app"] = build_app()
+        return globals()["app"]
+    raise AttributeError(name)
 
 
 def fail(message: str) -> None:
@@ -80,8 +87,10 @@ def run(argv: list[str] | None = None) -> None:
     from llmdoctor.errors import LlmdoctorError
 
     args = sys.argv[1:] if argv is None else argv
+    commands = (args[0],) if args and args[0] in COMMANDS else COMMANDS
     try:
-        rv = app(args=args or ["--help"], prog_name="llmdoctor", standalone_mode=False)
+        application = build_app(commands)
+        rv = application(args=args or ["--help"], prog_name="llmdoctor", standalone_mode=False)
     except LlmdoctorError as exc:
         fail(str(exc))
     except typer.Exit as exc:

@@ -92,8 +92,14 @@ def test_crash_loop_tied_to_the_cuda_oom_in_the_previous_log(cluster, capsys):
     (restarts,) = findings(report, "pod-restarts")
     assert "CrashLoopBackOff" in restarts["summary"]
     assert "cuda-oom-runtime" in restarts["runbooks"]
-    oom = [f for f in findings(report, "log-signatures") if "cuda-oom-runtime" in f["runbooks"]]
-    assert oom and oom[0]["evidence"][0]["source"] == "logs/vllm.previous.log"
+    # the OOM is reported once, by the most specific check (memory-fragmentation supersedes
+    # the generic log-signatures finding for the same runbook)
+    oom = [
+        f
+        for f in report["findings"]
+        if "cuda-oom-runtime" in f["runbooks"] and f["check"] != "pod-restarts"
+    ]
+    assert len(oom) == 1 and oom[0]["evidence"][0]["source"] == "logs/vllm.previous.log"
     assert isinstance(oom[0]["evidence"][0]["line"], int)
     # nothing listens on the port: the proxy's 503 is read as "connection refused"
     health = [f for f in findings(report, "vllm-health") if f["severity"] == "critical"]

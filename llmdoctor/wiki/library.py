@@ -2,36 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmdoctor.wiki.entry import EntryError, RunbookEntry, parse_entry_file
+from llmdoctor.wiki.folders import ENV_WIKI, builtin_dir, wiki_dirs
 
-ENV_WIKI = "LLMDOCTOR_WIKI"
-
-
-def builtin_dir() -> Path:
-    """The folder of the shipped runbooks (the repo's runbooks/ when installed editable)."""
-    from importlib.resources import files
-
-    return Path(str(files("llmdoctor.builtin_runbooks")))
-
-
-def wiki_dirs(extra: list[str | Path] | None = None) -> list[Path]:
-    """Built-in folder first, then LLMDOCTOR_WIKI folders, then --wiki folders (later wins)."""
-    dirs = [builtin_dir()]
-    env = os.environ.get(ENV_WIKI, "")
-    dirs += [Path(p) for p in env.split(os.pathsep) if p.strip()]
-    dirs += [Path(p) for p in (extra or [])]
-    seen: set[Path] = set()
-    unique = []
-    for d in dirs:
-        key = d.resolve() if d.exists() else d
-        if key not in seen:
-            seen.add(key)
-            unique.append(d)
-    return unique
+__all__ = ["ENV_WIKI", "Library", "builtin_dir", "entry_files", "load_library", "wiki_dirs"]
 
 
 def entry_files(directory: Path) -> list[Path]:

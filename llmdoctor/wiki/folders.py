@@ -1,0 +1,42 @@
+"""Which folders make up the wiki: the built-in runbooks, then LLMDOCTOR_WIKI, then --wiki.
+
+Kept free of parsing imports: `wiki search` needs the folder list on every call.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_WIKI = "LLMDOCTOR_WIKI"
+
+
+def builtin_dir() -> Path:
+    """The folder of the shipped runbooks (the repo's runbooks/ when installed editable)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("llmdoctor.builtin_runbooks")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    from importlib.resources import files  # pragma: no cover - unusual installs only
+
+    return Path(str(files("llmdoctor.builtin_runbooks")))
+
+
+def configured_dirs() -> list[Path]:
+    """The LLMDOCTOR_WIKI folders (os.pathsep-separated), in order."""
+    env = os.environ.get(ENV_WIKI, "")
+    return [Path(p) for p in env.split(os.pathsep) if p.strip()]
+
+
+def wiki_dirs(extra: list[str | Path] | None = None) -> list[Path]:
+    """Built-in folder first, then LLMDOCTOR_WIKI folders, then --wiki folders (later wins)."""
+    dirs = [builtin_dir(), *configured_dirs(), *(Path(p) for p in extra or [])]
+    seen: set[Path] = set()
+    unique = []
+    for d in dirs:
+        key = d.resolve() if d.exists() else d
+        if key not in seen:
+            seen.add(key)
+            unique.append(d)
+    return unique

@@ -1,0 +1,213 @@
+"""Check runbook entries: schema, sections, ids, signatures. Problems are `file:line: message`.
+
+The same rules guard `wiki lint` (CI) and `wiki add` (before anything is written).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from llmdoctor.wiki.entry import (
+    SEVERITIES,
+    EntryError,
+    RunbookEntry,
+    parse_entry,
+    split_front_matter,
+)
+
+KNOWN_KEYS = ("id", "title", "severity", "tags", "aliases", "signatures", "detected_by")
+LIST_KEYS = ("tags", "aliases", "signatures", "detected_by")
+REQUIRED_SECTIONS = ("symptom", "cause", "fix")
+ID_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
+# zero-width matches on ordinary lines betray a signature that would fire everywhere
+EMPTY_PROBES = ("", "x", "INFO 05-01 12:00:00 engine.py:310] Avg prompt throughput: 0.0 tokens/s")
+
+
+@dataclass(frozen=True)
+class LintProblem:
+    """One problem (`level` 'error') or remark (`level` 'note', e.g. an override)."""
+
+    file: str
+    line: int
+    message: str
+    level: str = "error"
+
+    def __str__(self) -> str:
+        prefix = "note: " if self.level == "note" else ""
+        return f"{self.file}:{self.line}: {prefix}{self.message}"
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "line": self.line, "level": self.level, "message": self.message}
+
+
+@dataclass
+class LintReport:
+    problems: list[LintProblem] = field(default_factory=list)
+    notes: list[LintProblem] = field(default_factory=list)
+    files: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _key_line(fm_lines: list[str], key: str) -> int:
+    for i, line in enumerate(fm_lines):
+        if line.startswith(f"{key}:"):
+            return i + 2
+    return 2
+
+
+def _signature_line(fm_lines: list[str], signature: str, index: int) -> int:
+    """The front-matter line holding this signature (best effort: text, else list position)."""
+    for i, line in enumerate(fm_lines):
+        if signature in line and not line.startswith("signatures:"):
+            return i + 2
+    return _key_line(fm_lines, "signatures") + 1 + index
+
+
+def signature_problem(signature: str) -> str | None:
+    """Why a signature is unusable (does not compile, or can match the empty string), or None."""
+    try:
+        pattern = re.compile(signature)
+    except re.error as exc:
+        return f"signature {signature!r} is not a valid Python regex: {exc}"
+    if pattern.search("") is not None:
+        return f"signature {signature!r} matches the empty string, so it would fire on every line"
+    for probe in EMPTY_PROBES:
+        for m in pattern.finditer(probe):
+            if m.end() == m.start():
+                return f"signature {signature!r} can match an empty string (it fires on any line)"
+    return None
+
+
+def lint_text(
+    text: str,
+    path: str | Path,
+    expected_id: str | None = None,
+    known_checks: Callable[[], set[str] | None] | None = None,
+) -> tuple[RunbookEntry | None, list[LintProblem]]:
+    """Parse and check one entry. `known_checks` returns the check ids (None: cannot tell)."""
+    file = str(path)
+    try:
+        entry = parse_entry(text, path)
+    except EntryError as exc:
+        return None, [LintProblem(file, exc.line, exc.message)]
+    fm_text, _, body_line = split_front_matter(text, path)
+    fm_lines = fm_text.splitlines()
+    meta = entry.front_matter
+    problems: list[LintProblem] = []
+
+    def add(line: int, message: str) -> None:
+        problems.append(LintProblem(file, line, message))
+
+    for key in meta:
+        if key not in KNOWN_KEYS:
+            add(
+                _key_line(fm_lines, str(key)),
+                f"unknown front matter key {key!r} (known: {', '.join(KNOWN_KEYS)})",
+            )
+    if not ID_PATTERN.match(entry.id):
+        add(
+            _key_line(fm_lines, "id"),
+            f"id {entry.id!r} must be lower-case letters and digits joined by '-' (e.g. cuda-oom-runtime)",
+        )
+    if expected_id is not None and entry.id != expected_id:
+        add(
+            _key_line(fm_lines, "id"),
+            f"id {entry.id!r} does not match the file name {expected_id + '.md'!r}",
+        )
+    if "severity" not in meta:
+        add(2, f"front matter needs a 'severity' ({', '.join(SEVERITIES)})")
+    elif entry.severity not in SEVERITIES:
+        add(
+            _key_line(fm_lines, "severity"),
+            f"severity {meta['severity']!r} must be one of {', '.join(SEVERITIES)}",
+        )
+    for key in LIST_KEYS:
+        if key in meta and meta[key] is not None and not isinstance(meta[key], list):
+            add(
+                _key_line(fm_lines, key),
+                f"'{key}' must be a YAML list, e.g. {key}: [first, second]",
+            )
+    for name in REQUIRED_SECTIONS:
+        heading = name.capitalize()
+        if name not in entry.section_lines:
+            add(body_line, f"missing section '## {heading}'")
+        elif not getattr(entry, name).strip():
+            add(entry.section_lines[name], f"section '## {heading}' is empty")
+    for n, signature in enumerate(entry.signatures):
+        why = signature_problem(signature)
+        if why:
+            add(_signature_line(fm_lines, signature, n), why)
+    if entry.detected_by and known_checks is not None:
+        checks = known_checks()
+        if checks is not None:
+            for check_id in entry.detected_by:
+                if check_id not in checks:
+                    add(
+                        _key_line(fm_lines, "detected_by"),
+                        f"detected_by names {check_id!r}, which is not a check id",
+                    )
+    return entry, problems
+
+
+def registered_check_ids() -> set[str] | None:
+    """Ids of every built-in check, or None when the checks cannot be loaded."""
+    try:
+        from llmdoctor.registry import all_checks
+
+        return {c.id for c in all_checks()}
+    except Exception:
+        return None
+
+
+def lint_paths(
+    paths: list[Path], known_checks: Callable[[], set[str] | None] | None = registered_check_ids
+) -> LintReport:
+    """Lint every entry file of these folders (or files); ids are compared across all of them."""
+    from llmdoctor.wiki.library import entry_files
+
+    report = LintReport()
+    cached: dict[str, set[str] | None] = {}
+
+    def checks() -> set[str] | None:
+        if "ids" not in cached:
+            cached["ids"] = known_checks() if known_checks else None
+        return cached["ids"]
+
+    seen: dict[str, tuple[Path, str]] = {}  # id -> (folder, file) of the entry in effect
+    for target in paths:
+        files = [target] if target.is_file() else entry_files(target)
+        folder = target.parent if target.is_file() else target
+        for file in files:
+            report.files += 1
+            try:
+                text = file.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                report.problems.append(LintProblem(str(file), 1, f"not UTF-8 text ({exc.reason})"))
+                continue
+            except OSError as exc:
+                report.problems.append(LintProblem(str(file), 1, f"cannot read: {exc.strerror}"))
+                continue
+            entry, problems = lint_text(text, file, file.stem, checks)
+            report.problems.extend(problems)
+            if entry is None:
+                continue
+            line = _key_line(split_front_matter(text, file)[0].splitlines(), "id")
+            previous = seen.get(entry.id)
+            if previous is not None and previous[0] == folder:
+                report.problems.append(
+                    LintProblem(str(file), line, f"id {entry.id!r} is also used by {previous[1]}")
+                )
+            elif previous is not None:
+                report.notes.append(
+                    LintProblem(
+                        str(file), line, f"entry {entry.id!r} overrides {previous[1]}", "note"
+                    )
+                )
+            seen[entry.id] = (folder, str(file))
+    return report

@@ -1,0 +1,134 @@
+"""Turn anything a user types or pastes into a safe FTS5 query: quoted words, OR-ed together.
+
+FTS5 syntax (quotes, `*`, `AND`, `NEAR(`, column filters) is never passed through: the text is cut
+into words, each word is quoted, and bm25 ranks the entries that hold the most of them. A pasted
+log or stack trace loses its noise first (paths, URLs, hex addresses, numbers, traceback frames),
+so the error words decide the ranking. Example of pasted text::
+
+    [rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.33 GiB. GPU 0 has a
+    total capacity of 79.15 GiB of which 1.17 GiB is free.
+
+becomes  "torch" OR "outofmemoryerror" OR "cuda" OR "out" OR "memory" OR "tried" OR ...
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from llmdoctor.wiki.cjk import CJK_RUN, run_grams
+
+MAX_QUERY_CHARS = 200_000
+MAX_TERMS = 64
+SHORT_QUERY_WORDS = 8  # up to this many words, numbers and one-letter words are kept
+
+URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
+PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?")
+TRACEBACK_FRAME = re.compile(r'^\s*File "[^"\n]*", line \d+')
+HEXLIKE = re.compile(r"^(?:0x[0-9a-f]+|(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,})$")
+WORD = re.compile(r"[^\W_]+")  # letters and digits, as FTS5's unicode61 cuts them
+ERRORISH = re.compile(
+    r"error|exception|fail|fatal|critical|killed|refused|time[ds]? ?out|denied|invalid|cannot|"
+    r"unable|not found|xid|panic",
+    re.IGNORECASE,
+)
+STOPWORDS = frozenset(
+    "a an and are as at be by for from has have i in is it its of on or that the this to was "  # noqa: SIM905
+    "were will with we you your please".split()
+)
+
+
+@dataclass
+class Query:
+    """A user's search text, cut into the terms the index is searched with."""
+
+    text: str
+    words: list[str] = field(default_factory=list)  # latin/number words, lower case
+    cjk_runs: list[str] = field(default_factory=list)  # Chinese/Japanese runs as typed
+    grams: list[str] = field(default_factory=list)  # their bigrams, as indexed
+
+    @property
+    def terms(self) -> list[str]:
+        return self.words + self.grams
+
+    def match_expression(self) -> str | None:
+        """The FTS5 MATCH string: every term quoted, OR-ed; None when nothing is searchable."""
+        terms = self.terms
+        if not terms:
+            return None
+        return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+    def lines(self, limit: int = 2000) -> list[str]:
+        """The text's non-blank lines, for matching entry signatures (which are per-line)."""
+        out = []
+        for line in self.text.splitlines():
+            if line.strip():
+                out.append(line)
+                if len(out) >= limit:
+                    break
+        return out
+
+
+def _candidate_lines(text: str) -> list[str]:
+    """Lines without traceback frames and the source line under each; error-ish lines first."""
+    kept: list[str] = []
+    skip_next = False
+    for line in text.splitlines():
+        if skip_next:
+            skip_next = False
+            if line.startswith((" ", "\t")):
+                continue
+        if TRACEBACK_FRAME.match(line):
+            skip_next = True
+            continue
+        kept.append(line)
+    errorish = [ln for ln in kept if ERRORISH.search(ln)]
+    others = [ln for ln in kept if not ERRORISH.search(ln)]
+    return errorish + others
+
+
+def parse_query(text: str) -> Query:
+    """Cut user text into search terms; never raises, whatever the text holds."""
+    text = (text or "")[-MAX_QUERY_CHARS:]  # a huge paste is a log: its end holds the error
+    query = Query(text=text)
+    tokens: list[str] = []
+    for line in _candidate_lines(text):
+        line = PATH.sub(" ", URL.sub(" ", line))
+        for word in WORD.findall(line):
+            if CJK_RUN.search(word):  # 显存OOM -> 显存, OOM: Chinese runs become grams
+                tokens.extend(t for t in CJK_RUN.split(word) if t)
+                tokens.extend(CJK_RUN.findall(word))
+            else:
+                tokens.append(word)
+    latin = [t.lower() for t in tokens if not CJK_RUN.fullmatch(t)]
+    short = len(latin) <= SHORT_QUERY_WORDS and "\n" not in text.strip()
+
+    def keep(word: str) -> bool:
+        noise = word.isdigit() or len(word) == 1
+        return not HEXLIKE.match(word) and (short or not noise)
+
+    words = [w for w in latin if keep(w)]
+    meaningful = [w for w in words if w not in STOPWORDS]
+    if meaningful:
+        words = meaningful
+    seen: set[str] = set()
+    budget = MAX_TERMS
+    for token in tokens:
+        if budget <= 0:
+            break
+        if CJK_RUN.fullmatch(token):
+            if token not in query.cjk_runs:
+                query.cjk_runs.append(token)
+            for gram in run_grams(token):
+                if gram not in seen:
+                    seen.add(gram)
+                    query.grams.append(gram)
+                    budget -= 1
+    for word in words:
+        if budget <= 0:
+            break
+        if word not in seen:
+            seen.add(word)
+            query.words.append(word)
+            budget -= 1
+    return query

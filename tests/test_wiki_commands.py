@@ -1,0 +1,477 @@
+"""The `llmdoctor wiki` commands: search, show, list, index, lint, add — through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from llmdoctor.cli import app, run
+from llmdoctor.wiki.entry import parse_entry_file
+from llmdoctor.wiki.library import builtin_dir
+from llmdoctor.wiki.search import search
+
+runner = CliRunner()
+
+GOOD = """---
+id: {id}
+title: {title}
+severity: warning
+tags: [gateway, latency]
+aliases: [网关超时]
+signatures:
+  - 'upstream request timeout'
+---
+## Symptom
+The gateway answers `upstream request timeout` after 60 s.
+
+## Cause
+The route timeout is shorter than a long generation.
+
+## Fix
+Raise the route timeout to 300 s:
+
+```yaml
+timeout: 300s
+```
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def cli(*args: str, input: str | None = None):
+    return runner.invoke(app, list(args), input=input)
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    """Run through llmdoctor.cli.run, as the installed command does (exit codes, one-line errors)."""
+    with pytest.raises(SystemExit) as exc:
+        run(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Path:
+    wiki = tmp_path / "team"
+    write(wiki, "route-timeout.md", GOOD.format(id="route-timeout", title="Gateway route timeout"))
+    return wiki
+
+
+# --- search / show / list / index ---------------------------------------------------------------
+
+
+def test_search_json_contract(team):
+    result = cli("wiki", "search", "upstream", "request", "timeout", "--json", "--wiki", str(team))
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert list(data) == ["results"]
+    first = data["results"][0]
+    assert first["id"] == "route-timeout"
+    assert {"id", "title", "score", "snippet"} <= set(first)
+    scores = [r["score"] for r in data["results"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_search_terminal_output_names_entry_and_snippet(team):
+    result = cli("wiki", "search", "网关超时", "--wiki", str(team), "--no-color")
+    assert result.exit_code == 0
+    assert "route-timeout" in result.output
+    assert "\x1b[" not in result.output
+    assert "llmdoctor wiki show" in result.output
+
+
+def test_search_reads_a_pasted_log_from_stdin(team):
+    # `kubectl logs ... | llmdoctor wiki search -`
+    log = "2024-05-01T03:00:00Z [gw] upstream request timeout\n" * 3
+    result = cli("wiki", "search", "-", "--json", "--wiki", str(team), input=log)
+    assert json.loads(result.output)["results"][0]["id"] == "route-timeout"
+
+
+def test_search_with_no_match_says_so(team):
+    result = cli("wiki", "search", "zzzqqqxxx", "--wiki", str(team))
+    assert result.exit_code == 0
+    assert "no runbook entry matches" in result.output
+
+
+def test_show_renders_sections_code_and_path(team):
+    result = cli("wiki", "show", "route-timeout", "--wiki", str(team), "--no-color")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "Gateway route timeout" in out
+    assert "route-timeout.md" in out
+    assert "Symptom" in out and "Cause" in out and "Fix" in out
+    assert "timeout: 300s" in out
+
+
+def test_show_says_when_a_team_entry_overrides_a_builtin(tmp_path):
+    # the team folder holds an entry with a built-in id
+    builtin = sorted(builtin_dir().glob("*.md"))
+    if not builtin:
+        pytest.skip("no built-in entries yet")
+    entry_id = builtin[0].stem
+    wiki = tmp_path / "team"
+    write(wiki, f"{entry_id}.md", GOOD.format(id=entry_id, title="Our own version"))
+    result = cli("wiki", "show", entry_id, "--wiki", str(wiki), "--no-color")
+    assert "Our own version" in result.output
+    assert "overrides" in result.output and "built-in" in result.output
+    data = json.loads(cli("wiki", "show", entry_id, "--wiki", str(wiki), "--json").output)
+    assert data["builtin"] is False
+    assert data["overrides"] and data["overrides"][0].endswith(f"{entry_id}.md")
+
+
+def test_show_json_has_every_field(team):
+    data = json.loads(cli("wiki", "show", "route-timeout", "--json", "--wiki", str(team)).output)
+    assert data["id"] == "route-timeout"
+    assert data["signatures"] == ["upstream request timeout"]
+    assert "timeout: 300s" in data["fix"]
+    assert data["path"].endswith("route-timeout.md")
+
+
+def test_show_unknown_id_is_a_one_line_error_with_a_suggestion(team, capsys):
+    code, _, err = run_cli(capsys, "wiki", "show", "route-timeot", "--wiki", str(team))
+    assert code == 3
+    assert err.count("\n") == 1
+    assert "route-timeout" in err
+
+
+def test_list_json_and_tag_filter(team):
+    data = json.loads(cli("wiki", "list", "--json", "--tag", "gateway", "--wiki", str(team)).output)
+    assert "route-timeout" in [e["id"] for e in data["entries"]]
+    assert all("gateway" in e["tags"] for e in data["entries"])
+
+
+def test_index_reports_counts_and_rebuilds(team):
+    result = cli("wiki", "index", "--rebuild", "--json", "--wiki", str(team))
+    data = json.loads(result.output)
+    assert data["entries"] >= 1 and data["files"] >= 1
+    assert Path(data["path"]).is_file()
+    assert str(team) in data["dirs"]
+
+
+# --- lint ---------------------------------------------------------------------------------------
+
+BAD_CASES = [
+    # (file name, text, expected line, message fragment)
+    (
+        "no-sev.md",
+        GOOD.format(id="no-sev", title="t").replace("severity: warning\n", ""),
+        2,
+        "severity",
+    ),
+    (
+        "bad-sev.md",
+        GOOD.format(id="bad-sev", title="t").replace("warning", "urgent"),
+        4,
+        "severity",
+    ),
+    ("wrong-name.md", GOOD.format(id="other-id", title="t"), 2, "file name"),
+    (
+        "no-cause.md",
+        GOOD.format(id="no-cause", title="t").replace("## Cause", "## Notes"),
+        10,
+        "Cause",
+    ),
+    (
+        "empty-fix.md",
+        GOOD.format(id="empty-fix", title="t").split("## Fix")[0] + "## Fix\n\n",
+        16,
+        "empty",
+    ),
+    (
+        "bad-regex.md",
+        GOOD.format(id="bad-regex", title="t").replace("'upstream request timeout'", "'timeout ('"),
+        8,
+        "not a valid Python regex",
+    ),
+    (
+        "empty-regex.md",
+        GOOD.format(id="empty-regex", title="t").replace(
+            "'upstream request timeout'", "'(error)?'"
+        ),
+        8,
+        "empty string",
+    ),
+    ("bad-yaml.md", "---\nid: bad-yaml\ntitle: [unclosed\n---\n## Symptom\nx\n", 4, "YAML"),
+    (
+        "unknown-key.md",
+        GOOD.format(id="unknown-key", title="t").replace("tags:", "tagz: [x]\ntags:"),
+        5,
+        "unknown front matter key",
+    ),
+    (
+        "bad-check.md",
+        GOOD.format(id="bad-check", title="t").replace(
+            "---\n## Symptom", "detected_by: [no-such-check]\n---\n## Symptom"
+        ),
+        9,
+        "not a check id",
+    ),
+    ("no-front.md", "## Symptom\nx\n", 1, "front matter"),
+    ("Bad_ID.md", GOOD.format(id="Bad_ID", title="t"), 2, "lower-case"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line", "fragment"), BAD_CASES, ids=[c[0] for c in BAD_CASES]
+)
+def test_lint_reports_file_and_line(tmp_path, capsys, name, text, line, fragment):
+    # each broken entry yields `file:line: message` and exit 1
+    path = write(tmp_path / "wiki", name, text)
+    code, out, _ = run_cli(capsys, "wiki", "lint", str(tmp_path / "wiki"))
+    assert code == 1
+    lines = [ln for ln in out.splitlines() if fragment in ln]
+    assert lines, out
+    assert lines[0].startswith(f"{path}:{line}: "), out
+
+
+def test_lint_clean_folder_exits_0(team, capsys):
+    code, out, err = run_cli(capsys, "wiki", "lint", str(team))
+    assert code == 0, out
+    assert "no problems" in err
+
+
+def test_lint_duplicate_id_in_one_folder_is_an_error(tmp_path, capsys):
+    # two files claim one id: the second also fails the id == file name rule
+    wiki = tmp_path / "wiki"
+    write(wiki, "dup-a.md", GOOD.format(id="dup-a", title="t"))
+    write(wiki, "dup-b.md", GOOD.format(id="dup-a", title="t"))
+    code, out, _ = run_cli(capsys, "wiki", "lint", str(wiki))
+    assert code == 1
+    assert "also used by" in out
+
+
+def test_lint_override_across_folders_is_a_note_not_an_error(tmp_path, capsys):
+    base, team = tmp_path / "base", tmp_path / "team"
+    write(base, "same-id.md", GOOD.format(id="same-id", title="base"))
+    write(team, "same-id.md", GOOD.format(id="same-id", title="team"))
+    code, out, _ = run_cli(capsys, "wiki", "lint", str(base), str(team))
+    assert code == 0
+    assert f"{team / 'same-id.md'}:2: note: entry 'same-id' overrides {base / 'same-id.md'}" in out
+
+
+def test_lint_json(tmp_path, capsys):
+    write(tmp_path / "w", "x.md", GOOD.format(id="y", title="t"))
+    code, out, _ = run_cli(capsys, "wiki", "lint", "--json", str(tmp_path / "w"))
+    data = json.loads(out)
+    assert code == 1 and data["ok"] is False
+    assert data["problems"][0]["line"] == 2
+
+
+def test_lint_missing_folder_is_bad_input(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "wiki", "lint", str(tmp_path / "nope"))
+    assert code == 3 and "no such file or folder" in err
+
+
+def test_builtin_runbooks_lint_clean(capsys):
+    # CI runs `llmdoctor wiki lint runbooks/`
+    if not list(builtin_dir().glob("*.md")):
+        pytest.skip("no built-in entries yet")
+    code, out, _ = run_cli(capsys, "wiki", "lint", str(builtin_dir()))
+    assert code == 0, out
+
+
+# --- add ----------------------------------------------------------------------------------------
+
+FLAGS = [
+    "--id", "redis-timeout",
+    "--title", "Gateway times out on Redis",
+    "--severity", "critical",
+    "--tag", "gateway,redis",
+    "--alias", "缓存超时",
+    "--signature", r"redis\.exceptions\.TimeoutError",
+    "--symptom", "Requests fail with `redis.exceptions.TimeoutError: Timeout reading from socket`.",
+    "--cause", "The rate limiter's Redis is saturated.",
+    "--fix", "Scale Redis to 3 replicas; set `socket_timeout=2`.",
+]  # fmt: skip
+
+
+def test_add_with_flags_writes_a_valid_searchable_entry(tmp_path):
+    wiki = tmp_path / "team"
+    result = cli("wiki", "add", "--wiki", str(wiki), *FLAGS)
+    assert result.exit_code == 0, result.output
+    path = wiki / "redis-timeout.md"
+    assert f"wrote {path}" in result.output
+    assert "git -C" in result.output and "add redis-timeout.md" in result.output
+    entry = parse_entry_file(path)
+    assert entry.tags == ["gateway", "redis"]
+    assert entry.signatures == [r"redis\.exceptions\.TimeoutError"]
+    assert entry.severity == "critical"
+    assert search("缓存超时", wiki_dirs=[wiki])[0].id == "redis-timeout"
+    assert not [p for p in wiki.iterdir() if p.name.startswith(".")]  # no temp file left
+
+
+def test_add_interactive_prompts_for_every_field(tmp_path):
+    wiki = tmp_path / "team"
+    typed = "\n".join(
+        [
+            "disk-full",  # id
+            "Model cache disk is full",  # title
+            "warning",  # severity
+            "storage, disk",  # tags
+            "磁盘满",  # aliases
+            r"No space left on device",  # signatures...
+            "",
+            "Downloads stop with `OSError: [Errno 28] No space left on device`.",  # symptom
+            "",
+            "The emptyDir for /root/.cache/huggingface is too small.",  # cause
+            "",
+            "Mount a 200Gi PVC at /root/.cache/huggingface.",  # fix
+            "",
+        ]
+    )
+    result = cli("wiki", "add", "--wiki", str(wiki), input=typed + "\n")
+    assert result.exit_code == 0, result.output
+    entry = parse_entry_file(wiki / "disk-full.md")
+    assert entry.title == "Model cache disk is full"
+    assert entry.aliases == ["磁盘满"]
+    assert entry.signatures == ["No space left on device"]
+    assert "200Gi PVC" in entry.fix
+
+
+def test_add_interactive_reasks_an_invalid_id(tmp_path):
+    wiki = tmp_path / "team"
+    typed = "Bad Id\ngood-id\nTitle\n\n\n\n\nsymptom\n\ncause\n\nfix\n\n"
+    result = cli("wiki", "add", "--wiki", str(wiki), input=typed)
+    assert result.exit_code == 0, result.output
+    assert "lower-case" in result.output
+    assert (wiki / "good-id.md").is_file()
+
+
+def test_add_refuses_an_existing_id_unless_forced(tmp_path):
+    wiki = tmp_path / "team"
+    assert cli("wiki", "add", "--wiki", str(wiki), *FLAGS).exit_code == 0
+    before = (wiki / "redis-timeout.md").read_text()
+    again = cli("wiki", "add", "--wiki", str(wiki), *FLAGS[:-2], "--fix", "Something else.")
+    assert again.exit_code == 3
+    assert "already exists" in again.output and "--force" in again.output
+    assert (wiki / "redis-timeout.md").read_text() == before
+    assert "draft is saved" in again.output  # what was typed is kept
+    forced = cli("wiki", "add", "--wiki", str(wiki), "--force", *FLAGS[:-2], "--fix", "New fix.")
+    assert forced.exit_code == 0
+    assert "New fix." in (wiki / "redis-timeout.md").read_text()
+
+
+def test_add_keeps_the_draft_when_validation_fails(tmp_path):
+    # an invalid regex: nothing is written, the draft is saved and its path printed
+    wiki = tmp_path / "team"
+    flags = [f if f != r"redis\.exceptions\.TimeoutError" else "TimeoutError(" for f in FLAGS]
+    result = cli("wiki", "add", "--wiki", str(wiki), *flags)
+    assert result.exit_code == 3
+    assert not (wiki / "redis-timeout.md").exists()
+    draft = Path(result.output.split("your draft is saved in ")[1].split()[0].rstrip(";"))
+    assert draft.is_file()
+    assert Path(os.environ["XDG_CACHE_HOME"]) in draft.parents
+    assert "The rate limiter's Redis is saturated." in draft.read_text()
+    assert f"{draft}:" in result.output and "not a valid Python regex" in result.output
+    # fixing the draft and adding it from the file works
+    draft.write_text(draft.read_text().replace("TimeoutError(", "TimeoutError"), encoding="utf-8")
+    assert cli("wiki", "add", "--wiki", str(wiki), "--from-file", str(draft)).exit_code == 0
+    assert (wiki / "redis-timeout.md").is_file()
+
+
+def test_add_from_file_validates_like_lint(tmp_path):
+    src = write(tmp_path, "draft.md", GOOD.format(id="from-file", title="From a file"))
+    wiki = tmp_path / "team"
+    result = cli("wiki", "add", "--wiki", str(wiki), "--from-file", str(src), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {
+        "written": True,
+        "id": "from-file",
+        "path": str(wiki / "from-file.md"),
+        "overrides": [],
+    }
+    broken = write(
+        tmp_path, "broken.md", GOOD.format(id="broken", title="t").replace("warning", "meh")
+    )
+    result = cli("wiki", "add", "--wiki", str(wiki), "--from-file", str(broken))
+    assert result.exit_code == 3
+    assert "severity" in result.output
+    assert not (wiki / "broken.md").exists()
+
+
+def test_add_without_a_wiki_folder_never_writes_the_builtin_one(tmp_path, capsys):
+    before = sorted(p.name for p in builtin_dir().iterdir())
+    code, _, err = run_cli(capsys, "wiki", "add", *FLAGS)
+    assert code == 3
+    assert "--wiki DIR" in err and "LLMDOCTOR_WIKI" in err
+    assert sorted(p.name for p in builtin_dir().iterdir()) == before
+
+
+def test_add_uses_the_first_llmdoctor_wiki_folder(tmp_path, monkeypatch):
+    first, second = tmp_path / "first", tmp_path / "second"
+    monkeypatch.setenv("LLMDOCTOR_WIKI", os.pathsep.join([str(first), str(second)]))
+    assert cli("wiki", "add", *FLAGS).exit_code == 0
+    assert (first / "redis-timeout.md").is_file() and not second.exists()
+
+
+def test_add_with_editor_uses_the_edited_template(tmp_path, monkeypatch):
+    # $EDITOR is run on a template file, as `git commit` does
+    editor = write(
+        tmp_path,
+        "fake_editor.py",
+        "import sys, pathlib\n"
+        "p = pathlib.Path(sys.argv[1])\n"
+        "t = p.read_text()\n"
+        "t = t.replace('id:\\n', 'id: edited-entry\\n').replace('title:\\n', 'title: Edited\\n')\n"
+        "for name in ('Symptom', 'Cause', 'Fix'):\n"
+        "    t = t.replace(f'## {name}\\n', f'## {name}\\n{name} text here.\\n', 1)\n"
+        "p.write_text(t)\n",
+    )
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")
+    monkeypatch.delenv("VISUAL", raising=False)
+    wiki = tmp_path / "team"
+    result = cli("wiki", "add", "--wiki", str(wiki), "--editor")
+    assert result.exit_code == 0, result.output
+    text = (wiki / "edited-entry.md").read_text()
+    assert "<!--" not in text  # the help comments are removed
+    assert parse_entry_file(wiki / "edited-entry.md").cause == "Cause text here."
+
+
+def test_add_with_editor_unchanged_template_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDITOR", "true")
+    monkeypatch.delenv("VISUAL", raising=False)
+    result = cli("wiki", "add", "--wiki", str(tmp_path / "team"), "--editor")
+    assert result.exit_code != 0
+    assert not (tmp_path / "team").exists() or not list((tmp_path / "team").glob("*.md"))
+
+
+def test_add_interrupted_keeps_what_was_typed(tmp_path):
+    # input ends after the title: the prompt aborts, the draft holds id and title
+    result = cli(
+        "wiki", "add", "--wiki", str(tmp_path / "team"), input="half-done\nHalf a lesson\n"
+    )
+    assert result.exit_code != 0
+    assert "what you typed is saved in" in result.output
+    draft = Path(result.output.split("what you typed is saved in ")[1].split()[0])
+    assert "Half a lesson" in draft.read_text()
+
+
+def test_add_with_editor_problem_points_at_the_line_of_the_edited_draft(tmp_path, monkeypatch):
+    # Cause left empty: the message names the edited file and the line of its '## Cause'
+    editor = write(
+        tmp_path,
+        "lazy_editor.py",
+        "import sys, pathlib\n"
+        "p = pathlib.Path(sys.argv[1])\n"
+        "t = p.read_text().replace('id:\\n', 'id: lazy-entry\\n').replace('title:\\n', 'title: T\\n')\n"
+        "for name in ('Symptom', 'Fix'):\n"
+        "    t = t.replace(f'## {name}\\n', f'## {name}\\ntext\\n', 1)\n"
+        "p.write_text(t)\n",
+    )
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")
+    monkeypatch.delenv("VISUAL", raising=False)
+    result = cli("wiki", "add", "--wiki", str(tmp_path / "team"), "--editor")
+    assert result.exit_code == 3
+    draft = Path(result.output.split("your draft is saved in ")[1].split()[0])
+    cause_line = draft.read_text().splitlines().index("## Cause") + 1
+    assert f"{draft}:{cause_line}: section '## Cause' is empty" in result.output
