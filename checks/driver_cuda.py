@@ -48,6 +48,8 @@ def driver_cuda(facts: Facts):
     versions = require_torch(facts)
     torch = versions["torch"]
     torch_cuda = cuda_text(versions.get("torch_cuda"))
+    if versions.get("torch_cuda") not in (None, "") and torch_cuda is None:
+        raise FactMissing(VERSIONS, f"torch_cuda {versions['torch_cuda']!r} is not a CUDA version")
     items = [evidence(f"torch {torch}, torch.version.cuda = {torch_cuda}", VERSIONS)]
     if torch_cuda is None:
         return critical(

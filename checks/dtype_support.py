@@ -12,7 +12,7 @@ from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
 from llmdoctor.gpu_tables import load_table, version_tuple
 from llmdoctor.registry import check
-from llmdoctor.serving_settings import serving_setting
+from llmdoctor.serving_settings import serving_setting, versions_doc
 
 CHECK = "dtype-support"
 RUNBOOK = "unsupported-quantization-or-dtype"
@@ -21,7 +21,7 @@ RUNBOOK = "unsupported-quantization-or-dtype"
 def _capabilities(facts: Facts) -> dict[str, str]:
     """Lowest compute capability per GPU name on this node ('Tesla T4' -> '7.5')."""
     found: dict[str, str] = {}
-    versions = facts.get("node/versions.json") or {}
+    versions = versions_doc(facts)
     for dev in versions.get("devices") or []:
         if dev.get("capability") and dev.get("name"):
             found[dev["name"]] = dev["capability"]

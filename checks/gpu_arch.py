@@ -78,6 +78,8 @@ def gpu_arch(facts: Facts):
     arch_list = versions.get("torch_arch_list") or []
     if not arch_list:
         raise FactMissing(VERSIONS, f"torch {versions['torch']} reported no CUDA arch list")
+    if not any(_ARCH.match(a.strip()) for a in arch_list):
+        raise FactMissing(VERSIONS, f"torch_arch_list has no sm_/compute_ entry: {arch_list}")
     listed = " ".join(arch_list)
     findings = []
     for capability, names in sorted(_device_capabilities(facts, versions).items()):

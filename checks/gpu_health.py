@@ -179,11 +179,22 @@ def _pcie_findings(gpu: dict, subject: str) -> tuple[list[Finding], list[dict]]:
     title="GPU health: ECC, row remapping, reset state, throttling, PCIe",
     scope="node",
     needs=(GPUS,),
-    runbooks=(ECC,),
+    runbooks=(ECC, "gpu-not-visible"),
 )
 def gpu_health(facts: Facts) -> list[Finding]:
     doc = facts.require(GPUS)
     findings: list[Finding] = []
+    if not doc.get("gpus"):
+        source = doc.get("source") or "the GPU list"
+        return [
+            warning(
+                CHECK,
+                f"{source} lists no GPU (driver {doc.get('driver_version') or '?'}): the driver "
+                "sees none on this machine, so nothing here can run on a GPU",
+                [evidence(f"{source}: 0 GPUs", GPUS)],
+                ["gpu-not-visible"],
+            )
+        ]
     for gpu in doc.get("gpus") or []:
         subject = gpu_label(gpu)
         found = _memory_findings(gpu, subject) + _state_findings(gpu, subject)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 
-from llmdoctor.facts import Facts
+from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
 from llmdoctor.parsers.gpus_json import gpu_label
 from llmdoctor.registry import check
@@ -183,6 +183,8 @@ def _fits(gpu: dict, subject: str, utilization: float, where: str | None, roles)
 )
 def gpu_memory(facts: Facts) -> list[Finding]:
     doc = facts.require(GPUS)
+    if not doc.get("gpus"):
+        raise FactMissing(GPUS, f"{doc.get('source') or 'the GPU list'} lists no GPU")
     value, where = serving_setting(facts, "gpu_memory_utilization")
     utilization = float(value) if value is not None else VLLM_DEFAULT_UTILIZATION
     findings: list[Finding] = []

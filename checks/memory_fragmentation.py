@@ -13,6 +13,7 @@ from llmdoctor.facts import Facts
 from llmdoctor.findings import Finding, critical, evidence, ok
 from llmdoctor.parsers.torch_oom import TorchOom, parse_torch_oom
 from llmdoctor.registry import check
+from llmdoctor.serving_settings import versions_doc
 
 CHECK = "memory-fragmentation"
 FRAGMENTED_SHARE = 0.02  # reserved-but-unallocated of at least 2 % of the GPU counts as large
@@ -30,8 +31,16 @@ def is_fragmentation(oom: TorchOom) -> bool:
     return oom.unallocated >= FRAGMENTED_SHARE * oom.total and oom.fragmented_would_fit
 
 
+def _subject(key: str) -> str:
+    """'logs/vllm.previous.log' -> 'container vllm (previous run)', as the pod checks name it."""
+    name = key.removeprefix("logs/").removesuffix(".log")
+    if name.endswith(".previous"):
+        return f"container {name.removesuffix('.previous')} (previous run)"
+    return f"container {name}"
+
+
 def _already_set(facts: Facts) -> bool:
-    env = (facts.get("node/versions.json") or {}).get("env") or {}
+    env = versions_doc(facts).get("env") or {}
     conf = f"{env.get('PYTORCH_CUDA_ALLOC_CONF', '')},{env.get('PYTORCH_ALLOC_CONF', '')}"
     return "expandable_segments:true" in conf.lower().replace(" ", "")
 
@@ -79,17 +88,22 @@ def memory_fragmentation(facts: Facts) -> list[Finding]:
                     f"GPU) - the request would have fit; {fix}",
                     items,
                     ["gpu-memory-fragmentation"],
-                    key.removeprefix("logs/").removesuffix(".log"),
+                    _subject(key),
                 )
             )
         else:
+            full = (
+                " (what is free is barely the request: the GPU is full)"
+                if oom.free is not None and oom.total and oom.free >= oom.tried
+                else ""
+            )
             findings.append(
                 critical(
                     CHECK,
-                    f"CUDA out of memory: {numbers} - a real shortage, not fragmentation",
+                    f"CUDA out of memory: {numbers}{full} - a real shortage, not fragmentation",
                     items,
                     ["cuda-oom-runtime"],
-                    key.removeprefix("logs/").removesuffix(".log"),
+                    _subject(key),
                 )
             )
     if not findings:

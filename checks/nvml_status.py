@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.parsers.documents import NUMBER, OBJECT, TEXT, require_document
 from llmdoctor.registry import check
 
 CHECK = "nvml-status"
@@ -66,7 +67,19 @@ def _device_findings(status: dict, gpus: dict | None) -> list[Finding]:
     runbooks=("nvml-driver-library-mismatch", "xid-fallen-off-bus", "gpu-not-visible"),
 )
 def nvml_status(facts: Facts) -> list[Finding]:
-    status = facts.require(SOURCE)
+    status = require_document(
+        facts,
+        SOURCE,
+        {
+            "ok": (bool,),
+            "error": OBJECT,
+            "device_errors": OBJECT,
+            "device_count": NUMBER,
+            "driver_version": TEXT,
+        },
+        "an NVML status",
+        marker=("ok",),
+    )
     error = status.get("error") or {}
     kind, message = error.get("type", ""), error.get("message", "")
     if kind == "NVMLError_LibRmVersionMismatch":
@@ -85,6 +98,25 @@ def nvml_status(facts: Facts) -> list[Finding]:
                 CHECK,
                 "the NVIDIA kernel driver is not loaded, so no GPU is usable on this machine",
                 [evidence(f"nvmlInit: {message}", SOURCE)],
+                ["gpu-not-visible"],
+            )
+        ]
+    if kind == "NVMLError_LibraryNotFound" and not facts.has("node/nvidia-smi.xml"):
+        # a GPU node whose driver never got installed (e.g. the GPU operator's driver pod
+        # failing), or a container the NVIDIA runtime did not give the GPU: not "nothing to see"
+        return [
+            warning(
+                CHECK,
+                "no NVIDIA driver on this machine: neither NVML (libnvidia-ml) nor nvidia-smi "
+                "was found, so no GPU is usable here; on a GPU node the driver is not "
+                "installed, in a container the NVIDIA runtime did not give it the GPU",
+                [
+                    evidence(f"nvmlInit: {message}", SOURCE),
+                    evidence(
+                        f"nvidia-smi: {facts.missing_reason('node/nvidia-smi.xml')}",
+                        "node/nvidia-smi.xml",
+                    ),
+                ],
                 ["gpu-not-visible"],
             )
         ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
-from llmdoctor.parsers.k8s_pod import container_named, gpu_limit
+from llmdoctor.parsers.k8s_pod import container_named, gpu_limit, require_pod
 from llmdoctor.registry import check
 
 NO_DEVICES = {"", "void", "none"}
@@ -23,7 +23,7 @@ NO_DEVICES = {"", "void", "none"}
     runbooks=("gpu-not-visible",),
 )
 def pod_gpu_request(facts: Facts) -> Finding:
-    pod = facts.require("k8s/pod.json")
+    pod = require_pod(facts)
     args = facts.require("serving/args")
     container = container_named(pod, args.get("container"))
     if container is None:

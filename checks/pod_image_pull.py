@@ -10,7 +10,14 @@ import re
 
 from llmdoctor.facts import Facts
 from llmdoctor.findings import Finding, critical, evidence, ok, warning
-from llmdoctor.parsers.k8s_pod import event_items, event_line, event_time, go_duration
+from llmdoctor.parsers.k8s_pod import (
+    container_statuses,
+    event_items,
+    event_line,
+    event_time,
+    go_duration,
+    require_pod,
+)
 from llmdoctor.registry import check
 
 PULL_ERRORS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
@@ -25,9 +32,8 @@ def _minutes(seconds: float) -> str:
 
 
 def _status_failures(pod: dict, events: list[dict]) -> list[Finding]:
-    status = pod.get("status") or {}
     findings = []
-    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+    for cs in container_statuses(pod):
         waiting = (cs.get("state") or {}).get("waiting") or {}
         if waiting.get("reason") not in PULL_ERRORS:
             continue
@@ -60,7 +66,7 @@ def _status_failures(pod: dict, events: list[dict]) -> list[Finding]:
     runbooks=("image-pull-slow",),
 )
 def pod_image_pull(facts: Facts) -> list[Finding]:
-    pod = facts.require("k8s/pod.json")
+    pod = require_pod(facts)
     events = event_items(facts.get("k8s/events.json"))
     findings = _status_failures(pod, events)
     if findings:

@@ -6,9 +6,9 @@ the multi-GB vLLM image again. A digest (@sha256:...) pins the image whatever th
 
 from __future__ import annotations
 
-from llmdoctor.facts import Facts
+from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import Finding, evidence, ok, warning
-from llmdoctor.parsers.k8s_pod import container_status, containers, image_tag
+from llmdoctor.parsers.k8s_pod import container_status, containers, image_tag, require_pod
 from llmdoctor.registry import check
 
 
@@ -20,10 +20,15 @@ from llmdoctor.registry import check
     runbooks=("image-pull-slow",),
 )
 def pod_image_tag(facts: Facts) -> list[Finding]:
-    pod = facts.require("k8s/pod.json")
+    pod = require_pod(facts)
     findings = []
+    images = [str(c["image"]) for c in containers(pod) if c.get("image")]
+    if not images:
+        raise FactMissing("k8s/pod.json", "no container has an image in the pod spec")
     for c in containers(pod):
         image = str(c.get("image") or "")
+        if not image:
+            continue
         _, tag, digest = image_tag(image)
         if digest or (tag and tag != "latest"):
             continue
@@ -48,5 +53,4 @@ def pod_image_tag(facts: Facts) -> list[Finding]:
         )
     if findings:
         return findings
-    images = ", ".join(str(c.get("image")) for c in containers(pod))
-    return [ok("pod-image-tag", f"images pinned: {images}")]
+    return [ok("pod-image-tag", f"images pinned: {', '.join(images)}")]

@@ -23,6 +23,7 @@ from llmdoctor.parsers.k8s_pod import (
     event_line,
     parse_time,
     probe_budget,
+    require_pod,
 )
 from llmdoctor.registry import check
 from llmdoctor.textsource import TextSource
@@ -31,6 +32,11 @@ VLLM_TIME = re.compile(
     r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)"
 )
 READY = re.compile(r"Application startup complete|Starting vLLM API server")
+# the first lines of a vLLM start: a log tail without them cannot tell how long loading took
+STARTED = re.compile(
+    r"vLLM API server version|Automatically detected platform|non-default args|"
+    r"Initializing an? (?:V1 )?LLM engine"
+)
 INTERRUPTED = re.compile(r"KeyboardInterrupt: terminated")
 PROBE_KILL = re.compile(r"failed (liveness|startup) probe, will be restarted")
 PROBE_FAIL = re.compile(r"^(Liveness|Startup) probe failed")
@@ -59,9 +65,11 @@ def startup_timing(log: TextSource) -> StartupTiming:
     """Read a vLLM log once: load duration, whether it became ready, whether SIGTERM hit it."""
     timing = StartupTiming(log.name)
     first = latest = None
+    started = False
     for number, line in enumerate(log.lines(), 1):
+        started = started or bool(STARTED.search(line))
         m = VLLM_TIME.search(line)
-        if m:
+        if m and started:
             try:
                 stamp = _stamp(m)
             except ValueError:
@@ -103,7 +111,7 @@ def _ran_seconds(status: dict) -> float | None:
     runbooks=("probe-killed-during-load", "engine-dead"),
 )
 def pod_probes(facts: Facts) -> Finding:
-    pod = facts.require("k8s/pod.json")
+    pod = require_pod(facts)
     name = (facts.get("serving/args") or {}).get("container")
     c = container_named(pod, name) or (containers(pod) or [{}])[0]
     name, subject = c.get("name"), f"container {c.get('name')}"

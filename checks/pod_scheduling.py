@@ -11,7 +11,14 @@ import re
 
 from llmdoctor.facts import Facts
 from llmdoctor.findings import Finding, critical, evidence, info, ok
-from llmdoctor.parsers.k8s_pod import GPU, event_items, event_line, gpus_requested, quantity
+from llmdoctor.parsers.k8s_pod import (
+    GPU,
+    event_items,
+    event_line,
+    gpus_requested,
+    quantity,
+    require_pod,
+)
 from llmdoctor.registry import check
 
 INSUFFICIENT_GPU = re.compile(r"(\d+) Insufficient nvidia\.com/gpu")
@@ -75,7 +82,7 @@ def _node_summary(facts: Facts, requested: int) -> tuple[str, list[dict]]:
     runbooks=("k8s-gpu-unschedulable",),
 )
 def pod_scheduling(facts: Facts) -> Finding:
-    pod = facts.require("k8s/pod.json")
+    pod = require_pod(facts)
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
     requested = gpus_requested(pod)
     node_name = spec.get("nodeName")

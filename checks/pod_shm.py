@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import Finding, critical, evidence, ok, warning
-from llmdoctor.parsers.k8s_pod import container_named, quantity
+from llmdoctor.parsers.k8s_pod import container_named, dicts, quantity, require_pod
 from llmdoctor.registry import check
 
 MIN_SHM_BYTES = 1024**3
@@ -17,9 +17,9 @@ MIN_SHM_BYTES = 1024**3
 
 def _shm_volume(pod: dict, container: dict) -> tuple[dict | None, dict | None]:
     """(the volumeMount at /dev/shm, its volume) for the container, or Nones."""
-    for mount in container.get("volumeMounts") or []:
-        if (mount.get("mountPath") or "").rstrip("/") == "/dev/shm":
-            for volume in (pod.get("spec") or {}).get("volumes") or []:
+    for mount in dicts(container.get("volumeMounts")):
+        if str(mount.get("mountPath") or "").rstrip("/") == "/dev/shm":
+            for volume in dicts((pod.get("spec") or {}).get("volumes")):
                 if volume.get("name") == mount.get("name"):
                     return mount, volume
             return mount, None
@@ -34,7 +34,7 @@ def _shm_volume(pod: dict, container: dict) -> tuple[dict | None, dict | None]:
     runbooks=("shm-too-small",),
 )
 def pod_shm(facts: Facts) -> Finding:
-    pod = facts.require("k8s/pod.json")
+    pod = require_pod(facts)
     args = facts.require("serving/args")
     container = container_named(pod, args.get("container"))
     if container is None:
@@ -47,7 +47,9 @@ def pod_shm(facts: Facts) -> Finding:
         return ok("pod-shm", f"hostIPC: the host's /dev/shm is shared ({workers})", (), subject)
     mount, volume = _shm_volume(pod, container)
     if tp * pp <= 1:
-        return ok("pod-shm", f"single GPU worker ({workers}): /dev/shm size is not critical")
+        return ok(
+            "pod-shm", f"single GPU worker ({workers}): /dev/shm size is not critical", (), subject
+        )
     if mount is None or volume is None:
         return critical(
             "pod-shm",
@@ -57,7 +59,7 @@ def pod_shm(facts: Facts) -> Finding:
             ["shm-too-small"],
             subject,
         )
-    empty_dir = volume.get("emptyDir")
+    empty_dir = volume.get("emptyDir") if isinstance(volume.get("emptyDir"), dict) else None
     if volume.get("hostPath"):
         return ok("pod-shm", f"/dev/shm is the host's ({workers})", (), subject)
     items = [evidence(f"volume {volume.get('name')}: {volume}", source="k8s/pod.json")]

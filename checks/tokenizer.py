@@ -12,6 +12,7 @@ from pathlib import Path
 
 from llmdoctor.facts import Facts
 from llmdoctor.findings import Finding, Severity, evidence, ok
+from llmdoctor.parsers.documents import LIST, NUMBER, OBJECT, TEXT, require_document
 from llmdoctor.parsers.vllm_serving import threshold
 from llmdoctor.registry import check
 
@@ -177,7 +178,26 @@ def _server_problems(t: dict, facts: Facts) -> list[tuple[Severity, str, tuple[s
     runbooks=("tokenizer-problem", "chat-template-missing"),
 )
 def tokenizer_check(facts: Facts) -> list[Finding]:
-    t: dict = facts.require("tokenizer.json")
+    t = require_document(
+        facts,
+        "tokenizer.json",
+        {
+            "path": TEXT,
+            "files": LIST,
+            "loader": TEXT,
+            "errors": LIST,
+            "load_s": NUMBER,
+            "encode_ms": NUMBER,
+            "encode_tokens": NUMBER,
+            "vocab_size": NUMBER,
+            "config_vocab_size": NUMBER,
+            "server": OBJECT,
+            "transformers": OBJECT,
+            "timed_out_after_s": NUMBER,
+        },
+        "llmdoctor's tokenizer probe result",
+        marker=("loader", "errors", "files"),
+    )
     subject = f"tokenizer {Path(str(t.get('path') or '?')).name}"
     items = _evidence(t)
     problems = _load_problems(t, facts)

@@ -13,6 +13,7 @@ from typing import Any
 
 from llmdoctor.facts import Facts
 from llmdoctor.findings import Finding, critical, evidence, ok
+from llmdoctor.parsers.documents import NUMBER, OBJECT, TEXT, require_document
 from llmdoctor.parsers.vllm_serving import model_subject, threshold
 from llmdoctor.registry import check
 
@@ -126,7 +127,24 @@ def _health_says_ok(facts: Facts) -> str:
     ),
 )
 def vllm_generation(facts: Facts) -> Finding:
-    probe: dict = facts.require("vllm/probe.json")
+    probe = require_document(
+        facts,
+        "vllm/probe.json",
+        {
+            "request": OBJECT,
+            "status": NUMBER,
+            "latency_ms": NUMBER,
+            "ttft_ms": NUMBER,
+            "itl_ms": NUMBER,
+            "itl_max_ms": NUMBER,
+            "chunks": NUMBER,
+            "text": TEXT,
+            "error": TEXT,
+            "error_kind": TEXT,
+        },
+        "a generation probe result",
+        marker=("request", "status", "error"),
+    )
     req = probe.get("request") or {}
     subject = model_subject(str(req.get("model")))
     items = _evidence(probe)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from llmdoctor.facts import Facts
 from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.parsers.documents import NUMBER, TEXT, require_document
 from llmdoctor.parsers.vllm_serving import (
     expected_models,
     is_collection_failure,
@@ -22,7 +23,12 @@ API_KEY_HINT = " (the server needs an API key: set LLMDOCTOR_API_KEY)"
 
 
 def _health(facts: Facts) -> Finding:
-    health = facts.require("vllm/health.json")
+    health = require_document(
+        facts,
+        "vllm/health.json",
+        {"status": NUMBER, "latency_ms": NUMBER, "error": TEXT, "error_kind": TEXT},
+        "a /health result",
+    )
     status, error, kind = health.get("status"), health.get("error"), health.get("error_kind")
     latency = health.get("latency_ms")
     answer = f"status {status}" if status is not None else "no status"
@@ -90,7 +96,8 @@ def _models(facts: Facts) -> Finding | None:
         return warning(CHECK, f"cannot list the served models: {reason}{hint}", [], [], subject)
     models = facts.require("vllm/models.json")
     ids = model_ids(models)
-    cards = {m.get("id"): m for m in models.get("data") or [] if isinstance(m, dict)}
+    data = models.get("data") if isinstance(models, dict) else None
+    cards = {m.get("id"): m for m in data or [] if isinstance(m, dict)}
     listed = ", ".join(
         f"{i} (max_model_len {cards[i].get('max_model_len')})"
         if cards[i].get("max_model_len")

@@ -88,13 +88,18 @@ def _model_finding(model: str, data: dict, window: dict, full_at: float) -> Find
             runbooks,
             subject,
         )
-    if peak is None:
-        return ok(
-            CHECK, f"no preemptions {window_text(window)} (KV usage not exposed)", items, subject
+    if pre is None:
+        preempted = "preemption counter not exposed"
+    elif pre.get("delta") is None:  # one scrape: nothing to compare, only the total since start
+        preempted = (
+            f"{fmt_count(pre.get('last'))} preemptions since the server started (a rate needs "
+            "two scrapes)"
         )
-    return ok(
-        CHECK, f"KV cache at {fmt_pct(peak)}, no preemptions {window_text(window)}", items, subject
-    )
+    else:
+        preempted = f"no preemptions {window_text(window)}"
+    if peak is None:
+        return ok(CHECK, f"{preempted} (KV usage not exposed)", items, subject)
+    return ok(CHECK, f"KV cache at {fmt_pct(peak)}, {preempted}", items, subject)
 
 
 @check(

@@ -104,7 +104,13 @@ def _model_finding(model: str, data: dict, window: dict, facts: Facts) -> Findin
         return ok(CHECK, f"latency within thresholds {scope}: {parts}", items, subject)
     concept, label, entry, limit_ms = slow[0]
     why, runbooks = _explain(concept, hist, facts, data)
-    others = "".join(f"; {lab} p95 {_p95_text(e)} also over" for _, lab, e, _ in slow[1:])
+    others = "".join(
+        f"; {lab} p95 {_p95_text(e)} also over"
+        + (" (it includes the queue time)" if c == "ttft" and concept == "queue_time" else "")
+        for c, lab, e, _ in slow[1:]
+    )
+    if concept == "queue_time" and any(c == "ttft" for c, *_ in slow[1:]):
+        why = "requests wait in the queue before they are scheduled"
     summary = (
         f"slow {label}: p95 {_p95_text(entry)} > {fmt_seconds(limit_ms / 1000)} {scope} — "
         f"{why}{others}"

@@ -177,6 +177,7 @@ def _model_finding(
     scope="vllm",
     needs=("vllm/window",),
     runbooks=("queue-saturation", "engine-dead", "kv-cache-preemption"),
+    supersedes=("log-signatures",),
 )
 def vllm_queue(facts: Facts) -> list[Finding]:
     window: dict[str, Any] = facts.require("vllm/window")

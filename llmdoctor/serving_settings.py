@@ -25,9 +25,37 @@ def serving_setting(facts: Facts, name: str) -> tuple[Any, str | None]:
     return None, None
 
 
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__.replace("str", "string")
+
+
+def versions_doc(facts: Facts) -> dict[str, Any]:
+    """node/versions.json with wrongly typed fields dropped ({} when absent or not an object)."""
+    raw = facts.get(VERSIONS)
+    if not isinstance(raw, dict):
+        return {}
+    doc = dict(raw)
+    for key, kind in (("torch_arch_list", list), ("devices", list), ("env", dict)):
+        if not isinstance(doc.get(key), kind):
+            doc.pop(key, None)
+    doc["torch_arch_list"] = [a for a in doc.get("torch_arch_list") or [] if isinstance(a, str)]
+    doc["devices"] = [d for d in doc.get("devices") or [] if isinstance(d, dict)]
+    for key in ("cuda_error", "torch_error", "libcuda_path", "python_executable"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            doc[key] = str(doc[key])
+    return doc
+
+
 def require_torch(facts: Facts) -> dict[str, Any]:
     """node/versions.json when it describes an installed torch; else skipped, saying why."""
-    versions = facts.require(VERSIONS)
+    raw = facts.require(VERSIONS)
+    if not isinstance(raw, dict):
+        raise FactMissing(VERSIONS, f"is not a JSON object (a JSON {_kind(raw)})")
+    versions = versions_doc(facts)
+    if versions.get("torch") is not None and not isinstance(versions["torch"], str):
+        raise FactMissing(
+            VERSIONS, f"torch version is a {_kind(versions['torch'])}, not a version string"
+        )
     if not versions.get("torch"):
         where = versions.get("python_executable") or "the probed python"
         why = versions.get("torch_error") or "torch is not installed"

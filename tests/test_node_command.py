@@ -97,15 +97,15 @@ def _no_nvml():
     raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
 
 
-def test_nothing_checkable_exits_3_with_the_reasons(capsys, monkeypatch, tmp_path):
-    # no NVML, no nvidia-smi, no python, no dmesg/journalctl, no kern.log: nothing is known, so
-    # nothing may be called healthy
+def test_no_driver_and_nothing_else_readable_warns_with_the_reasons(capsys, monkeypatch, tmp_path):
+    # no NVML, no nvidia-smi, no python, no dmesg/journalctl, no kern.log: nothing may be called
+    # healthy, and "no NVIDIA driver at all" on a GPU node is itself the finding (exit 1)
     monkeypatch.setattr(pynvml, "nvmlInit", _no_nvml)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(kernel_log, "TEXT_LOGS", (str(tmp_path / "kern.log"),))
     code, out, err = in_process(capsys, "node", "--no-color")
-    assert code == 3
-    assert "nothing could be checked" in err
+    assert code == 1
+    assert "no NVIDIA driver on this machine" in out and "gpu-not-visible" in out
     assert "NVML library not found" in out and "kernel log not readable" in out
     assert "Traceback" not in out + err
 

@@ -287,17 +287,36 @@ def test_driver_library_mismatch_is_a_critical_finding(monkeypatch):
     assert "Driver/library version mismatch" in skipped["gpu-health"]
 
 
-def test_no_driver_skips_the_gpu_checks_with_the_reason_and_claims_nothing(monkeypatch):
-    # this machine's situation: nothing about GPUs may be called healthy
+def test_no_driver_skips_the_gpu_checks_with_the_reason_and_warns(monkeypatch):
+    # this machine's situation: nothing about GPUs may be called healthy, and a "GPU node"
+    # without any NVIDIA driver (operator's driver pod failing, no NVIDIA runtime) is a problem
     def fail():
         raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
 
     monkeypatch.setattr(pynvml, "nvmlInit", fail)
-    report = run(nvml_facts())
+    facts = nvml_facts()
+    facts.mark_missing("node/nvidia-smi.xml", "nvidia-smi not found on PATH")
+    report = run(facts)
+    (finding,) = by_check(report, "nvml-status")
+    assert finding.severity == "warning" and finding.runbooks == ["gpu-not-visible"]
+    assert report.status == "warning"
+    skipped = {s["check"]: s["reason"] for s in report.skipped}
+    for check_id in ("gpu-health", "gpu-memory"):
+        assert "NVML library not found" in skipped[check_id]
+
+
+def test_no_nvml_library_but_nvidia_smi_works_is_only_a_skip(monkeypatch):
+    # nvidia-smi sees the GPUs, only the python NVML binding finds no library: not a GPU problem
+    def fail():
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+
+    monkeypatch.setattr(pynvml, "nvmlInit", fail)
+    facts = nvml_facts()
+    facts.set("node/nvidia-smi.xml", "<nvidia_smi_log></nvidia_smi_log>")
+    report = run(facts)
     assert by_check(report, "nvml-status") == []
     skipped = {s["check"]: s["reason"] for s in report.skipped}
-    for check_id in ("nvml-status", "gpu-health", "gpu-memory"):
-        assert "NVML library not found" in skipped[check_id]
+    assert "NVML library not found" in skipped["nvml-status"]
 
 
 def test_driver_not_loaded_is_a_warning_that_no_gpu_is_usable(monkeypatch):

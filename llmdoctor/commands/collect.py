@@ -42,13 +42,18 @@ def collect_command(
         str | None,
         typer.Option("-l", "--selector", help="Collect the pods matching a label selector."),
     ] = None,
-    port: Annotated[int | None, typer.Option("--port", help="vLLM port in the pod.")] = None,
-    tail: Annotated[int, typer.Option("--tail", help="Log lines per container.")] = 2000,
+    port: Annotated[
+        int | None, typer.Option("--port", min=1, max=65535, help="vLLM port in the pod.")
+    ] = None,
+    tail: Annotated[int, typer.Option("--tail", min=1, help="Log lines per container.")] = 2000,
     no_exec: Annotated[
         bool, typer.Option("--no-exec", help="Do not exec into the serving container.")
     ] = False,
     window: Annotated[
-        float, typer.Option("--window", help="Seconds between the two /metrics scrapes.")
+        float,
+        typer.Option(
+            "--window", min=0.0, help="Seconds between the two /metrics scrapes. (0: one scrape)"
+        ),
     ] = 5.0,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing bundle.")] = False,
     timeout: opt.Timeout = 10.0,

@@ -56,6 +56,57 @@ GPU_DEFAULTS: dict[str, Any] = {
 }
 
 
+_NUMBER = (int, float)
+# field -> the types its non-null value may have; objects list the types of their own fields
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "index": (int,),
+    "name": (str,),
+    "pci_bus_id": (str,),
+    "compute_capability": (str,),
+    "processes": (list,),
+    "clock_event_reasons": (list,),
+    "temperature_c": _NUMBER,
+    "power_draw_w": _NUMBER,
+    "power_limit_w": _NUMBER,
+    "errors": (dict,),
+}
+OBJECT_FIELDS = {
+    "memory_mib": ("total", "reserved", "used", "free"),
+    "ecc": (
+        "volatile_uncorrected",
+        "aggregate_uncorrected",
+        "volatile_corrected",
+        "aggregate_corrected",
+    ),
+    "remapped_rows": ("correctable", "uncorrectable"),
+    "retired_pages": ("single_bit", "double_bit"),
+    "pcie": ("current_gen", "max_gen", "current_width", "max_width"),
+}
+
+
+def _check_types(where: str, gpu: dict[str, Any]) -> None:
+    """ValueError naming the first field whose value has the wrong JSON type."""
+
+    def bad(name: str, value: Any, types: tuple[type, ...]) -> bool:
+        return value is not None and (isinstance(value, bool) or not isinstance(value, types))
+
+    for name, types in FIELD_TYPES.items():
+        if bad(name, gpu.get(name), types):
+            raise ValueError(f"{where}.{name} has the wrong type: {str(gpu[name])[:40]!r}")
+    for name, numbers in OBJECT_FIELDS.items():
+        value = gpu.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}.{name} is not an object: {str(value)[:40]!r}")
+        for part in numbers:
+            if bad(part, value.get(part), _NUMBER):
+                raise ValueError(f"{where}.{name}.{part} is not a number: {value[part]!r:.40}")
+    for n, proc in enumerate(gpu.get("processes") or []):
+        if not isinstance(proc, dict) or bad("used_mib", proc.get("used_mib"), _NUMBER):
+            raise ValueError(f"{where}.processes[{n}] is not a process object")
+
+
 def normalize_gpus(doc: Any) -> dict[str, Any]:
     """Check the shape of a node/gpus.json document and fill absent GPU fields with None."""
     if not isinstance(doc, dict) or not isinstance(doc.get("gpus"), list):
@@ -64,6 +115,7 @@ def normalize_gpus(doc: Any) -> dict[str, Any]:
     for i, gpu in enumerate(doc["gpus"]):
         if not isinstance(gpu, dict):
             raise ValueError(f"gpus[{i}] is not an object")
+        _check_types(f"gpus[{i}]", gpu)
         gpus.append({"index": i, **GPU_DEFAULTS, **gpu})
     return {
         "source": doc.get("source", "nvml"),

@@ -13,12 +13,24 @@ import re
 from datetime import datetime
 from typing import Any
 
+from llmdoctor.facts import FactMissing, Facts
+
 GPU = "nvidia.com/gpu"
 BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18, "m": 1e-3}
 QUANTITY = re.compile(r"^([+-]?\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?$")
 GO_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)")
 GO_SCALE = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def number(value: Any, default: float) -> float:
+    """A numeric field of a Kubernetes object, or `default` when absent or not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        return default
 
 
 def quantity(value: Any) -> float | None:
@@ -53,8 +65,54 @@ def parse_time(value: Any) -> float | None:
         return None
 
 
+def _shape(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"a {value.get('kind') or 'JSON object'} with no spec.containers"
+    return "null" if value is None else f"a JSON {type(value).__name__.replace('str', 'string')}"
+
+
+def require_pod(facts: Facts) -> dict:
+    """k8s/pod.json if it is a Pod with named containers; else FactMissing saying what it is.
+
+    A `kubectl get pods -o json` List, a null-filled or truncated object would otherwise read as
+    a pod with no containers, and checks would call healthy what they never saw.
+    """
+    pod = facts.require("k8s/pod.json")
+    if isinstance(pod, dict) and pod.get("kind") == "List":
+        count = len(pod.get("items") or [])
+        raise FactMissing(
+            "k8s/pod.json",
+            f"is a List of {count} object(s), not one Pod (save `kubectl get pod NAME -o json`)",
+        )
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    items = spec.get("containers") if isinstance(spec, dict) else None
+    named = (
+        [c for c in items if isinstance(c, dict) and c.get("name")]
+        if isinstance(items, list)
+        else []
+    )
+    if not named or len(named) != len(items) or pod.get("kind") not in (None, "Pod"):
+        raise FactMissing("k8s/pod.json", f"is not a Pod object ({_shape(pod)})")
+    return pod
+
+
+def dicts(value: Any) -> list[dict]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _field(obj: Any, name: str) -> dict:
+    value = obj.get(name) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
 def containers(pod: dict) -> list[dict]:
-    return [c for c in ((pod.get("spec") or {}).get("containers") or []) if isinstance(c, dict)]
+    return dicts(_field(pod, "spec").get("containers"))
+
+
+def container_statuses(pod: dict) -> list[dict]:
+    """Init containers' then containers' statuses (the dict entries only)."""
+    status = _field(pod, "status")
+    return dicts(status.get("initContainerStatuses")) + dicts(status.get("containerStatuses"))
 
 
 def container_named(pod: dict, name: str | None) -> dict | None:
@@ -65,7 +123,7 @@ def container_named(pod: dict, name: str | None) -> dict | None:
 
 
 def container_status(pod: dict, name: str | None) -> dict:
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+    for cs in dicts(_field(pod, "status").get("containerStatuses")):
         if cs.get("name") == name:
             return cs
     return {}
@@ -73,9 +131,9 @@ def container_status(pod: dict, name: str | None) -> dict:
 
 def gpu_limit(container: dict) -> float | None:
     """nvidia.com/gpu in the container's limits (requests must equal limits for GPUs)."""
-    resources = container.get("resources") or {}
+    resources = _field(container, "resources")
     for kind in ("limits", "requests"):
-        value = (resources.get(kind) or {}).get(GPU)
+        value = _field(resources, kind).get(GPU)
         if value is not None:
             return quantity(value)
     return None
@@ -84,7 +142,7 @@ def gpu_limit(container: dict) -> float | None:
 def gpus_requested(pod: dict) -> int:
     """GPUs the pod asks the scheduler for: the sum over containers (init containers: the max)."""
     total = sum(gpu_limit(c) or 0 for c in containers(pod))
-    init = [gpu_limit(c) or 0 for c in ((pod.get("spec") or {}).get("initContainers") or []) if c]
+    init = [gpu_limit(c) or 0 for c in dicts(_field(pod, "spec").get("initContainers"))]
     return int(max([total, *init]))
 
 
@@ -99,7 +157,7 @@ def event_time(event: dict, first: bool = False) -> float | None:
     """When the event (first or last) happened: lastTimestamp, eventTime or series time."""
     keys = ("firstTimestamp", "eventTime", "lastTimestamp") if first else ()
     keys += ("lastTimestamp", "eventTime")
-    series = event.get("series") or {}
+    series = _field(event, "series")
     if not first and series.get("lastObservedTime"):
         keys = ("lastObservedTime", *keys)
     for key in keys:
@@ -107,12 +165,12 @@ def event_time(event: dict, first: bool = False) -> float | None:
         t = parse_time(value)
         if t is not None:
             return t
-    return parse_time((event.get("metadata") or {}).get("creationTimestamp"))
+    return parse_time(_field(event, "metadata").get("creationTimestamp"))
 
 
 def event_count(event: dict) -> int:
-    series = event.get("series") or {}
-    return int(event.get("count") or series.get("count") or 1)
+    series = _field(event, "series")
+    return int(number(event.get("count"), 0.0) or number(series.get("count"), 1.0) or 1)
 
 
 def event_line(event: dict) -> str:
@@ -126,9 +184,9 @@ def probe_budget(probe: dict | None) -> float | None:
     """Seconds a probe lets a container fail before it acts: delay + failures x period."""
     if not isinstance(probe, dict):
         return None
-    delay = float(probe.get("initialDelaySeconds") or 0)
-    period = float(probe.get("periodSeconds") or 10)
-    failures = float(probe.get("failureThreshold") or 3)
+    delay = number(probe.get("initialDelaySeconds"), 0.0)
+    period = number(probe.get("periodSeconds"), 10.0)
+    failures = number(probe.get("failureThreshold"), 3.0)
     return delay + failures * period
 
 

@@ -26,7 +26,8 @@ import shlex
 from typing import Any
 
 from llmdoctor.derive import derived_fact
-from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.facts import Facts
+from llmdoctor.parsers.k8s_pod import require_pod
 
 # field -> flag spellings (normalised: dashes, long form) that set it
 VALUE_FLAGS = {
@@ -279,13 +280,18 @@ def container_env(container: dict) -> dict[str, str]:
     return env
 
 
+def _token_list(value: Any) -> list:
+    """A container's command or args: a list of strings (anything else reads as empty)."""
+    return value if isinstance(value, list) else []
+
+
 def find_vllm_command(container: dict) -> tuple[str, list[str], bool, list[str]] | None:
     """(entrypoint, args, positional allowed, unresolved vars) of the vLLM command, if any."""
     env = container_env(container)
     unresolved: list[str] = []
     argv = [
         _expand(str(t), env, unresolved, shell=False)
-        for t in (container.get("command") or []) + (container.get("args") or [])
+        for t in _token_list(container.get("command")) + _token_list(container.get("args"))
     ]
     script = _shell_script(argv)
     if script is not None:
@@ -377,9 +383,7 @@ def parse_serving_args(pod: dict) -> dict[str, Any]:
 
 @derived_fact("serving/args", needs=("k8s/pod.json",))
 def serving_args(facts: Facts) -> dict[str, Any]:
-    pod = facts.require("k8s/pod.json")
-    if not isinstance(pod, dict):
-        raise FactMissing("k8s/pod.json", "is not a Pod object")
+    pod = require_pod(facts)
     result = parse_serving_args(pod)
     for field in FIELDS:
         override = facts.get(f"settings/{field}")

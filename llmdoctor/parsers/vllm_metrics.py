@@ -114,6 +114,9 @@ def parse_scrape(key: str, text: str, at: float | None = None) -> Scrape:
 def _add_sample(scrape: Scrape, name: str, labels: dict[str, str], value: float) -> None:
     if not name.startswith("vllm:") or name.endswith("_created"):
         return
+    if not math.isfinite(value):  # NaN/+Inf/-Inf: the value is unknown, not a number to report
+        scrape.error = scrape.error or f"{scrape.key}: {name} is {value} (ignored)"
+        return
     if name.endswith("_info") and name != "vllm:cache_config_info":
         return  # info gauges (lora_requests_info: a timestamp, no model_name)
     if name == "vllm:cache_config_info":
@@ -285,9 +288,11 @@ def _scrape_times(facts: Facts) -> dict[str, float]:
         name = str(item["file"])
         key = name if name.startswith("vllm/") else f"vllm/{name}"
         try:
-            times[key] = float(item["at"])
+            at = float(item["at"])
         except (TypeError, ValueError):
             continue
+        if math.isfinite(at):
+            times[key] = at
     return times
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from llmdoctor.derive import derived_fact
-from llmdoctor.facts import Facts
+from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.parsers.pci import pci_key
 from llmdoctor.textsource import TextSource
 
@@ -466,7 +466,35 @@ def scan_xid(source: TextSource, workers: int | None = None) -> XidScan:
     return scan_range(path)
 
 
+COMPRESSED = {
+    b"\x1f\x8b": ("gzip", "zcat"),
+    b"\xfd7zXZ\x00": ("xz", "xzcat"),
+    b"\x28\xb5\x2f\xfd": ("zstd", "zstdcat"),
+    b"BZh": ("bzip2", "bzcat"),
+}
+SNIFF_BYTES = 64 * 1024
+MAX_BINARY_SHARE = 0.3
+
+
+def not_text_reason(log: TextSource) -> str | None:
+    """Why the log is not kernel log text (compressed or binary), judged on its first 64 KiB."""
+    with log.open_binary() as fh:
+        head = fh.read(SNIFF_BYTES)
+    if not head:
+        return None
+    for magic, (kind, cat) in COMPRESSED.items():
+        if head.startswith(magic):
+            return f"is {kind}-compressed; decompress it first ({cat} FILE > kernel.log)"
+    control = sum(1 for b in head if b < 32 and b not in (9, 10, 13, 27))
+    undecodable = head.decode("utf-8", errors="replace").count("\ufffd")
+    if (control + undecodable) / len(head) > MAX_BINARY_SHARE:
+        return "is binary data, not kernel log text (dmesg -T, journalctl -k or /var/log/kern.log)"
+    return None
+
+
 @derived_fact("node/xid", needs=("node/kernel.log",))
 def xid_from_kernel_log(facts: Facts) -> dict[str, Any]:
     log = facts.require("node/kernel.log")
+    if isinstance(log, TextSource) and (why := not_text_reason(log)):
+        raise FactMissing("node/kernel.log", why)
     return scan_xid(log).to_json(getattr(log, "name", "node/kernel.log"))

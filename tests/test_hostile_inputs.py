@@ -1,0 +1,342 @@
+"""Hostile bundles and odd options: every run ends in a clear report or a one-line error (exit 3).
+
+Each bundle starts as a copy of a shipped example (real captured data, see its SOURCES.md) and
+then has one file broken the way hand-assembled bundles break: bad JSON, the wrong kubectl
+command's output, nulls, wrong types, garbage metrics, a binary kernel log, truncated XML, a
+Hugging Face tokenizer.json where llmdoctor's probe result belongs, a 10 MB line. Never a
+traceback, never a check error, and never "ok" about something that was not seen.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from llmdoctor.cli import run as cli_run
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "bundles"
+
+
+def bundle(tmp_path: Path, example: str) -> Path:
+    dest = tmp_path / example
+    shutil.copytree(EXAMPLES / example, dest)
+    return dest
+
+
+def diagnose(capsys, path: Path, *extra: str) -> tuple[int, dict, str]:
+    with pytest.raises(SystemExit) as done:
+        cli_run(["diagnose", "--bundle", str(path), "--json", *extra])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.out + out.err
+    return int(done.value.code), json.loads(out.out), out.err
+
+
+def by_check(report: dict, check: str) -> list[dict]:
+    return [f for f in report["findings"] if f["check"] == check]
+
+
+def skipped(report: dict) -> dict[str, str]:
+    return {s["check"]: s["reason"] for s in report["skipped"]}
+
+
+def check_errors(report: dict) -> list[dict]:
+    return [e for e in report["errors"] if "check" in e]
+
+
+POD_CHECKS = (
+    "pod-image-pull",
+    "pod-image-tag",
+    "pod-probes",
+    "pod-scheduling",
+    "pod-gpu-request",
+    "pod-shm",
+    "pod-enforce-eager",
+)
+
+
+# --- k8s/pod.json ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        # `kubectl get pods -l app=vllm -o json` instead of `kubectl get pod NAME -o json`
+        ({"apiVersion": "v1", "kind": "List", "items": [{}, {}]}, "is a List of 2 object(s)"),
+        ([1, 2, 3], "is not a Pod object (a JSON list)"),
+        # every top-level field null
+        (
+            {"apiVersion": None, "kind": None, "metadata": None, "spec": None, "status": None},
+            "is not a Pod object",
+        ),
+    ],
+)
+def test_pod_json_that_is_not_a_pod_skips_the_pod_checks_with_the_reason(
+    capsys, tmp_path, content, reason
+):
+    # before: "images pinned: " and "no liveness or startup probe" were reported ok, or the
+    # checks crashed with AttributeError
+    path = bundle(tmp_path, "healthy-vllm-7b")
+    (path / "k8s" / "pod.json").write_text(json.dumps(content))
+    code, report, _ = diagnose(capsys, path)
+    assert code in (0, 1, 2)
+    reasons = skipped(report)
+    for check_id in POD_CHECKS:
+        assert reason in reasons[check_id], check_id
+        assert not by_check(report, check_id)
+    assert not [e for e in check_errors(report) if e["check"] in POD_CHECKS]
+
+
+def test_pod_with_null_container_fields_is_not_a_pod(capsys, tmp_path):
+    # containers whose name/image are null: no "image  is not tagged", no "[container None]"
+    path = bundle(tmp_path, "crashloop-cuda-oom")
+    pod = json.loads((path / "k8s" / "pod.json").read_text())
+    pod["spec"]["containers"] = [dict.fromkeys(c, None) for c in pod["spec"]["containers"]]
+    (path / "k8s" / "pod.json").write_text(json.dumps(pod))
+    code, report, _ = diagnose(capsys, path)
+    assert code == 2  # the OOM in the previous log is still found
+    assert "is not a Pod object" in skipped(report)["pod-image-tag"]
+    assert not any("None" in (f.get("subject") or "") for f in report["findings"])
+
+
+def test_wrong_types_inside_a_pod_do_not_crash_the_pod_checks(capsys, tmp_path):
+    # a hand-edited pod: args a string, probe numbers as words, volumes with junk entries
+    path = bundle(tmp_path, "crashloop-cuda-oom")
+    pod = json.loads((path / "k8s" / "pod.json").read_text())
+    container = pod["spec"]["containers"][0]
+    container["args"] = "--model x"
+    container["startupProbe"] = {"periodSeconds": "ten", "failureThreshold": None}
+    pod["spec"]["volumes"] = [None, 1, {"name": "x", "emptyDir": "memory"}]
+    (path / "k8s" / "pod.json").write_text(json.dumps(pod))
+    code, report, _ = diagnose(capsys, path)
+    assert code == 2
+    assert not [e for e in check_errors(report) if e["check"] in POD_CHECKS]
+    assert not [e for e in report["errors"] if "serving/args" in e.get("collector", "")]
+    (probe,) = by_check(report, "pod-probes")  # the defaults: 3 x 10 s
+    assert "budget 30s" in probe["summary"]
+
+
+def test_malformed_pod_json_is_named_and_the_rest_still_runs(capsys, tmp_path):
+    path = bundle(tmp_path, "crashloop-cuda-oom")
+    (path / "k8s" / "pod.json").write_text('{"kind": "Pod", ')
+    code, report, _ = diagnose(capsys, path)
+    assert code == 2  # the log checks still see the OOM
+    assert "not valid JSON" in skipped(report)["pod-probes"]
+    assert by_check(report, "memory-fragmentation")
+
+
+# --- vllm/*.json, tokenizer.json, metrics -------------------------------------------------------
+
+
+def test_probe_and_health_with_wrong_types_are_skipped_not_crashed(capsys, tmp_path):
+    # before: "Unknown format code 'f' for object of type 'str'" and "'list' has no 'get'"
+    path = bundle(tmp_path, "saturated-queue")
+    (path / "vllm" / "probe.json").write_text(
+        json.dumps({"status": "two hundred", "latency_ms": "slow", "text": 5})
+    )
+    (path / "vllm" / "health.json").write_text("[]")
+    (path / "vllm" / "models.json").write_text('{"data": "x"}')
+    code, report, _ = diagnose(capsys, path)
+    assert code == 2  # the saturated queue is still found
+    reasons = skipped(report)
+    assert "is not a generation probe result: status is a string" in reasons["vllm-generation"]
+    assert "is not a /health result (a JSON list)" in reasons["vllm-health"]
+    assert not check_errors(report)
+
+
+def test_a_models_own_tokenizer_json_is_not_read_as_the_probe_result(capsys, tmp_path):
+    # a Hugging Face tokenizer.json dropped into the bundle root: before, "does not load:
+    # unknown error" (critical) about a tokenizer nobody probed
+    path = bundle(tmp_path, "healthy-vllm-7b")
+    hf = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "model": {}}
+    (path / "tokenizer.json").write_text(json.dumps(hf))
+    code, report, _ = diagnose(capsys, path)
+    assert code == 0
+    assert not by_check(report, "tokenizer")
+    assert "is not llmdoctor's tokenizer probe result" in skipped(report)["tokenizer"]
+
+
+def test_non_finite_metric_values_are_not_reported_as_numbers(capsys, tmp_path):
+    # NaN/Inf samples (and a scrape of random text): before, "KV cache at inf%" and
+    # "waiting -inf" were findings
+    path = bundle(tmp_path, "saturated-queue")
+    (path / "vllm" / "metrics-0.txt").write_text(
+        'vllm:num_requests_running{model_name="m"} NaN\n'
+        'vllm:num_requests_waiting{model_name="m"} -Inf\n'
+        'vllm:kv_cache_usage_perc{model_name="m"} 1e400\n'
+    )
+    (path / "vllm" / "metrics-1.txt").write_text("}}}{{ not metrics at all\n")
+    code, report, _ = diagnose(capsys, path)
+    assert code == 2  # the slow generation probe is still critical
+    assert not by_check(report, "vllm-kv-cache") and not by_check(report, "vllm-queue")
+    summaries = " ".join(f["summary"] for f in report["findings"])
+    assert "inf%" not in summaries and "-inf" not in summaries
+    assert "is nan (ignored)" in skipped(report)["vllm-queue"]
+    assert not check_errors(report)
+
+
+def test_empty_metrics_files_are_a_reason_not_a_verdict(capsys, tmp_path):
+    path = bundle(tmp_path, "saturated-queue")
+    for name in ("metrics-0.txt", "metrics-1.txt"):
+        (path / "vllm" / name).write_text("")
+    code, report, _ = diagnose(capsys, path)
+    reasons = skipped(report)
+    for check_id in ("vllm-queue", "vllm-kv-cache", "vllm-latency"):
+        assert "no vllm: series in /metrics" in reasons[check_id]
+    assert code == 2 and not check_errors(report)
+
+
+def test_one_scrape_does_not_claim_no_preemptions(capsys, tmp_path):
+    # with a single scrape the preemption rate is unknown: say the total, not "no preemptions"
+    path = bundle(tmp_path, "saturated-queue")
+    (path / "vllm" / "metrics-1.txt").unlink()
+    _, report, _ = diagnose(capsys, path)
+    (kv,) = by_check(report, "vllm-kv-cache")
+    assert "no preemptions" not in kv["summary"]
+    assert "since the server started" in kv["summary"]
+
+
+# --- node/* ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ('["torch"]', "is not a JSON object (a JSON list)"),
+        ('{"torch": 2.8, "torch_cuda": 12.8}', "torch version is a float"),
+        ('{"torch": "2.8.0", "torch_cuda": "twelve"}', "torch_cuda 'twelve' is not a CUDA"),
+    ],
+)
+def test_versions_json_with_wrong_types_is_skipped_with_the_reason(
+    capsys, tmp_path, content, reason
+):
+    # before: AttributeError, or "torch banana is a CPU-only build" (critical) from "twelve"
+    path = bundle(tmp_path, "torch-cu128-on-driver-535")
+    (path / "node" / "versions.json").write_text(content)
+    code, report, _ = diagnose(capsys, path)
+    assert reason in skipped(report)["driver-cuda"]
+    assert not by_check(report, "driver-cuda") and not check_errors(report)
+    assert code in (0, 1)
+
+
+def test_arch_list_without_any_arch_is_unknown_not_no_kernels(capsys, tmp_path):
+    # before: "torch has no kernels for sm_89" (critical) from a list of junk entries
+    path = bundle(tmp_path, "torch-cu128-on-driver-535")
+    versions = json.loads((path / "node" / "versions.json").read_text())
+    versions["torch_arch_list"] = [None, 5, "sm_xx"]
+    (path / "node" / "versions.json").write_text(json.dumps(versions))
+    _, report, _ = diagnose(capsys, path)
+    assert not by_check(report, "gpu-arch")
+    assert "torch_arch_list has no sm_/compute_ entry" in skipped(report)["gpu-arch"]
+
+
+@pytest.mark.parametrize(
+    "xml",
+    [
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n",
+        "",
+        None,  # truncated after 3000 bytes
+    ],
+)
+def test_broken_nvidia_smi_xml_skips_the_gpu_checks(capsys, tmp_path, xml):
+    path = bundle(tmp_path, "xid79-gpu-fallen-off-bus")
+    smi = path / "node" / "nvidia-smi.xml"
+    smi.write_text(smi.read_text()[:3000] if xml is None else xml)
+    code, report, _ = diagnose(capsys, path)
+    assert code == 2  # the Xid 79 in the kernel log is still critical
+    assert "not valid XML" in skipped(report)["gpu-health"]
+    assert not by_check(report, "gpu-health") and not check_errors(report)
+
+
+def test_nvidia_smi_listing_no_gpu_is_a_warning_not_silence(capsys, tmp_path):
+    # nvidia-smi -q -x with no <gpu>: before, gpu-health and gpu-memory returned nothing at all
+    path = bundle(tmp_path, "torch-cu128-on-driver-535")
+    (path / "node" / "nvidia-smi.xml").write_text(
+        '<?xml version="1.0" ?>\n<nvidia_smi_log><driver_version>535.86.05</driver_version>'
+        "<cuda_version>12.2</cuda_version><attached_gpus>0</attached_gpus></nvidia_smi_log>\n"
+    )
+    _, report, _ = diagnose(capsys, path)
+    (health,) = by_check(report, "gpu-health")
+    assert health["severity"] == "warning" and health["runbooks"] == ["gpu-not-visible"]
+    assert "lists no GPU" in skipped(report)["gpu-memory"]
+
+
+def test_nvml_and_gpu_documents_with_wrong_types_are_skipped(capsys, tmp_path):
+    path = bundle(tmp_path, "xid79-gpu-fallen-off-bus")
+    (path / "node" / "nvidia-smi.xml").unlink()
+    (path / "node" / "nvml.json").write_text('{"ok": "maybe", "error": "string"}')
+    gpu = {"index": 0, "name": "NVIDIA A100", "memory_mib": {"total": "lots"}}
+    (path / "node" / "gpus.json").write_text(json.dumps({"gpus": [gpu]}))
+    code, report, _ = diagnose(capsys, path)
+    reasons = skipped(report)
+    assert "is not an NVML status: ok is a string" in reasons["nvml-status"]
+    assert "gpus[0].memory_mib.total is not a number" in reasons["gpu-health"]
+    assert code == 2 and not check_errors(report)
+
+
+def test_binary_kernel_log_and_a_10mb_line_end_in_a_report(capsys, tmp_path):
+    path = bundle(tmp_path, "xid79-gpu-fallen-off-bus")
+    kernel = path / "node" / "kernel.log"
+    real = kernel.read_bytes()
+    kernel.write_bytes(bytes(range(256)) * 64 + b"\n" + b"z" * 10_000_000 + b"\n" + real)
+    code, report, _ = diagnose(capsys, path)
+    assert code == 2
+    (xid,) = by_check(report, "xid")
+    assert "Xid 79" in xid["summary"]
+
+
+def test_compressed_kernel_log_is_not_read_as_a_clean_one(capsys, tmp_path):
+    # `--kernel-log /var/log/kern.log.2.gz` (or a .gz dropped into a bundle): before, the xid
+    # check said "no Xid or SXid error in N lines" about compressed bytes
+    path = bundle(tmp_path, "xid79-gpu-fallen-off-bus")
+    kernel = path / "node" / "kernel.log"
+    kernel.write_bytes(gzip.compress(kernel.read_bytes()))
+    _, report, _ = diagnose(capsys, path)
+    assert not by_check(report, "xid")
+    assert "is gzip-compressed; decompress it first (zcat" in skipped(report)["xid"]
+
+
+def test_binary_kernel_log_is_not_read_as_a_clean_one(capsys, tmp_path):
+    path = bundle(tmp_path, "xid79-gpu-fallen-off-bus")
+    (path / "node" / "kernel.log").write_bytes(os.urandom(200_000))
+    _, report, _ = diagnose(capsys, path)
+    assert not by_check(report, "xid")
+    assert "is binary data, not kernel log text" in skipped(report)["xid"]
+
+
+def test_unknown_extra_files_are_ignored_or_named(capsys, tmp_path):
+    path = bundle(tmp_path, "healthy-vllm-7b")
+    (path / "notes").mkdir()
+    (path / "notes" / "blob.bin").write_bytes(bytes(range(256)))
+    (path / "unknown.json").write_text("{")
+    (path / "logs" / "sidecar.log").write_bytes(bytes(range(256)) * 10)
+    code, report, _ = diagnose(capsys, path)
+    assert code == 0
+    assert any("unknown.json" in e.get("collector", "") for e in report["errors"])
+
+
+# --- options -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--tail", "0"),
+        ("--tail", "-5"),
+        ("--window", "-1"),
+        ("--port", "0"),
+        ("--port", "70000"),
+        ("--timeout", "0.01"),
+    ],
+)
+def test_odd_collection_options_are_usage_errors(capsys, args):
+    # --tail 0 used to mean 2000 lines (`or 2000`); a negative window or port reached the client
+    with pytest.raises(SystemExit) as done:
+        cli_run(["diagnose", "pod/vllm-7b", *args])
+    err = capsys.readouterr().err
+    assert done.value.code == 3
+    assert args[0] in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
