@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, Severity, evidence, ok
+from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.findings import Finding, Severity, evidence, info, ok
+from llmdoctor.parsers.xid import not_text_reason
 from llmdoctor.registry import check
 from llmdoctor.signatures import LineMatch, SignatureSet
+from llmdoctor.textsource import TextSource
 
 LOG_PREFIXES = ("logs/", "node/kernel.log")
 FIRST, LAST = 6, 4
@@ -53,16 +55,22 @@ def log_signatures(facts: Facts) -> list[Finding]:
     keys = [k for k in facts.require_any(LOG_PREFIXES) if not k.endswith(".json")]
     entries = facts.require("wiki/entries")
     signatures = SignatureSet(entries.values())
-    hits = scan_logs(facts, keys, signatures)
+    readable, unreadable = [], []
+    for key in keys:
+        log = facts.require(key)
+        why = not_text_reason(log) if isinstance(log, TextSource) else None
+        (unreadable if why else readable).append((key, why))
+    if not readable:
+        raise FactMissing(keys[0], "; ".join(f"{k} {why}" for k, why in unreadable))
+    hits = scan_logs(facts, [k for k, _ in readable], signatures)
+    findings: list[Finding] = [
+        info("log-signatures", f"{key} was not scanned: it {why}", [evidence(why, source=key)])
+        for key, why in unreadable
+    ]
     if not hits:
-        return [
-            ok(
-                "log-signatures",
-                f"no known error signature in {len(keys)} log(s)",
-                [evidence(k, source=k) for k in keys],
-            )
-        ]
-    findings = []
+        names = ", ".join(k for k, _ in readable)
+        findings.append(ok("log-signatures", f"no known error signature in {names}"))
+        return findings
     for entry_id, h in hits.items():
         entry = entries[entry_id]
         where = (

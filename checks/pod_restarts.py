@@ -7,21 +7,25 @@ from __future__ import annotations
 
 from llmdoctor.facts import Facts
 from llmdoctor.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.parsers.k8s_pod import container_named, container_statuses, number, require_pod
 from llmdoctor.registry import check
 from llmdoctor.signatures import SignatureSet
 
 
+def _sub(obj, name: str) -> dict:
+    value = obj.get(name) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
 def _terminated(status: dict) -> dict:
-    state = status.get("state") or {}
-    last = status.get("lastState") or {}
-    return state.get("terminated") or last.get("terminated") or {}
+    return _sub(_sub(status, "state"), "terminated") or _sub(
+        _sub(status, "lastState"), "terminated"
+    )
 
 
 def _memory_limit(pod: dict, container: str) -> str | None:
-    for c in (pod.get("spec") or {}).get("containers") or []:
-        if c.get("name") == container:
-            return ((c.get("resources") or {}).get("limits") or {}).get("memory")
-    return None
+    limit = _sub(_sub(container_named(pod, container), "resources"), "limits").get("memory")
+    return str(limit) if limit is not None else None
 
 
 def _previous_log_causes(facts: Facts, container: str) -> tuple[list[str], list[dict]]:
@@ -54,19 +58,19 @@ def _describe(term: dict) -> str:
     scope="k8s",
     needs=("k8s/pod.json",),
     runbooks=("k8s-oomkilled",),
+    supersedes=("log-signatures",),
 )
 def pod_restarts(facts: Facts) -> list[Finding]:
-    pod = facts.require("k8s/pod.json")
-    status = pod.get("status") or {}
-    statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+    pod = require_pod(facts)
+    statuses = container_statuses(pod)
     if not statuses:
-        phase = status.get("phase", "unknown")
+        phase = _sub(pod, "status").get("phase", "unknown")
         return [ok("pod-restarts", f"no container has started yet (pod phase {phase})")]
     findings: list[Finding] = []
     for cs in statuses:
         name = cs.get("name", "?")
-        restarts = int(cs.get("restartCount") or 0)
-        waiting = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
+        restarts = int(number(cs.get("restartCount"), 0))
+        waiting = _sub(_sub(cs, "state"), "waiting").get("reason")
         term = _terminated(cs)
         causes, cause_lines = _previous_log_causes(facts, name)
         items = [evidence(f"restartCount: {restarts}", source="k8s/pod.json")]

@@ -182,13 +182,18 @@ class Bundle:
                     facts.collector_errors[f"bundle {rel}"] = reason
             else:
                 facts.set(rel, text)
+        for field in ("collector_errors", "missing"):
+            value = self.manifest.get(field)
+            if value is not None and not isinstance(value, dict):
+                raise BadBundle(f"{self.path}/manifest.json: '{field}' must be a JSON object")
         for key, why in (self.manifest.get("collector_errors") or {}).items():
             facts.collector_errors[str(key)] = str(why)
         for key, why in (self.manifest.get("missing") or {}).items():
             facts.mark_missing(str(key), str(why))
         now = _parse_time(self.manifest.get("collected_at"))
         facts.set("time/now", now if now is not None else self.root.stat().st_mtime)
-        facts.set("target", self.manifest.get("target") or str(self.path))
+        target = self.manifest.get("target")
+        facts.set("target", str(target) if target else str(self.path))
         for key in ("k8s/", "logs/", "vllm/", "node/"):
             facts.mark_missing(key, "not in the bundle")
         return facts

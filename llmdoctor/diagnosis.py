@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from llmdoctor.facts import Facts
-from llmdoctor.runner import CollectContext, Report, run_checks
+from llmdoctor.runner import CollectContext, Report, finding_order, run_checks
 from llmdoctor.target import Target
 
 # Live collection per target kind: module exposing collect(target, ctx) -> Facts | list[Facts]
@@ -119,6 +119,6 @@ def merge_reports(reports: list[Report], target: str) -> Report:
             findings.append(f)
         skipped += [{**s, "subject": pod} for s in r.skipped]
         errors += [{**e, "subject": pod} for e in r.errors]
-    findings.sort(key=lambda f: (-f.severity.rank, f.subject or "", f.check))
+    findings.sort(key=finding_order)
     merged = Report(target, findings, skipped, errors, reports[0].facts)
     return merged

@@ -180,6 +180,7 @@ def render_markdown(report: Report) -> str:
     ]
     problems = [f for f in report.findings if f.severity is not Severity.OK]
     fine = [f for f in report.findings if f.severity is Severity.OK]
+    fixes_shown: set[str] = set()
     if problems:
         out += ["### Findings", ""]
         for f in problems:
@@ -194,7 +195,8 @@ def render_markdown(report: Report) -> str:
                 entry = entries.get(rid)
                 title = f": {entry.title}" if entry else ""
                 out.append(f"  - runbook `{rid}`{title}")
-                if entry:
+                if entry and rid not in fixes_shown:
+                    fixes_shown.add(rid)
                     out += [f"    > {line}" for line in entry.fix_excerpt()]
             out.append("")
     if fine:

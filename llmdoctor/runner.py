@@ -121,6 +121,14 @@ class Report:
         return "ok"
 
 
+GENERIC_CHECKS = ("log-signatures",)
+
+
+def finding_order(f: Finding) -> tuple:
+    """Worst first; within a severity, specific checks before the generic log-signature matches."""
+    return (-f.severity.rank, f.check in GENERIC_CHECKS, f.subject or "", f.check)
+
+
 def drop_superseded(findings: list[Finding], specs: dict[str, CheckSpec]) -> list[Finding]:
     """Remove a generic check's finding when a specific check reported the same runbook."""
     covered = {
@@ -176,5 +184,5 @@ def run_checks(
             produced = [produced]
         findings.extend(produced)
     findings = drop_superseded(findings, {spec.id: spec for spec in checks})
-    findings.sort(key=lambda f: (-f.severity.rank, f.subject or "", f.check))
+    findings.sort(key=finding_order)
     return Report(target=target, findings=findings, skipped=skipped, errors=errors, facts=facts)
