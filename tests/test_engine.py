@@ -404,3 +404,39 @@ def test_version_prints_the_package_version():
 
     proc = run_cli("--version")
     assert proc.returncode == 0 and proc.stdout.strip() == f"llmdoctor {__version__}"
+
+
+# --- report shape -------------------------------------------------------------------------------
+
+
+def test_specific_findings_come_before_generic_log_matches_and_fixes_print_once():
+    proc = run_cli("diagnose", "--bundle", str(EXAMPLES / "crashloop-cuda-oom"), "--markdown")
+    out = proc.stdout
+    # the crash loop (which names its cause) leads; the Fix text of a runbook is not repeated
+    first = out.index("- **CRITICAL**")
+    assert out[first:].startswith("- **CRITICAL** `pod-restarts`")
+    fix_line = "    > 1. Find the request that triggered it"
+    assert out.count(fix_line) <= 1
+
+
+def test_manifest_with_wrongly_typed_fields_is_refused(tmp_path):
+    folder = tmp_path / "b"
+    folder.mkdir()
+    (folder / "manifest.json").write_text(
+        json.dumps({"format": "llmdoctor-bundle/1", "collector_errors": [1, 2]})
+    )
+    proc = run_cli("diagnose", "--bundle", str(folder))
+    assert proc.returncode == 3 and "'collector_errors' must be a JSON object" in proc.stderr
+
+
+def test_a_binary_log_is_said_to_be_unscanned_not_clean(tmp_path):
+    import shutil
+
+    folder = tmp_path / "b"
+    shutil.copytree(EXAMPLES / "healthy-vllm-7b", folder)
+    (folder / "logs" / "sidecar.log").write_bytes(os.urandom(4096))
+    proc = run_cli("diagnose", "--bundle", str(folder), "--json", "--only", "log-signatures")
+    out = json.loads(proc.stdout)
+    summaries = [f["summary"] for f in out["findings"]]
+    assert any("logs/sidecar.log was not scanned" in s for s in summaries)
+    assert any(s == "no known error signature in logs/vllm.log" for s in summaries)
