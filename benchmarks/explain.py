@@ -1,0 +1,286 @@
+"""Throughput and peak memory of `llmdoctor explain` on a big log, next to GNU grep -E.
+
+Generates a realistic vLLM server log (default 500 MB, in /tmp): uvicorn access lines, request
+logging with prompt text, the V1 stats line every 10 s, health/metrics probes, startup blocks
+and kernel lines taken from tests/fixtures/healthy, and a few real error lines from
+tests/fixtures/explain_corpus sprinkled in (one in ~200,000 lines). Then, in one run:
+
+* `grep -E -c -f signatures.txt LOG` with every built-in runbook signature (one per line);
+* `python -m llmdoctor explain --json LOG`;
+
+and prints and records (benchmarks/results/explain.json) wall time, MB/s and peak RSS of each,
+plus the matching-line counts of both (they must be equal). The log is deleted afterwards.
+
+    .venv/bin/python benchmarks/explain.py            # 500 MB
+    .venv/bin/python benchmarks/explain.py --mb 100   # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEALTHY = ROOT / "tests" / "fixtures" / "healthy"
+CORPUS = ROOT / "tests" / "fixtures" / "explain_corpus"
+RESULTS = ROOT / "benchmarks" / "results" / "explain.json"
+ERROR_EVERY = 200_000  # lines between injected error lines, on average
+
+WORDS = (  # noqa: SIM905 (one string reads better)
+    "the of and to in is for that you it with on as are be this can how what do your my we "
+    "write explain summarize translate code python function error memory list file data model "
+    "user please table query test performance server request response cache token timeout "
+    "kubernetes pod deploy config value failed result json string number array class method "
+    "docker image build run network database index search text answer question example help "
+    "why when where which about review bug fix optimize sort parse format date time thanks"
+).split()
+
+
+def prompt_text(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 60)))
+
+
+def healthy_lines() -> tuple[list[str], list[str]]:
+    """(vLLM startup lines, kernel lines) from the healthy fixtures."""
+    vllm, kernel = [], []
+    for path in sorted(HEALTHY.glob("*")):
+        if path.suffix not in (".log", ".txt"):
+            continue
+        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        (kernel if path.name.startswith("kernel") else vllm).extend(lines)
+    return vllm, kernel
+
+
+def error_lines() -> list[str]:
+    """Real error lines from the explain corpus (the first line of each excerpt)."""
+    out = []
+    for path in sorted(CORPUS.glob("*/*.log")):
+        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        if lines:
+            out.append(lines[-1])
+    return out or ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB."]
+
+
+def write_log(path: Path, size_bytes: int, seed: int = 7) -> dict:
+    """Write a synthetic but realistic vLLM pod log of about `size_bytes`; return its stats."""
+    rng = random.Random(seed)
+    startup, kernel = healthy_lines()
+    errors = error_lines()
+    prompts = [prompt_text(rng) for _ in range(5000)]
+    pid = 1671
+    t = 1_757_000_000.0
+    next_stats = t
+    written = lines = injected = 0
+    buf: list[str] = []
+    with open(path, "w", encoding="utf-8") as out:
+        while written < size_bytes:
+            t += rng.expovariate(25.0)
+            stamp = time.strftime("%m-%d %H:%M:%S", time.gmtime(t))
+            ip = f"10.244.{rng.randint(0, 40)}.{rng.randint(2, 250)}:{rng.randint(30000, 60999)}"
+            rid = f"chatcmpl-{rng.getrandbits(128):032x}"
+            roll = rng.random()
+            if t >= next_stats:
+                next_stats = t + 10
+                run, wait = rng.randint(0, 120), rng.choice((0, 0, 0, 1, 3, 12))
+                kv = rng.uniform(0, 80)
+                batch = [
+                    f"(APIServer pid={pid}) INFO {stamp} [loggers.py:123] Engine 000: Avg prompt "
+                    f"throughput: {rng.uniform(0, 9000):.1f} tokens/s, Avg generation throughput: "
+                    f"{rng.uniform(0, 2000):.1f} tokens/s, Running: {run} reqs, Waiting: {wait} "
+                    f"reqs, GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: "
+                    f"{rng.uniform(0, 60):.1f}%"
+                ]
+            elif roll < 0.30:
+                tokens = rng.randint(20, 4000)
+                batch = [
+                    f"(APIServer pid={pid}) INFO {stamp} [logger.py:41] Received request {rid}: "
+                    f"prompt: '<|im_start|>user\\n{rng.choice(prompts)}<|im_end|>\\n"
+                    f"<|im_start|>assistant\\n', params: SamplingParams(n=1, presence_penalty=0.0, "
+                    f"frequency_penalty=0.0, repetition_penalty=1.05, temperature=0.7, top_p=0.8, "
+                    f"top_k=20, min_p=0.0, seed=None, stop=[], stop_token_ids=[], "
+                    f"max_tokens={tokens}, min_tokens=0, logprobs=None, "
+                    f"skip_special_tokens=True), prompt_token_ids: None, prompt_embeds shape: "
+                    f"None, lora_request: None.",
+                    f"(APIServer pid={pid}) INFO {stamp} [async_llm.py:273] Added request {rid}.",
+                ]
+            elif roll < 0.93:
+                route = rng.choice(("/v1/chat/completions",) * 8 + ("/v1/completions",))
+                batch = [f'(APIServer pid={pid}) INFO:     {ip} - "POST {route} HTTP/1.1" 200 OK']
+            elif roll < 0.985:
+                route = rng.choice(("/health", "/metrics", "/v1/models"))
+                batch = [f'(APIServer pid={pid}) INFO:     {ip} - "GET {route} HTTP/1.1" 200 OK']
+            elif roll < 0.998:
+                batch = [rng.choice(kernel)]
+            else:
+                start = rng.randrange(len(startup))
+                batch = startup[start : start + rng.randint(1, 30)]
+            if rng.random() < len(batch) / ERROR_EVERY:
+                batch.append(rng.choice(errors))
+                injected += 1
+            buf.extend(batch)
+            if len(buf) > 4096:
+                text = "\n".join(buf) + "\n"
+                out.write(text)
+                written += len(text.encode("utf-8"))
+                lines += len(buf)
+                buf = []
+        if buf:
+            text = "\n".join(buf) + "\n"
+            out.write(text)
+            written += len(text.encode("utf-8"))
+            lines += len(buf)
+    return {"bytes": written, "lines": lines, "errors_injected": injected}
+
+
+def _tree_rss(root: int) -> int:
+    """Resident bytes of a process and all its descendants, from /proc (0 when gone)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(entry), int(fields[1])
+        children.setdefault(ppid, []).append(pid)
+        rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo += children.get(pid, [])
+    return total
+
+
+def run_measured(cmd: list[str]) -> tuple[float, int, int, str]:
+    """(wall seconds, peak RSS of the largest process, peak RSS of the process tree summed,
+    stdout) of a command."""
+    import threading
+
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    peak_tree = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak_tree
+        while not done.is_set():
+            peak_tree = max(peak_tree, _tree_rss(proc.pid))
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out = proc.stdout.read() if proc.stdout else b""
+    _, _status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    proc.returncode = 0
+    return wall, usage.ru_maxrss * 1024, peak_tree, out.decode("utf-8", errors="replace")
+
+
+def best_of(runs: int, cmd: list[str]) -> tuple[float, int, int, str]:
+    """The fastest of `runs` runs (the machine may be shared), with the largest memory seen."""
+    results = [run_measured(cmd) for _ in range(runs)]
+    fastest = min(results, key=lambda r: r[0])
+    return fastest[0], max(r[1] for r in results), max(r[2] for r in results), fastest[3]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=500, help="log size in MB (default 500)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated log")
+    parser.add_argument("--no-record", action="store_true", help="do not write results json")
+    parser.add_argument("--runs", type=int, default=2, help="runs of each tool; the best counts")
+    args = parser.parse_args(argv)
+
+    sys.path.insert(0, str(ROOT))
+    from llmdoctor.wiki.library import load_library
+
+    entries = load_library().entries
+    signatures = [s for e in entries.values() for s in e.signatures]
+    workdir = Path(tempfile.mkdtemp(prefix="llmdoctor-bench-", dir="/tmp"))
+    log = workdir / "vllm-big.log"
+    patterns = workdir / "signatures.txt"
+    patterns.write_text("\n".join(signatures) + "\n", encoding="utf-8")
+    try:
+        t0 = time.perf_counter()
+        stats = write_log(log, args.mb * 1_000_000)
+        gen_s = time.perf_counter() - t0
+        size_mb = stats["bytes"] / 1e6
+        print(
+            f"generated {size_mb:.0f} MB, {stats['lines']:,} lines in {gen_s:.0f}s "
+            f"({stats['errors_injected']} error lines injected)"
+        )
+        subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm cache
+
+        grep_s, grep_rss, _, grep_out = best_of(
+            args.runs, ["grep", "-E", "-c", "-f", str(patterns), str(log)]
+        )
+        grep_lines = int(grep_out.strip() or 0)
+        cmd = [sys.executable, "-m", "llmdoctor", "explain", "--json", "--limit", "100", str(log)]
+        explain_s, explain_rss, explain_tree, explain_out = best_of(args.runs, cmd)
+        explain_lines = json.loads(explain_out)["matched_lines"]
+        single_s, single_rss, _, _ = best_of(args.runs, [*cmd[:-1], "--jobs", "1", str(log)])
+    finally:
+        if not args.keep:
+            for p in (log, patterns):
+                p.unlink(missing_ok=True)
+            if not any(workdir.iterdir()):
+                workdir.rmdir()
+
+    record = {
+        "log_mb": round(size_mb, 1),
+        "lines": stats["lines"],
+        "signatures": len(signatures),
+        "grep": {
+            "seconds": round(grep_s, 2),
+            "mb_per_s": round(size_mb / grep_s, 1),
+            "peak_rss_mb": round(grep_rss / 1e6, 1),
+            "matching_lines": grep_lines,
+            "locale": os.environ.get("LC_ALL") or os.environ.get("LANG", ""),
+        },
+        "explain": {
+            "seconds": round(explain_s, 2),
+            "mb_per_s": round(size_mb / explain_s, 1),
+            "peak_rss_mb": round(explain_rss / 1e6, 1),
+            "peak_rss_all_processes_mb": round(explain_tree / 1e6, 1),
+            "matching_lines": explain_lines,
+            "workers": min(os.cpu_count() or 1, 4),
+        },
+        "explain_one_process": {
+            "seconds": round(single_s, 2),
+            "mb_per_s": round(size_mb / single_s, 1),
+            "peak_rss_mb": round(single_rss / 1e6, 1),
+        },
+        "ratio_explain_to_grep": round(grep_s / explain_s, 2),
+        "ratio_one_process_to_grep": round(grep_s / single_s, 2),
+        "runs": args.runs,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
+    print(json.dumps(record, indent=2))
+    if grep_lines != explain_lines:
+        print(f"MISMATCH: grep found {grep_lines} matching lines, explain {explain_lines}")
+    if not args.no_record:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        print(f"recorded in {RESULTS.relative_to(ROOT)}")
+    return 0 if grep_lines == explain_lines else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,148 @@
+"""Does one max-model-len request fit in the KV cache vLLM will have? (`diagnose --model-config`)
+
+The same arithmetic as `llmdoctor capacity` (llmdoctor.capacity): the pod's serving arguments
+(max_model_len, gpu_memory_utilization, tensor_parallel_size, kv_cache_dtype, dtype), the
+model's config.json, and the GPU's memory (from node/gpus, else the node's GPU labels). When it
+does not fit, vLLM refuses to start with the error shown in the evidence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.findings import Finding, critical, evidence, ok
+from llmdoctor.registry import check
+
+CHECK = "kv-cache-fit"
+RUNBOOK = "kv-cache-too-small-for-max-model-len"
+NVML_TO_CUDA = 0.985  # CUDA reports a little less total memory than nvidia-smi / NVML
+ARG_NAMES = (
+    "max_model_len",
+    "gpu_memory_utilization",
+    "tensor_parallel_size",
+    "kv_cache_dtype",
+    "dtype",
+    "max_num_seqs",
+)
+
+
+def _model_config(facts: Facts) -> tuple[dict[str, Any], str]:
+    path = facts.get("settings/model_config_path")
+    if not path:
+        raise FactMissing(
+            "settings/model_config_path", "no model config given (diagnose --model-config)"
+        )
+    from llmdoctor.capacity import load_model_config
+    from llmdoctor.errors import BadInput
+
+    try:
+        return load_model_config(path), str(path)
+    except BadInput as exc:
+        raise FactMissing("settings/model_config_path", str(exc)) from None
+
+
+def _serving_args(facts: Facts) -> dict[str, Any]:
+    """The vLLM arguments that matter, flags (settings/<name>) over the pod's own."""
+    args = facts.get("serving/args") or {}
+    if not isinstance(args, dict):
+        args = {}
+    out = {}
+    for name in ARG_NAMES:
+        value = facts.get(f"settings/{name}")
+        out[name] = value if value is not None else args.get(name)
+    return out
+
+
+def _gpu(facts: Facts) -> tuple[int, str, str]:
+    """(CUDA-visible bytes per GPU, GPU name, where it was read)."""
+    from llmdoctor.capacity import MiB, find_gpu
+
+    doc = facts.get("node/gpus")
+    gpus = doc.get("gpus") if isinstance(doc, dict) else doc if isinstance(doc, list) else None
+    for gpu in gpus or []:
+        if not isinstance(gpu, dict):
+            continue
+        memory = gpu.get("memory_mib")
+        total = memory.get("total") if isinstance(memory, dict) else None
+        name = str(gpu.get("name") or "GPU")
+        if isinstance(total, int | float) and total > 0:
+            return int(total * MiB * NVML_TO_CUDA), name, "node/gpus"
+        known = find_gpu(name)
+        if known is not None:
+            return known.usable_bytes, known.name, "node/gpus"
+    node = facts.get("k8s/node.json")
+    labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+    product = labels.get("nvidia.com/gpu.product")
+    memory_label = labels.get("nvidia.com/gpu.memory")
+    if isinstance(memory_label, str) and memory_label.isdigit():
+        name = product or "GPU"
+        return int(int(memory_label) * MiB * NVML_TO_CUDA), name, "k8s/node.json"
+    if product:
+        known = find_gpu(product)
+        if known is not None:
+            return known.usable_bytes, known.name, "k8s/node.json"
+        raise FactMissing("node/gpus", f"GPU {product!r} is not in llmdoctor's GPU table")
+    raise FactMissing(
+        "node/gpus", "the GPU's memory is unknown (no node/gpus, no GPU labels on the node)"
+    )
+
+
+@check(
+    CHECK,
+    title="max-model-len fits in the KV cache",
+    scope="capacity",
+    runbooks=(RUNBOOK,),
+)
+def kv_cache_fit(facts: Facts) -> Finding:
+    from llmdoctor.capacity import CapacityInputs, gib, model_shape, plan
+    from llmdoctor.errors import BadInput
+
+    config, path = _model_config(facts)
+    try:
+        shape = model_shape(config)
+    except BadInput as exc:
+        raise FactMissing("settings/model_config_path", f"{path}: {exc}") from None
+    args = _serving_args(facts)
+    memory, gpu_name, gpu_source = _gpu(facts)
+    inputs = CapacityInputs(
+        shape=shape,
+        gpu_memory_bytes=memory,
+        gpu_name=gpu_name,
+        gpu_memory_utilization=float(args["gpu_memory_utilization"] or 0.9),
+        max_model_len=int(args["max_model_len"]) if args["max_model_len"] else None,
+        tensor_parallel_size=int(args["tensor_parallel_size"] or 1),
+        kv_cache_dtype=str(args["kv_cache_dtype"] or "auto"),
+        dtype=str(args["dtype"]) if args["dtype"] else None,
+        max_num_seqs=int(args["max_num_seqs"]) if args["max_num_seqs"] else None,
+    )
+    try:
+        result = plan(inputs)
+    except BadInput as exc:
+        raise FactMissing("serving/args", str(exc)) from None
+    items = [evidence(f"model config {path}", source="settings/model_config_path")]
+    items.append(evidence(f"GPU {gpu_name}: {gib(memory)} visible to CUDA", source=gpu_source))
+    items += [evidence(step, source="capacity") for step in result.steps]
+    length = f"{result.max_model_len:,}-token"
+    if result.fits:
+        return ok(
+            CHECK,
+            f"one {length} request needs {gib(result.seq_bytes)} of the ~"
+            f"{gib(result.kv_cache_bytes)} KV cache ({result.concurrency:.1f} at once)",
+            items,
+        )
+    if result.vllm_error:
+        items.append(evidence(f"vLLM would stop with: {result.vllm_error}", source="capacity"))
+    fix = (
+        f"; --max-model-len {result.estimated_max_model_len} would fit"
+        if result.estimated_max_model_len
+        else ""
+    )
+    return critical(
+        CHECK,
+        f"max-model-len {result.max_model_len:,} does not fit: one request needs "
+        f"{gib(result.seq_bytes)} of KV cache, about {gib(max(result.kv_cache_bytes, 0))} is "
+        f"left on {gpu_name}{fix}",
+        items,
+        [RUNBOOK],
+    )

@@ -1,0 +1,143 @@
+"""`llmdoctor explain [FILE|-]` — paste any log, get the runbook entries that explain it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from llmdoctor import cli_options as opt
+
+PARALLEL_FROM_BYTES = 64 * 1024 * 1024
+MAX_WORKERS = 4
+TERMINAL_TEXT = 240
+
+
+def explain_command(
+    file: Annotated[
+        str,
+        typer.Argument(help="A log, stack trace, dmesg or `kubectl describe` output; - for stdin."),
+    ] = "-",
+    as_json: opt.Json = False,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, help="Show at most this many entries.")
+    ] = 5,
+    jobs: Annotated[
+        int,
+        typer.Option("--jobs", min=0, help="Processes for a big file (0 = one per CPU, up to 4)."),
+    ] = 0,
+    no_color: opt.NoColor = False,
+    wiki: opt.WikiDirs = None,
+) -> None:
+    """Match a log against every runbook entry's signatures; best explanation first.
+
+    Root causes rank above the failures they explain (an Xid 79 above the EngineDeadError after
+    it). When no signature matches, the error lines are searched in the wiki instead.
+
+    Exit codes: 0 nothing matched, 1 warnings (or search guesses only), 2 a critical entry
+    matched, 3 the input could not be read.
+
+    Examples:
+
+      llmdoctor explain crash.log
+
+      kubectl logs vllm-0 --previous | llmdoctor explain -
+
+      dmesg -T | llmdoctor explain - --json
+    """
+    import json
+    import os
+    import sys
+
+    from llmdoctor.explain import explain, open_input
+    from llmdoctor.wiki.library import load_library
+
+    entries = load_library(wiki).entries
+    if file == "-":
+        result = explain(sys.stdin.buffer, entries, limit=limit, wiki_dirs=wiki, name="<stdin>")
+    else:
+        source = open_input(file)
+        size = source.size_bytes()
+        workers = jobs or min(os.cpu_count() or 1, MAX_WORKERS)
+        if size < PARALLEL_FROM_BYTES:
+            workers = 1
+        result = explain(source, entries, limit=limit, wiki_dirs=wiki, workers=workers, name=file)
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        from llmdoctor.output import make_console
+
+        render(result, make_console(no_color))
+    raise typer.Exit(result.exit_code)
+
+
+STYLE = {
+    "critical": "bold white on red",
+    "warning": "bold black on yellow",
+    "info": "bold white on blue",
+}
+
+
+def render(result, console) -> None:
+    """The terminal view: one block per entry with its lines and the first lines of its Fix."""
+    from rich.markup import escape
+
+    if result.how == "none":
+        console.print(f"[bold]No runbook entry matches[/] {escape(result.source)}.")
+        if result.salient:
+            console.print("These lines looked like errors but matched nothing in the wiki:")
+            for e in result.salient[-10:]:
+                console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
+        else:
+            console.print("No line in it looks like an error (no Error/Exception/FATAL/failed).")
+        console.print("[dim]Search the wiki by hand: llmdoctor wiki search '<words>'[/]")
+        return
+    if result.how == "search":
+        console.print(
+            f"[bold]No signature matched[/] {escape(result.source)}; the wiki entries closest "
+            "to its error lines are:"
+        )
+        for e in result.salient[-5:]:
+            console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
+    else:
+        shown = len(result.matches)
+        more = (
+            f", {result.total_matches - shown} more with --limit"
+            if result.total_matches > shown
+            else ""
+        )
+        console.print(
+            f"[bold]{escape(result.source)}[/]: {result.total_matches} runbook "
+            f"{'entry matches' if result.total_matches == 1 else 'entries match'} "
+            f"({result.matched_lines} matching line{'' if result.matched_lines == 1 else 's'}{more}), "
+            "best explanation first"
+        )
+    for n, m in enumerate(result.matches, 1):
+        console.print()
+        style = STYLE.get(m.severity, "bold")
+        label = m.severity.upper() if m.how == "signature" else "MAYBE"
+        line = f"{n}. [{style}] {label} [/] [bold]{escape(m.id)}[/]: {escape(m.title)}"
+        if m.explained_by:
+            line += f" [dim](explained by {escape(', '.join(m.explained_by))})[/]"
+        console.print(line)
+        if m.how == "signature":
+            lines = "line" if m.count == 1 else "lines"
+            console.print(f"   [dim]{m.count} matching {lines}[/]")
+            for i, e in enumerate(m.evidence):
+                if i == 3 and m.count > len(m.evidence):
+                    console.print(f"   [dim]│ … {m.count - len(m.evidence)} more …[/]")
+                console.print(f"   [dim]│ {e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
+        elif m.snippet:
+            console.print(f"   [dim]{escape(_cut(m.snippet))}[/]", soft_wrap=True)
+        for i, fix in enumerate(m.fix):
+            label = "Fix: " if i == 0 else "     "
+            console.print(f"   [cyan]{label}[/]{escape(fix)}", soft_wrap=True)
+        console.print(f"   [dim]more: llmdoctor wiki show {escape(m.id)}[/]")
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= TERMINAL_TEXT else text[: TERMINAL_TEXT - 1] + "…"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("explain")(explain_command)

@@ -1,0 +1,238 @@
+"""`llmdoctor explain`: ranking, evidence, search fallback, exit codes, the JSON contract."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from llmdoctor.cli import app
+from llmdoctor.explain import EXPLAINS, explain, explains_table, search_query
+from llmdoctor.textsource import TextSource
+from llmdoctor.wiki.library import load_library
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CORPUS = FIXTURES / "explain_corpus"
+HEALTHY = FIXTURES / "healthy"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def entries():
+    return load_library().entries
+
+
+def corpus_text(*names: str) -> str:
+    return "".join((CORPUS / n).read_text(encoding="utf-8") for n in names)
+
+
+def run_text(text: str, entries, **kw):
+    return explain(TextSource.from_text("paste", text), entries, **kw)
+
+
+def test_xid79_outranks_the_nccl_error_and_engine_death_it_caused(entries):
+    # Root cause first: the Xid 79 explains the NCCL failure and the EngineDeadError after it,
+    # even though those come later in the log.
+    text = corpus_text(
+        "xid-fallen-off-bus/xid79-line-nvsentinel-comment.log",
+        "nccl-failure/vllm-0.5.4-init-device-unhandled-system-error.log",
+        "engine-dead/vllm-v1-serving-chat-lmcache.log",
+    )
+    result = run_text(text, entries)
+    ids = [m.id for m in result.matches]
+    assert ids[:3] == ["xid-fallen-off-bus", "nccl-failure", "engine-dead"]
+    assert result.matches[2].explained_by == ["nccl-failure", "xid-fallen-off-bus"]
+    assert result.exit_code == 2
+
+
+def test_cuda_oom_outranks_the_engine_crash_it_caused(entries):
+    # A CUDA OOM followed by EngineDeadError: the OOM is the answer, the death its consequence.
+    text = corpus_text(
+        "cuda-oom-runtime/vllm-l20-tried-16gib.log",
+        "engine-dead/vllm-metal-first-chat-completion.log",
+    )
+    ids = [m.id for m in run_text(text, entries).matches]
+    assert ids == ["cuda-oom-runtime", "engine-dead"]
+
+
+def test_fragmentation_is_the_diagnosis_of_an_oom_with_gibs_reserved_unallocated(entries):
+    # The same OOM line matches both entries; fragmentation explains the OOM, so it ranks first.
+    result = run_text(
+        corpus_text("gpu-memory-fragmentation/vllm-worker-1.32gib-reserved-aria.log"), entries
+    )
+    assert [m.id for m in result.matches] == ["gpu-memory-fragmentation", "cuda-oom-runtime"]
+
+
+def test_evidence_keeps_first_and_last_lines_with_numbers_and_counts_all(entries):
+    # 40 matching lines: the count is exact, the evidence bounded (first 3 + last 2).
+    line = "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus\n"
+    text = "".join(f"filler line {i}\n" + line for i in range(40))
+    match = run_text(text, entries).matches[0]
+    assert match.count == 40
+    assert [e.line for e in match.evidence] == [2, 4, 6, 78, 80]
+    assert match.evidence[0].text == line.strip()
+
+
+def test_later_and_more_frequent_matches_rank_higher_when_unrelated(entries):
+    # Two unrelated entries: the one matching more often and later wins.
+    chat = "ValueError: As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat template if the tokenizer does not define one.\n"
+    tok = corpus_text("tokenizer-problem/cant-load-tokenizer-hub-framepack.log")
+    ids = [m.id for m in run_text(tok + chat * 5, entries).matches]
+    assert ids == ["chat-template-missing", "tokenizer-problem"]
+
+
+def test_an_entrys_front_matter_can_add_to_the_explains_table(entries):
+    # A team entry saying `explains: [engine-dead]` joins the table; the built-in rows stay.
+    entry = entries["k8s-gpu-unschedulable"]
+    custom = {"k8s-gpu-unschedulable": type(entry)(**{**entry.__dict__})}
+    custom["k8s-gpu-unschedulable"].front_matter = {"explains": ["engine-dead"]}
+    table = explains_table(custom)
+    assert "engine-dead" in table["k8s-gpu-unschedulable"]
+    assert table["xid-fallen-off-bus"] >= set(EXPLAINS["xid-fallen-off-bus"])
+
+
+def test_every_id_in_the_explains_table_is_a_runbook_entry(entries):
+    # The table is data about real entries; a typo would silently do nothing.
+    for cause, effects in EXPLAINS.items():
+        assert cause in entries, cause
+        for effect in effects:
+            assert effect in entries, f"{cause} -> {effect}"
+
+
+def test_unseen_wording_falls_back_to_wiki_search_on_the_exception_line(entries):
+    # No signature knows this lower-cased message; the search still lands on trust-remote-code.
+    text = corpus_text("trust-remote-code/lowercased-internvl2-vllm9531.log")
+    result = run_text(text, entries, limit=3)
+    assert result.how == "search"
+    assert result.matches[0].id == "trust-remote-code"
+    assert result.exit_code == 1
+
+
+def test_search_query_prefers_the_exception_line_over_traceback_noise():
+    # The traceback header and frames are salient but say nothing; the last line names the error.
+    from llmdoctor.explain import Evidence
+
+    lines = [
+        Evidence(1, "Traceback (most recent call last):"),
+        Evidence(5, "    raise HTTPError(http_error_msg, response=self)"),
+        Evidence(6, "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: x"),
+    ]
+    assert search_query(lines) == lines[2].text
+
+
+def test_healthy_logs_match_nothing_and_say_so(entries):
+    # A clean vLLM startup: no entry, exit 0, and no error-like line to search with.
+    path = HEALTHY / "vllm-qwen2-7b-a100-80gb-tp1-gmu0.25-startup.log"
+    result = explain(TextSource.from_file(path.name, path), entries)
+    assert result.matches == [] and result.how == "none"
+    assert result.exit_code == 0
+
+
+def test_stdin_stream_gives_the_same_matches_as_the_file(entries, tmp_path):
+    # stdin is read once, in blocks; same answer as reading the file.
+    text = corpus_text("nccl-failure/vllm-tp-allreduce-watchdog-timeout.log")
+    path = tmp_path / "x.log"
+    path.write_text(text)
+    from_file = explain(TextSource.from_file("x", path), entries)
+    from_stream = explain(io.BytesIO(text.encode()), entries, name="<stdin>")
+    assert [m.to_json() for m in from_file.matches] == [m.to_json() for m in from_stream.matches]
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+def test_cli_json_contract_best_first_with_lines(tmp_path):
+    # {"matches": [{"id", "title", "score", "evidence": [{"line", "text"}]}]}, best first.
+    log = tmp_path / "crash.log"
+    log.write_text(
+        corpus_text(
+            "illegal-memory-access/vllm-v1-tp-worker-minicpm-o.log",
+            "engine-dead/vllm-gemma4-two-gpus.log",
+        )
+    )
+    result = runner.invoke(app, ["explain", str(log), "--json"])
+    assert result.exit_code == 2, result.output
+    doc = json.loads(result.output)
+    first = doc["matches"][0]
+    assert first["id"] == "illegal-memory-access"
+    assert set(first) >= {"id", "title", "score", "evidence"}
+    assert first["evidence"][0] == {
+        "line": 2,
+        "text": "(VllmWorker TP1 pid=409) ERROR 09-14 03:15:31 [multiproc_executor.py:596] "
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    }
+    scores = [m["score"] for m in doc["matches"]]
+    assert doc["matches"][1]["explained_by"] == ["illegal-memory-access"]
+    assert scores[0] >= 0
+
+
+def test_cli_terminal_shows_lines_and_fix(tmp_path):
+    log = tmp_path / "dmesg.txt"
+    log.write_text(corpus_text("xid-fallen-off-bus/dmesg-nvrm-gpu-fallen-off-bus-bumblebee.log"))
+    result = runner.invoke(app, ["explain", str(log), "--no-color"])
+    assert result.exit_code == 2
+    assert "xid-fallen-off-bus" in result.output
+    assert "1:" in result.output and "has fallen off the bus" in result.output
+    assert "Fix:" in result.output
+
+
+def test_cli_warning_only_matches_exit_1(tmp_path):
+    # context-length-exceeded is a warning-severity entry.
+    log = tmp_path / "client.log"
+    log.write_text(corpus_text("context-length-exceeded/openai-invalidrequest-4097-quivr.log"))
+    assert runner.invoke(app, ["explain", str(log)]).exit_code == 1
+
+
+def test_cli_reads_stdin_with_dash():
+    text = corpus_text("shm-too-small/nccl-2.7-posix-fallocate-docker-nccl342.log")
+    result = runner.invoke(app, ["explain", "-", "--json"], input=text)
+    assert result.exit_code == 2
+    assert json.loads(result.output)["matches"][0]["id"] == "shm-too-small"
+
+
+def test_cli_limit_caps_the_matches_but_reports_the_total(tmp_path):
+    log = tmp_path / "many.log"
+    log.write_text(
+        corpus_text(
+            "xid-fallen-off-bus/xid79-line-nvsentinel-comment.log",
+            "nccl-failure/vllm-0.5.4-init-device-unhandled-system-error.log",
+            "engine-dead/vllm-v1-serving-chat-lmcache.log",
+        )
+    )
+    doc = json.loads(runner.invoke(app, ["explain", str(log), "--json", "--limit", "1"]).output)
+    assert len(doc["matches"]) == 1 and doc["total_matches"] == 3
+
+
+def test_cli_nothing_matched_is_said_plainly_with_the_salient_lines(tmp_path):
+    # An error no entry or wiki word knows: exit 0 is not claimed if search finds something,
+    # but with no error-ish line at all the answer is a plain "no runbook entry matches".
+    log = tmp_path / "calm.log"
+    log.write_text("INFO everything started\nINFO serving on port 8000\n")
+    result = runner.invoke(app, ["explain", str(log), "--no-color"])
+    assert result.exit_code == 0
+    assert "No runbook entry matches" in result.output
+
+
+@pytest.mark.parametrize("target", ["/nonexistent/crash.log", "."])
+def test_cli_missing_or_unreadable_input_is_one_line_exit_3(target, capsys):
+    from llmdoctor.cli import run
+
+    with pytest.raises(SystemExit) as exc:
+        run(["explain", target])
+    assert exc.value.code == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("llmdoctor: ")
+
+
+def test_v0_cuda_graph_capture_advice_is_not_mistaken_for_enforce_eager(entries):
+    # V0 prints this on every start WITH CUDA graphs (https://github.com/mlcommons/inference/issues/2408);
+    # it names 'enforce_eager=True' only as advice, so enforce-eager-in-production must not fire.
+    line = (
+        "INFO 12-08 09:22:16 model_runner.py:1402] Capturing the model for CUDA graphs. This may "
+        "lead to unexpected consequences if the model is not static. To run the model in eager "
+        "mode, set 'enforce_eager=True' or use '--enforce-eager' in the CLI.\n"
+    )
+    assert "enforce-eager-in-production" not in [m.id for m in run_text(line, entries).matches]
