@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from llmdoctor.explain import consequences, explains_table
 from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import Finding, Severity, evidence, info, ok
 from llmdoctor.parsers.xid import not_text_reason
@@ -71,8 +72,16 @@ def log_signatures(facts: Facts) -> list[Finding]:
         names = ", ".join(k for k, _ in readable)
         findings.append(ok("log-signatures", f"no known error signature in {names}"))
         return findings
+    explained_by = consequences(list(hits), explains_table(entries))
     for entry_id, h in hits.items():
         entry = entries[entry_id]
+        severity = SEVERITY.get(entry.severity, Severity.WARNING)
+        follows = ""
+        if entry_id in explained_by:
+            # a consequence of something else in the same logs: the cause is the finding to act on
+            causes = ", ".join(explained_by[entry_id])
+            follows = f" (follows from {causes})"
+            severity = min(severity, Severity.WARNING, key=lambda s: s.rank)
         where = (
             ", ".join(h.sources)
             if len(h.sources) == 1
@@ -86,8 +95,8 @@ def log_signatures(facts: Facts) -> list[Finding]:
         findings.append(
             Finding(
                 check="log-signatures",
-                severity=SEVERITY.get(entry.severity, Severity.WARNING),
-                summary=f"{entry.title}: {h.count} matching {lines} in {where}",
+                severity=severity,
+                summary=f"{entry.title}: {h.count} matching {lines} in {where}{follows}",
                 evidence=items,
                 runbooks=[entry_id],
             )

@@ -5,6 +5,7 @@ A crash loop is tied to its cause when the previous container's log matches a ru
 
 from __future__ import annotations
 
+from llmdoctor.explain import consequences, explains_table
 from llmdoctor.facts import Facts
 from llmdoctor.findings import Finding, critical, evidence, ok, warning
 from llmdoctor.parsers.k8s_pod import container_named, container_statuses, number, require_pod
@@ -80,8 +81,14 @@ def pod_restarts(facts: Facts) -> list[Finding]:
             items.append(evidence(f"last termination: {_describe(term)}", source="k8s/pod.json"))
         cause_text = ""
         if causes:
-            titles = [facts.get("wiki/entries")[c].title for c in causes]
-            cause_text = f"; the previous log shows: {'; '.join(titles)}"
+            entries = facts.get("wiki/entries")
+            follows = consequences(causes, explains_table(entries))
+            roots = [c for c in causes if c not in follows]
+            causes = roots + [c for c in causes if c in follows]
+            text = "; ".join(entries[c].title for c in roots)
+            if follows:
+                text += f" (then: {'; '.join(entries[c].title for c in follows)})"
+            cause_text = f"; the previous log shows: {text}"
             items += cause_lines
         subject = f"container {name}"
         if term.get("reason") == "OOMKilled":

@@ -222,6 +222,15 @@ def explains_table(entries: dict) -> dict[str, set[str]]:
     return table
 
 
+def consequences(ids: list[str], table: dict[str, set[str]]) -> dict[str, list[str]]:
+    """For each matched id that another matched id explains: the ids that explain it."""
+    return {
+        effect: [cause for cause in ids if effect in table.get(cause, ())]
+        for effect in ids
+        if any(effect in table.get(cause, ()) for cause in ids if cause != effect)
+    }
+
+
 def explain(
     source: TextSource | BinaryIO,
     entries: dict,

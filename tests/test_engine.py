@@ -440,3 +440,23 @@ def test_a_binary_log_is_said_to_be_unscanned_not_clean(tmp_path):
     summaries = [f["summary"] for f in out["findings"]]
     assert any("logs/sidecar.log was not scanned" in s for s in summaries)
     assert any(s == "no known error signature in logs/vllm.log" for s in summaries)
+
+
+def test_a_consequence_in_the_same_logs_is_demoted_below_its_cause(tmp_path):
+    import shutil
+
+    # real lines: an Xid 79 (open-gpu-kernel-modules#1151) and vLLM's dead-engine shutdown (#10596);
+    # the engine died because the GPU fell off the bus, so the Xid is what to act on
+    fixtures = ROOT / "tests" / "fixtures" / "runbooks"
+    folder = tmp_path / "b"
+    shutil.copytree(EXAMPLES / "healthy-vllm-7b", folder)
+    xid = (fixtures / "xid-fallen-off-bus" / "xid79-journal-595-ogkm1151.log").read_text()
+    dead = (
+        fixtures / "engine-dead" / "vllm-v0-mq-engine-dead-terminating-server-issue10596.log"
+    ).read_text()
+    (folder / "logs" / "vllm.log").write_text(xid + dead)
+    proc = run_cli("diagnose", "--bundle", str(folder), "--json", "--only", "log-signatures")
+    found = {f["runbooks"][0]: f for f in json.loads(proc.stdout)["findings"]}
+    assert found["xid-fallen-off-bus"]["severity"] == "critical"
+    assert found["engine-dead"]["severity"] == "warning"
+    assert "follows from xid-fallen-off-bus" in found["engine-dead"]["summary"]
