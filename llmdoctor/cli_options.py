@@ -30,3 +30,23 @@ WikiDirs = Annotated[
     list[str] | None,
     typer.Option("--wiki", help="A team wiki folder, searched with the built-in one (repeatable)."),
 ]
+
+# Kubernetes collection (diagnose and collect)
+Namespace = Annotated[str | None, typer.Option("-n", "--namespace", help="Kubernetes namespace.")]
+KubeContext = Annotated[str | None, typer.Option("--context", help="kubeconfig context.")]
+Selector = Annotated[
+    str | None, typer.Option("-l", "--selector", help="The pods matching a label selector.")
+]
+Port = Annotated[int | None, typer.Option("--port", min=1, max=65535, help="vLLM port in the pod.")]
+Tail = Annotated[int, typer.Option("--tail", min=1, help="Log lines per container.")]
+NoExec = Annotated[bool, typer.Option("--no-exec", help="Do not exec into the serving container.")]
+Window = Annotated[
+    float,
+    typer.Option(
+        "--window", min=0.0, help="Seconds between the two vLLM /metrics scrapes (0: one scrape)."
+    ),
+]
+Target = Annotated[
+    str | None,
+    typer.Argument(help="pod/NAME, deploy/NAME, sts/NAME, node, or http(s)://HOST:PORT"),
+]

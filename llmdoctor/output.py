@@ -39,3 +39,42 @@ def emit(report, *, as_json: bool, as_markdown: bool, no_color: bool, verbose: b
         detail = "; ".join(reasons[:3]) or "no checks selected"
         sys.stderr.write(f"llmdoctor: nothing could be checked: {detail}\n")
     return code
+
+
+def diagnose_and_exit(
+    facts_list,
+    label: str,
+    *,
+    scopes: tuple[str, ...] | None = None,
+    settings: dict | None = None,
+    only=None,
+    skip=None,
+    wiki=None,
+    checks_dir=None,
+    as_json: bool = False,
+    as_markdown: bool = False,
+    no_color: bool = False,
+    verbose: bool = False,
+):
+    """Run the checks of `scopes` over the facts, print the report, exit with its code.
+
+    The common tail of diagnose, node and probe.
+    """
+    import typer
+
+    from llmdoctor.diagnosis import ALL_SCOPES, diagnose
+
+    report = diagnose(
+        facts_list,
+        label,
+        scopes=scopes or ALL_SCOPES,
+        only=only,
+        skip=skip,
+        wiki_dirs=wiki,
+        settings=settings,
+        checks_dirs=checks_dir,
+    )
+    code = emit(
+        report, as_json=as_json, as_markdown=as_markdown, no_color=no_color, verbose=verbose
+    )
+    raise typer.Exit(int(code))

@@ -27,34 +27,17 @@ def bundle_paths(output: str, pods: list[str]) -> list[Path]:
 
 
 def collect_command(
-    target: Annotated[
-        str | None,
-        typer.Argument(help="pod/NAME, deploy/NAME, sts/NAME, node, or http(s)://HOST:PORT"),
-    ] = None,
+    target: opt.Target = None,
     output: Annotated[
         str, typer.Option("-o", "--output", help="The bundle to write: FILE.tar.gz or a folder.")
     ] = "",
-    namespace: Annotated[
-        str | None, typer.Option("-n", "--namespace", help="Kubernetes namespace.")
-    ] = None,
-    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context.")] = None,
-    selector: Annotated[
-        str | None,
-        typer.Option("-l", "--selector", help="Collect the pods matching a label selector."),
-    ] = None,
-    port: Annotated[
-        int | None, typer.Option("--port", min=1, max=65535, help="vLLM port in the pod.")
-    ] = None,
-    tail: Annotated[int, typer.Option("--tail", min=1, help="Log lines per container.")] = 2000,
-    no_exec: Annotated[
-        bool, typer.Option("--no-exec", help="Do not exec into the serving container.")
-    ] = False,
-    window: Annotated[
-        float,
-        typer.Option(
-            "--window", min=0.0, help="Seconds between the two /metrics scrapes. (0: one scrape)"
-        ),
-    ] = 5.0,
+    namespace: opt.Namespace = None,
+    context: opt.KubeContext = None,
+    selector: opt.Selector = None,
+    port: opt.Port = None,
+    tail: opt.Tail = 2000,
+    no_exec: opt.NoExec = False,
+    window: opt.Window = 5.0,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing bundle.")] = False,
     timeout: opt.Timeout = 10.0,
 ) -> None:

@@ -10,36 +10,17 @@ from llmdoctor import cli_options as opt
 
 
 def diagnose_command(
-    target: Annotated[
-        str | None,
-        typer.Argument(help="pod/NAME, deploy/NAME, sts/NAME, node, or http(s)://HOST:PORT"),
-    ] = None,
+    target: opt.Target = None,
     bundle: Annotated[
         str | None, typer.Option("--bundle", help="Diagnose a saved bundle (folder or .tar.gz).")
     ] = None,
-    namespace: Annotated[
-        str | None, typer.Option("-n", "--namespace", help="Kubernetes namespace.")
-    ] = None,
-    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context.")] = None,
-    selector: Annotated[
-        str | None,
-        typer.Option("-l", "--selector", help="Diagnose the pods matching a label selector."),
-    ] = None,
-    port: Annotated[
-        int | None, typer.Option("--port", min=1, max=65535, help="vLLM port in the pod.")
-    ] = None,
-    tail: Annotated[int, typer.Option("--tail", min=1, help="Log lines per container.")] = 2000,
-    no_exec: Annotated[
-        bool, typer.Option("--no-exec", help="Do not exec into the serving container.")
-    ] = False,
-    window: Annotated[
-        float,
-        typer.Option(
-            "--window",
-            min=0.0,
-            help="Seconds between the two vLLM /metrics scrapes. (0: one scrape)",
-        ),
-    ] = 5.0,
+    namespace: opt.Namespace = None,
+    context: opt.KubeContext = None,
+    selector: opt.Selector = None,
+    port: opt.Port = None,
+    tail: opt.Tail = 2000,
+    no_exec: opt.NoExec = False,
+    window: opt.Window = 5.0,
     model_config: Annotated[
         str | None,
         typer.Option("--model-config", help="The model's config.json, for the KV cache fit check."),
@@ -64,8 +45,8 @@ def diagnose_command(
 
       llmdoctor diagnose --bundle examples/bundles/crashloop-cuda-oom
     """
-    from llmdoctor.diagnosis import diagnose, gather
-    from llmdoctor.output import emit
+    from llmdoctor.diagnosis import gather
+    from llmdoctor.output import diagnose_and_exit
     from llmdoctor.runner import CollectContext
 
     parsed = parse_live_target(target, selector, bundle)
@@ -84,19 +65,19 @@ def diagnose_command(
     label = _label(parsed, facts_list)
     if parsed.kind == "bundle":
         label = f"{facts_list[0].get('target')} (bundle {parsed.name})"
-    report = diagnose(
+    diagnose_and_exit(
         facts_list,
         label,
+        settings=settings,
         only=only,
         skip=skip,
-        wiki_dirs=wiki,
-        settings=settings,
-        checks_dirs=checks_dir,
+        wiki=wiki,
+        checks_dir=checks_dir,
+        as_json=as_json,
+        as_markdown=as_markdown,
+        no_color=no_color,
+        verbose=verbose,
     )
-    code = emit(
-        report, as_json=as_json, as_markdown=as_markdown, no_color=no_color, verbose=verbose
-    )
-    raise typer.Exit(int(code))
 
 
 def parse_live_target(target: str | None, selector: str | None, bundle: str | None = None):

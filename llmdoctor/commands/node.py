@@ -93,9 +93,9 @@ def node_command(
 
       llmdoctor node --bundle examples/bundles/xid79-gpu-fallen-off-bus
     """
-    from llmdoctor.diagnosis import diagnose, gather
+    from llmdoctor.diagnosis import gather
     from llmdoctor.errors import BadInput
-    from llmdoctor.output import emit
+    from llmdoctor.output import diagnose_and_exit
     from llmdoctor.runner import CollectContext
     from llmdoctor.target import Target
 
@@ -122,20 +122,20 @@ def node_command(
         "dtype": dtype,
         "quantization": quantization,
     }
-    report = diagnose(
+    diagnose_and_exit(
         facts_list,
         "node" if not bundle else f"bundle {bundle}",
         scopes=SCOPES,
+        settings=settings,
         only=only,
         skip=skip,
-        wiki_dirs=wiki,
-        settings=settings,
-        checks_dirs=checks_dir,
+        wiki=wiki,
+        checks_dir=checks_dir,
+        as_json=as_json,
+        as_markdown=as_markdown,
+        no_color=no_color,
+        verbose=verbose,
     )
-    code = emit(
-        report, as_json=as_json, as_markdown=as_markdown, no_color=no_color, verbose=verbose
-    )
-    raise typer.Exit(int(code))
 
 
 def register(app: typer.Typer) -> None:

@@ -61,9 +61,9 @@ def probe_command(
     """
     from pathlib import Path
 
-    from llmdoctor.diagnosis import diagnose, gather
+    from llmdoctor.diagnosis import gather
     from llmdoctor.errors import BadInput, BadTarget
-    from llmdoctor.output import emit
+    from llmdoctor.output import diagnose_and_exit
     from llmdoctor.runner import CollectContext
     from llmdoctor.target import parse_target
 
@@ -86,20 +86,20 @@ def probe_command(
         "max_num_seqs": max_num_seqs,
         "model": model,
     }
-    report = diagnose(
+    diagnose_and_exit(
         facts_list,
         str(target),
         scopes=("vllm",),
+        settings=settings,
         only=only,
         skip=skip,
-        wiki_dirs=wiki,
-        settings=settings,
-        checks_dirs=checks_dir,
+        wiki=wiki,
+        checks_dir=checks_dir,
+        as_json=as_json,
+        as_markdown=as_markdown,
+        no_color=no_color,
+        verbose=verbose,
     )
-    code = emit(
-        report, as_json=as_json, as_markdown=as_markdown, no_color=no_color, verbose=verbose
-    )
-    raise typer.Exit(int(code))
 
 
 def register(app: typer.Typer) -> None:
