@@ -7,9 +7,9 @@ start its workers.
 
 from __future__ import annotations
 
-from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.facts import Facts
 from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
-from llmdoctor.parsers.k8s_pod import container_named, gpu_limit, require_pod
+from llmdoctor.parsers.k8s_pod import gpu_limit, serving_container
 from llmdoctor.registry import check
 
 NO_DEVICES = {"", "void", "none"}
@@ -23,11 +23,7 @@ NO_DEVICES = {"", "void", "none"}
     runbooks=("gpu-not-visible",),
 )
 def pod_gpu_request(facts: Facts) -> Finding:
-    pod = require_pod(facts)
-    args = facts.require("serving/args")
-    container = container_named(pod, args.get("container"))
-    if container is None:
-        raise FactMissing("serving/args", "no serving container found in the pod spec")
+    _, args, container = serving_container(facts)
     subject = f"container {container.get('name')}"
     limit = gpu_limit(container)
     resources = container.get("resources") or {}

@@ -7,9 +7,9 @@ medium: Memory mounted at /dev/shm, or hostIPC.
 
 from __future__ import annotations
 
-from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.facts import Facts
 from llmdoctor.findings import Finding, critical, evidence, ok, warning
-from llmdoctor.parsers.k8s_pod import container_named, dicts, quantity, require_pod
+from llmdoctor.parsers.k8s_pod import dicts, quantity, serving_container
 from llmdoctor.registry import check
 
 MIN_SHM_BYTES = 1024**3
@@ -34,11 +34,7 @@ def _shm_volume(pod: dict, container: dict) -> tuple[dict | None, dict | None]:
     runbooks=("shm-too-small",),
 )
 def pod_shm(facts: Facts) -> Finding:
-    pod = require_pod(facts)
-    args = facts.require("serving/args")
-    container = container_named(pod, args.get("container"))
-    if container is None:
-        raise FactMissing("serving/args", "no serving container found in the pod spec")
+    pod, args, container = serving_container(facts)
     subject = f"container {container.get('name')}"
     tp = args.get("tensor_parallel_size") or 1
     pp = args.get("pipeline_parallel_size") or 1

@@ -96,6 +96,16 @@ def require_pod(facts: Facts) -> dict:
     return pod
 
 
+def serving_container(facts: Facts) -> tuple[dict, dict, dict]:
+    """(pod, serving/args, the serving container's spec); FactMissing when there is none."""
+    pod = require_pod(facts)
+    args = facts.require("serving/args")
+    container = container_named(pod, args.get("container"))
+    if container is None:
+        raise FactMissing("serving/args", "no serving container found in the pod spec")
+    return pod, args, container
+
+
 def dicts(value: Any) -> list[dict]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
