@@ -18,8 +18,8 @@ from llmdoctor.wiki.entry import (
     split_front_matter,
 )
 
-KNOWN_KEYS = ("id", "title", "severity", "tags", "aliases", "signatures", "detected_by")
-LIST_KEYS = ("tags", "aliases", "signatures", "detected_by")
+KNOWN_KEYS = ("id", "title", "severity", "tags", "aliases", "signatures", "detected_by", "explains")
+LIST_KEYS = ("tags", "aliases", "signatures", "detected_by", "explains")
 REQUIRED_SECTIONS = ("symptom", "cause", "fix")
 ID_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
 # zero-width matches on ordinary lines betray a signature that would fire everywhere
@@ -67,6 +67,18 @@ def _signature_line(fm_lines: list[str], signature: str, index: int) -> int:
         if signature in line and not line.startswith("signatures:"):
             return i + 2
     return _key_line(fm_lines, "signatures") + 1 + index
+
+
+def _item_line(fm_lines: list[str], key: str, item: str) -> int:
+    """The front-matter line naming `item` in the list under `key` (`[a, b]` or `- a` lines)."""
+    first = _key_line(fm_lines, key) - 2  # index of the key's own line
+    for i in range(first, len(fm_lines)):
+        line = fm_lines[i]
+        if i > first and not line.startswith((" ", "\t", "-")):
+            break  # the next key
+        if item in (line.split(":", 1)[-1] if i == first else line):
+            return i + 2
+    return first + 2
 
 
 def signature_problem(signature: str) -> str | None:
@@ -143,6 +155,14 @@ def lint_text(
         why = signature_problem(signature)
         if why:
             add(_signature_line(fm_lines, signature, n), why)
+    explains = meta.get("explains")
+    if isinstance(explains, list):
+        for item in explains:
+            if not isinstance(item, str):
+                add(
+                    _key_line(fm_lines, "explains"),
+                    f"explains must list entry ids, not {type(item).__name__} {item!r}",
+                )
     if entry.detected_by and known_checks is not None:
         checks = known_checks()
         if checks is not None:
@@ -180,6 +200,7 @@ def lint_paths(
         return cached["ids"]
 
     seen: dict[str, tuple[Path, str]] = {}  # id -> (folder, file) of the entry in effect
+    explaining: list[tuple[str, list[str], list]] = []  # (file, front matter lines, explains)
     for target in paths:
         files = [target] if target.is_file() else entry_files(target)
         folder = target.parent if target.is_file() else target
@@ -197,7 +218,10 @@ def lint_paths(
             report.problems.extend(problems)
             if entry is None:
                 continue
-            line = _key_line(split_front_matter(text, file)[0].splitlines(), "id")
+            fm_lines = split_front_matter(text, file)[0].splitlines()
+            if isinstance(entry.front_matter.get("explains"), list):
+                explaining.append((str(file), fm_lines, entry.front_matter["explains"]))
+            line = _key_line(fm_lines, "id")
             previous = seen.get(entry.id)
             if previous is not None and previous[0] == folder:
                 report.problems.append(
@@ -210,4 +234,21 @@ def lint_paths(
                     )
                 )
             seen[entry.id] = (folder, str(file))
+    if explaining:
+        known = set(seen) | wiki_entry_ids()
+        for file, fm_lines, explains in explaining:
+            for item in explains:
+                if isinstance(item, str) and item not in known:
+                    line = _item_line(fm_lines, "explains", item)
+                    report.problems.append(
+                        LintProblem(file, line, f"explains names unknown entry {item!r}")
+                    )
     return report
+
+
+def wiki_entry_ids() -> set[str]:
+    """Ids of the entries in the wiki folders (built-in and LLMDOCTOR_WIKI), by file name."""
+    from llmdoctor.wiki.folders import wiki_dirs
+    from llmdoctor.wiki.library import entry_files
+
+    return {path.stem for folder in wiki_dirs() for path in entry_files(folder)}

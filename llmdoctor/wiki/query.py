@@ -46,6 +46,8 @@ class Query:
     words: list[str] = field(default_factory=list)  # latin/number words, lower case
     cjk_runs: list[str] = field(default_factory=list)  # Chinese/Japanese runs as typed
     grams: list[str] = field(default_factory=list)  # their bigrams, as indexed
+    short: bool = False  # a few words on one line, typed rather than pasted
+    phrase: list[str] = field(default_factory=list)  # a short query's words in order, stopwords too
 
     @property
     def terms(self) -> list[str]:
@@ -108,6 +110,9 @@ def parse_query(text: str) -> Query:
         return not HEXLIKE.match(word) and (short or not noise)
 
     words = [w for w in latin if keep(w)]
+    query.short = short
+    if short:
+        query.phrase = list(words)
     meaningful = [w for w in words if w not in STOPWORDS]
     if meaningful:
         words = meaningful

@@ -1,21 +1,31 @@
-"""Search the runbook wiki: bm25 over the FTS5 index, plus a bonus for a matching log signature.
+"""Search the runbook wiki over its FTS5 index: entries by tier first, then by relevance (bm25).
 
-A query is cut into quoted words (llmdoctor.wiki.query), so any text is safe. When the text is a
-pasted error message, the entries whose signatures (per-line regexes) match one of its lines are
-ranked above every entry that only shares words with it.
+A query is cut into quoted words (llmdoctor.wiki.query), so any text is safe.
+
+* Tier 1, any query: entries whose signatures (per-line regexes) match a line of the text, as
+  when an error message is pasted, come above every entry that only shares words with it.
+* A few typed words ("CUDA out of memory", "tokenizer", "排队"): entries holding every word come
+  next, then those whose id, title, aliases or tags hold the words as typed (in more of these
+  four, first); relevance is a bm25 whose IDF does not collapse on a small wiki.
+* Pasted text (more words, or lines): relevance is FTS5's bm25 of all its words at once.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llmdoctor.wiki.cjk import run_grams
 from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS, with_index
 from llmdoctor.wiki.query import Query, parse_query
 
 MIN_CANDIDATES = 20  # entries ranked by bm25 whose signatures are tried on the query
+MAX_WORD_BY_WORD_TERMS = 12  # a short query with up to this many terms is ranked word by word
+MAX_WORD_BY_WORD_HITS = 20_000  # ... unless its terms are in more entries than this, summed
+HEAD_COLUMNS = ("name", "title", "aliases", "tags")  # where a phrase names the entry
 SNIPPET_TOKENS = 24
 SNIPPET_CHARS = 220
 SNIPPET_COLUMNS = ("symptom", "cause", "fix", "aliases", "signatures", "title")
@@ -66,47 +76,149 @@ def search(
 def _rank(
     conn: sqlite3.Connection, query: Query, expression: str, limit: int, tag: str | None
 ) -> list[SearchResult]:
-    weights = ", ".join(str(w) for w in FTS_WEIGHTS.values())
-    tag_clause = ""
-    params: list = [expression]
-    if tag:
-        tag_clause = (
-            "AND rowid IN (SELECT docs.rowid FROM docs, json_each(docs.tags_json) "
-            "WHERE lower(json_each.value) = ?)"
-        )
-        params.append(tag.strip().lower())
-    params.append(max(limit * 2, MIN_CANDIDATES))
-    # rank inside FTS5 alone (a join here costs more than the ranking), then fetch the few rows
-    ranked = conn.execute(
-        f"""SELECT rowid, bm25(docs_fts, {weights}) AS rank FROM docs_fts
-            WHERE docs_fts MATCH ? {tag_clause} ORDER BY rank LIMIT ?""",
-        params,
-    ).fetchall()
-    if not ranked:
-        return []
+    wanted = max(limit * 2, MIN_CANDIDATES)
+    if query.short and len(query.terms) <= MAX_WORD_BY_WORD_TERMS:
+        ranked = _rank_word_by_word(conn, query, tag, wanted)
+    else:
+        ranked = _rank_all_words(conn, expression, tag, wanted)
     marks = ", ".join("?" for _ in ranked)
     docs = {
         row[0]: row[1:]
         for row in conn.execute(
             "SELECT rowid, id, heading, severity, path, signature_lines FROM docs "
             f"WHERE rowid IN ({marks})",
-            [rowid for rowid, _ in ranked],
+            [c.rowid for c in ranked],
         )
     }
-    rows = [(rowid, *docs[rowid], rank) for rowid, rank in ranked if rowid in docs]
-    matched = _signature_matches(query, [(r[1], r[5] or "") for r in rows])
-    top = max(-r[6] for r in rows)
+    ranked = [c for c in ranked if c.rowid in docs]
+    if not ranked:
+        return []
+    signatures = [(docs[c.rowid][0], docs[c.rowid][4] or "") for c in ranked]
+    matched = _signature_matches(query, signatures)
+    for c in ranked:
+        c.signature_matched = docs[c.rowid][0] in matched
+    ranked.sort(key=lambda c: docs[c.rowid][0])  # equals stay in id order: the sorts are stable
+    ranked.sort(key=lambda c: (c.tier, c.relevance), reverse=True)
+    # the score keeps that order: each tier above the lowest adds more than any relevance
+    levels = sorted({c.tier for c in ranked})
+    step = max(c.relevance for c in ranked) + 1.0
     results = []
-    for rowid, entry_id, title, severity, path, _, rank in rows:
-        hit = entry_id in matched
-        score = -rank + (top + 1.0 if hit else 0.0)
-        results.append(
-            SearchResult(entry_id, title, round(score, 3), "", [], severity, path, hit, rowid)
-        )
-    results.sort(key=lambda r: (-r.score, r.id))
-    results = results[:limit]
+    for c in ranked[:limit]:
+        entry_id, title, severity, path, _ = docs[c.rowid]
+        score = round(c.relevance + levels.index(c.tier) * step, 3)
+        hit = c.signature_matched
+        results.append(SearchResult(entry_id, title, score, "", [], severity, path, hit, c.rowid))
     _add_snippets(conn, query, expression, results)
     return results
+
+
+@dataclass
+class _Candidate:
+    """An entry being ranked: by tier (signature, every term, naming), then by relevance."""
+
+    rowid: int
+    relevance: float  # bm25, higher is better
+    covers_all: bool = False  # holds every term of the query
+    names: int = 0  # how many of its id, title, aliases, tags hold the query as typed
+    signature_matched: bool = False
+
+    @property
+    def tier(self) -> tuple[bool, bool, int]:
+        return (self.signature_matched, bool(self.covers_all), self.names)
+
+
+def _rank_all_words(
+    conn: sqlite3.Connection, expression: str, tag: str | None, wanted: int
+) -> list[_Candidate]:
+    """A pasted text: FTS5's bm25 over all its words at once (OR-ed), the best `wanted`."""
+    weights = ", ".join(str(w) for w in FTS_WEIGHTS.values())
+    tag_clause = f"AND rowid IN ({TAGGED_ROWIDS})" if tag else ""
+    params = [expression, *([tag.strip().lower()] if tag else []), wanted]
+    # rank inside FTS5 alone (a join here costs more than the ranking), then fetch the few rows
+    rows = conn.execute(
+        f"""SELECT rowid, bm25(docs_fts, {weights}) AS rank FROM docs_fts
+            WHERE docs_fts MATCH ? {tag_clause} ORDER BY rank LIMIT ?""",
+        params,
+    )
+    return [_Candidate(rowid, -rank) for rowid, rank in rows]
+
+
+def _rank_word_by_word(
+    conn: sqlite3.Connection, query: Query, tag: str | None, wanted: int
+) -> list[_Candidate]:
+    """A few typed words, the best `wanted`: entries holding all the terms first, then those
+    naming the query in more of their id, title, aliases and tags, then by relevance.
+
+    Relevance is the sum of each term's own bm25 in FTS5, with the term's IDF
+    log((N - n + 0.5) / (n + 0.5)) replaced by log(1 + (N - n + 0.5) / (n + 0.5)): FTS5 clamps
+    the first to ~0 for a word in half of the N entries or more, which on a wiki of a few
+    dozen entries is every common word (cuda, memory, tokenizer); the second stays positive.
+    Only when the terms' hits add up to more than MAX_WORD_BY_WORD_HITS (thousands of entries,
+    where the IDF seldom collapses) is relevance one bm25 of all the terms, as for pasted text.
+    """
+    weights = ", ".join(str(w) for w in FTS_WEIGHTS.values())
+    bm25 = f"SELECT rowid, bm25(docs_fts, {weights}) * ? AS s FROM docs_fts WHERE docs_fts MATCH ?"
+    terms = [_quoted(term) for term in query.terms]
+    entries = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+    holding = [
+        conn.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (t,)).fetchone()[0]
+        for t in terms
+    ]
+    params = [" AND ".join(terms)]  # (placeholders in the order the statement has them)
+    if sum(holding) <= MAX_WORD_BY_WORD_HITS:
+        hits = " UNION ALL ".join(bm25 for _ in terms)
+        for term, n in zip(terms, holding, strict=True):
+            odds = (entries - n + 0.5) / (n + 0.5)
+            fts_idf = math.log(odds) if odds > 1.0 else 1e-6  # what FTS5's bm25 multiplied by
+            params += [-math.log1p(odds) / fts_idf, term]
+    else:
+        hits = bm25
+        params += [-1.0, " OR ".join(terms)]
+    naming = _naming_expressions(query)
+    params += naming
+    tag_clause = ""
+    if tag:
+        tag_clause = f"WHERE hits.rowid IN ({TAGGED_ROWIDS})"
+        params.append(tag.strip().lower())
+    params.append(wanted)
+    # LIMIT -1 keeps SQLite from flattening a subquery into the GROUP BY, where bm25() cannot run
+    rows = conn.execute(
+        f"""SELECT hits.rowid, sum(s) AS relevance, hits.rowid IN ({_MATCHING}) AS covers_all,
+                   coalesce(named.columns, 0) AS names
+            FROM ({hits} LIMIT -1) AS hits
+            LEFT JOIN (SELECT rowid, count(*) AS columns FROM (
+                         {" UNION ALL ".join(_MATCHING for _ in naming)} LIMIT -1)
+                       GROUP BY rowid) AS named USING (rowid)
+            {tag_clause}
+            GROUP BY hits.rowid ORDER BY covers_all DESC, names DESC, relevance DESC LIMIT ?""",
+        params,
+    )
+    return [_Candidate(*row) for row in rows]
+
+
+_MATCHING = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?"
+TAGGED_ROWIDS = (
+    "SELECT docs.rowid FROM docs, json_each(docs.tags_json) WHERE lower(json_each.value) = ?"
+)
+
+
+def _quoted(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _naming_expressions(query: Query) -> list[str]:
+    """MATCH expressions, one per column of the entry's names (id, title, aliases, tags), that
+    hold the query as typed: its words as one phrase (stopwords too: "fallen off the bus"), and
+    its Chinese runs (as the grams the index holds for them, in a row).
+    """
+    found = []
+    if query.phrase:
+        phrase = _quoted(" ".join(query.phrase))
+        found += [f"{{{column}}} : {phrase}" for column in HEAD_COLUMNS]
+    if query.cjk_runs:
+        runs = " AND ".join(_quoted(" ".join(run_grams(run))) for run in query.cjk_runs)
+        found.append(f"{{cjk_title}} : ({runs})")
+    return found or ['""']  # (never: a short query's terms come from its words or runs)
 
 
 def _signature_matches(query: Query, candidates: list[tuple[str, str]]) -> set[str]:
