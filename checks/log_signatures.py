@@ -51,6 +51,7 @@ def scan_logs(facts: Facts, keys: list[str], signatures: SignatureSet) -> dict[s
     title="Known error signatures in logs",
     scope="logs",
     needs=("wiki/entries",),
+    kind="generic",
 )
 def log_signatures(facts: Facts) -> list[Finding]:
     keys = [k for k in facts.require_any(LOG_PREFIXES) if not k.endswith(".json")]

@@ -125,6 +125,7 @@ def _health_says_ok(facts: Facts) -> str:
         "kv-cache-preemption",
         "nan-or-garbage-output",
     ),
+    kind="symptom",
 )
 def vllm_generation(facts: Facts) -> Finding:
     probe = require_document(

@@ -134,6 +134,7 @@ def _model_finding(model: str, data: dict, window: dict, facts: Facts) -> Findin
         "kv-cache-preemption",
         "enforce-eager-in-production",
     ),
+    kind="symptom",
 )
 def vllm_latency(facts: Facts) -> list[Finding]:
     window: dict[str, Any] = facts.require("vllm/window")

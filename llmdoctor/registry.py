@@ -17,6 +17,7 @@ from pathlib import Path
 from llmdoctor.errors import BadInput
 
 SCOPES = ("k8s", "node", "vllm", "logs", "capacity")
+KINDS = ("cause", "symptom", "generic")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class CheckSpec:
     needs: tuple[str, ...]
     runbooks: tuple[str, ...]
     supersedes: tuple[str, ...] = ()
+    kind: str = "cause"
 
 
 _CHECKS: dict[str, CheckSpec] = {}
@@ -41,6 +43,7 @@ def check(
     needs: tuple[str, ...] | list[str] = (),
     runbooks: tuple[str, ...] | list[str] = (),
     supersedes: tuple[str, ...] | list[str] = (),
+    kind: str = "cause",
 ):
     """Register a check.
 
@@ -49,17 +52,21 @@ def check(
     `runbooks` lists every runbook id the check may link to (a test verifies they exist).
     `supersedes` names generic checks (e.g. log-signatures) whose finding for the same runbook
     this check's finding replaces, so one problem is reported once, by the check that knows most.
+    `kind` orders findings of equal severity: "cause" (what is wrong: a full queue, an Xid), then
+    "symptom" (how users feel it: slow or failed requests), then "generic" (raw log matches).
     The function returns a Finding, a list of Findings, or None (= ok, nothing found).
     """
     if scope not in SCOPES:
         raise ValueError(f"check {id}: scope must be one of {SCOPES}")
+    if kind not in KINDS:
+        raise ValueError(f"check {id}: kind must be one of {KINDS}")
 
     def register(fn: Callable) -> Callable:
         existing = _CHECKS.get(id)
         if existing is not None and existing.fn.__qualname__ != fn.__qualname__:
             raise ValueError(f"check id {id!r} is registered twice")
         _CHECKS[id] = CheckSpec(
-            id, fn, title, scope, tuple(needs), tuple(runbooks), tuple(supersedes)
+            id, fn, title, scope, tuple(needs), tuple(runbooks), tuple(supersedes), kind
         )
         return fn
 
@@ -90,6 +97,12 @@ def load_checks_dir(directory: str | Path) -> None:
             spec.loader.exec_module(module)
         except Exception as exc:
             raise BadInput(f"{path}: failed to import: {type(exc).__name__}: {exc}") from None
+
+
+def check_kind(check_id: str) -> str:
+    """The kind of a registered check ("cause" for one the registry does not know)."""
+    spec = _CHECKS.get(check_id)
+    return spec.kind if spec is not None else "cause"
 
 
 def all_checks() -> list[CheckSpec]:

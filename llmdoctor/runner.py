@@ -121,12 +121,11 @@ class Report:
         return "ok"
 
 
-GENERIC_CHECKS = ("log-signatures",)
-
-
 def finding_order(f: Finding) -> tuple:
-    """Worst first; within a severity, specific checks before the generic log-signature matches."""
-    return (-f.severity.rank, f.check in GENERIC_CHECKS, f.subject or "", f.check)
+    """Worst first; within a severity, causes, then symptoms, then generic log matches."""
+    from llmdoctor.registry import KINDS, check_kind
+
+    return (-f.severity.rank, KINDS.index(check_kind(f.check)), f.subject or "", f.check)
 
 
 def drop_superseded(findings: list[Finding], specs: dict[str, CheckSpec]) -> list[Finding]:

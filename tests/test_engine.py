@@ -460,3 +460,14 @@ def test_a_consequence_in_the_same_logs_is_demoted_below_its_cause(tmp_path):
     assert found["xid-fallen-off-bus"]["severity"] == "critical"
     assert found["engine-dead"]["severity"] == "warning"
     assert "follows from xid-fallen-off-bus" in found["engine-dead"]["summary"]
+
+
+def test_the_cause_leads_the_symptoms_it_explains():
+    # the full queue is what is wrong; the slow probe and the latency percentiles are how users
+    # feel it, so at equal severity the queue finding comes first
+    proc = run_cli("diagnose", "--bundle", str(EXAMPLES / "saturated-queue"), "--json")
+    checks = [
+        f["check"] for f in json.loads(proc.stdout)["findings"] if f["severity"] == "critical"
+    ]
+    assert checks[0] == "vllm-queue"
+    assert set(checks[1:]) >= {"vllm-generation", "vllm-latency"}
