@@ -95,7 +95,7 @@ def _gpu(facts: Facts) -> tuple[int, str, str]:
     runbooks=(RUNBOOK,),
 )
 def kv_cache_fit(facts: Facts) -> Finding:
-    from llmdoctor.capacity import CapacityInputs, gib, model_shape, plan
+    from llmdoctor.capacity import CapacityInputs, model_shape, plan
     from llmdoctor.errors import BadInput
 
     config, path = _model_config(facts)
@@ -105,7 +105,21 @@ def kv_cache_fit(facts: Facts) -> Finding:
         raise FactMissing("settings/model_config_path", f"{path}: {exc}") from None
     args = _serving_args(facts)
     memory, gpu_name, gpu_source = _gpu(facts)
-    inputs = CapacityInputs(
+    try:
+        inputs = _inputs(CapacityInputs, shape, args, memory, gpu_name)
+    except (TypeError, ValueError) as exc:
+        # e.g. --max-model-len 32k (newer vLLM accepts it) or a typo in the pod's arguments
+        raise FactMissing("serving/args", f"a serving argument is not a number: {exc}") from None
+    try:
+        result = plan(inputs)
+    except BadInput as exc:
+        raise FactMissing("serving/args", str(exc)) from None
+    return _finding(result, path, gpu_name, memory, gpu_source)
+
+
+def _inputs(CapacityInputs, shape, args: dict[str, Any], memory: int, gpu_name: str):
+    """The serving arguments as capacity inputs; ValueError/TypeError if one is not a number."""
+    return CapacityInputs(
         shape=shape,
         gpu_memory_bytes=memory,
         gpu_name=gpu_name,
@@ -116,10 +130,11 @@ def kv_cache_fit(facts: Facts) -> Finding:
         dtype=str(args["dtype"]) if args["dtype"] else None,
         max_num_seqs=int(args["max_num_seqs"]) if args["max_num_seqs"] else None,
     )
-    try:
-        result = plan(inputs)
-    except BadInput as exc:
-        raise FactMissing("serving/args", str(exc)) from None
+
+
+def _finding(result, path: str, gpu_name: str, memory: int, gpu_source: str) -> Finding:
+    from llmdoctor.capacity import gib
+
     items = [evidence(f"model config {path}", source="settings/model_config_path")]
     items.append(evidence(f"GPU {gpu_name}: {gib(memory)} visible to CUDA", source=gpu_source))
     items += [evidence(step, source="capacity") for step in result.steps]

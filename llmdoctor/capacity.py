@@ -115,6 +115,9 @@ class ModelShape:
         return self.layers - self.sliding_layers
 
 
+MAX_SHAPE_VALUE = 1 << 24  # no real layer count, head count or width comes near this
+
+
 def model_shape(config: dict[str, Any]) -> ModelShape:
     """Read the fields that matter from a Hugging Face config (text_config merged in).
 
@@ -139,17 +142,42 @@ def model_shape(config: dict[str, Any]) -> ModelShape:
                 return int(value)
         return None
 
-    layers = number("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-    heads = number("num_attention_heads", "n_head", "num_heads", "n_heads")
-    hidden = number("hidden_size", "d_model", "n_embd", "dim")
+    def shape_number(*names: str) -> int | None:
+        """Like number(), but a present, non-null value that is not a plausible positive
+        whole number is an error: falling back (e.g. 0 KV heads -> all heads) would be
+        silently wrong."""
+        for name in names:
+            value = get(name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                ok = False
+            elif isinstance(value, float):
+                ok = math.isfinite(value) and value.is_integer()
+            else:
+                ok = True
+            if not ok or not 0 < value <= MAX_SHAPE_VALUE:
+                raise BadInput(
+                    f"the model config's {name} is {repr(value)[:40]}: it must be a whole number "
+                    "from 1 "
+                    f"to {MAX_SHAPE_VALUE:,}"
+                )
+            return int(value)
+        return None
+
+    layers = shape_number("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    heads = shape_number("num_attention_heads", "n_head", "num_heads", "n_heads")
+    hidden = shape_number("hidden_size", "d_model", "n_embd", "dim")
     if not layers or not heads or not hidden:
         raise BadInput(
             "the model config has no num_hidden_layers / num_attention_heads / hidden_size"
         )
-    kv_heads = number("num_key_value_heads", "n_kv_heads", "num_kv_heads", "multi_query_group_num")
+    kv_heads = shape_number(
+        "num_key_value_heads", "n_kv_heads", "num_kv_heads", "multi_query_group_num"
+    )
     if get("multi_query") is True:
         kv_heads = 1
-    head_dim = number("head_dim", "kv_channels") or hidden // heads
+    head_dim = shape_number("head_dim", "kv_channels") or hidden // heads
     shape = ModelShape(
         model_type=str(get("model_type") or ""),
         layers=layers,
@@ -316,8 +344,8 @@ def _safetensors_header_sizes(path: Path) -> list[tuple[str, int]]:
             if len(raw) != 8:
                 raise BadInput(f"{path}: too short to be a safetensors file")
             (length,) = struct.unpack("<Q", raw)
-            size = path.stat().st_size
-            if length > MAX_SAFETENSORS_HEADER or length + 8 > size:
+            file_size = path.stat().st_size
+            if length > MAX_SAFETENSORS_HEADER or length + 8 > file_size:
                 raise BadInput(f"{path}: header length {length} is not plausible")
             header = json.loads(fh.read(length).decode("utf-8"))
     except OSError as exc:
@@ -332,12 +360,23 @@ def _safetensors_header_sizes(path: Path) -> list[tuple[str, int]]:
             continue
         offsets = info.get("data_offsets")
         dtype = str(info.get("dtype", "?"))
-        if isinstance(offsets, list) and len(offsets) == 2:
-            out.append((dtype, int(offsets[1]) - int(offsets[0])))
-        elif isinstance(info.get("shape"), list):
-            count = math.prod(int(d) for d in info["shape"])
-            out.append((dtype, int(count * SAFETENSORS_BYTES.get(dtype, 2))))
+        shape = info.get("shape")
+        if isinstance(offsets, list) and len(offsets) == 2 and all(_whole(o) for o in offsets):
+            size = offsets[1] - offsets[0]
+        elif isinstance(shape, list) and all(_whole(d) for d in shape):
+            size = int(math.prod(shape) * SAFETENSORS_BYTES.get(dtype, 2))
+        else:
+            size = -1
+        if not 0 <= size <= file_size:
+            raise BadInput(
+                f"{path}: tensor {name!r} has no valid data_offsets or shape in the header"
+            )
+        out.append((dtype, size))
     return out
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 # --- GPUs and sizes -------------------------------------------------------------------------------
@@ -433,9 +472,12 @@ def parse_count(text: str) -> int:
     t = str(text).strip().lower().replace("_", "").replace(",", "")
     scale = {"k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}.get(t[-1:], 1)
     try:
-        return int(float(t[:-1] if scale != 1 else t) * scale)
+        value = float(t[:-1] if scale != 1 else t) * scale
     except ValueError:
-        raise BadInput(f"{text!r} is not a parameter count (examples: 7.6B, 70B)") from None
+        value = math.nan
+    if not 1 <= value < 1e16:  # also false for NaN and infinity
+        raise BadInput(f"{text!r} is not a parameter count (examples: 7.6B, 70B)")
+    return int(value)
 
 
 # --- the plan ---------------------------------------------------------------------------------------
@@ -618,6 +660,9 @@ def plan(i: CapacityInputs) -> CapacityPlan:
         raise BadInput("--gpu-memory-utilization must be in (0, 1]")
     if i.block_size <= 0:
         raise BadInput("--block-size must be positive")
+    if i.gpu_memory_bytes <= 0 and i.kv_cache_bytes is None:
+        raise BadInput("the GPU memory must be more than 0 (e.g. --gpu-memory 80GiB)")
+    _check_tensor_parallel(shape, tp)
     max_len = i.max_model_len or shape.max_position_embeddings
     if not max_len:
         raise BadInput("give --max-model-len (the config has no max_position_embeddings)")
@@ -783,6 +828,22 @@ def plan(i: CapacityInputs) -> CapacityPlan:
         vllm_error_v0=error_v0,
         inputs=i,
     )
+
+
+def _check_tensor_parallel(shape: ModelShape, tp: int) -> None:
+    """vLLM refuses a TP size that does not split the attention heads (and, for GQA, the KV
+    heads: split them when TP is smaller, replicate them evenly when it is larger)."""
+    if shape.attention_heads % tp:
+        raise BadInput(
+            f"-tp {tp}: vLLM would refuse to start: Total number of attention heads "
+            f"({shape.attention_heads}) must be divisible by tensor parallel size ({tp})."
+        )
+    kv = shape.kv_heads
+    if not shape.is_mla and kv and (kv % tp if tp < kv else tp % kv):
+        raise BadInput(
+            f"-tp {tp}: vLLM cannot shard {kv} KV heads over {tp} GPUs (one must divide the "
+            "other); use a TP size that divides or is a multiple of the KV heads"
+        )
 
 
 def _estimate_max_len(

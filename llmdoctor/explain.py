@@ -412,8 +412,29 @@ def _search_match(result, entries: dict) -> Match:
     )
 
 
-def open_input(path: str) -> TextSource:
-    """A file to explain, checked to be a readable regular file (BadInput otherwise)."""
+GZIP_MAGIC = b"\x1f\x8b"
+SNIFF_BYTES = 64 * 1024
+BINARY_SHARE = 0.3  # above this share of non-text characters a file is not a log
+TEXT_CONTROLS = frozenset("\t\n\r\x0c\x1b\x08")
+
+
+def looks_binary(sample: bytes) -> bool:
+    """True when a file's first bytes are not text: many control bytes or invalid UTF-8.
+
+    NUL bytes are ignored: a log rotated with copytruncate often starts with a run of them.
+    """
+    text = sample.replace(b"\x00", b"").decode("utf-8", errors="replace")
+    if not text:
+        return False
+    bad = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in TEXT_CONTROLS))
+    return bad / len(text) > BINARY_SHARE
+
+
+def open_input(path: str) -> TextSource | BinaryIO:
+    """A file to explain, checked to be a readable text log (BadInput otherwise).
+
+    A gzip file (a rotated `vllm.log.1.gz`) comes back as a decompressing binary stream.
+    """
     from llmdoctor.errors import BadInput
 
     p = Path(path)
@@ -423,7 +444,27 @@ def open_input(path: str) -> TextSource:
         raise BadInput(f"{path}: is a directory, not a log file")
     try:
         with open(p, "rb") as fh:
-            fh.read(1)
+            head = fh.read(SNIFF_BYTES)
     except OSError as exc:
         raise BadInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if head.startswith(GZIP_MAGIC):
+        import gzip
+
+        return gzip.open(p, "rb")
+    if looks_binary(head):
+        raise BadInput(f"{path}: looks like a binary file, not a text log")
     return TextSource.from_file(p.name, p)
+
+
+def open_stdin(stream: BinaryIO | None) -> BinaryIO:
+    """Standard input as a binary stream, decompressed when gzip is piped in."""
+    from llmdoctor.errors import BadInput
+
+    if stream is None:
+        raise BadInput("standard input is closed: give a FILE, or pipe a log into `explain -`")
+    peek = getattr(stream, "peek", None)
+    if peek is not None and peek(2)[:2] == GZIP_MAGIC:
+        import gzip
+
+        return gzip.GzipFile(fileobj=stream, mode="rb")
+    return stream

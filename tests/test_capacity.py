@@ -238,11 +238,14 @@ def test_fp8_kv_cache_halves_bytes_per_token():
 
 
 def test_kv_heads_fewer_than_tp_are_replicated_not_split_below_one():
-    # 4 KV heads on TP 8: each GPU still holds one head (vLLM replicates KV heads).
+    # 8 KV heads on TP 16: each GPU still holds one head (vLLM replicates KV heads). (Qwen2-7B
+    # on TP 8 was used here before, but vLLM refuses it: 28 attention heads % 8 != 0.)
     result = plan(
-        CapacityInputs(shape=qwen_shape(), gpu_memory_bytes=80 * GiB, tensor_parallel_size=8)
+        CapacityInputs(
+            shape=model_shape(LLAMA_8B), gpu_memory_bytes=80 * GiB, tensor_parallel_size=16
+        )
     )
-    assert result.kv_bytes_per_token == 2 * 28 * 1 * 128 * 2
+    assert result.kv_bytes_per_token == 2 * 32 * 1 * 128 * 2
 
 
 def test_mla_caches_the_latent_once_per_layer_on_every_gpu():

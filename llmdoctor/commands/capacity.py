@@ -113,7 +113,7 @@ def capacity_command(
         kinds = ", ".join(f"{k} {cap.gib(v)}" for k, v in sorted(weights.by_dtype.items()))
         weights_source = f"{weights.tensors} tensors in {weights.files} safetensors files: {kinds}"
     gpu_name = None
-    if gpu_memory:
+    if gpu_memory is not None:
         memory = cap.parse_size(gpu_memory)
         if gpu:
             gpu_name = gpu
@@ -141,9 +141,9 @@ def capacity_command(
         max_num_seqs=max_num_seqs,
         weights_bytes=weights_bytes,
         weights_source=weights_source,
-        parameters=cap.parse_count(params) if params else None,
-        overhead_bytes=cap.parse_size(overhead) if overhead else None,
-        kv_cache_bytes=cap.parse_size(kv_cache_memory) if kv_cache_memory else None,
+        parameters=cap.parse_count(params) if params is not None else None,
+        overhead_bytes=cap.parse_size(overhead) if overhead is not None else None,
+        kv_cache_bytes=cap.parse_size(kv_cache_memory) if kv_cache_memory is not None else None,
     )
     result = cap.plan(inputs)
     if as_json:

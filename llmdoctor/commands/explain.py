@@ -48,20 +48,31 @@ def explain_command(
     import json
     import os
     import sys
+    import zlib
 
-    from llmdoctor.explain import explain, open_input
+    from llmdoctor.errors import BadInput
+    from llmdoctor.explain import explain, open_input, open_stdin
+    from llmdoctor.textsource import TextSource
     from llmdoctor.wiki.library import load_library
 
     entries = load_library(wiki).entries
     if file == "-":
-        result = explain(sys.stdin.buffer, entries, limit=limit, wiki_dirs=wiki, name="<stdin>")
+        stdin = sys.stdin.buffer if sys.stdin is not None else None
+        if stdin is not None and sys.stdin.isatty():
+            print("reading a log from the terminal: paste it, then Ctrl-D", file=sys.stderr)
+        source, name, workers = open_stdin(stdin), "<stdin>", 1
     else:
-        source = open_input(file)
-        size = source.size_bytes()
+        source, name = open_input(file), file
         workers = jobs or min(os.cpu_count() or 1, MAX_WORKERS)
-        if size < PARALLEL_FROM_BYTES:
+        if not isinstance(source, TextSource) or source.size_bytes() < PARALLEL_FROM_BYTES:
             workers = 1
-        result = explain(source, entries, limit=limit, wiki_dirs=wiki, workers=workers, name=file)
+    try:
+        result = explain(source, entries, limit=limit, wiki_dirs=wiki, workers=workers, name=name)
+    except (OSError, EOFError, zlib.error) as exc:
+        # a truncated or corrupt gzip file, or a read error half-way through
+        raise BadInput(
+            f"{name}: cannot be read ({getattr(exc, 'strerror', None) or exc})"
+        ) from None
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
     else:

@@ -73,9 +73,14 @@ def search_command(
       llmdoctor wiki search "CUDA out of memory. Tried to allocate 1.33 GiB"
       kubectl logs vllm-7b --previous | tail -50 | llmdoctor wiki search -
     """
+    from llmdoctor.errors import BadInput
     from llmdoctor.wiki.search import search
 
+    if query == ["-"] and sys.stdin is None:
+        raise BadInput("standard input is closed: give the words to search for")
     text = _read_tail(sys.stdin) if query == ["-"] else " ".join(query)
+    if not text.strip():
+        raise BadInput("nothing to search for: give some words, e.g. llmdoctor wiki search OOM")
     results = search(text, limit=limit, tag=tag, wiki_dirs=wiki)
     if as_json:
         import json
@@ -518,6 +523,7 @@ def _write_validated(text, draft, folder: Path, force, source: Path | None, as_j
     """Validate, then write; on any problem keep the text as a draft and say where it is."""
     from llmdoctor.wiki.authoring import (
         EntryExists,
+        FolderNotWritable,
         relabel,
         save_draft,
         strip_editor_comments,
@@ -531,7 +537,7 @@ def _write_validated(text, draft, folder: Path, force, source: Path | None, as_j
     if not problems and entry is not None:
         try:
             path = write_entry(folder, entry.id, strip_editor_comments(text), force=force)
-        except EntryExists as exc:
+        except (EntryExists, FolderNotWritable) as exc:
             reason = str(exc)
         else:
             others = [

@@ -178,8 +178,22 @@ def target_folder(wiki_dirs: list[str] | None) -> Path:
     )
 
 
+class FolderNotWritable(BadInput):
+    """The wiki folder is a file, or cannot be created or written."""
+
+
 def write_entry(folder: Path, entry_id: str, text: str, force: bool = False) -> Path:
-    """Write <folder>/<id>.md atomically; EntryExists unless `force`."""
+    """Write <folder>/<id>.md atomically; EntryExists unless `force`, FolderNotWritable when
+    the folder is a file or cannot be written."""
+    if folder.exists() and not folder.is_dir():
+        raise FolderNotWritable(f"{folder} is a file, not a wiki folder")
+    try:
+        return _write_entry(folder, entry_id, text, force)
+    except OSError as exc:
+        raise FolderNotWritable(f"cannot write to {folder}: {exc.strerror or exc}") from None
+
+
+def _write_entry(folder: Path, entry_id: str, text: str, force: bool) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / f"{entry_id}.md"
     if final.exists() and not force:

@@ -32,6 +32,7 @@ def configured_dirs() -> list[Path]:
 def wiki_dirs(extra: list[str | Path] | None = None) -> list[Path]:
     """Built-in folder first, then LLMDOCTOR_WIKI folders, then --wiki folders (later wins)."""
     dirs = [builtin_dir(), *configured_dirs(), *(Path(p) for p in extra or [])]
+    _warn_missing(dirs[1:])
     seen: set[Path] = set()
     unique = []
     for d in dirs:
@@ -40,3 +41,21 @@ def wiki_dirs(extra: list[str | Path] | None = None) -> list[Path]:
             seen.add(key)
             unique.append(d)
     return unique
+
+
+_warned: set[str] = set()
+
+
+def _warn_missing(dirs: list[Path]) -> None:
+    """One stderr line per missing team folder: a typo in --wiki or LLMDOCTOR_WIKI must not
+    silently leave the team's runbooks out of a search at 3 a.m."""
+    import sys
+
+    for d in dirs:
+        if d.is_dir() or str(d) in _warned:
+            continue
+        _warned.add(str(d))
+        what = "is not a folder" if d.exists() else "does not exist"
+        print(
+            f"llmdoctor: warning: wiki folder {d} {what}; its entries are left out", file=sys.stderr
+        )
