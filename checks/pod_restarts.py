@@ -8,24 +8,27 @@ from __future__ import annotations
 from llmdoctor.explain import consequences, explains_table
 from llmdoctor.facts import Facts
 from llmdoctor.findings import Finding, critical, evidence, ok, warning
-from llmdoctor.parsers.k8s_pod import container_named, container_statuses, number, require_pod
+from llmdoctor.parsers.k8s_pod import (
+    container_named,
+    container_statuses,
+    field_dict,
+    number,
+    require_pod,
+)
 from llmdoctor.registry import check
 from llmdoctor.signatures import SignatureSet
 
 
-def _sub(obj, name: str) -> dict:
-    value = obj.get(name) if isinstance(obj, dict) else None
-    return value if isinstance(value, dict) else {}
-
-
 def _terminated(status: dict) -> dict:
-    return _sub(_sub(status, "state"), "terminated") or _sub(
-        _sub(status, "lastState"), "terminated"
+    return field_dict(field_dict(status, "state"), "terminated") or field_dict(
+        field_dict(status, "lastState"), "terminated"
     )
 
 
 def _memory_limit(pod: dict, container: str) -> str | None:
-    limit = _sub(_sub(container_named(pod, container), "resources"), "limits").get("memory")
+    limit = field_dict(field_dict(container_named(pod, container), "resources"), "limits").get(
+        "memory"
+    )
     return str(limit) if limit is not None else None
 
 
@@ -65,13 +68,13 @@ def pod_restarts(facts: Facts) -> list[Finding]:
     pod = require_pod(facts)
     statuses = container_statuses(pod)
     if not statuses:
-        phase = _sub(pod, "status").get("phase", "unknown")
+        phase = field_dict(pod, "status").get("phase", "unknown")
         return [ok("pod-restarts", f"no container has started yet (pod phase {phase})")]
     findings: list[Finding] = []
     for cs in statuses:
         name = cs.get("name", "?")
         restarts = int(number(cs.get("restartCount"), 0))
-        waiting = _sub(_sub(cs, "state"), "waiting").get("reason")
+        waiting = field_dict(field_dict(cs, "state"), "waiting").get("reason")
         term = _terminated(cs)
         causes, cause_lines = _previous_log_causes(facts, name)
         items = [evidence(f"restartCount: {restarts}", source="k8s/pod.json")]

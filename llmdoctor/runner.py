@@ -10,7 +10,7 @@ from typing import Any
 
 from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import Finding, Severity
-from llmdoctor.registry import CheckSpec
+from llmdoctor.registry import KINDS, CheckSpec, check_kind
 
 
 class Missing:
@@ -104,10 +104,6 @@ class Report:
     facts: Facts | None = None
 
     @property
-    def checked(self) -> bool:
-        return bool(self.findings)
-
-    @property
     def status(self) -> str:
         """ok | warning | critical, or unknown when no check could run at all."""
         if not self.findings:
@@ -123,8 +119,6 @@ class Report:
 
 def finding_order(f: Finding) -> tuple:
     """Worst first; within a severity, causes, then symptoms, then generic log matches."""
-    from llmdoctor.registry import KINDS, check_kind
-
     return (-f.severity.rank, KINDS.index(check_kind(f.check)), f.subject or "", f.check)
 
 

@@ -110,18 +110,19 @@ def dicts(value: Any) -> list[dict]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _field(obj: Any, name: str) -> dict:
+def field_dict(obj: Any, name: str) -> dict:
+    """obj[name] when obj is a dict and that value is a dict, else {} (null-safe field access)."""
     value = obj.get(name) if isinstance(obj, dict) else None
     return value if isinstance(value, dict) else {}
 
 
 def containers(pod: dict) -> list[dict]:
-    return dicts(_field(pod, "spec").get("containers"))
+    return dicts(field_dict(pod, "spec").get("containers"))
 
 
 def container_statuses(pod: dict) -> list[dict]:
     """Init containers' then containers' statuses (the dict entries only)."""
-    status = _field(pod, "status")
+    status = field_dict(pod, "status")
     return dicts(status.get("initContainerStatuses")) + dicts(status.get("containerStatuses"))
 
 
@@ -133,7 +134,7 @@ def container_named(pod: dict, name: str | None) -> dict | None:
 
 
 def container_status(pod: dict, name: str | None) -> dict:
-    for cs in dicts(_field(pod, "status").get("containerStatuses")):
+    for cs in dicts(field_dict(pod, "status").get("containerStatuses")):
         if cs.get("name") == name:
             return cs
     return {}
@@ -141,9 +142,9 @@ def container_status(pod: dict, name: str | None) -> dict:
 
 def gpu_limit(container: dict) -> float | None:
     """nvidia.com/gpu in the container's limits (requests must equal limits for GPUs)."""
-    resources = _field(container, "resources")
+    resources = field_dict(container, "resources")
     for kind in ("limits", "requests"):
-        value = _field(resources, kind).get(GPU)
+        value = field_dict(resources, kind).get(GPU)
         if value is not None:
             return quantity(value)
     return None
@@ -152,7 +153,7 @@ def gpu_limit(container: dict) -> float | None:
 def gpus_requested(pod: dict) -> int:
     """GPUs the pod asks the scheduler for: the sum over containers (init containers: the max)."""
     total = sum(gpu_limit(c) or 0 for c in containers(pod))
-    init = [gpu_limit(c) or 0 for c in dicts(_field(pod, "spec").get("initContainers"))]
+    init = [gpu_limit(c) or 0 for c in dicts(field_dict(pod, "spec").get("initContainers"))]
     return int(max([total, *init]))
 
 
@@ -167,7 +168,7 @@ def event_time(event: dict, first: bool = False) -> float | None:
     """When the event (first or last) happened: lastTimestamp, eventTime or series time."""
     keys = ("firstTimestamp", "eventTime", "lastTimestamp") if first else ()
     keys += ("lastTimestamp", "eventTime")
-    series = _field(event, "series")
+    series = field_dict(event, "series")
     if not first and series.get("lastObservedTime"):
         keys = ("lastObservedTime", *keys)
     for key in keys:
@@ -175,11 +176,11 @@ def event_time(event: dict, first: bool = False) -> float | None:
         t = parse_time(value)
         if t is not None:
             return t
-    return parse_time(_field(event, "metadata").get("creationTimestamp"))
+    return parse_time(field_dict(event, "metadata").get("creationTimestamp"))
 
 
 def event_count(event: dict) -> int:
-    series = _field(event, "series")
+    series = field_dict(event, "series")
     return int(number(event.get("count"), 0.0) or number(series.get("count"), 1.0) or 1)
 
 
