@@ -22,11 +22,8 @@ LIVE_COLLECTORS = {
 ALL_SCOPES = ("k8s", "node", "vllm", "logs", "capacity")
 
 
-def add_wiki(facts: Facts, wiki_dirs: list[str] | None, lib=None) -> None:
+def add_wiki(facts: Facts, lib) -> None:
     """Put the runbook entries into the facts (signature checks and the report read them)."""
-    from llmdoctor.wiki.library import load_library
-
-    lib = lib if lib is not None else load_library(wiki_dirs)
     facts.set("wiki/entries", lib.entries)
     for err in lib.errors:
         facts.collector_errors.setdefault(f"wiki {err.path}", f"line {err.line}: {err.message}")
@@ -87,20 +84,17 @@ def diagnose(
         from llmdoctor.errors import BadInput
 
         raise BadInput(f"--only names unknown check(s): {', '.join(unknown)}")
-    reports = []
-    library = None
-    if len(facts_list) > 1:  # the pods of a deployment share one parsed wiki
-        from llmdoctor.wiki.library import load_library
+    from llmdoctor.wiki.library import load_library
 
-        library = load_library(wiki_dirs)
+    library = load_library(wiki_dirs)  # parsed once; the pods of a deployment share it
+    reports = []
     for facts in facts_list:
-        add_wiki(facts, wiki_dirs, library)
+        add_wiki(facts, library)
         add_settings(facts, settings or {})
         derive_all(facts)
         reports.append(run_checks(facts, checks, target, only or [], skip or []))
-        bundle = getattr(facts, "bundle", None)
-        if bundle is not None:
-            bundle.close()
+        if facts.bundle is not None:
+            facts.bundle.close()
     if len(reports) == 1:
         return reports[0]
     return merge_reports(reports, target)
@@ -120,5 +114,4 @@ def merge_reports(reports: list[Report], target: str) -> Report:
         skipped += [{**s, "subject": pod} for s in r.skipped]
         errors += [{**e, "subject": pod} for e in r.errors]
     findings.sort(key=finding_order)
-    merged = Report(target, findings, skipped, errors, reports[0].facts)
-    return merged
+    return Report(target, findings, skipped, errors, reports[0].facts)
