@@ -26,6 +26,7 @@ NODE_CHECKS = {
     "memory-fragmentation",
     "xid",
     "gpu-health",
+    "gpu-fabric",
 }
 
 

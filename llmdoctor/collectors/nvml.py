@@ -8,6 +8,7 @@ NVML error becomes a sentence a person can act on; a field a GPU does not suppor
 from __future__ import annotations
 
 import contextlib
+import ctypes
 from typing import Any
 
 from llmdoctor.gpu_tables import cuda_text, recovery_action
@@ -215,6 +216,38 @@ def _recovery_action(dev: _Device) -> str | None:
     return known[0] if known else None
 
 
+# NVML_GPU_FABRIC_STATE_* -> nvidia-smi's words for them
+FABRIC_STATES = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
+FABRIC_HEALTH = {0: "Not Supported", 1: "Healthy", 2: "Unhealthy"}
+
+
+def _fabric(dev: _Device) -> dict[str, Any] | None:
+    """NVLink fabric registration; None where the GPU has none (NVML: Not Supported)."""
+    nvml = dev.nvml
+    for struct, fn_name in (
+        ("c_nvmlGpuFabricInfo_v3_t", "nvmlDeviceGetGpuFabricInfoV"),
+        ("c_nvmlGpuFabricInfo_t", "nvmlDeviceGetGpuFabricInfo"),
+    ):
+        cls = getattr(nvml, struct, None)
+        if cls is None or getattr(nvml, fn_name, None) is None:
+            continue
+        info = cls()
+        # pynvml hands the struct to C as given: by value it crashes the process (seen with
+        # nvidia-ml-py 13.610.43 on an H200, driver 580.159.04); NVML expects a pointer
+        if dev.get("fabric", fn_name, ctypes.byref(info)) is None:
+            return None
+        state = FABRIC_STATES.get(int(info.state), f"state {int(info.state)}")
+        if state == "Not Supported":
+            return None
+        status = int(info.status)
+        return {
+            "state": state,
+            "status": "Success" if status == 0 else f"NVML error {status}",
+            "health_summary": FABRIC_HEALTH.get(int(getattr(info, "healthSummary", 0) or 0)),
+        }
+    return None
+
+
 def _scaled(value: Any, divisor: float) -> float | None:
     return None if value is None else round(float(value) / divisor, 2)
 
@@ -261,6 +294,7 @@ def read_device(nvml, index: int) -> dict[str, Any]:
         "reset_required": None,
         "drain_and_reset_recommended": None,
         "recovery_action": _recovery_action(dev),
+        "fabric": _fabric(dev),
         "errors": dev.errors,
     }
 
