@@ -290,6 +290,8 @@ def _apply_team_rule(group: dict[str, Any], decision: Decision, policy: dict[str
             else ("info" if severity == "info" else "warning")
         )
         counted += f", critical from {rule['critical_after']}"
+    for item in decision.decided_by:
+        item["text"] = item["text"].replace(f"decided by the {CATALOG}", f"{CATALOG} (overruled)")
     decision.severity = severity
     decision.action = f"{rule['action']} (team policy)" + (
         f": {rule['note']}" if rule.get("note") else ""

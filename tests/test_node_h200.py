@@ -55,16 +55,17 @@ def test_the_h200_nvml_read_matches_its_xml_and_reads_the_recovery_action_field(
     device = node["devices"][0]
 
     def field_values(handle, ids):
-        # the real answer: field 230 read fine (nvmlReturn 0) with value 0 = no action needed
-        assert ids == [pynvml.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION]
+        # the real answers: field 230 (recovery action) and the older 226/227 (reset required,
+        # drain and reset recommended) all read fine (nvmlReturn 0) with value 0
         raw = device["recovery_action_field"]
-        value = pynvml.c_nvmlFieldValue_t()
-        value.nvmlReturn, value.valueType, value.value.uiVal = (
-            raw["nvmlReturn"],
-            raw["valueType"],
-            raw["value_ui"],
-        )
-        return [value]
+        out = []
+        for field_id in ids:
+            assert field_id in (230, 226, 227)
+            value = pynvml.c_nvmlFieldValue_t()
+            value.fieldId, value.nvmlReturn, value.valueType = field_id, raw["nvmlReturn"], 1
+            value.value.uiVal = raw["value_ui"]
+            out.append(value)
+        return out
 
     def fabric_info(handle, pointer):
         # NVML fills the struct it is pointed at; by value the real call crashes the process
@@ -79,6 +80,7 @@ def test_the_h200_nvml_read_matches_its_xml_and_reads_the_recovery_action_field(
     (gpu,) = facts.get("node/gpus.json")["gpus"]
     assert gpu["errors"] == {}
     assert gpu["recovery_action"] == "None" and gpu["fabric"] is None
+    assert gpu["reset_required"] is False and gpu["drain_and_reset_recommended"] is False
     xml = parse_nvidia_smi_xml((FIXTURES / "nvidia-smi" / XML).read_text())["gpus"][0]
     for key in ("name", "pci_bus_id", "compute_capability", "pcie", "remapped_rows"):
         assert gpu[key] == xml[key], key

@@ -8,6 +8,8 @@ are the real captures in tests/fixtures/kernel/.
 from __future__ import annotations
 
 import csv
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +215,19 @@ def test_node_refuses_a_bad_policy_with_exit_3_and_one_line(tmp_path):
     )  # fmt: skip
     assert run.returncode == 3, run.stderr
     assert run.stderr.strip().count("\n") == 0 and f"{path}:2: xids.79.action" in run.stderr
+
+
+def test_diagnose_applies_the_policy_named_by_the_environment(tmp_path):
+    path = write(tmp_path, "xids:\n  79: {action: rma, note: back to the vendor}\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "llmdoctor", "diagnose", "--bundle",
+         "examples/bundles/xid79-gpu-fallen-off-bus", "--only", "xid", "--json"],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent,
+        env={**os.environ, "LLMDOCTOR_XID_POLICY": path},
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    (f,) = json.loads(run.stdout)["findings"]
+    assert f["summary"].endswith("Action: rma (team policy): back to the vendor")
+    texts = [e["text"] for e in f["evidence"]]
+    assert "decided by the team policy: Xid 79 -> rma (1 in the log)" in texts
+    assert any(t.startswith("NVIDIA Xid catalog (overruled): Xid 79") for t in texts)

@@ -216,6 +216,26 @@ def _recovery_action(dev: _Device) -> str | None:
     return known[0] if known else None
 
 
+def _reset_flags(dev: _Device) -> tuple[bool | None, bool | None]:
+    """(reset required, drain and reset recommended): NVML fields 226/227 (older than 230)."""
+    nvml = dev.nvml
+    ids = [
+        getattr(nvml, n, None)
+        for n in ("NVML_FI_DEV_RESET_STATUS", "NVML_FI_DEV_DRAIN_AND_RESET_STATUS")
+    ]
+    if None in ids:
+        return None, None
+    values = dev.get("reset_status", "nvmlDeviceGetFieldValues", ids) or []
+    flags: list[bool | None] = []
+    for value in list(values)[:2]:
+        try:
+            flags.append(bool(value.value.uiVal) if value.nvmlReturn == 0 else None)
+        except (AttributeError, TypeError, ValueError):
+            flags.append(None)
+    flags += [None] * (2 - len(flags))
+    return flags[0], flags[1]
+
+
 # NVML_GPU_FABRIC_STATE_* -> nvidia-smi's words for them
 FABRIC_STATES = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
 FABRIC_HEALTH = {0: "Not Supported", 1: "Healthy", 2: "Unhealthy"}
@@ -262,6 +282,7 @@ def read_device(nvml, index: int) -> dict[str, Any]:
     mig = dev.get("mig_mode", "nvmlDeviceGetMigMode")
     persistence = dev.get("persistence_mode", "nvmlDeviceGetPersistenceMode")
     pstate = dev.get("performance_state", "nvmlDeviceGetPerformanceState")
+    reset_required, drain_and_reset = _reset_flags(dev)
 
     return {
         "index": index,
@@ -291,8 +312,8 @@ def read_device(nvml, index: int) -> dict[str, Any]:
         },
         "persistence_mode": None if persistence is None else bool(persistence),
         "mig_mode": None if mig is None else bool(mig[0]),
-        "reset_required": None,
-        "drain_and_reset_recommended": None,
+        "reset_required": reset_required,
+        "drain_and_reset_recommended": drain_and_reset,
         "recovery_action": _recovery_action(dev),
         "fabric": _fabric(dev),
         "errors": dev.errors,
