@@ -72,6 +72,12 @@ def _decide(group: dict, policy: dict | None, gpu: dict | None) -> Decision:
             if fatal
             else "watch it; repeated errors on one link need the link checked",
             ["xid-nvlink-error"],
+            [
+                evidence(
+                    "decided by llmdoctor from the line's Fatal/Non-fatal word (NVIDIA's SXid "
+                    "catalog is not in llmdoctor's data; an Xid policy file does not cover SXids)"
+                )
+            ],
         )
     if group["kind"] == "fallen-off-bus":
         decision = decide({**group, "code": 79}, policy, gpu)

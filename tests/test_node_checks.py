@@ -532,6 +532,7 @@ def test_app_level_xids_13_and_31_are_warnings_linking_illegal_memory_access():
 def test_nvswitch_sxid_is_reported_against_the_switch():
     (f,), _ = xid_findings("sxid12028-nvswitch-dmesg-iso-gpud-pr338.log")
     assert f.subject == "NVSwitch 0000:84:00.0" and f.runbooks == ["xid-nvlink-error"]
+    assert f.evidence[-1]["text"].startswith("decided by llmdoctor from the line's Fatal")
 
 
 def test_xid154_node_reboot_required_is_critical():
