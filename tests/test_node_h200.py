@@ -144,3 +144,24 @@ def test_the_h200_versions_probe_matches_the_driver():
     assert versions["torch"] == "2.11.0+cu130" and versions["libcuda_version"] == 13000
     (f,) = findings(h200_facts(), "driver-cuda")[0]
     assert f.severity == "ok"
+
+
+def test_a_driver_without_the_versioned_fabric_call_falls_back_to_the_older_one(monkeypatch):
+    # drivers before nvmlDeviceGetGpuFabricInfoV answer Function Not Found; the v1 call remains
+    install_gpus(monkeypatch, NVML_JSON)
+
+    def missing(handle, pointer):
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+
+    def completed(handle, pointer):
+        pointer._obj.state, pointer._obj.status = 3, 0  # NVML_GPU_FABRIC_STATE_COMPLETED
+        return pynvml.NVML_SUCCESS
+
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetGpuFabricInfoV", missing)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetGpuFabricInfo", completed)
+    facts = nvml_facts()
+    (gpu,) = facts.get("node/gpus.json")["gpus"]
+    assert gpu["errors"] == {}
+    assert gpu["fabric"] == {"state": "Completed", "status": "Success", "health_summary": None}
+    (f,) = findings(facts, "gpu-fabric")[0]
+    assert f.severity == "ok" and "completed" in f.summary

@@ -252,18 +252,26 @@ def _fabric(dev: _Device) -> dict[str, Any] | None:
         if cls is None or getattr(nvml, fn_name, None) is None:
             continue
         info = cls()
-        # pynvml hands the struct to C as given: by value it crashes the process (seen with
-        # nvidia-ml-py 13.610.43 on an H200, driver 580.159.04); NVML expects a pointer
-        if dev.get("fabric", fn_name, ctypes.byref(info)) is None:
+        try:
+            # pynvml hands the struct to C as given: by value it crashes the process (seen with
+            # nvidia-ml-py 13.610.43 on an H200, driver 580.159.04); NVML expects a pointer
+            getattr(nvml, fn_name)(dev.handle, ctypes.byref(info))
+        except nvml.NVMLError_FunctionNotFound:
+            continue  # a driver older than this call: try the older one
+        except nvml.NVMLError_NotSupported:
+            return None
+        except nvml.NVMLError as exc:
+            dev.errors["fabric"] = describe_nvml_error(exc)
             return None
         state = FABRIC_STATES.get(int(info.state), f"state {int(info.state)}")
         if state == "Not Supported":
             return None
         status = int(info.status)
+        health = getattr(info, "healthSummary", None)  # v3 and newer only
         return {
             "state": state,
             "status": "Success" if status == 0 else f"NVML error {status}",
-            "health_summary": FABRIC_HEALTH.get(int(getattr(info, "healthSummary", 0) or 0)),
+            "health_summary": None if health is None else FABRIC_HEALTH.get(int(health)),
         }
     return None
 
