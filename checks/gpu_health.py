@@ -24,76 +24,41 @@ SLOWDOWN = {
 }
 
 
-def _memory_findings(gpu: dict, subject: str) -> list[Finding]:
-    out: list[Finding] = []
-    ecc = gpu.get("ecc") or {}
-    volatile, aggregate = ecc.get("volatile_uncorrected"), ecc.get("aggregate_uncorrected")
-    if volatile:
-        out.append(
-            critical(
-                CHECK,
-                f"{volatile} uncorrectable ECC error(s) since the driver loaded: drain the node "
-                "and reset the GPU; RMA if they return",
-                [evidence(f"ecc volatile uncorrected: {volatile}", GPUS)],
-                [ECC],
-                subject,
-            )
-        )
-    elif aggregate:
-        out.append(
-            warning(
-                CHECK,
-                f"{aggregate} uncorrectable ECC error(s) over the GPU's lifetime (none since the "
-                "driver loaded): watch for new ones",
-                [evidence(f"ecc aggregate uncorrected: {aggregate}", GPUS)],
-                [ECC],
-                subject,
-            )
-        )
-    rows = gpu.get("remapped_rows") or {}
-    if rows.get("failure"):
-        out.append(
-            critical(
-                CHECK,
-                "row remapping failed (no spare rows left): drain the node and RMA the GPU",
-                [evidence(f"remapped rows: {rows}", GPUS)],
-                [ECC],
-                subject,
-            )
-        )
-    elif rows.get("pending"):
-        out.append(
-            warning(
-                CHECK,
-                "a memory row remap is pending: reset the GPU (or reboot) at a convenient time "
-                "to activate it",
-                [evidence(f"remapped rows: {rows}", GPUS)],
-                [ECC],
-                subject,
-            )
-        )
+def _memory_problems(gpu: dict) -> list[tuple[str, str, str]]:
+    """(severity, summary, evidence) for each ECC / row-remap / retired-page problem."""
+    ecc, rows = gpu.get("ecc") or {}, gpu.get("remapped_rows") or {}
     pages = gpu.get("retired_pages") or {}
+    volatile, aggregate = ecc.get("volatile_uncorrected"), ecc.get("aggregate_uncorrected")
+    out = []
+    if volatile:
+        out.append(("critical", f"{volatile} uncorrectable ECC error(s) since the driver loaded: "
+                    "drain the node and reset the GPU; RMA if they return",
+                    f"ecc volatile uncorrected: {volatile}"))  # fmt: skip
+    elif aggregate:
+        out.append(("warning", f"{aggregate} uncorrectable ECC error(s) over the GPU's lifetime "
+                    "(none since the driver loaded): watch for new ones",
+                    f"ecc aggregate uncorrected: {aggregate}"))  # fmt: skip
+    if rows.get("failure"):
+        out.append(("critical", "row remapping failed (no spare rows left): drain the node and "
+                    "RMA the GPU", f"remapped rows: {rows}"))  # fmt: skip
+    elif rows.get("pending"):
+        out.append(("warning", "a memory row remap is pending: reset the GPU (or reboot) at a "
+                    "convenient time to activate it", f"remapped rows: {rows}"))  # fmt: skip
     if pages.get("pending"):
-        out.append(
-            warning(
-                CHECK,
-                "a retired memory page is pending: reset the GPU (or reboot) to retire it",
-                [evidence(f"retired pages: {pages}", GPUS)],
-                [ECC],
-                subject,
-            )
-        )
+        out.append(("warning", "a retired memory page is pending: reset the GPU (or reboot) to "
+                    "retire it", f"retired pages: {pages}"))  # fmt: skip
     elif pages.get("double_bit"):
-        out.append(
-            warning(
-                CHECK,
-                f"{pages['double_bit']} page(s) retired after double-bit ECC errors",
-                [evidence(f"retired pages: {pages}", GPUS)],
-                [ECC],
-                subject,
-            )
-        )
+        out.append(("warning", f"{pages['double_bit']} page(s) retired after double-bit ECC "
+                    "errors", f"retired pages: {pages}"))  # fmt: skip
     return out
+
+
+def _memory_findings(gpu: dict, subject: str) -> list[Finding]:
+    make = {"critical": critical, "warning": warning}
+    return [
+        make[severity](CHECK, summary, [evidence(text, GPUS)], [ECC], subject)
+        for severity, summary, text in _memory_problems(gpu)
+    ]
 
 
 def _state_findings(gpu: dict, subject: str) -> list[Finding]:

@@ -1,9 +1,10 @@
 """NVIDIA Xid and SXid errors in the kernel log, per GPU and code, with what to do about them.
 
-Each (GPU, code) is classified with the Xid catalog (llmdoctor/data/xid_catalog.json): meaning,
-severity and action (restart the app / reset the GPU / drain the node and RMA). The PCI bus id
-of each line is mapped to the GPU's index and UUID when the GPU list is known. Codes the catalog
-does not know are still reported, with the raw line.
+Each (GPU, code) is decided by llmdoctor.xid_policy: NVIDIA's Xid catalog (every published code
+with its resolution), the driver's recovery action for the GPU, and the team's policy file when
+one is given; each finding names the source that decided. The PCI bus id of each line is mapped
+to the GPU's index and UUID when the GPU list is known. Codes the catalog does not know are still
+reported, with the raw line.
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ from typing import Any
 
 from llmdoctor.facts import Facts
 from llmdoctor.findings import Finding, Severity, critical, evidence, info, ok, warning
-from llmdoctor.gpu_tables import recovery_action, xid_entry
 from llmdoctor.parsers.gpus_json import gpu_label, gpus_by_pci
 from llmdoctor.registry import check
+from llmdoctor.xid_policy import Decision, decide
 
 CHECK = "xid"
 XID = "node/xid"
 LOG = "node/kernel.log"
 MAKE = {"critical": critical, "warning": warning, "info": info}
-RANK = {"info": 1, "warning": 2, "critical": 3}
 
 
 def _subject(group: dict, by_pci: dict[str, dict]) -> tuple[str, list[dict]]:
@@ -60,52 +60,30 @@ def _when(group: dict) -> str:
     )
 
 
-def _classify(group: dict) -> tuple[str, str, str, list[str]]:
-    """(severity, meaning, action, runbooks) for one group."""
-    code = group["code"]
+def _decide(group: dict, policy: dict | None, gpu: dict | None) -> Decision:
+    """Severity, meaning, action, runbooks and the deciding sources for one group."""
     if group["kind"] == "sxid":
         fatal = group.get("fatal", 0) > 0
-        return (
+        return Decision(
             "critical" if fatal else "warning",
             f"NVSwitch error{' (Fatal)' if fatal else ''}",
             "drain the node and reset the GPUs and NVSwitches (reboot); contact support if it "
             "repeats"
             if fatal
             else "watch it; repeated errors on one link need the link checked",
-            ["nccl-failure"],
+            ["xid-nvlink-error"],
+            [
+                evidence(
+                    "decided by llmdoctor from the line's Fatal/Non-fatal word (NVIDIA's SXid "
+                    "catalog is not in llmdoctor's data; an Xid policy file does not cover SXids)"
+                )
+            ],
         )
     if group["kind"] == "fallen-off-bus":
-        entry = xid_entry(79) or {}
-        return "critical", entry.get("meaning", ""), entry.get("action", ""), ["xid-fallen-off-bus"]
-    entry = xid_entry(code)
-    if entry is None:
-        return (
-            "warning",
-            "a code llmdoctor's catalog does not know",
-            "look it up in NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors)",
-            [],
-        )
-    severity, action = entry["severity"], entry["action"]
-    runbooks = [entry["runbook"]] if entry.get("runbook") else []
-    if severity == "nvlink5":
-        severity = "critical" if group.get("fatal") else "warning"
-        action = "reset the GPU" if group.get("fatal") else "watch it (non-fatal link event)"
-    elif severity == "recovery":
-        actions = [
-            recovery_action(v) or (f"0x{v:x}", "warning", "see the line")
-            for v in group.get("recovery_actions") or []
-        ]
-        if actions:
-            worst = max(actions, key=lambda a: RANK.get(a[1], 2))
-            severity, action = worst[1], f"{worst[0]}: {worst[2]}"
-        else:
-            severity = "warning"
-    for cause in group.get("caused_by") or []:
-        cause_entry = xid_entry(cause) or {}
-        if cause_entry.get("runbook") and cause_entry["runbook"] not in runbooks:
-            runbooks.append(cause_entry["runbook"])
-        action = f"{action} (caused by Xid {cause}: {cause_entry.get('meaning', 'see that Xid')})"
-    return severity, entry["meaning"], action, runbooks
+        decision = decide({**group, "code": 79}, policy, gpu)
+        decision.runbooks = ["xid-fallen-off-bus"]
+        return decision
+    return decide(group, policy, gpu)
 
 
 def _merge_fallen(groups: list[dict]) -> list[dict]:
@@ -114,13 +92,15 @@ def _merge_fallen(groups: list[dict]) -> list[dict]:
     return [g for g in groups if not (g["kind"] == "fallen-off-bus" and g["pci"] in with_xid79)]
 
 
-def _finding(group: dict, by_pci: dict[str, dict], fallen: dict[str, int]) -> Finding:
-    severity, meaning, action, runbooks = _classify(group)
+def _finding(
+    group: dict, by_pci: dict[str, dict], fallen: dict[str, int], policy: dict | None
+) -> Finding:
+    d = _decide(group, policy, by_pci.get(group.get("pci") or ""))
     subject, items = _subject(group, by_pci)
     label = {"xid": "Xid", "sxid": "SXid", "fallen-off-bus": "GPU fell off the bus"}[group["kind"]]
     name = f"{label} {group['code']}" if group["kind"] != "fallen-off-bus" else label
     times = "once" if group["count"] == 1 else f"{group['count']} times"
-    summary = f"{name}: {meaning}; {times}{_when(group)}. Action: {action}"
+    summary = f"{name}: {d.meaning}; {times}{_when(group)}. Action: {d.action}"
     items = [*_occurrences(group), *items]
     if group["kind"] == "xid" and group["code"] == 79 and fallen.get(group["pci"]):
         items.append(evidence(f"and {fallen[group['pci']]} 'fallen off the bus' message(s)", LOG))
@@ -137,7 +117,8 @@ def _finding(group: dict, by_pci: dict[str, dict], fallen: dict[str, int]) -> Fi
     if group.get("gpu_instances"):
         instances = ", ".join(str(i) for i in group["gpu_instances"])
         items.append(evidence(f"MIG GPU instance(s): {instances}", LOG))
-    return MAKE[severity](CHECK, summary, items, runbooks, subject)
+    items += d.decided_by
+    return MAKE[d.severity](CHECK, summary, items, d.runbooks, subject)
 
 
 @check(
@@ -152,6 +133,7 @@ def _finding(group: dict, by_pci: dict[str, dict], fallen: dict[str, int]) -> Fi
         "illegal-memory-access",
         "nccl-failure",
         "gsp-timeout",
+        "xid-nvlink-error",
     ),
 )
 def xid(facts: Facts) -> list[Finding]:
@@ -160,7 +142,8 @@ def xid(facts: Facts) -> list[Finding]:
     by_pci = gpus_by_pci(facts.get("node/gpus"))
     groups = doc.get("groups") or []
     fallen = {g["pci"]: g["count"] for g in groups if g["kind"] == "fallen-off-bus"}
-    findings = [_finding(g, by_pci, fallen) for g in _merge_fallen(groups)]
+    policy = facts.get("settings/xid_policy")
+    findings = [_finding(g, by_pci, fallen, policy) for g in _merge_fallen(groups)]
     unparsed = doc.get("unparsed") or []
     if unparsed:
         findings.append(

@@ -26,6 +26,7 @@ NODE_CHECKS = {
     "memory-fragmentation",
     "xid",
     "gpu-health",
+    "gpu-fabric",
 }
 
 
@@ -483,9 +484,9 @@ def test_xid48_then_63_is_ecc_critical_then_remap_warning():
     ]
 
 
-def test_xid74_nvlink_is_critical_and_links_nccl_failure():
+def test_xid74_nvlink_is_critical_and_links_the_nvlink_entry():
     (f,), _ = xid_findings("xid74-nvlink-nvsentinel-design022.log")
-    assert f.severity == "critical" and f.runbooks == ["nccl-failure"]
+    assert f.severity == "critical" and f.runbooks == ["xid-nvlink-error"]
     assert f.subject == "GPU at 0003:00:00.0"
 
 
@@ -507,7 +508,9 @@ def test_nvlink5_fatal_149_is_critical_and_nonfatal_144_145_are_warnings():
 def test_xid45_follows_the_nvlink_xid_that_caused_it():
     found, _ = xid_findings("xid45-after-xid149-145-journalctl-590.48.01.log")
     assert len(found) == 4  # four GPUs
-    assert all(f.runbooks == ["nccl-failure"] and "caused by Xid 14" in f.summary for f in found)
+    assert all(
+        f.runbooks == ["xid-nvlink-error"] and "caused by Xid 14" in f.summary for f in found
+    )
 
 
 def test_app_level_xids_13_and_31_are_warnings_linking_illegal_memory_access():
@@ -520,12 +523,16 @@ def test_app_level_xids_13_and_31_are_warnings_linking_illegal_memory_access():
     ]
     assert by_code["31"].severity == "warning"
     assert by_code["109"].severity == "critical"  # context switch timeout: reset the GPU
-    assert "pt_main_thread (pid 1797828)" in by_code["109"].evidence[-1]["text"]
+    texts = [e["text"] for e in by_code["109"].evidence]
+    assert any("pt_main_thread (pid 1797828)" in t for t in texts)
+    assert texts[-1].startswith("decided by the NVIDIA Xid catalog: Xid 109")
+    assert "RESET_GPU / CONTACT_SUPPORT" in texts[-1]
 
 
 def test_nvswitch_sxid_is_reported_against_the_switch():
     (f,), _ = xid_findings("sxid12028-nvswitch-dmesg-iso-gpud-pr338.log")
-    assert f.subject == "NVSwitch 0000:84:00.0" and f.runbooks == ["nccl-failure"]
+    assert f.subject == "NVSwitch 0000:84:00.0" and f.runbooks == ["xid-nvlink-error"]
+    assert f.evidence[-1]["text"].startswith("decided by llmdoctor from the line's Fatal")
 
 
 def test_xid154_node_reboot_required_is_critical():
@@ -542,13 +549,23 @@ def test_xid154_node_reboot_required_is_critical():
     assert xid154.severity == "critical" and "Node Reboot Required" in xid154.summary
 
 
-def test_an_xid_code_missing_from_the_catalog_is_still_reported_with_its_line():
-    # Xid 51 (BAD_TSG) is not in our catalog; a public troubleshooting note quotes this line
+def test_an_xid_nvidia_lists_as_unused_is_a_warning_with_its_line():
+    # a public troubleshooting note quotes this Xid 51 line; NVIDIA's catalog lists 51 as unused
     line = "NVRM: Xid (PCI:0000:0d:00): 51, BAD_TSG encountered on runlist: 0 with error code: 4"
     facts = Facts({"time/now": 0, "target": "t"})
     facts.set("node/kernel.log", TextSource.from_text("node/kernel.log", line + "\n"))
     (f,), _ = findings(facts, "xid")
-    assert f.severity == "warning" and "does not know" in f.summary
+    assert f.severity == "warning" and "NVIDIA: Unused" in f.summary
+    assert f.evidence[0]["text"] == line
+
+
+def test_an_xid_code_missing_from_the_catalog_is_still_reported_with_its_line():
+    # synthetic: no code above NVIDIA's published 172 has been seen in a public log yet
+    line = "NVRM: Xid (PCI:0000:0d:00): 201, pid=1, name=python3, Channel 0x00000008"
+    facts = Facts({"time/now": 0, "target": "t"})
+    facts.set("node/kernel.log", TextSource.from_text("node/kernel.log", line + "\n"))
+    (f,), _ = findings(facts, "xid")
+    assert f.severity == "warning" and "not in NVIDIA's published Xid catalog" in f.summary
     assert f.evidence[0]["text"] == line
 
 

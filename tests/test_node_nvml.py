@@ -116,6 +116,8 @@ def install_gpus(monkeypatch, name: str) -> dict:
         "nvmlDeviceGetPersistenceMode": lambda h: dev(h)["persistence_mode"],
         "nvmlDeviceGetMigMode": optional("mig_mode"),
         "nvmlDeviceGetFieldValues": not_supported,
+        "nvmlDeviceGetGpuFabricInfoV": not_supported,
+        "nvmlDeviceGetGpuFabricInfo": not_supported,
     }
     for attr, fn in patches.items():
         monkeypatch.setattr(pynvml, attr, fn)

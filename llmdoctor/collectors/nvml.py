@@ -8,6 +8,7 @@ NVML error becomes a sentence a person can act on; a field a GPU does not suppor
 from __future__ import annotations
 
 import contextlib
+import ctypes
 from typing import Any
 
 from llmdoctor.gpu_tables import cuda_text, recovery_action
@@ -215,6 +216,66 @@ def _recovery_action(dev: _Device) -> str | None:
     return known[0] if known else None
 
 
+def _reset_flags(dev: _Device) -> tuple[bool | None, bool | None]:
+    """(reset required, drain and reset recommended): NVML fields 226/227 (older than 230)."""
+    nvml = dev.nvml
+    ids = [
+        getattr(nvml, n, None)
+        for n in ("NVML_FI_DEV_RESET_STATUS", "NVML_FI_DEV_DRAIN_AND_RESET_STATUS")
+    ]
+    if None in ids:
+        return None, None
+    values = dev.get("reset_status", "nvmlDeviceGetFieldValues", ids) or []
+    flags: list[bool | None] = []
+    for value in list(values)[:2]:
+        try:
+            flags.append(bool(value.value.uiVal) if value.nvmlReturn == 0 else None)
+        except (AttributeError, TypeError, ValueError):
+            flags.append(None)
+    flags += [None] * (2 - len(flags))
+    return flags[0], flags[1]
+
+
+# NVML_GPU_FABRIC_STATE_* -> nvidia-smi's words for them
+FABRIC_STATES = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
+FABRIC_HEALTH = {0: "Not Supported", 1: "Healthy", 2: "Unhealthy"}
+
+
+def _fabric(dev: _Device) -> dict[str, Any] | None:
+    """NVLink fabric registration; None where the GPU has none (NVML: Not Supported)."""
+    nvml = dev.nvml
+    for struct, fn_name in (
+        ("c_nvmlGpuFabricInfo_v3_t", "nvmlDeviceGetGpuFabricInfoV"),
+        ("c_nvmlGpuFabricInfo_t", "nvmlDeviceGetGpuFabricInfo"),
+    ):
+        cls = getattr(nvml, struct, None)
+        if cls is None or getattr(nvml, fn_name, None) is None:
+            continue
+        info = cls()
+        try:
+            # pynvml hands the struct to C as given: by value it crashes the process (seen with
+            # nvidia-ml-py 13.610.43 on an H200, driver 580.159.04); NVML expects a pointer
+            getattr(nvml, fn_name)(dev.handle, ctypes.byref(info))
+        except nvml.NVMLError_FunctionNotFound:
+            continue  # a driver older than this call: try the older one
+        except nvml.NVMLError_NotSupported:
+            return None
+        except nvml.NVMLError as exc:
+            dev.errors["fabric"] = describe_nvml_error(exc)
+            return None
+        state = FABRIC_STATES.get(int(info.state), f"state {int(info.state)}")
+        if state == "Not Supported":
+            return None
+        status = int(info.status)
+        health = getattr(info, "healthSummary", None)  # v3 and newer only
+        return {
+            "state": state,
+            "status": "Success" if status == 0 else f"NVML error {status}",
+            "health_summary": None if health is None else FABRIC_HEALTH.get(int(health)),
+        }
+    return None
+
+
 def _scaled(value: Any, divisor: float) -> float | None:
     return None if value is None else round(float(value) / divisor, 2)
 
@@ -229,6 +290,7 @@ def read_device(nvml, index: int) -> dict[str, Any]:
     mig = dev.get("mig_mode", "nvmlDeviceGetMigMode")
     persistence = dev.get("persistence_mode", "nvmlDeviceGetPersistenceMode")
     pstate = dev.get("performance_state", "nvmlDeviceGetPerformanceState")
+    reset_required, drain_and_reset = _reset_flags(dev)
 
     return {
         "index": index,
@@ -258,9 +320,10 @@ def read_device(nvml, index: int) -> dict[str, Any]:
         },
         "persistence_mode": None if persistence is None else bool(persistence),
         "mig_mode": None if mig is None else bool(mig[0]),
-        "reset_required": None,
-        "drain_and_reset_recommended": None,
+        "reset_required": reset_required,
+        "drain_and_reset_recommended": drain_and_reset,
         "recovery_action": _recovery_action(dev),
+        "fabric": _fabric(dev),
         "errors": dev.errors,
     }
 

@@ -48,7 +48,9 @@ def diagnose_command(
     from llmdoctor.diagnosis import gather
     from llmdoctor.output import diagnose_and_exit
     from llmdoctor.runner import CollectContext
+    from llmdoctor.xid_policy import policy_from_option
 
+    xid_policy = policy_from_option(None)  # LLMDOCTOR_XID_POLICY, checked before collecting
     parsed = parse_live_target(target, selector, bundle)
     options = {
         "namespace": namespace,
@@ -61,7 +63,7 @@ def diagnose_command(
     }
     ctx = CollectContext(target=parsed, timeout=timeout, options=options)
     facts_list = gather(parsed, ctx)
-    settings = {"model_config_path": model_config}
+    settings = {"model_config_path": model_config, "xid_policy": xid_policy}
     label = _label(parsed, facts_list)
     if parsed.kind == "bundle":
         label = f"{facts_list[0].get('target')} (bundle {parsed.name})"

@@ -71,6 +71,14 @@ def node_command(
         str | None,
         typer.Option("--bundle", help="Check the node facts of a saved bundle instead."),
     ] = None,
+    xid_policy: Annotated[
+        str | None,
+        typer.Option(
+            "--xid-policy",
+            help="The team's Xid policy (YAML; default: $LLMDOCTOR_XID_POLICY, else NVIDIA's "
+            "catalog).",
+        ),
+    ] = None,
     as_json: opt.Json = False,
     as_markdown: opt.Markdown = False,
     no_color: opt.NoColor = False,
@@ -108,6 +116,9 @@ def node_command(
 
         if shutil.which(python) is None:
             raise BadInput(f"--python {python}: not found or not executable")
+    from llmdoctor.xid_policy import policy_from_option
+
+    policy = policy_from_option(_existing_file("--xid-policy", xid_policy))
     options = {
         "python": python,
         "nvidia_smi_xml": _existing_file("--nvidia-smi-xml", nvidia_smi_xml),
@@ -121,6 +132,7 @@ def node_command(
         "gpu_memory_utilization": gpu_memory_utilization,
         "dtype": dtype,
         "quantization": quantization,
+        "xid_policy": policy,
     }
     diagnose_and_exit(
         facts_list,

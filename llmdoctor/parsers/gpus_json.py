@@ -17,8 +17,9 @@ aggregate_uncorrected, volatile_corrected, aggregate_corrected}, remapped_rows {
 uncorrectable, pending, failure} | None, retired_pages {single_bit, double_bit, pending} | None,
 clock_event_reasons [active reason names] | None, performance_state, temperature_c,
 power_draw_w, power_limit_w, pcie {current_gen, max_gen, current_width, max_width} | None,
-persistence_mode, mig_mode, reset_required, drain_and_reset_recommended, recovery_action, and
-errors {field: NVML error}. Unknown values are None. Parsed from the nvidia-smi XML by
+persistence_mode, mig_mode, reset_required, drain_and_reset_recommended, recovery_action,
+fabric {state, status, health_summary} | None (NVLink fabric registration; None where the GPU has
+none), and errors {field: NVML error}. Unknown values are None. Parsed from the nvidia-smi XML by
 llmdoctor.parsers.nvidia_smi_xml into the same shape.
 """
 
@@ -52,6 +53,7 @@ GPU_DEFAULTS: dict[str, Any] = {
     "reset_required": None,
     "drain_and_reset_recommended": None,
     "recovery_action": None,
+    "fabric": None,
     "errors": {},
 }
 
@@ -69,6 +71,7 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "power_draw_w": _NUMBER,
     "power_limit_w": _NUMBER,
     "errors": (dict,),
+    "fabric": (dict,),
 }
 OBJECT_FIELDS = {
     "memory_mib": ("total", "reserved", "used", "free"),

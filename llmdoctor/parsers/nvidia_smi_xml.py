@@ -179,6 +179,18 @@ def _processes(gpu: ET.Element) -> list[dict[str, Any]]:
     return out
 
 
+def _fabric(gpu: ET.Element) -> dict[str, Any] | None:
+    """NVLink fabric registration (HGX/NVSwitch and NVL systems); None where it is N/A."""
+    state = _text(gpu, "fabric/state")
+    if state is None:
+        return None
+    return {
+        "state": state,
+        "status": _text(gpu, "fabric/status"),
+        "health_summary": _text(gpu, "fabric/health/summary"),
+    }
+
+
 def _gpu(index: int, gpu: ET.Element) -> dict[str, Any]:
     name = _text(gpu, "product_name")
     arch = _text(gpu, "product_architecture")
@@ -214,6 +226,7 @@ def _gpu(index: int, gpu: ET.Element) -> dict[str, Any]:
             _text(gpu, "gpu_reset_status/drain_and_reset_recommended")
         ),
         "recovery_action": _text(gpu, "gpu_recovery_action"),
+        "fabric": _fabric(gpu),
         "errors": {},
     }
 

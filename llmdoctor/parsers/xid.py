@@ -38,6 +38,7 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_WORKERS = 8
 MAX_PROCESSES = 8
 MAX_UNPARSED = 10
+MAX_TIMES = 500  # the last occurrence times per group, for a team policy's "N within a window"
 
 _XID = re.compile(
     r"(?P<s>S?)Xid \((?:PCI:)?(?P<pci>[0-9a-fA-F]{1,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
@@ -172,9 +173,13 @@ class XidGroup:
     caused_by: list[int] = field(default_factory=list)
     fatal: int = 0
     recovery_actions: list[int] = field(default_factory=list)
+    times: list[str | None] = field(default_factory=list)
 
     def add(self, event: XidEvent) -> None:
         self.count += 1
+        self.times.append(event.time)
+        if len(self.times) > 2 * MAX_TIMES:
+            del self.times[:-MAX_TIMES]
         if self.first is None:
             self.first = event
         self.last = event
@@ -213,6 +218,7 @@ class XidGroup:
             "caused_by": self.caused_by,
             "fatal": self.fatal,
             "recovery_actions": self.recovery_actions,
+            "times": self.times[-MAX_TIMES:],
         }
 
 
@@ -416,6 +422,7 @@ def merge_scans(parts: list[XidScan]) -> XidScan:
             have.count += group.count
             have.last = last
             have.fatal += group.fatal
+            have.times = [*have.times, *group.times][-MAX_TIMES:]
             for name in ("processes", "gpu_instances", "caused_by", "recovery_actions"):
                 bucket = getattr(have, name)
                 for value in getattr(group, name):
