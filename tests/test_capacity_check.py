@@ -37,7 +37,7 @@ def test_qwen2_7b_at_16k_fits_on_an_a100_at_quarter_utilization():
     assert "16,384-token request needs 0.88 GiB" in finding.summary
     texts = [e["text"] for e in finding.evidence]
     assert any("NVIDIA-A100-SXM4-80GB" in t for t in texts)
-    assert any(t.startswith("KV cache per token: 2 (K,V) x 28 layers x 4 KV heads") for t in texts)
+    assert any(t.startswith("KV cache per token: 2 (K,V) x 28 attention layers x 4 KV heads") for t in texts)
 
 
 def test_too_low_utilization_is_critical_with_vllms_error_and_the_fix():
