@@ -213,9 +213,11 @@ def attention_page_per_token(shape: ModelShape, tp: int, kv_dtype_bytes: float) 
 def kv_bytes_per_token(shape: ModelShape, tp: int, kv_dtype_bytes: float) -> tuple[int, str]:
     """(bytes per token per GPU over all attention layers, the formula with the numbers)."""
     layers = shape.attention_layers
-    of = f" (of {shape.layers}; the other {shape.state_layers} keep a state)" if (
-        shape.state_layers
-    ) else ""
+    of = (
+        f" (of {shape.layers}; the other {shape.state_layers} keep a state)"
+        if (shape.state_layers)
+        else ""
+    )
     if shape.is_mla:
         value = layers * attention_page_per_token(shape, tp, kv_dtype_bytes)
         return value, (
@@ -515,8 +517,8 @@ def _length_warnings(shape: ModelShape, max_len: int) -> list[str]:
         return []
     return [
         f"--max-model-len {max_len:,} is above the model's max_position_embeddings {limit:,}: "
-        f"vLLM refuses to start (\"User-specified max_model_len ({max_len}) is greater than the "
-        f"derived max_model_len (max_position_embeddings={limit} ...)\") unless "
+        f'vLLM refuses to start ("User-specified max_model_len ({max_len}) is greater than the '
+        f'derived max_model_len (max_position_embeddings={limit} ...)") unless '
         "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set, and the model may produce garbage beyond "
         "its trained length"
     ]
@@ -552,9 +554,7 @@ def _memory(
             "parameters given" if i.parameters else "parameters estimated from config.json"
         )
         quant = f"; {shape.quant_note}" if shape.quant_bits and shape.quant_note else ""
-        steps.append(
-            f"weights: {params / 1e9:.2f}B parameters ({source}{quant}) = {gib(weights)}"
-        )
+        steps.append(f"weights: {params / 1e9:.2f}B parameters ({source}{quant}) = {gib(weights)}")
     else:
         steps.append(f"weights: {gib(weights)} ({i.weights_source or 'given'})")
     weights_gpu = weights // tp
@@ -672,7 +672,8 @@ def _weights_suggestions(result: CapacityPlan, shape: ModelShape) -> list[str]:
             _check_tensor_parallel(shape, tp)
         except BadInput:
             continue
-        if weights_total / tp < room * 0.85:
+        one_request = result.seq_bytes * max(1, i.tensor_parallel_size) / tp
+        if weights_total / tp + one_request < room:
             out.append(f"-tp {tp} ({gib(weights_total / tp)} of weights per GPU)")
             break
     if not shape.quant_bits:
@@ -754,4 +755,3 @@ def _estimate_max_len(
         else:
             high = mid - 1
     return best
-

@@ -96,7 +96,11 @@ def batch_defaults(
             continue
         values = tier["openai_api_server" if api_server else "llm_class"]
         batched, seqs = values["max_num_batched_tokens"], values["max_num_seqs"]
-        why = f"vLLM's default for a GPU of >= {tier['min_memory_gib']} GiB"
+        why = (
+            f"vLLM's default for a GPU of >= {tier['min_memory_gib']} GiB"
+            if tier["min_memory_gib"]
+            else "vLLM's default for GPUs under 70 GiB, or named A100"
+        )
         if tier["name_excludes"]:
             why += f" not named {'/'.join(tier['name_excludes'])}"
         if throughput_mode:

@@ -60,8 +60,13 @@ def read_quantization(shape: ModelShape, config: dict[str, Any]) -> None:
     bits: float | None = None
     scope = "linear"
     if method == "mxfp4":
-        bits, scope = MXFP4_LOADED_BITS, "experts" if shape.experts or _has_experts(config) else "linear"
-        shape.quant_note = "mxfp4: MoE expert weights at 4-bit (+ scales); attention, router, embeddings 16-bit"
+        bits, scope = (
+            MXFP4_LOADED_BITS,
+            "experts" if shape.experts or _has_experts(config) else "linear",
+        )
+        shape.quant_note = (
+            "mxfp4: MoE expert weights at 4-bit (+ scales); attention, router, embeddings 16-bit"
+        )
     elif method in ("fp8", "fbgemm_fp8", "ptpc_fp8", "fp8_per_block"):
         bits = 8.0
         shape.quant_note = f"{method}: linear layers 8-bit, embeddings and lm_head 16-bit"
@@ -69,17 +74,31 @@ def read_quantization(shape: ModelShape, config: dict[str, Any]) -> None:
         bits = _compressed_tensors_bits(quant)
         if bits:
             shape.quant_note = f"compressed-tensors ({quant.get('format') or 'no format'}): {bits:g} bits per linear weight"
-    elif method in ("awq", "gptq", "awq_marlin", "gptq_marlin", "auto-round", "autoround", "marlin"):
+    elif method in (
+        "awq",
+        "gptq",
+        "awq_marlin",
+        "gptq_marlin",
+        "auto-round",
+        "autoround",
+        "marlin",
+    ):
         raw = quant.get("bits") or quant.get("w_bit") or quant.get("weight_bits")
         group = quant.get("group_size") or quant.get("q_group_size") or 128
         if _positive(raw):
             group = group if _positive(group) else 128
             bits = float(raw) + 16 / float(group)  # + one 16-bit scale per group
-            shape.quant_note = f"{method}: {raw}-bit weights, group size {group} ({bits:.2f} bits with scales)"
+            shape.quant_note = (
+                f"{method}: {raw}-bit weights, group size {group} ({bits:.2f} bits with scales)"
+            )
     elif method == "modelopt":
-        algo = str(quant.get("quant_algo") or (quant.get("quantization") or {}).get("quant_algo") or "").upper()
+        algo = str(
+            quant.get("quant_algo") or (quant.get("quantization") or {}).get("quant_algo") or ""
+        ).upper()
         bits = {"FP8": 8.0, "NVFP4": NVFP4_BITS, "W4A8_AWQ": 4.25, "W4A16_AWQ": 4.25}.get(algo)
-        shape.quant_note = f"modelopt {algo or '?'}" + (f": {bits:g} bits per linear weight" if bits else "")
+        shape.quant_note = f"modelopt {algo or '?'}" + (
+            f": {bits:g} bits per linear weight" if bits else ""
+        )
     elif method == "bitsandbytes":
         if quant.get("load_in_4bit"):
             bits = 4.5  # NF4/FP4 + one fp32 absmax per 64
