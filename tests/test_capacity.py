@@ -391,7 +391,10 @@ def test_cli_shows_the_arithmetic_and_exits_0_when_it_fits():
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "FITS" in result.output
-    assert "2 (K,V) x 28 attention layers x 4 KV heads x 128 head_dim x 2 bytes = 57,344 B" in result.output
+    assert (
+        "2 (K,V) x 28 attention layers x 4 KV heads x 128 head_dim x 2 bytes = 57,344 B"
+        in result.output
+    )
     assert "Maximum concurrency for 16,384 tokens per request" in result.output
 
 
