@@ -68,6 +68,8 @@ DEFAULT_UTILIZATION = 0.9
 KERNEL_BLOCK_ALIGNMENT = 16  # vLLM rounds a hybrid model's attention block size to this
 GROUP_SIZE_SLACK = 1.5  # vLLM pads layer groups to the largest type when within this ratio
 MAMBA_RUNBOOK = "mamba-cache-blocks-exceeded"
+# 0.9 x 139.6 GiB - 74.28 GiB weights - 44.59 GiB KV (tests/fixtures/capacity, Qwen3-Next log)
+MOE_MEASURED_OVERHEAD_GIB = 6.8
 
 
 # --- the plan ---------------------------------------------------------------------------------------
@@ -492,6 +494,12 @@ def plan(i: CapacityInputs) -> CapacityPlan:
             "the activation/non-torch overhead is an estimate; vLLM's own 'Available KV cache "
             "memory' line (or --kv-cache-memory) gives the exact figure"
         )
+        if shape.experts:
+            notes.append(
+                "MoE models: vLLM has measured far more non-KV memory than this estimate (about "
+                f"{MOE_MEASURED_OVERHEAD_GIB:g} GiB per GPU for Qwen3-Next-80B, TP 2 on H200, vLLM "
+                "0.10.2); when the fit is tight, check vLLM's logged KV cache memory"
+            )
     return result
 
 

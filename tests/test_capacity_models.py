@@ -86,6 +86,27 @@ def test_qwen3_next_weights_per_gpu_within_1_percent_of_vllms_model_loading_line
     assert abs(result.weights_bytes_per_gpu / GiB - seen) / seen < 0.01
 
 
+def test_moe_overhead_estimate_is_flagged_with_what_vllm_measured():
+    # From the same log: 0.9 x H200 - 74.28 GiB weights - 44.59 GiB KV leaves ~6.8 GiB that
+    # vLLM spent besides weights and KV; llmdoctor's estimate is far lower, and says so.
+    result = plan(
+        CapacityInputs(
+            shape=model_shape(config(QWEN3_NEXT)),
+            gpu_memory_bytes=find_gpu("H200").usable_bytes,
+            gpu_name="H200",
+            tensor_parallel_size=2,
+        )
+    )
+    measured = (
+        0.9 * find_gpu("H200").usable_bytes / GiB
+        - logged(QWEN3_NEXT_LOG, r"Model loading took ([0-9.]+) GiB")
+        - logged(QWEN3_NEXT_LOG, r"Available KV cache memory: ([0-9.]+) GiB")
+    )
+    assert round(measured, 1) == 6.8
+    assert result.overhead_bytes / GiB < measured / 2
+    assert any("MoE models" in note and "6.8 GiB" in note for note in result.notes)
+
+
 def test_qwen3_27b_fp8_block_size_and_padding_match_vllms_lines():
     # fp32 SSM state (mamba_ssm_dtype) + bf16 conv state vs an fp8 attention page: 1568 tokens.
     log = "qwen3.8-27b-a6000-fp8-block-size-issue1047.log"
