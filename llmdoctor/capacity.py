@@ -517,6 +517,11 @@ def _check_inputs(i: CapacityInputs, shape: ModelShape, tp: int) -> None:
             f"--kv-cache-dtype {i.kv_cache_dtype}: vLLM accepts {', '.join(KV_CACHE_DTYPES)}"
         )
     _check_tensor_parallel(shape, tp)
+    if shape.attention_layers == 0 and shape.state is None:
+        raise BadInput(
+            "the model config has no attention layers and a state llmdoctor cannot size "
+            f"({shape.model_type or 'unknown model type'})"
+        )
 
 
 def _length_warnings(shape: ModelShape, max_len: int) -> list[str]:

@@ -92,9 +92,11 @@ def read_quantization(shape: ModelShape, config: dict[str, Any]) -> None:
                 f"{method}: {raw}-bit weights, group size {group} ({bits:.2f} bits with scales)"
             )
     elif method == "modelopt":
-        algo = str(
-            quant.get("quant_algo") or (quant.get("quantization") or {}).get("quant_algo") or ""
-        ).upper()
+        inner = quant.get("quantization")
+        algo = quant.get("quant_algo") or (
+            inner.get("quant_algo") if isinstance(inner, dict) else ""
+        )
+        algo = str(algo or "").upper()
         bits = {"FP8": 8.0, "NVFP4": NVFP4_BITS, "W4A8_AWQ": 4.25, "W4A16_AWQ": 4.25}.get(algo)
         shape.quant_note = f"modelopt {algo or '?'}" + (
             f": {bits:g} bits per linear weight" if bits else ""

@@ -391,3 +391,38 @@ def test_vllm_batch_defaults_per_gpu_come_from_the_data_file(gpu, batched, seqs)
 def test_throughput_performance_mode_doubles_the_defaults():
     h100 = find_gpu("H100")
     assert batch_defaults(h100.usable_bytes, h100.name, throughput_mode=True)[:2] == (16384, 2048)
+
+
+ODD_VALUES = [None, True, 0, -1, 1.5, "4", [], {}, [1, 2], {"a": 1}, 10**9]
+ODD_KEYS = ["layer_types", "full_attention_interval", "hybrid_override_pattern",
+            "attn_layer_period", "linear_num_value_heads", "linear_conv_kernel_dim",
+            "mamba_ssm_dtype", "ssm_state_size", "sliding_window", "num_experts",
+            "quantization_config", "text_config"]  # fmt: skip
+ODD_QUANT = [
+    {"quant_method": "modelopt", "quantization": "x"},
+    {"quant_method": "compressed-tensors", "config_groups": [1]},
+    {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": "8"}}}},
+    {"quant_method": "awq", "bits": "4"},
+    {"quant_method": "awq", "bits": 4, "group_size": "x"},
+    {"quant_method": 5},
+]
+
+
+@pytest.mark.parametrize("base", [QWEN3_NEXT, GPT_OSS])
+def test_odd_config_values_are_bad_input_or_planned_never_a_crash(base):
+    for key in ODD_KEYS:
+        for value in ODD_VALUES + (ODD_QUANT if key == "quantization_config" else []):
+            cfg = {**config(base), key: value}
+            try:
+                shape = model_shape(cfg)
+                plan(CapacityInputs(shape=shape, gpu_memory_bytes=80 * GiB, max_model_len=4096,
+                                    mean_seq_len=1000)).to_json()  # fmt: skip
+            except BadInput:
+                pass
+
+
+def test_a_model_of_state_layers_whose_state_is_unknown_is_refused():
+    cfg = {"num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 64,
+           "layer_types": ["mamba"] * 4}  # fmt: skip
+    with pytest.raises(BadInput, match="no attention layers"):
+        plan(CapacityInputs(shape=model_shape(cfg), gpu_memory_bytes=GiB, max_model_len=16))
