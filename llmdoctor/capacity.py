@@ -411,48 +411,12 @@ def plan(i: CapacityInputs) -> CapacityPlan:
     memory = _memory(i, shape, tp, batched, max_seqs, steps)
     kv_memory = memory["kv_memory"]
 
-    hybrid = bool(shape.sliding_layers or (shape.state_layers and shape.state is not None))
-    layout = None
-    block_size = i.block_size
-    if hybrid:
-        layout, layout_steps = _hybrid_layout(
-            shape, i.block_size, attn_page_token, state_bytes, i.prefix_caching
-        )
-        steps += layout_steps
-        block_size = layout.block_size
-        num_blocks = max(kv_memory, 0) // layout.pool_block_bytes
-        per_request = layout.blocks_for(shape, max_len, batched)
-        concurrency = num_blocks / per_request if per_request else 0.0
-        kv_tokens = int(concurrency * max_len)
-        seq_bytes = layout.bytes_for(shape, max_len, batched)
-        block_bytes = layout.pool_block_bytes
-        steps.append(
-            f"blocks: {gib(max(kv_memory, 0))} / {layout.pool_block_bytes:,} B = {num_blocks:,}; "
-            f"one {max_len:,}-token request takes {per_request:,} of them "
-            f"({gib(seq_bytes)}); concurrency {num_blocks:,} / {per_request:,} = "
-            f"{concurrency:.2f}x; tokens {concurrency:.2f} x {max_len:,} = {kv_tokens:,}"
-        )
-    else:
-        block_bytes = int(block_size * per_token)
-        num_blocks = max(kv_memory, 0) // block_bytes if block_bytes else 0
-        seq_bytes = sequence_bytes(shape, max_len, per_token / shape.layers, block_size, batched)
-        if shape.attention_layers != shape.layers:
-            seq_bytes = sequence_bytes(
-                shape, max_len, per_token / max(shape.attention_layers, 1), block_size, batched
-            )
-        kv_tokens = num_blocks * block_size
-        per_request_blocks = _ceil_div(max_len, block_size)
-        concurrency = num_blocks / per_request_blocks if per_request_blocks else 0.0
-        steps.append(
-            f"KV cache tokens: {gib(max(kv_memory, 0))} / ({block_size} tokens x "
-            f"{per_token:,} B = {block_bytes:,} B per block) = {num_blocks:,} blocks x "
-            f"{block_size} = {kv_tokens:,} tokens"
-        )
-        steps.append(
-            f"full-length sequences: {num_blocks:,} blocks / {per_request_blocks:,} blocks per "
-            f'{max_len:,}-token request = {concurrency:.2f}x (vLLM logs "Maximum concurrency '
-            f'for {max_len:,} tokens per request: {concurrency:.2f}x")'
-        )
+    blocks = _cache_blocks(
+        shape, i, kv_memory, max_len, batched, per_token, attn_page_token, state_bytes, steps
+    )
+    layout, block_size = blocks["layout"], blocks["block_size"]
+    num_blocks, concurrency = blocks["num_blocks"], blocks["concurrency"]
+    kv_tokens, seq_bytes, block_bytes = blocks["kv_tokens"], blocks["seq_bytes"], blocks["bytes"]
     result = CapacityPlan(
         kv_bytes_per_token=per_token,
         kv_bytes_per_token_model=per_token_model,
@@ -501,6 +465,71 @@ def plan(i: CapacityInputs) -> CapacityPlan:
                 "0.10.2); when the fit is tight, check vLLM's logged KV cache memory"
             )
     return result
+
+
+def _cache_blocks(
+    shape: ModelShape,
+    i: CapacityInputs,
+    kv_memory: int,
+    max_len: int,
+    batched: int,
+    per_token: int,
+    attn_page_token: int,
+    state_bytes: int,
+    steps: list[str],
+) -> dict[str, Any]:
+    """Blocks, concurrency and tokens: one pool of blocks, or vLLM's hybrid groups."""
+    kv = max(kv_memory, 0)
+    if shape.sliding_layers or (shape.state_layers and shape.state is not None):
+        layout, layout_steps = _hybrid_layout(
+            shape, i.block_size, attn_page_token, state_bytes, i.prefix_caching
+        )
+        steps += layout_steps
+        num_blocks = kv // layout.pool_block_bytes
+        per_request = layout.blocks_for(shape, max_len, batched)
+        concurrency = num_blocks / per_request if per_request else 0.0
+        out = {
+            "layout": layout,
+            "block_size": layout.block_size,
+            "bytes": layout.pool_block_bytes,
+            "num_blocks": num_blocks,
+            "concurrency": concurrency,
+            "kv_tokens": int(concurrency * max_len),
+            "seq_bytes": layout.bytes_for(shape, max_len, batched),
+        }
+        steps.append(
+            f"blocks: {gib(kv)} / {layout.pool_block_bytes:,} B = {num_blocks:,}; "
+            f"one {max_len:,}-token request takes {per_request:,} of them "
+            f"({gib(out['seq_bytes'])}); concurrency {num_blocks:,} / {per_request:,} = "
+            f"{concurrency:.2f}x; tokens {concurrency:.2f} x {max_len:,} = {out['kv_tokens']:,}"
+        )
+        return out
+    block_size = i.block_size
+    block_bytes = int(block_size * per_token)
+    num_blocks = kv // block_bytes if block_bytes else 0
+    per_layer = per_token / max(shape.attention_layers, 1)
+    per_request = _ceil_div(max_len, block_size)
+    concurrency = num_blocks / per_request if per_request else 0.0
+    kv_tokens = num_blocks * block_size
+    steps.append(
+        f"KV cache tokens: {gib(kv)} / ({block_size} tokens x {per_token:,} B = "
+        f"{block_bytes:,} B per block) = {num_blocks:,} blocks x {block_size} = "
+        f"{kv_tokens:,} tokens"
+    )
+    steps.append(
+        f"full-length sequences: {num_blocks:,} blocks / {per_request:,} blocks per "
+        f'{max_len:,}-token request = {concurrency:.2f}x (vLLM logs "Maximum concurrency '
+        f'for {max_len:,} tokens per request: {concurrency:.2f}x")'
+    )
+    return {
+        "layout": None,
+        "block_size": block_size,
+        "bytes": block_bytes,
+        "num_blocks": num_blocks,
+        "concurrency": concurrency,
+        "kv_tokens": kv_tokens,
+        "seq_bytes": sequence_bytes(shape, max_len, per_layer, block_size, batched),
+    }
 
 
 def _check_inputs(i: CapacityInputs, shape: ModelShape, tp: int) -> None:
