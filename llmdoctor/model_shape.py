@@ -89,6 +89,8 @@ class ModelShape:
     sliding_window: int | None = None
     sliding_layers: int = 0  # layers that keep only the window
     state_layers: int = 0  # linear-attention / Mamba layers (no K/V)
+    cacheless_layers: int = 0  # MLP-only layers of a hybrid pattern (Nemotron-H "-" and "E")
+    mlp_layers: int = 0  # layers with an MLP or MoE block (all of them unless a pattern says)
     state: StateSpec | None = None
     experts: int = 0  # MoE routed experts
     expert_intermediate_size: int = 0
@@ -107,7 +109,7 @@ class ModelShape:
     @property
     def attention_layers(self) -> int:
         """Layers that hold K/V (or an MLA latent) per token."""
-        return self.layers - self.state_layers
+        return self.layers - self.state_layers - self.cacheless_layers
 
     @property
     def full_layers(self) -> int:
@@ -245,6 +247,8 @@ def model_shape(config: dict[str, Any]) -> ModelShape:
         )
     kinds = layer_kinds(merged, layers)
     shape.state_layers = kinds.count("state")
+    shape.cacheless_layers = kinds.count("none")
+    shape.mlp_layers = shape.cacheless_layers or layers
     if shape.state_layers:
         shape.state = _state_spec(read, merged, shape)
         if shape.state is None:
@@ -273,7 +277,8 @@ def model_shape(config: dict[str, Any]) -> ModelShape:
 
 
 def layer_kinds(config: dict[str, Any], layers: int) -> list[str]:
-    """Per layer: 'full', 'sliding' or 'state' (sliding is refined later by the window)."""
+    """Per layer: 'full', 'sliding', 'state' or 'none' (a layer with only an MLP); sliding is
+    refined later by the window."""
     layer_types = config.get("layer_types")
     if isinstance(layer_types, list) and len(layer_types) == layers:
         out = []
@@ -291,8 +296,9 @@ def layer_kinds(config: dict[str, Any], layers: int) -> list[str]:
         return ["full" if (i + 1) % interval == 0 else "state" for i in range(layers)]
     pattern = config.get("hybrid_override_pattern")
     if isinstance(pattern, str) and pattern:
-        # Nemotron-H: M = Mamba-2, * = attention, - and E = MLP / MoE (no cache)
-        return ["state" if c == "M" else "full" for c in pattern if c in "M*"]
+        # Nemotron-H: M = Mamba-2, * = attention, - and E = MLP / MoE layers (no cache)
+        kinds = {"M": "state", "*": "full"}
+        return [kinds.get(c, "none") for c in pattern]
     period, offset = config.get("attn_layer_period"), config.get("attn_layer_offset")
     if isinstance(period, int) and isinstance(offset, int) and period > 0:  # Jamba
         return ["full" if i % period == offset else "state" for i in range(layers)]

@@ -170,10 +170,10 @@ def parameter_breakdown(shape: ModelShape) -> dict[str, int]:
     if shape.experts:
         per_expert = 3 * h * shape.expert_intermediate_size
         shared = shape.shared_experts * per_expert + 3 * h * shape.shared_expert_intermediate_size
-        experts = per_expert * shape.experts * shape.layers
-        dense = (shared + h * shape.experts) * shape.layers
+        experts = per_expert * shape.experts * (shape.mlp_layers or shape.layers)
+        dense = (shared + h * shape.experts) * (shape.mlp_layers or shape.layers)
     else:
-        dense = 3 * h * shape.intermediate_size * shape.layers
+        dense = 3 * h * shape.intermediate_size * (shape.mlp_layers or shape.layers)
     embeddings = shape.vocab_size * h * (1 if shape.tie_word_embeddings else 2)
     return {
         "embeddings": embeddings,

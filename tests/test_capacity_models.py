@@ -426,3 +426,40 @@ def test_a_model_of_state_layers_whose_state_is_unknown_is_refused():
            "layer_types": ["mamba"] * 4}  # fmt: skip
     with pytest.raises(BadInput, match="no attention layers"):
         plan(CapacityInputs(shape=model_shape(cfg), gpu_memory_bytes=GiB, max_model_len=16))
+
+
+# nvidia/Nemotron-H-8B-Base-8K config.json fields, as copied in NVIDIA Megatron-Bridge's
+# NemotronH bridge test (tests/unit_tests/models/nemotronh, `nemotronh_8b_config_dict`), trimmed.
+NEMOTRON_H_8B = {
+    "architectures": ["NemotronHForCausalLM"],
+    "attention_head_dim": 128,
+    "conv_kernel": 4,
+    "expand": 2,
+    "hidden_size": 4096,
+    "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+    "intermediate_size": 21504,
+    "mamba_head_dim": 64,
+    "mamba_num_heads": 128,
+    "max_position_embeddings": 8192,
+    "model_type": "nemotron_h",
+    "n_groups": 8,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 52,
+    "num_key_value_heads": 8,
+    "ssm_state_size": 128,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "vocab_size": 131072,
+}
+
+
+def test_nemotron_h_pattern_counts_4_attention_24_mamba_and_24_mlp_only_layers():
+    shape = model_shape(NEMOTRON_H_8B)
+    assert (shape.attention_layers, shape.state_layers, shape.cacheless_layers) == (4, 24, 24)
+    assert shape.state.kind == "mamba2"
+    # conv state 3 x (8192 + 2 x 8 x 128) and SSM state 128 heads x 64 x 128, bf16
+    assert shape.state.bytes_per_gpu(1, 2) == (3 * 10240 + 128 * 64 * 128) * 2
+    result = plan(CapacityInputs(shape=shape, gpu_memory_bytes=80 * GiB, max_model_len=8192,
+                                 kv_cache_bytes=20 * GiB))  # fmt: skip
+    assert result.kv_bytes_per_token == 2 * 4 * 8 * 128 * 2
+    assert result.mamba_cache_blocks == result.num_blocks > 0
