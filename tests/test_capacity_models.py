@@ -428,8 +428,8 @@ def test_a_model_of_state_layers_whose_state_is_unknown_is_refused():
         plan(CapacityInputs(shape=model_shape(cfg), gpu_memory_bytes=GiB, max_model_len=16))
 
 
-# nvidia/Nemotron-H-8B-Base-8K config.json fields, as copied in NVIDIA Megatron-Bridge's
-# NemotronH bridge test (tests/unit_tests/models/nemotronh, `nemotronh_8b_config_dict`), trimmed.
+# nvidia/Nemotron-H-8B-Base-8K config.json fields as copied in the `nemotronh_8b_config_dict`
+# fixture of a Megatron-Bridge NemotronH bridge test (found by code search; path not given), trimmed.
 NEMOTRON_H_8B = {
     "architectures": ["NemotronHForCausalLM"],
     "attention_head_dim": 128,
