@@ -646,6 +646,12 @@ def _verdict(result: CapacityPlan, shape: ModelShape, layout: _Layout | None, ch
             "ValueError: No available memory for the cache blocks. Try increasing "
             "`gpu_memory_utilization` when initializing the engine."
         )
+        if (result.weights_bytes_per_gpu or 0) >= i.gpu_memory_bytes > 0:
+            result.vllm_error = (
+                "torch.OutOfMemoryError: CUDA out of memory (while loading the weights: "
+                f"{gib(result.weights_bytes_per_gpu or 0)} per GPU on a "
+                f"{gib(i.gpu_memory_bytes)} GPU)"
+            )
         result.vllm_error_v0 = result.vllm_error
         result.suggestions += _weights_suggestions(result, shape)
         result.runbooks.append("vllm-startup-memory-insufficient")

@@ -288,6 +288,8 @@ def test_weights_larger_than_the_gpu_say_so_and_what_would_fit():
     assert any(s.startswith("-tp 4 ") for s in result.suggestions)  # 2 leaves no 128K request
     assert any("FP8" in s for s in result.suggestions)
     assert result.runbooks == ["vllm-startup-memory-insufficient"]
+    # 131 GiB of bf16 weights on a 79 GiB GPU: loading itself runs out of memory
+    assert result.vllm_error.startswith("torch.OutOfMemoryError: CUDA out of memory")
 
 
 def test_cli_weights_too_large_headline_blames_the_weights_not_the_cache():
