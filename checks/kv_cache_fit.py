@@ -1,9 +1,12 @@
-"""Does one max-model-len request fit in the KV cache vLLM will have? (`diagnose --model-config`)
+"""Will vLLM start: do the weights, one max-model-len request and (hybrid models) the Mamba
+state blocks fit? (`diagnose --model-config`, or a bundle holding model/config.json)
 
 The same arithmetic as `llmdoctor capacity` (llmdoctor.capacity): the pod's serving arguments
-(max_model_len, gpu_memory_utilization, tensor_parallel_size, kv_cache_dtype, dtype), the
-model's config.json, and the GPU's memory (from node/gpus, else the node's GPU labels). When it
-does not fit, vLLM refuses to start with the error shown in the evidence.
+(max_model_len, gpu_memory_utilization or kv_cache_memory_bytes, tensor_parallel_size,
+kv_cache_dtype, dtype, max_num_seqs, max_num_batched_tokens, block_size, performance_mode,
+enforce_eager, enable_prefix_caching), the fact model/config.json, and the GPU's memory (from
+node/gpus, else the node's GPU labels). When it does not fit, vLLM refuses to start with the
+error shown in the evidence.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from llmdoctor.registry import check
 
 CHECK = "kv-cache-fit"
 RUNBOOK = "kv-cache-too-small-for-max-model-len"
+MODEL_CONFIG = "model/config.json"
 NVML_TO_CUDA = 0.985  # CUDA reports a little less total memory than nvidia-smi / NVML
 ARG_NAMES = (
     "max_model_len",
@@ -24,22 +28,26 @@ ARG_NAMES = (
     "kv_cache_dtype",
     "dtype",
     "max_num_seqs",
+    "max_num_batched_tokens",
+    "kv_cache_memory_bytes",
+    "block_size",
+    "performance_mode",
+    "enforce_eager",
+    "enable_prefix_caching",
+    "data_parallel_size",
 )
 
 
 def _model_config(facts: Facts) -> tuple[dict[str, Any], str]:
+    """(the model config, where it came from): the fact model/config.json."""
+    if not facts.has(MODEL_CONFIG):
+        reason = facts.missing_reason(MODEL_CONFIG)
+        if not facts.has("settings/model_config_path"):
+            reason = "no model config (diagnose --model-config, or model/config.json in a bundle)"
+        raise FactMissing(MODEL_CONFIG, reason)
+    config = facts.get(MODEL_CONFIG)
     path = facts.get("settings/model_config_path")
-    if not path:
-        raise FactMissing(
-            "settings/model_config_path", "no model config given (diagnose --model-config)"
-        )
-    from llmdoctor.capacity import load_model_config
-    from llmdoctor.errors import BadInput
-
-    try:
-        return load_model_config(path), str(path)
-    except BadInput as exc:
-        raise FactMissing("settings/model_config_path", str(exc)) from None
+    return config, str(path) if path else MODEL_CONFIG
 
 
 def _serving_args(facts: Facts) -> dict[str, Any]:
@@ -92,7 +100,7 @@ def _gpu(facts: Facts) -> tuple[int, str, str]:
     CHECK,
     title="max-model-len fits in the KV cache",
     scope="capacity",
-    runbooks=(RUNBOOK,),
+    runbooks=(RUNBOOK, "vllm-startup-memory-insufficient", "mamba-cache-blocks-exceeded"),
 )
 def kv_cache_fit(facts: Facts) -> Finding:
     from llmdoctor.capacity import CapacityInputs, model_shape, plan
@@ -102,7 +110,7 @@ def kv_cache_fit(facts: Facts) -> Finding:
     try:
         shape = model_shape(config)
     except BadInput as exc:
-        raise FactMissing("settings/model_config_path", f"{path}: {exc}") from None
+        raise FactMissing(MODEL_CONFIG, f"{path}: {exc}") from None
     args = _serving_args(facts)
     memory, gpu_name, gpu_source = _gpu(facts)
     try:
@@ -119,45 +127,75 @@ def kv_cache_fit(facts: Facts) -> Finding:
 
 def _inputs(CapacityInputs, shape, args: dict[str, Any], memory: int, gpu_name: str):
     """The serving arguments as capacity inputs; ValueError/TypeError if one is not a number."""
+
+    def whole(name: str) -> int | None:
+        return int(args[name]) if args[name] else None
+
     return CapacityInputs(
         shape=shape,
         gpu_memory_bytes=memory,
         gpu_name=gpu_name,
         gpu_memory_utilization=float(args["gpu_memory_utilization"] or 0.9),
-        max_model_len=int(args["max_model_len"]) if args["max_model_len"] else None,
+        max_model_len=whole("max_model_len"),
         tensor_parallel_size=int(args["tensor_parallel_size"] or 1),
         kv_cache_dtype=str(args["kv_cache_dtype"] or "auto"),
         dtype=str(args["dtype"]) if args["dtype"] else None,
-        max_num_seqs=int(args["max_num_seqs"]) if args["max_num_seqs"] else None,
+        max_num_seqs=whole("max_num_seqs"),
+        max_num_batched_tokens=whole("max_num_batched_tokens"),
+        kv_cache_memory_bytes=whole("kv_cache_memory_bytes"),
+        block_size=whole("block_size") or 16,
+        performance_mode=str(args["performance_mode"]) if args["performance_mode"] else None,
+        enforce_eager=bool(args["enforce_eager"]),
+        prefix_caching=bool(args["enable_prefix_caching"]),
+        data_parallel_size=whole("data_parallel_size") or 1,
     )
 
 
 def _finding(result, path: str, gpu_name: str, memory: int, gpu_source: str) -> Finding:
     from llmdoctor.capacity import gib
 
-    items = [evidence(f"model config {path}", source="settings/model_config_path")]
+    source = "settings/model_config_path" if path != MODEL_CONFIG else MODEL_CONFIG
+    items = [evidence(f"model config {path}", source=source)]
     items.append(evidence(f"GPU {gpu_name}: {gib(memory)} visible to CUDA", source=gpu_source))
     items += [evidence(step, source="capacity") for step in result.steps]
+    items += [evidence(f"warning: {w}", source="capacity") for w in result.warnings]
     length = f"{result.max_model_len:,}-token"
     if result.fits:
+        blocks = (
+            f"; {result.mamba_cache_blocks} Mamba cache blocks for max_num_seqs "
+            f"{result.max_num_seqs}"
+            if result.mamba_cache_blocks is not None
+            else ""
+        )
         return ok(
             CHECK,
             f"one {length} request needs {gib(result.seq_bytes)} of the ~"
-            f"{gib(result.kv_cache_bytes)} KV cache ({result.concurrency:.1f} at once)",
+            f"{gib(result.kv_cache_bytes)} KV cache ({result.concurrency:.1f} at once){blocks}",
             items,
         )
     if result.vllm_error:
         items.append(evidence(f"vLLM would stop with: {result.vllm_error}", source="capacity"))
-    fix = (
-        f"; --max-model-len {result.estimated_max_model_len} would fit"
-        if result.estimated_max_model_len
-        else ""
-    )
-    return critical(
-        CHECK,
-        f"max-model-len {result.max_model_len:,} does not fit: one request needs "
-        f"{gib(result.seq_bytes)} of KV cache, about {gib(max(result.kv_cache_bytes, 0))} is "
-        f"left on {gpu_name}{fix}",
-        items,
-        [RUNBOOK],
-    )
+    items += [evidence(f"would fit: {s}", source="capacity") for s in result.suggestions]
+    runbooks = result.runbooks or [RUNBOOK]
+    if not result.weights_fit:
+        summary = (
+            f"the weights ({gib(result.weights_bytes_per_gpu or 0)} per GPU) do not fit in what "
+            f"vLLM may use on {gpu_name}: vLLM would refuse to start"
+        )
+    elif runbooks[0] == "mamba-cache-blocks-exceeded":
+        summary = (
+            f"max_num_seqs {result.max_num_seqs} exceeds the {result.mamba_cache_blocks} Mamba "
+            f"cache blocks on {gpu_name}: vLLM would refuse to start (lower --max-num-seqs)"
+        )
+    else:
+        fix = (
+            f"; --max-model-len {result.estimated_max_model_len} would fit"
+            if result.estimated_max_model_len
+            else ""
+        )
+        summary = (
+            f"max-model-len {result.max_model_len:,} does not fit: one request needs "
+            f"{gib(result.seq_bytes)} of KV cache, about {gib(max(result.kv_cache_bytes, 0))} is "
+            f"left on {gpu_name}{fix}"
+        )
+    return critical(CHECK, summary, items, runbooks)

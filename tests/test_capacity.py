@@ -219,11 +219,12 @@ def test_too_long_max_model_len_renders_vllms_error_with_its_estimate():
 
 
 def test_weights_larger_than_the_budget_leave_no_memory_for_the_cache():
-    # 70B in bf16 on one 80 GB GPU: vLLM's "No available memory for the cache blocks".
+    # Llama-3.1-8B in bf16 (~15 GiB) on a 16 GiB GPU at 0.9: the weights load, but nothing is
+    # left for the cache: vLLM's "No available memory for the cache blocks".
     result = plan(
-        CapacityInputs(shape=model_shape(LLAMA_70B), gpu_memory_bytes=80 * GiB, max_model_len=8192)
+        CapacityInputs(shape=model_shape(LLAMA_8B), gpu_memory_bytes=16 * GiB, max_model_len=8192)
     )
-    assert not result.fits
+    assert not result.fits and not result.weights_fit
     assert result.kv_cache_bytes < 0
     assert "No available memory for the cache blocks" in result.vllm_error
 
@@ -391,7 +392,10 @@ def test_cli_shows_the_arithmetic_and_exits_0_when_it_fits():
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "FITS" in result.output
-    assert "2 (K,V) x 28 layers x 4 KV heads x 128 head_dim x 2 bytes = 57,344 B" in result.output
+    assert (
+        "2 (K,V) x 28 attention layers x 4 KV heads x 128 head_dim x 2 bytes = 57,344 B"
+        in result.output
+    )
     assert "Maximum concurrency for 16,384 tokens per request" in result.output
 
 

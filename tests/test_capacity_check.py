@@ -37,7 +37,10 @@ def test_qwen2_7b_at_16k_fits_on_an_a100_at_quarter_utilization():
     assert "16,384-token request needs 0.88 GiB" in finding.summary
     texts = [e["text"] for e in finding.evidence]
     assert any("NVIDIA-A100-SXM4-80GB" in t for t in texts)
-    assert any(t.startswith("KV cache per token: 2 (K,V) x 28 layers x 4 KV heads") for t in texts)
+    assert any(
+        t.startswith("KV cache per token: 2 (K,V) x 28 attention layers x 4 KV heads")
+        for t in texts
+    )
 
 
 def test_too_low_utilization_is_critical_with_vllms_error_and_the_fix():
@@ -70,3 +73,43 @@ def test_an_unreadable_model_config_is_a_skip_reason(tmp_path):
     report = run_check({"model_config_path": str(bad)})
     skip = own_skip(report)
     assert "not valid JSON" in skip["reason"]
+
+
+def test_the_model_config_is_a_fact_a_written_bundle_replays(tmp_path):
+    # diagnose --model-config reads the file once into model/config.json; a bundle written from
+    # those facts carries it, and diagnosing that bundle needs no --model-config any more.
+    from llmdoctor.bundle import write_bundle
+    from llmdoctor.derive import derive_all
+    from llmdoctor.diagnosis import add_settings
+
+    facts = Bundle(BUNDLE).to_facts()
+    facts.set("k8s/node.json", json.loads(A100_NODE.read_text()))
+    add_settings(facts, {"model_config_path": str(QWEN_CONFIG)})
+    derive_all(facts)
+    assert facts.get("model/config.json") == json.loads(QWEN_CONFIG.read_text())
+    written = write_bundle(facts, tmp_path / "replay", target="pod/vllm-7b")
+    assert (written / "model" / "config.json").is_file()
+    replay = Bundle(written).to_facts()
+    report = diagnose([replay], "bundle", only=["kv-cache-fit"], settings={})
+    [finding] = report.findings
+    assert str(finding.severity) == "ok", finding.summary
+    assert finding.evidence[0]["source"] == "model/config.json"
+
+
+def test_a_hybrid_model_with_too_many_sequences_points_at_the_mamba_runbook(tmp_path):
+    # Qwen3-Next, TP 4, a 2 GiB --kv-cache-memory-bytes: one 131,072-token request fits, but
+    # --max-num-seqs 1024 is more than the Mamba cache blocks that memory holds.
+    config = ROOT / "tests" / "fixtures" / "capacity" / "qwen3-next-80b-a3b-instruct-config.json"
+    report = run_check(
+        {
+            "model_config_path": str(config),
+            "tensor_parallel_size": 4,
+            "max_model_len": 131072,
+            "kv_cache_memory_bytes": 2 * 2**30,
+            "max_num_seqs": 1024,
+        }
+    )
+    [finding] = report.findings
+    assert str(finding.severity) == "critical", finding.summary
+    assert finding.runbooks == ["mamba-cache-blocks-exceeded"]
+    assert "Mamba cache blocks" in finding.summary

@@ -216,3 +216,89 @@ def test_human_readable_lengths():
     assert parse_human_int("16K") == 16384
     assert parse_human_int("1.5K") is None
     assert parse_human_int("auto") is None
+
+
+# The cases below use flag spellings from vLLM's own argument definitions (vLLM 0.8.5-0.33.0,
+# llmdoctor/data/vllm_cli_flags.json); the command lines are written for these tests.
+
+
+def test_switches_before_the_model_never_take_it_as_their_value():
+    args = parse_serving_args(
+        pod_with(
+            image="vllm/vllm-openai:v0.33.0",
+            command=["vllm", "serve"],
+            args=["--enable-auto-tool-choice", "--no-enable-prefix-caching", "-ep",
+                  "Qwen/Qwen3-30B-A3B", "--tool-call-parser", "hermes"],
+        )
+    )  # fmt: skip
+    assert args["model"] == "Qwen/Qwen3-30B-A3B"
+    assert args["enable_prefix_caching"] is False
+    assert args["enable_expert_parallel"] is True
+    assert args["unknown_flags"] == []
+
+
+def test_an_unknown_switch_before_the_model_does_not_swallow_it():
+    args = parse_serving_args(
+        pod_with(
+            image="vllm/vllm-openai:nightly",
+            command=["vllm", "serve"],
+            args=["--enable-some-future-switch", "openai/gpt-oss-120b", "--max-model-len", "32k"],
+        )
+    )
+    assert args["model"] == "openai/gpt-oss-120b"
+    assert args["max_model_len"] == 32000
+    assert args["unknown_flags"] == ["--enable-some-future-switch"]
+
+
+def test_parallelism_batching_and_kv_memory_flags():
+    args = parse_serving_args(
+        pod_with(
+            image="vllm/vllm-openai:v0.33.0",
+            command=["/bin/sh", "-c"],
+            args=[
+                "vllm serve deepseek-ai/DeepSeek-V3 -dp 8 --enable-expert-parallel "
+                "--max-num-batched-tokens 16K --kv-cache-memory-bytes 20G "
+                "--performance-mode=throughput --kv-cache-dtype fp8_e4m3 --block-size 64"
+            ],
+        )
+    )
+    assert args["data_parallel_size"] == 8
+    assert args["enable_expert_parallel"] is True
+    assert args["max_num_batched_tokens"] == 16 * 1024
+    assert args["kv_cache_memory_bytes"] == 20 * 2**30  # vLLM: upper-case K/M/G are binary
+    assert args["performance_mode"] == "throughput"
+    assert args["kv_cache_dtype"] == "fp8_e4m3"
+    assert args["block_size"] == 64
+    assert args["tensor_parallel_size"] == 1
+
+
+def test_data_parallel_size_defaults_to_one_and_reads_the_long_spelling():
+    plain = parse_serving_args(pod_with(command=["vllm", "serve", "m"]))
+    assert plain["data_parallel_size"] == 1
+    long = parse_serving_args(pod_with(command=["vllm", "serve", "m", "--data-parallel-size=4"]))
+    assert long["data_parallel_size"] == 4
+
+
+def test_flags_an_upgrade_removed_are_named_with_their_replacement():
+    args = parse_serving_args(
+        pod_with(
+            image="vllm/vllm-openai:v0.12.0",
+            command=["python3", "-m", "vllm.entrypoints.openai.api_server"],
+            args=["--model", "meta-llama/Llama-3.1-8B-Instruct", "--disable-log-requests",
+                  "--swap-space", "16", "--port", "8000"],
+        )
+    )  # fmt: skip
+    assert args["model"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert args["port"] == 8000
+    flags = {r["flag"]: r for r in args["removed_flags"]}
+    assert set(flags) == {"--disable-log-requests", "--swap-space"}
+    assert flags["--disable-log-requests"]["last_seen"] == "0.12.0"
+    assert "--enable-log-requests" in flags["--disable-log-requests"]["instead"]
+
+
+def test_old_store_boolean_flags_may_carry_true_or_false():
+    # vLLM <= 0.8: --enable-chunked-prefill [true|false] (StoreBoolean, nargs="?")
+    args = parse_serving_args(
+        pod_with(command=["vllm", "serve", "--enable-chunked-prefill", "false", "Qwen/Qwen2-7B"])
+    )
+    assert args["model"] == "Qwen/Qwen2-7B"

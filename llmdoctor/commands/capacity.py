@@ -48,8 +48,18 @@ def capacity_command(
         int, typer.Option("--tensor-parallel-size", "-tp", min=1, help="GPUs per replica.")
     ] = 1,
     kv_cache_dtype: Annotated[
-        str, typer.Option("--kv-cache-dtype", help="auto (the model dtype) or fp8.")
+        str,
+        typer.Option(
+            "--kv-cache-dtype",
+            help="auto (the model dtype), fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla, nvfp4, bfloat16.",
+        ),
     ] = "auto",
+    data_parallel_size: Annotated[
+        int,
+        typer.Option(
+            "--data-parallel-size", "-dp", min=1, help="Replicas (each sized on its own GPUs)."
+        ),
+    ] = 1,
     block_size: Annotated[int, typer.Option("--block-size", min=1, help="Tokens per block.")] = 16,
     mean_seq_len: Annotated[
         int | None,
@@ -79,13 +89,38 @@ def capacity_command(
             help="vLLM's logged 'Available KV cache memory' (skips the memory budget).",
         ),
     ] = None,
-    as_json: opt.Json = False,
+    kv_cache_memory_bytes: Annotated[
+        str | None,
+        typer.Option(
+            "--kv-cache-memory-bytes",
+            help="vLLM's --kv-cache-memory-bytes: the KV cache size, overriding the utilization.",
+        ),
+    ] = None,
+    performance_mode: Annotated[
+        str | None,
+        typer.Option(
+            "--performance-mode", help="vLLM's --performance-mode (throughput doubles defaults)."
+        ),
+    ] = None,
+    enforce_eager: Annotated[
+        bool, typer.Option("--enforce-eager", help="vLLM runs without CUDA graphs.")
+    ] = False,
+    enable_prefix_caching: Annotated[
+        bool,
+        typer.Option(
+            "--enable-prefix-caching",
+            help="Hybrid (Mamba) models: prefix caching keeps 2 state blocks per sequence.",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the capacity plan as one JSON object.")
+    ] = False,
     no_color: opt.NoColor = False,
 ) -> None:
     """How many tokens and sequences fit in vLLM's KV cache, and whether max-model-len does.
 
-    Exit codes: 0 one max-model-len request fits, 2 it does not (vLLM would refuse to start),
-    3 bad input.
+    Exit codes: 0 vLLM would start (one max-model-len request fits), 2 it would refuse to start
+    (weights, KV cache or Mamba state blocks do not fit), 3 bad input.
 
     Examples:
 
@@ -124,8 +159,14 @@ def capacity_command(
         memory, gpu_name = found.usable_bytes, found.name
     else:
         raise BadInput("give --gpu NAME or --gpu-memory SIZE (e.g. --gpu-memory 80GiB)")
-    if kv_cache_dtype not in ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "float16", "bfloat16"):
-        raise BadInput(f"--kv-cache-dtype {kv_cache_dtype}: use auto or fp8")
+    if kv_cache_dtype not in cap.KV_CACHE_DTYPES:
+        raise BadInput(
+            f"--kv-cache-dtype {kv_cache_dtype}: vLLM accepts {', '.join(cap.KV_CACHE_DTYPES)}"
+        )
+    if performance_mode not in (None, "balanced", "interactivity", "throughput"):
+        raise BadInput(
+            f"--performance-mode {performance_mode}: use balanced, interactivity or throughput"
+        )
     inputs = cap.CapacityInputs(
         shape=shape,
         gpu_memory_bytes=memory,
@@ -144,6 +185,15 @@ def capacity_command(
         parameters=cap.parse_count(params) if params is not None else None,
         overhead_bytes=cap.parse_size(overhead) if overhead is not None else None,
         kv_cache_bytes=cap.parse_size(kv_cache_memory) if kv_cache_memory is not None else None,
+        kv_cache_memory_bytes=(
+            cap.parse_size(kv_cache_memory_bytes, default_unit="b")
+            if kv_cache_memory_bytes is not None
+            else None
+        ),
+        performance_mode=performance_mode,
+        enforce_eager=enforce_eager,
+        prefix_caching=enable_prefix_caching,
+        data_parallel_size=data_parallel_size,
     )
     result = cap.plan(inputs)
     if as_json:
@@ -156,7 +206,7 @@ def capacity_command(
 
 
 def render(result, console) -> None:
-    """Headline, the arithmetic step by step, then what vLLM would say."""
+    """Headline, the arithmetic step by step, then what vLLM would say and what would fix it."""
     from rich.markup import escape
 
     if result.fits:
@@ -164,11 +214,23 @@ def render(result, console) -> None:
             f"[bold black on green] FITS [/] [bold]{result.kv_tokens:,} KV cache tokens[/] per "
             f"replica; {result.concurrency:.2f} full {result.max_model_len:,}-token requests at once"
         )
+    elif not result.weights_fit:
+        console.print(
+            "[bold white on red] DOES NOT FIT [/] the weights alone do not fit in the memory "
+            "vLLM may use: vLLM would refuse to start"
+        )
+    elif result.mamba_cache_blocks is not None and result.kv_cache_bytes >= result.seq_bytes > 0:
+        console.print(
+            f"[bold white on red] DOES NOT START [/] --max-num-seqs {result.max_num_seqs} is more "
+            f"than the {result.mamba_cache_blocks} Mamba cache blocks (one per running sequence)"
+        )
     else:
         console.print(
             f"[bold white on red] DOES NOT FIT [/] one {result.max_model_len:,}-token request "
             "needs more KV cache than is left: vLLM would refuse to start"
         )
+    for warning in result.warnings:
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)
     console.print()
     for n, step in enumerate(result.steps, 1):
         console.print(f"  {n}. {escape(step)}", soft_wrap=True)
@@ -184,11 +246,15 @@ def render(result, console) -> None:
         console.print()
         console.print("[bold]vLLM would stop with (V1 engine):[/]")
         console.print(f"  {escape(result.vllm_error)}", soft_wrap=True)
-        if result.estimated_max_model_len:
-            console.print(
-                f"[bold]Fix:[/] --max-model-len {result.estimated_max_model_len} or less, a higher "
-                "--gpu-memory-utilization, --kv-cache-dtype fp8, or more GPUs (-tp)"
-            )
+    if result.suggestions:
+        console.print("[bold]What would fit:[/] " + escape("; ".join(result.suggestions)))
+    elif result.estimated_max_model_len:
+        console.print(
+            f"[bold]Fix:[/] --max-model-len {result.estimated_max_model_len} or less, a higher "
+            "--gpu-memory-utilization, --kv-cache-dtype fp8, or more GPUs (-tp)"
+        )
+    if result.runbooks:
+        console.print(f"[dim]runbook: llmdoctor wiki show {result.runbooks[0]}[/]")
 
 
 def register(app: typer.Typer) -> None:

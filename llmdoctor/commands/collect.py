@@ -40,6 +40,10 @@ def collect_command(
     window: opt.Window = 5.0,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing bundle.")] = False,
     timeout: opt.Timeout = 10.0,
+    model_config: Annotated[
+        str | None,
+        typer.Option("--model-config", help="Store this config.json as model/config.json."),
+    ] = None,
 ) -> None:
     """Collect a pod's (or deployment's) evidence into a redacted bundle for later diagnosis.
 
@@ -59,6 +63,11 @@ def collect_command(
 
     if not output:
         raise BadInput("give the bundle to write with -o FILE.tar.gz")
+    config = None
+    if model_config:
+        from llmdoctor.model_shape import load_model_config
+
+        config = load_model_config(model_config)  # BadInput (exit 3) before anything is collected
     parsed = parse_live_target(target, selector)
     if parsed.kind == "bundle":
         raise BadTarget("collect reads a live target, not a bundle")
@@ -78,6 +87,8 @@ def collect_command(
     if existing and not force:
         raise BadInput(f"{existing[0]} already exists; choose another name or pass --force")
     for facts, path in zip(facts_list, paths, strict=True):
+        if config is not None:
+            facts.set("model/config.json", config)
         written = write_bundle(
             facts,
             path,

@@ -1,10 +1,18 @@
 """vLLM's serving arguments, read from the serving container's command and args (k8s/pod.json).
 
 Derived fact `serving/args`: a dict with model, served_model_name, max_model_len,
-gpu_memory_utilization, max_num_seqs, tensor_parallel_size, pipeline_parallel_size, dtype,
-quantization, kv_cache_dtype, enforce_eager, port and container (None when unknown), plus
-served_model_names, entrypoint, argv, explicit (flags given on the command line), unresolved
-(variables that could not be expanded) and overridden (values taken from settings/<name>).
+gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, tensor_parallel_size,
+pipeline_parallel_size, data_parallel_size, enable_expert_parallel, dtype, quantization,
+kv_cache_dtype, kv_cache_memory_bytes, block_size, enable_prefix_caching, performance_mode,
+enforce_eager, port and container (None when unknown), plus served_model_names, entrypoint, argv,
+explicit (flags given on the command line), unresolved (variables that could not be expanded),
+overridden (values taken from settings/<name>), unknown_flags (flags no vLLM release we know
+has) and removed_flags (flags an older vLLM had and the newest does not, with what replaces them).
+
+Which flags take a value and which are on/off comes from vLLM's own argument definitions
+(llmdoctor/data/vllm_cli_flags.json, read from vLLM 0.8.5 to 0.33.0), so `--some-switch MODEL`
+never takes the model for the switch's value; a flag no release has is assumed to take a value
+unless that would leave `vllm serve` without its model.
 
 Every spelling a manifest uses is understood: `--x=y`, `--x y`, `--x_y`, `-tp 2`,
 `vllm serve MODEL ...`, `python3 -m vllm.entrypoints.openai.api_server --model ...`, args given
@@ -27,6 +35,7 @@ from typing import Any
 
 from llmdoctor.derive import derived_fact
 from llmdoctor.facts import Facts
+from llmdoctor.gpu_tables import load_table
 from llmdoctor.parsers.k8s_pod import require_pod
 
 # field -> flag spellings (normalised: dashes, long form) that set it
@@ -40,11 +49,28 @@ VALUE_FLAGS = {
     "-tp": "tensor_parallel_size",
     "--pipeline-parallel-size": "pipeline_parallel_size",
     "-pp": "pipeline_parallel_size",
+    "--data-parallel-size": "data_parallel_size",
+    "-dp": "data_parallel_size",
     "--dtype": "dtype",
     "--quantization": "quantization",
     "-q": "quantization",
     "--kv-cache-dtype": "kv_cache_dtype",
+    "--kv-cache-memory-bytes": "kv_cache_memory_bytes",
+    "--max-num-batched-tokens": "max_num_batched_tokens",
+    "--block-size": "block_size",
+    "--performance-mode": "performance_mode",
+    "--device-memory-utilization": "gpu_memory_utilization",
     "--port": "port",
+}
+# on/off flags whose value the other checks need: flag -> (field, value when given)
+SWITCH_FLAGS = {
+    "--enforce-eager": ("enforce_eager", True),
+    "--no-enforce-eager": ("enforce_eager", False),
+    "--enable-expert-parallel": ("enable_expert_parallel", True),
+    "-ep": ("enable_expert_parallel", True),
+    "--no-enable-expert-parallel": ("enable_expert_parallel", False),
+    "--enable-prefix-caching": ("enable_prefix_caching", True),
+    "--no-enable-prefix-caching": ("enable_prefix_caching", False),
 }
 # vLLM flags that take no value: needed to tell a flag's value from the positional model
 BOOLEAN_FLAGS = {
@@ -75,11 +101,18 @@ FIELDS = (
     "max_model_len",
     "gpu_memory_utilization",
     "max_num_seqs",
+    "max_num_batched_tokens",
     "tensor_parallel_size",
     "pipeline_parallel_size",
+    "data_parallel_size",
+    "enable_expert_parallel",
     "dtype",
     "quantization",
     "kv_cache_dtype",
+    "kv_cache_memory_bytes",
+    "block_size",
+    "enable_prefix_caching",
+    "performance_mode",
     "enforce_eager",
     "port",
 )
@@ -89,9 +122,12 @@ FIELDS = (
 DEFAULTS = {
     "tensor_parallel_size": 1,
     "pipeline_parallel_size": 1,
+    "data_parallel_size": 1,
+    "enable_expert_parallel": False,
     "enforce_eager": False,
     "port": 8000,
 }
+BOOLEAN_WORDS = {"true", "false"}  # vLLM <= 0.8 StoreBoolean flags took an optional true/false
 SHELLS = {"sh", "bash", "dash", "ash", "zsh", "ksh", "busybox"}
 SEPARATORS = {";", "&&", "||", "|", "&", "(", ")"}
 PREFIX_WORDS = {"exec", "nohup", "time", "env", "command", "stdbuf"}
@@ -118,9 +154,16 @@ def parse_human_int(text: str) -> int | None:
 
 
 def _convert(field: str, raw: str) -> Any:
-    if field in ("max_model_len",):
+    if field in ("max_model_len", "max_num_batched_tokens", "kv_cache_memory_bytes"):
         return parse_human_int(raw)
-    if field in ("max_num_seqs", "tensor_parallel_size", "pipeline_parallel_size", "port"):
+    if field in (
+        "max_num_seqs",
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "data_parallel_size",
+        "block_size",
+        "port",
+    ):
         return int(raw) if raw.strip().lstrip("-").isdigit() else None
     if field == "gpu_memory_utilization":
         try:
@@ -142,10 +185,40 @@ def _is_flag(token: str) -> bool:
     return token.startswith("-") and len(token) > 1 and not NUMBER.match(token)
 
 
+def vllm_flags() -> dict[str, Any]:
+    """vLLM's flags by kind (data/vllm_cli_flags.json): boolean, list, value, aliases, removed."""
+    table = load_table("vllm_cli_flags")
+    return {
+        "boolean": set(table["boolean"]) | set(table["boolean_short"]) | BOOLEAN_FLAGS,
+        "list": set(table["list"]),
+        "value": set(table["value"]) | set(VALUE_FLAGS),
+        "aliases": table["aliases"],
+        "removed": table["removed"],
+    }
+
+
+def _flag_kind(key: str, flags: dict[str, Any]) -> str:
+    """'switch', 'boolean', 'list', 'value' or 'unknown' for a normalised flag."""
+    if key in SWITCH_FLAGS:
+        return "switch"
+    key = flags["aliases"].get(key, key)
+    if key in flags["boolean"] or (key.startswith("--no-") and "--" + key[5:] in flags["boolean"]):
+        return "boolean"
+    if key in flags["list"]:
+        return "list"
+    if key in flags["value"] or key in VALUE_FLAGS:
+        return "value"
+    return "unknown"
+
+
 def parse_vllm_argv(argv: list[str], positional_model: bool) -> dict[str, Any]:
     """The fields set by a vLLM argument list (after `vllm serve` or the api_server module)."""
+    flags = vllm_flags()
     found: dict[str, Any] = {}
     names: list[str] = []
+    unknown: list[str] = []
+    removed: list[dict[str, str]] = []
+    swallowed: list[str] = []  # values taken by unknown flags, in order
     config_file = False
     i = 0
     while i < len(argv):
@@ -158,27 +231,44 @@ def parse_vllm_argv(argv: list[str], positional_model: bool) -> dict[str, Any]:
                 found["positional_model"] = token
             continue
         key, inline = _normalise_flag(token)
-        if key in ("--enforce-eager", "--no-enforce-eager"):
-            found["enforce_eager"] = key == "--enforce-eager"
+        if key.startswith("-O") and not key.startswith("--"):  # -O3, -O 3: optimisation level
+            if inline is None and key == "-O" and i < len(argv) and not _is_flag(argv[i]):
+                i += 1
             continue
-        if key in BOOLEAN_FLAGS or key.startswith("--no-"):
+        if key in flags["removed"]:
+            removed.append({"flag": key, **flags["removed"][key]})
+        kind = _flag_kind(key, flags)
+        if kind in ("switch", "boolean"):
+            if inline is None and i < len(argv) and argv[i].lower() in BOOLEAN_WORDS:
+                inline, i = argv[i], i + 1
+            if kind == "switch":
+                field, value = SWITCH_FLAGS[key]
+                found[field] = value if inline is None else (inline.lower() == "true") == value
             continue
-        if key == "--served-model-name":
+        if key == "--served-model-name" or kind == "list":
             values = [inline] if inline is not None else []
             while inline is None and i < len(argv) and not _is_flag(argv[i]):
                 values.append(argv[i])
                 i += 1
-            names.extend(v for v in values if v)
+            if key == "--served-model-name":
+                names.extend(v for v in values if v)
             continue
         value = inline
         if value is None and i < len(argv) and not _is_flag(argv[i]):
             value = argv[i]
             i += 1
+            if kind == "unknown":
+                swallowed.append(value)
+        if kind == "unknown":
+            unknown.append(key)
         if key == "--config":
             config_file = True
-        field = VALUE_FLAGS.get(key)
+        field = VALUE_FLAGS.get(flags["aliases"].get(key, key)) or VALUE_FLAGS.get(key)
         if field is not None and value is not None:
             found[field] = _convert(field, value)
+    if positional_model and "positional_model" not in found and "model" not in found and swallowed:
+        # an on/off flag we do not know placed before the model: the model is what it "took"
+        found["positional_model"] = swallowed[0]
     if "positional_model" in found:
         found["model"] = found.pop("positional_model")
     if names:
@@ -186,6 +276,8 @@ def parse_vllm_argv(argv: list[str], positional_model: bool) -> dict[str, Any]:
         found["served_model_names"] = names
     if config_file:
         found["config_file"] = True
+    found["unknown_flags"] = unknown
+    found["removed_flags"] = removed
     return found
 
 
@@ -351,6 +443,8 @@ def parse_serving_args(pod: dict) -> dict[str, Any]:
         explicit=[],
         unresolved=[],
         overridden=[],
+        unknown_flags=[],
+        removed_flags=[],
     )
     container = serving_container(pod)
     if container is None:
@@ -371,6 +465,8 @@ def parse_serving_args(pod: dict) -> dict[str, Any]:
             value = None
         result[field] = value
     result["served_model_names"] = values.get("served_model_names") or []
+    result["unknown_flags"] = values.get("unknown_flags") or []
+    result["removed_flags"] = values.get("removed_flags") or []
     if not values.get("config_file"):
         for field, default in DEFAULTS.items():
             if field not in values:

@@ -1,0 +1,290 @@
+"""How many bytes a model's weights take on the GPU: safetensors headers, or config arithmetic.
+
+Quantized checkpoints are sized at their own bits (``quantization_config``): mxfp4 (gpt-oss,
+MoE experts only), fp8, compressed-tensors ``config_groups`` (FP8, INT4/INT8, NVFP4), AWQ/GPTQ
+bits with their per-group scales, ModelOpt FP8/NVFP4 and bitsandbytes. Embeddings and lm_head
+stay 16-bit, as vLLM loads them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llmdoctor.errors import BadInput
+from llmdoctor.model_shape import ModelShape, dtype_bytes
+
+MiB = 1 << 20
+MAX_SAFETENSORS_HEADER = 100 * MiB
+# bytes per element of every dtype a safetensors header may name (safetensors' Dtype enum)
+SAFETENSORS_BYTES = {
+    "F64": 8,
+    "I64": 8,
+    "U64": 8,
+    "C64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "U16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F6_E2M3": 0.75,
+    "F6_E3M2": 0.75,
+    "F4": 0.5,
+}
+# mxfp4 stores 4-bit values with one E8M0 scale per 32 (4.25 bits), but vLLM's loaded gpt-oss-120b
+# weighs 64.38 GiB on an H100 ("Model loading took", vLLM issue #33155), which is 4.5 bits per
+# expert weight: the kernels keep a 16-bit scale per 32 values.
+MXFP4_LOADED_BITS = 4.5
+NVFP4_BITS = 4.5  # 4-bit values + one FP8 scale per 16
+
+
+def read_quantization(shape: ModelShape, config: dict[str, Any]) -> None:
+    """Set shape.quant_* from a config's quantization_config (compression_config)."""
+    quant = config.get("quantization_config") or config.get("compression_config")
+    if not isinstance(quant, dict):
+        return
+    method = str(quant.get("quant_method") or "").lower() or None
+    shape.quant_method = method
+    bits: float | None = None
+    scope = "linear"
+    if method == "mxfp4":
+        bits, scope = (
+            MXFP4_LOADED_BITS,
+            "experts" if shape.experts or _has_experts(config) else "linear",
+        )
+        shape.quant_note = (
+            "mxfp4: MoE expert weights at 4-bit (+ scales); attention, router, embeddings 16-bit"
+        )
+    elif method in ("fp8", "fbgemm_fp8", "ptpc_fp8", "fp8_per_block"):
+        bits = 8.0
+        shape.quant_note = f"{method}: linear layers 8-bit, embeddings and lm_head 16-bit"
+    elif method == "compressed-tensors":
+        bits = _compressed_tensors_bits(quant)
+        if bits:
+            shape.quant_note = f"compressed-tensors ({quant.get('format') or 'no format'}): {bits:g} bits per linear weight"
+    elif method in (
+        "awq",
+        "gptq",
+        "awq_marlin",
+        "gptq_marlin",
+        "auto-round",
+        "autoround",
+        "marlin",
+    ):
+        raw = quant.get("bits") or quant.get("w_bit") or quant.get("weight_bits")
+        group = quant.get("group_size") or quant.get("q_group_size") or 128
+        if _positive(raw):
+            group = group if _positive(group) else 128
+            bits = float(raw) + 16 / float(group)  # + one 16-bit scale per group
+            shape.quant_note = (
+                f"{method}: {raw}-bit weights, group size {group} ({bits:.2f} bits with scales)"
+            )
+    elif method == "modelopt":
+        inner = quant.get("quantization")
+        algo = quant.get("quant_algo") or (
+            inner.get("quant_algo") if isinstance(inner, dict) else ""
+        )
+        algo = str(algo or "").upper()
+        bits = {"FP8": 8.0, "NVFP4": NVFP4_BITS, "W4A8_AWQ": 4.25, "W4A16_AWQ": 4.25}.get(algo)
+        shape.quant_note = f"modelopt {algo or '?'}" + (
+            f": {bits:g} bits per linear weight" if bits else ""
+        )
+    elif method == "bitsandbytes":
+        if quant.get("load_in_4bit"):
+            bits = 4.5  # NF4/FP4 + one fp32 absmax per 64
+        elif quant.get("load_in_8bit"):
+            bits = 8.0
+    else:
+        raw = quant.get("bits") or quant.get("weight_bits")
+        bits = float(raw) if _positive(raw) else None
+    shape.quant_bits = bits
+    shape.quant_scope = scope
+    if bits is None:
+        shape.notes.append(
+            f"quantization {method or '?'}: its bits per weight are not known to llmdoctor; the "
+            "weights are sized at the model dtype (an upper bound): pass --model-dir or --params "
+            "with --dtype for a better figure"
+        )
+
+
+def _has_experts(config: dict[str, Any]) -> bool:
+    return any(
+        isinstance(config.get(k), int) and config[k] > 1
+        for k in ("num_local_experts", "num_experts", "n_routed_experts")
+    )
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def _compressed_tensors_bits(quant: dict[str, Any]) -> float | None:
+    """Bits per weight of a compressed-tensors config's first weight scheme."""
+    groups = quant.get("config_groups")
+    if not isinstance(groups, dict):
+        return None
+    fmt = str(quant.get("format") or "").lower()
+    for group in groups.values():
+        weights = group.get("weights") if isinstance(group, dict) else None
+        if not isinstance(weights, dict) or not _positive(weights.get("num_bits")):
+            continue
+        num_bits = float(weights["num_bits"])
+        if "nvfp4" in fmt or (num_bits == 4 and weights.get("type") == "float"):
+            return NVFP4_BITS
+        size = weights.get("group_size")
+        if weights.get("strategy") == "group" and _positive(size):
+            return num_bits + 16 / float(size)
+        return num_bits
+    return None
+
+
+def parameter_breakdown(shape: ModelShape) -> dict[str, int]:
+    """Parameters of a decoder-only model by part: embeddings, attention, state layers, MLP."""
+    h = shape.hidden_size
+    q = h * shape.attention_heads * shape.head_dim
+    if shape.is_mla:
+        kv = h * ((shape.kv_lora_rank or 0) + (shape.qk_rope_head_dim or 0))
+        kv += (shape.kv_lora_rank or 0) * shape.attention_heads * 2 * shape.head_dim
+    else:
+        kv = 2 * h * shape.kv_heads * shape.head_dim
+    attention = (q + kv + shape.attention_heads * shape.head_dim * h) * shape.attention_layers
+    state = 0
+    if shape.state is not None:
+        s = shape.state
+        per_layer = h * (s.inner + s.conv_channels + 2 * s.ssm_heads) + s.inner * h
+        per_layer += s.conv_channels * (s.conv_width + 1)
+        state = per_layer * shape.state_layers
+    experts = dense = 0
+    if shape.experts:
+        per_expert = 3 * h * shape.expert_intermediate_size
+        shared = shape.shared_experts * per_expert + 3 * h * shape.shared_expert_intermediate_size
+        experts = per_expert * shape.experts * (shape.mlp_layers or shape.layers)
+        dense = (shared + h * shape.experts) * (shape.mlp_layers or shape.layers)
+    else:
+        dense = 3 * h * shape.intermediate_size * (shape.mlp_layers or shape.layers)
+    embeddings = shape.vocab_size * h * (1 if shape.tie_word_embeddings else 2)
+    return {
+        "embeddings": embeddings,
+        "attention": attention,
+        "state": state,
+        "experts": experts,
+        "mlp": dense,
+        "norms": shape.layers * 2 * h + h,
+    }
+
+
+def estimate_parameters(shape: ModelShape) -> int:
+    """Parameters of a decoder-only transformer from its config (dense, MoE or hybrid)."""
+    return sum(parameter_breakdown(shape).values())
+
+
+def weight_bytes_from_parameters(shape: ModelShape, params: int, dtype: str | None) -> int:
+    """Weights of `params` parameters: quantized parts at their bits, the rest at the dtype.
+
+    A quantized checkpoint stays quantized whatever --dtype says (--dtype sets the activation
+    and unquantized-layer dtype); embeddings and lm_head are never quantized.
+    """
+    base = dtype_bytes(dtype if dtype not in (None, "auto") else shape.dtype)
+    if not shape.quant_bits:
+        return int(params * base)
+    base = min(base, 2)  # quantized checkpoints run their unquantized layers in 16-bit
+    parts = parameter_breakdown(shape)
+    scale = params / max(sum(parts.values()), 1)
+    if shape.quant_scope == "experts":
+        quantized = parts["experts"] * scale
+    else:
+        quantized = (sum(parts.values()) - parts["embeddings"] - parts["norms"]) * scale
+    rest = max(params - quantized, 0)
+    return int(quantized * shape.quant_bits / 8 + rest * base)
+
+
+@dataclass
+class SafetensorsWeights:
+    total_bytes: int
+    by_dtype: dict[str, int]
+    tensors: int
+    files: int
+
+
+def safetensors_weights(model_dir: str | Path) -> SafetensorsWeights:
+    """Sum tensor sizes from the headers of every *.safetensors file in a folder.
+
+    Only the 8-byte little-endian header length and the JSON header are read, e.g.
+    {"model.embed_tokens.weight": {"dtype": "BF16", "shape": [152064, 3584],
+     "data_offsets": [0, 1090076672]}, "__metadata__": {"format": "pt"}}
+    """
+    folder = Path(model_dir)
+    if not folder.is_dir():
+        raise BadInput(f"--model-dir {folder}: not a directory")
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise BadInput(f"--model-dir {folder}: no *.safetensors files")
+    by_dtype: dict[str, int] = {}
+    tensors = 0
+    for path in files:
+        for dtype, size in _safetensors_header_sizes(path):
+            by_dtype[dtype] = by_dtype.get(dtype, 0) + size
+            tensors += 1
+    total = sum(by_dtype.values())
+    if total <= 0:
+        raise BadInput(f"--model-dir {folder}: the safetensors headers describe no weights")
+    return SafetensorsWeights(total, by_dtype, tensors, len(files))
+
+
+def _safetensors_header_sizes(path: Path) -> list[tuple[str, int]]:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(8)
+            if len(raw) != 8:
+                raise BadInput(f"{path}: too short to be a safetensors file")
+            (length,) = struct.unpack("<Q", raw)
+            file_size = path.stat().st_size
+            if length > MAX_SAFETENSORS_HEADER or length + 8 > file_size:
+                raise BadInput(f"{path}: header length {length} is not plausible")
+            header = json.loads(fh.read(length).decode("utf-8"))
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise BadInput(f"{path}: the safetensors header is not valid JSON") from None
+    if not isinstance(header, dict):
+        raise BadInput(f"{path}: the safetensors header is not a JSON object")
+    out = []
+    for name, info in header.items():
+        if name == "__metadata__" or not isinstance(info, dict):
+            continue
+        offsets = info.get("data_offsets")
+        dtype = str(info.get("dtype", "?"))
+        if dtype not in SAFETENSORS_BYTES:
+            raise BadInput(
+                f"{path}: tensor {name!r} has dtype {dtype!r}, which llmdoctor does not know; "
+                "it cannot size these weights"
+            )
+        shape = info.get("shape")
+        if isinstance(offsets, list) and len(offsets) == 2 and all(_whole(o) for o in offsets):
+            size = offsets[1] - offsets[0]
+        elif isinstance(shape, list) and all(_whole(d) for d in shape):
+            size = int(math.prod(shape) * SAFETENSORS_BYTES[dtype])
+        else:
+            size = -1
+        if not 0 <= size <= file_size:
+            raise BadInput(
+                f"{path}: tensor {name!r} has no valid data_offsets or shape in the header"
+            )
+        out.append((dtype, size))
+    return out
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
