@@ -72,6 +72,8 @@ def _health(facts: Facts) -> Finding:
         )
     if status != 200:
         hint = API_KEY_HINT if status in (401, 403) else ""
+        if status == 404:
+            hint = " (nothing at /health here: give the server's root URL, without /v1 or a path)"
         return warning(CHECK, f"GET /health returned {status}: {error}{hint}", items, [], subject)
     limit = threshold(facts, "max_health_ms")
     if latency is not None and latency > limit:

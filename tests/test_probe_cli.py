@@ -151,3 +151,29 @@ def test_live_facts_round_trip_through_a_bundle(tmp_path):
         return sorted((f.check, f.subject or "", str(f.severity)) for f in report.findings)
 
     assert verdicts(replay) == verdicts(live)
+
+
+# --- the base URL: a trailing /v1 is the OpenAI client's habit, not the server's root ----------
+
+
+def test_probe_of_a_v1_url_probes_the_server_root(capsys):
+    # issue 12: http://host:8000/v1 asked for /v1/v1/models and reported "returned 404: None"
+    with FakeVllmServer() as srv:
+        code, out, err = cli(
+            ["probe", srv.url + "/v1/", "--window", "0.1", "--timeout", "3", "--json"], capsys
+        )
+        paths = {path for _, path, _ in srv.requests}
+    doc = json.loads(out)
+    assert code == 0 and doc["status"] == "ok" and doc["target"] == srv.url
+    assert "/v1/models" in paths and not any(p.startswith("/v1/v1") for p in paths)
+    assert "ends in /v1" in err and err.count("\n") == 1
+
+
+def test_a_404_on_health_says_what_it_got_and_suggests_the_root_url(capsys):
+    with FakeVllmServer() as srv:
+        code, out, _ = cli(
+            ["probe", srv.url + "/serving", "--window", "0", "--timeout", "3", "--json"], capsys
+        )
+    (health,) = [f for f in json.loads(out)["findings"] if f.get("subject") == "endpoint /health"]
+    assert "returned 404: HTTP 404: Not Found" in health["summary"]
+    assert "None" not in health["summary"] and "root URL" in health["summary"]

@@ -61,6 +61,7 @@ def probe_command(
     """
     from pathlib import Path
 
+    from llmdoctor.collectors.vllm_http import probe_base_url
     from llmdoctor.diagnosis import gather
     from llmdoctor.errors import BadInput, BadTarget
     from llmdoctor.output import diagnose_and_exit
@@ -70,6 +71,10 @@ def probe_command(
     target = parse_target(url)
     if target.kind != "http":
         raise BadTarget(f"probe takes an http(s)://HOST:PORT URL, not {url!r}")
+    base, note = probe_base_url(target.url)
+    if note:
+        typer.echo(f"llmdoctor: note: {note}", err=True)
+        target = parse_target(base)
     if tokenizer is not None and not Path(tokenizer).exists():
         raise BadInput(f"--tokenizer {tokenizer}: no such file or folder")
     options = {
