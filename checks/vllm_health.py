@@ -51,7 +51,7 @@ def _health(facts: Facts) -> Finding:
             f"GET /health answered {status} with an HTML page, not vLLM's empty 200: a proxy, "
             "login page or another app answers on this address",
             items,
-            ["gateway-timeout"],
+            ["gateway-timeout"] if status in (502, 504) else [],  # a login page is no timeout
             subject,
         )
     if status in (500, 503):

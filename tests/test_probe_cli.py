@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from vllm_server import (
     FakeVllmServer,
+    Reply,
     Scenario,
     SilentServer,
     Stream,
@@ -174,6 +175,32 @@ def test_a_404_on_health_says_what_it_got_and_suggests_the_root_url(capsys):
         code, out, _ = cli(
             ["probe", srv.url + "/serving", "--window", "0", "--timeout", "3", "--json"], capsys
         )
+    assert code == 1
     (health,) = [f for f in json.loads(out)["findings"] if f.get("subject") == "endpoint /health"]
     assert "returned 404: HTTP 404: Not Found" in health["summary"]
     assert "None" not in health["summary"] and "root URL" in health["summary"]
+
+
+def test_an_sso_sign_in_page_is_not_called_a_gateway_timeout(capsys):
+    # issue 12: oauth2-proxy's sign-in page (403, text/html) in front of vLLM linked the
+    # gateway-timeout entry; tests/fixtures/login/SOURCES.md
+    page = Reply(
+        403, (ROOT / "tests/fixtures/login/oauth2-proxy-sign-in.html").read_text(), "text/html"
+    )
+    paths = [
+        "GET /health",
+        "GET /metrics",
+        "GET /v1/models",
+        "GET /version",
+        "POST /v1/completions",
+    ]
+    with FakeVllmServer(Scenario(routes=dict.fromkeys(paths, page))) as srv:
+        code, out, _ = cli(
+            ["probe", srv.url, "--model", "m", "--window", "0", "--timeout", "3", "--json"], capsys
+        )
+    findings = json.loads(out)["findings"]
+    assert code == 2
+    assert all("gateway-timeout" not in f["runbooks"] for f in findings)
+    (gen,) = [f for f in findings if f["check"] == "vllm-generation"]
+    assert "HTML page" in gen["summary"] and "Sign In" in gen["summary"]
+    assert "API key" not in gen["summary"]
