@@ -17,7 +17,12 @@ from typing import Annotated, Any
 
 import typer
 
-Json = Annotated[bool, typer.Option("--json", help="Print the llmdoctor/1 JSON object.")]
+# explain, wiki and capacity print their own JSON objects; diagnose/node/probe the llmdoctor/1 one
+Json = Annotated[
+    bool,
+    typer.Option("--json", help="Print JSON instead of text (keys: README, Output contracts)."),
+]
+ReportJson = Annotated[bool, typer.Option("--json", help="Print the llmdoctor/1 JSON object.")]
 Markdown = Annotated[
     bool, typer.Option("--markdown", help="Print markdown for an incident doc or retro.")
 ]
@@ -99,7 +104,7 @@ MaxLatencyMs = Annotated[
 class ReportOptions:
     """How diagnose, node and probe print their report, and which checks run."""
 
-    as_json: Json = False
+    as_json: ReportJson = False
     as_markdown: Markdown = False
     no_color: NoColor = False
     timeout: Timeout = 10.0

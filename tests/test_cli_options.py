@@ -89,3 +89,22 @@ def test_a_bad_utilization_is_one_line_and_exit_3(capsys):
     argv = ["diagnose", "--bundle", str(BUNDLES[0]), "--gpu-memory-utilization", "1.5"]
     code, out, err = cli(argv, capsys)
     assert code == 3 and out == "" and err.count("\n") == 1 and "(0, 1]" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "reporting"),
+    [
+        (["explain"], False),
+        (["wiki", "search"], False),
+        (["capacity"], False),
+        (["diagnose"], True),
+        (["node"], True),
+        (["probe"], True),
+    ],
+)
+def test_json_help_names_only_the_object_the_command_prints(argv, reporting, capsys):
+    # issue 12: `explain --help` said --json prints "the llmdoctor/1 JSON object"; it does not
+    text = cli([*argv, "--help"], capsys)[1]
+    option = re.search(r"^ +--json +(.+(?:\n {10,}\S.*)?)", text, re.MULTILINE)
+    line = " ".join(option.group(1).split())
+    assert ("llmdoctor/1" in line) is reporting, line
