@@ -204,3 +204,12 @@ def test_an_sso_sign_in_page_is_not_called_a_gateway_timeout(capsys):
     (gen,) = [f for f in findings if f["check"] == "vllm-generation"]
     assert "HTML page" in gen["summary"] and "Sign In" in gen["summary"]
     assert "API key" not in gen["summary"]
+
+
+def test_diagnose_of_a_v1_url_probes_the_root_too(capsys):
+    with FakeVllmServer() as srv:
+        code, out, _ = cli(
+            ["diagnose", srv.url + "/v1", "--window", "0.1", "--timeout", "3", "--json"], capsys
+        )
+        paths = {path for _, path, _ in srv.requests}
+    assert code == 0 and not any(p.startswith("/v1/v1") for p in paths), paths

@@ -168,7 +168,7 @@ def collect(target: Target, ctx: CollectContext) -> Facts:
     local = _TokenizerProbe(tokenizer_path) if tokenizer_path else None
     try:
         values = collect_endpoint(
-            target.url,
+            probe_base_url(target.url)[0],  # `diagnose URL/v1` too (probe says so on stderr)
             session,
             timeout=ctx.timeout,
             window=window,
