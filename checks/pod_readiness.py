@@ -4,15 +4,16 @@ A Running pod whose Ready condition is False gets no requests through its Servic
 is down, whatever its logs say. The kubelet marks it so when a container's readiness probe
 fails (events `Unhealthy: Readiness probe failed: ...`), when a container is not running, or
 when a readiness gate is unmet. How long it has been so comes from the condition's
-lastTransitionTime against `time/now`. A vLLM pod loads its model for minutes, so a short
-not-Ready spell is a warning; past LONG_NOT_READY_S (or the startup probe's budget, if longer)
-it is critical.
+lastTransitionTime against `time/now` (for a Pending pod, from its creation). A vLLM pod loads
+its model for minutes, so a short spell is a warning; past LONG_NOT_READY_S (or the startup
+probe's budget, if longer) it is critical. The cause is the other pod checks' to name
+(pod-scheduling, pod-image-pull, pod-restarts); this check says the pod serves nothing.
 """
 
 from __future__ import annotations
 
 from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.findings import Finding, critical, evidence, ok, warning
 from llmdoctor.parsers.k8s_pod import (
     dicts,
     event_count,
@@ -93,6 +94,26 @@ def _patience(pod: dict) -> float:
     return max([LONG_NOT_READY_S, *budgets])
 
 
+def _pending(facts: Facts, pod: dict) -> Finding:
+    """A pod not started yet serves nothing either: a warning while it may still start."""
+    created = field_dict(pod, "metadata").get("creationTimestamp")
+    items = [evidence(f"status.phase: Pending since {created or '?'}", "k8s/pod.json")]
+    scheduled = _condition(pod, "PodScheduled") or {}
+    if scheduled.get("status") == "False":
+        why = f"not scheduled: {scheduled.get('reason') or '?'}"
+        items.append(evidence(f"PodScheduled=False: {scheduled.get('message') or ''}".strip()))
+    else:
+        waiting = [u for u in _unready_containers(pod) if "waiting" in u]
+        why = "; ".join(waiting) or "containers not started"
+    now, since = facts.get("time/now"), parse_time(created)
+    spell = (now - since) if isinstance(now, int | float) and since is not None else None
+    for_how_long = f" for {_minutes(spell)}" if spell is not None else ""
+    summary = f"the pod has been Pending{for_how_long} ({why}): it serves nothing"
+    if spell is None or spell > _patience(pod):
+        return critical(CHECK, summary, items, [RUNBOOK])
+    return warning(CHECK, f"{summary} yet", items, [RUNBOOK])
+
+
 @check(
     CHECK,
     title="Pod is Ready and receives Service traffic",
@@ -106,7 +127,7 @@ def pod_readiness(facts: Facts) -> Finding:
     status = field_dict(pod, "status")
     phase = status.get("phase") or "unknown"
     if phase == "Pending":
-        return info(CHECK, "the pod is Pending: not started, so not Ready (see pod-scheduling)")
+        return _pending(facts, pod)
     if phase in ("Succeeded", "Failed"):
         return critical(
             CHECK,

@@ -85,13 +85,20 @@ def test_without_events_the_containers_state_is_the_reason():
     assert f.severity == "critical" and "waiting: CrashLoopBackOff" in f.summary
 
 
+def test_a_ready_pod_is_ok():
+    (f,) = check(load("pod-vllm-7b-healthy.json"), None, "2025-09-04T01:30:00Z").findings
+    assert f.severity == "ok" and "Ready since 2025-09-04T01:05:02Z" in f.summary
+
+
 @pytest.mark.parametrize(
-    ("name", "severity"),
-    [("pod-vllm-7b-healthy.json", "ok"), ("pod-vllm-1-pending-aks.json", "info")],
+    ("now", "severity", "spell"),
+    [("2023-08-21T05:40:05Z", "warning", "7 min"), ("2023-08-21T06:00:06Z", "critical", "27 min")],
 )
-def test_ready_and_pending_pods(name, severity):
-    (f,) = check(load(name), None, "2025-09-04T01:30:00Z").findings
-    assert f.severity == severity
+def test_a_pending_pod_serves_nothing_either(now, severity, spell):
+    # the AKS pod the scheduler cannot place (2 Insufficient nvidia.com/gpu), created 05:33:06
+    (f,) = check(load("pod-vllm-1-pending-aks.json"), None, now).findings
+    assert f.severity == severity and f"Pending for {spell}" in f.summary
+    assert "not scheduled: Unschedulable" in f.summary
 
 
 def test_a_pod_without_a_ready_condition_is_skipped_not_ok():
