@@ -84,3 +84,12 @@ def test_message_text_alone_decides_nothing(message):
     # before: "connection refused" / "timed out" anywhere in the text picked the kind
     kind, _ = classify_network_error(requests.exceptions.RequestException(message), 1.0)
     assert kind == "protocol"
+
+
+def test_https_to_a_plain_http_server_is_tls():
+    from vllm_server import FakeVllmServer
+
+    with FakeVllmServer() as srv:
+        exc = raised(srv.url.replace("http://", "https://") + "/health")
+    kind, text = classify_network_error(exc, 1.0)
+    assert kind == "tls" and text.startswith("TLS error")
