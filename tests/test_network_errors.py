@@ -1,7 +1,8 @@
 """Network failures are classified by exception type (requests/urllib3/socket), not message text.
 
 The exceptions are the real ones the requests library raises against local sockets: a closed
-port, a port that never answers, a server that closes the connection without a word.
+port, a port that never answers, a server that closes the connection without a word, TLS spoken
+to a plain-HTTP server.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import threading
 import pytest
 import requests
 import urllib3.exceptions as u3
-from vllm_server import SilentServer, free_port
+from vllm_server import FakeVllmServer, SilentServer, free_port
 
 from llmdoctor.collectors.vllm_http import classify_network_error
 
@@ -87,8 +88,6 @@ def test_message_text_alone_decides_nothing(message):
 
 
 def test_https_to_a_plain_http_server_is_tls():
-    from vllm_server import FakeVllmServer
-
     with FakeVllmServer() as srv:
         exc = raised(srv.url.replace("http://", "https://") + "/health")
     kind, text = classify_network_error(exc, 1.0)
