@@ -212,4 +212,5 @@ def test_diagnose_of_a_v1_url_probes_the_root_too(capsys):
             ["diagnose", srv.url + "/v1", "--window", "0.1", "--timeout", "3", "--json"], capsys
         )
         paths = {path for _, path, _ in srv.requests}
-    assert code == 0 and not any(p.startswith("/v1/v1") for p in paths), paths
+    assert code == 0 and json.loads(out)["status"] == "ok"
+    assert not any(p.startswith("/v1/v1") for p in paths), paths
