@@ -4,16 +4,20 @@ PyTorch's OOM message says how much memory its caching allocator holds but does 
 ("X GiB is reserved by PyTorch but unallocated"). When that is a large share of the GPU and the
 request would have fit into it plus the free memory, the OOM is fragmentation: setting
 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True fixes it without buying memory. Otherwise it is
-a plain shortage (cuda-oom-runtime).
+a plain shortage (cuda-oom-runtime). An OOM whose message lacks those numbers is reported as an
+OOM that cannot be told apart, never as either; a log that is not text (binary, compressed) is
+named as not read, never counted among the logs without an OOM.
 """
 
 from __future__ import annotations
 
-from llmdoctor.facts import Facts
+from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import Finding, critical, evidence, ok
 from llmdoctor.parsers.torch_oom import TorchOom, parse_torch_oom
+from llmdoctor.parsers.xid import not_text_reason
 from llmdoctor.registry import check
 from llmdoctor.serving_settings import versions_doc
+from llmdoctor.textsource import TextSource
 
 CHECK = "memory-fragmentation"
 FRAGMENTED_SHARE = 0.02  # reserved-but-unallocated of at least 2 % of the GPU counts as large
@@ -55,57 +59,75 @@ def _already_set(facts: Facts) -> bool:
 def memory_fragmentation(facts: Facts) -> list[Finding]:
     keys = [k for k in facts.require_any(["logs/"]) if k.endswith(".log")]
     findings: list[Finding] = []
+    unread: list[str] = []
     for key in keys:
+        log = facts.require(key)
+        why = not_text_reason(log) if isinstance(log, TextSource) else None
+        if why:
+            unread.append(f"{key} {why.split(';')[0].split(', not ')[0]}")
+            continue
         ooms: list[tuple[int, str, TorchOom]] = []
-        for n, line in enumerate(facts.require(key).lines(), start=1):
+        for n, line in enumerate(log.lines(), start=1):
             if "out of memory" not in line:
                 continue
             oom = parse_torch_oom(line)
             if oom is not None:
                 ooms.append((n, line.strip(), oom))
-        if not ooms:
-            continue
-        fragmented = [o for o in ooms if is_fragmentation(o[2])]
-        n, line, oom = max(fragmented or ooms, key=lambda o: o[2].unallocated or 0)
-        items = [evidence(line, source=key, line=n)]
-        if len(ooms) > 1:
-            items.append(evidence(f"{len(ooms)} CUDA out-of-memory messages in {key}"))
-        numbers = (
-            f"tried {_gib(oom.tried)} with {_gib(oom.free)} free of {_gib(oom.total)}; "
-            f"{_gib(oom.unallocated)} reserved by PyTorch but unallocated"
+        if ooms:
+            findings.append(_verdict(facts, key, ooms))
+    if findings:
+        return findings
+    if unread and len(unread) == len(keys):
+        raise FactMissing(keys[0], "no log is text: " + "; ".join(unread))
+    read = len(keys) - len(unread)
+    items = [evidence(f"not read: {u}") for u in unread]
+    not_read = f" ({len(unread)} not text, not read)" if unread else ""
+    return [ok(CHECK, f"no CUDA out-of-memory message in {read} log(s){not_read}", items)]
+
+
+def _verdict(facts: Facts, key: str, ooms: list[tuple[int, str, TorchOom]]) -> Finding:
+    """One log's OOMs: fragmentation, shortage, or (without numbers) an OOM that cannot be told."""
+    fragmented = [o for o in ooms if is_fragmentation(o[2])]
+    with_numbers = [o for o in ooms if o[2].has_numbers]
+    n, line, oom = max(fragmented or with_numbers or ooms, key=lambda o: o[2].unallocated or 0)
+    items = [evidence(line, source=key, line=n)]
+    if len(ooms) > 1:
+        items.append(evidence(f"{len(ooms)} CUDA out-of-memory messages in {key}"))
+    if not oom.has_numbers:
+        asked = f" (tried {_gib(oom.tried)})" if oom.tried is not None else ""
+        return critical(
+            CHECK,
+            f"CUDA out of memory{asked}: the message does not say how much was free and "
+            "reserved by PyTorch, so fragmentation cannot be told from a real shortage; look "
+            "for PyTorch's full 'CUDA out of memory. Tried to allocate ...' line",
+            items,
+            ["cuda-oom-runtime", "gpu-memory-fragmentation"],
+            _subject(key),
         )
-        if fragmented:
-            share = oom.unallocated / oom.total * 100
-            fix = (
-                f"{FIX} is already set, so look for a workload that churns tensor sizes"
-                if _already_set(facts)
-                else f"set {FIX} on the serving container"
-            )
-            findings.append(
-                critical(
-                    CHECK,
-                    f"CUDA out of memory from fragmentation: {numbers} ({share:.1f} % of the "
-                    f"GPU) - the request would have fit; {fix}",
-                    items,
-                    ["gpu-memory-fragmentation"],
-                    _subject(key),
-                )
-            )
-        else:
-            full = (
-                " (what is free is barely the request: the GPU is full)"
-                if oom.free is not None and oom.total and oom.free >= oom.tried
-                else ""
-            )
-            findings.append(
-                critical(
-                    CHECK,
-                    f"CUDA out of memory: {numbers}{full} - a real shortage, not fragmentation",
-                    items,
-                    ["cuda-oom-runtime"],
-                    _subject(key),
-                )
-            )
-    if not findings:
-        return [ok(CHECK, f"no CUDA out-of-memory message in {len(keys)} log(s)")]
-    return findings
+    numbers = (
+        f"tried {_gib(oom.tried)} with {_gib(oom.free)} free of {_gib(oom.total)}; "
+        f"{_gib(oom.unallocated)} reserved by PyTorch but unallocated"
+    )
+    if fragmented:
+        share = oom.unallocated / oom.total * 100
+        fix = (
+            f"{FIX} is already set, so look for a workload that churns tensor sizes"
+            if _already_set(facts)
+            else f"set {FIX} on the serving container"
+        )
+        return critical(
+            CHECK,
+            f"CUDA out of memory from fragmentation: {numbers} ({share:.1f} % of the "
+            f"GPU) - the request would have fit; {fix}",
+            items,
+            ["gpu-memory-fragmentation"],
+            _subject(key),
+        )
+    full = " (what is free is barely the request: the GPU is full)" if oom.free >= oom.tried else ""
+    return critical(
+        CHECK,
+        f"CUDA out of memory: {numbers}{full} - a real shortage, not fragmentation",
+        items,
+        ["cuda-oom-runtime"],
+        _subject(key),
+    )

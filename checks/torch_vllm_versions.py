@@ -3,68 +3,39 @@
 vLLM wheels pin torch exactly (e.g. `torch==2.7.0`); its compiled kernels link against that
 torch's ABI. Another torch (often pulled in by a later `pip install`) gives undefined-symbol
 errors at import or subtle kernel failures. The requirement is read from vLLM's package metadata
-by the probe, without importing vLLM.
+by the probe, without importing vLLM. Versions are compared as PEP 440 says (`packaging`): a
+nightly `2.9.0.dev20250715` is not `==2.9.0.dev20250801`, and `2.8.0rc1` is not `==2.8.0`.
 """
 
 from __future__ import annotations
 
-import re
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import evidence, ok, warning
-from llmdoctor.gpu_tables import version_tuple
 from llmdoctor.registry import check
 from llmdoctor.serving_settings import VERSIONS, require_torch
 
 CHECK = "torch-vllm-versions"
-_CLAUSE = re.compile(r"^(===|==|!=|~=|>=|<=|>|<)\s*([0-9][0-9A-Za-z.*+!-]*)$")
-
-
-def _release(text: str) -> tuple[int, ...]:
-    """'2.7.0+cu128' -> (2, 7, 0); '2.8.0a0' -> (2, 8, 0)."""
-    return version_tuple(re.sub(r"[a-zA-Z].*$", "", text.split("+")[0]).rstrip("."))
-
-
-def _pad(a: tuple[int, ...], n: int) -> tuple[int, ...]:
-    return a + (0,) * (n - len(a))
-
-
-def clause_holds(op: str, wanted: str, have: tuple[int, ...]) -> bool:
-    """One specifier clause (PEP 440 operators, release numbers only) against a version."""
-    if wanted.endswith(".*"):
-        prefix = _release(wanted[:-2])
-        same = have[: len(prefix)] == prefix
-        return same if op == "==" else not same
-    want = _release(wanted)
-    n = max(len(want), len(have))
-    a, b = _pad(have, n), _pad(want, n)
-    if op in ("==", "==="):
-        return a == b
-    if op == "!=":
-        return a != b
-    if op == ">=":
-        return a >= b
-    if op == "<=":
-        return a <= b
-    if op == ">":
-        return a > b
-    if op == "<":
-        return a < b
-    if op == "~=":  # compatible release: >= want, == want[:-1].*
-        return a >= b and have[: len(want) - 1] == want[:-1]
-    raise ValueError(op)
 
 
 def satisfies(version: str, specifier: str) -> bool:
-    """Whether `version` meets a specifier such as '==2.7.0' or '>=2.4,<2.6'."""
-    have = _release(version)
-    for clause in filter(None, (c.strip() for c in specifier.split(","))):
-        m = _CLAUSE.match(clause)
-        if not m:
-            raise ValueError(f"cannot read the requirement {clause!r}")
-        if not clause_holds(m.group(1), m.group(2), have):
-            return False
-    return True
+    """Whether `version` meets a specifier such as '==2.7.0' or '>=2.4,<2.6' (PEP 440).
+
+    The installed version is what it is, so a pre-release or nightly is compared as such
+    rather than excluded; a local part (`+cu128`) does not count against `==2.7.0`.
+    ValueError when either cannot be read.
+    """
+    try:
+        wanted = SpecifierSet(specifier)
+    except InvalidSpecifier:
+        raise ValueError(f"cannot read the requirement {specifier!r}") from None
+    try:
+        have = Version(version)
+    except InvalidVersion:
+        raise ValueError(f"cannot read the torch version {version!r}") from None
+    return wanted.contains(have, prereleases=True)
 
 
 @check(

@@ -49,10 +49,14 @@ def classify(probe: dict) -> tuple[str, list[str]]:
         return "the tokenizer has no chat template", ["chat-template-missing"]
     if ENGINE_DEAD.search(text):
         return "the engine is dead", ["engine-dead"]
+    if status in (502, 504):
+        return "a proxy or gateway answered instead of vLLM", ["gateway-timeout"]
+    body = probe.get("error_body")
+    page = isinstance(body, str) and body.lstrip()[:15].lower().startswith(("<!doctype", "<html"))
+    if kind == "html" or page:  # a login (SSO) page, a proxy's page or another app: no timeout
+        return "an HTML page (a login page, a proxy or another app) answered instead of vLLM", []
     if status in (401, 403):
         return "the server needs an API key (set LLMDOCTOR_API_KEY)", []
-    if kind == "html" or status in (502, 504):
-        return "a proxy or gateway answered instead of vLLM", ["gateway-timeout"]
     if status is not None and status >= 500:
         return "the server failed the request", ["engine-dead"]
     if kind == "timeout":

@@ -51,7 +51,7 @@ def _health(facts: Facts) -> Finding:
             f"GET /health answered {status} with an HTML page, not vLLM's empty 200: a proxy, "
             "login page or another app answers on this address",
             items,
-            ["gateway-timeout"],
+            ["gateway-timeout"] if status in (502, 504) else [],  # a login page is no timeout
             subject,
         )
     if status in (500, 503):
@@ -72,6 +72,8 @@ def _health(facts: Facts) -> Finding:
         )
     if status != 200:
         hint = API_KEY_HINT if status in (401, 403) else ""
+        if status == 404:
+            hint = " (nothing at /health here: give the server's root URL, without /v1 or a path)"
         return warning(CHECK, f"GET /health returned {status}: {error}{hint}", items, [], subject)
     limit = threshold(facts, "max_health_ms")
     if latency is not None and latency > limit:

@@ -1,12 +1,28 @@
-"""Options shared by every reporting command, declared once."""
+"""Options shared by the commands, declared once.
+
+Single options are Annotated aliases (`as_json: opt.Json = False`). The blocks that several
+commands share (report, Kubernetes collection, generation probe, serving arguments) are
+dataclasses whose fields carry their typer Option; `@opt.grouped(report=ReportOptions, ...)`
+adds a block's options to a command and hands them to it as one object.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import dataclasses
+import functools
+import inspect
+import typing
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import typer
 
-Json = Annotated[bool, typer.Option("--json", help="Print the llmdoctor/1 JSON object.")]
+# explain, wiki and capacity print their own JSON objects; diagnose/node/probe the llmdoctor/1 one
+Json = Annotated[
+    bool,
+    typer.Option("--json", help="Print JSON instead of text (keys: README, Output contracts)."),
+]
+ReportJson = Annotated[bool, typer.Option("--json", help="Print the llmdoctor/1 JSON object.")]
 Markdown = Annotated[
     bool, typer.Option("--markdown", help="Print markdown for an incident doc or retro.")
 ]
@@ -50,3 +66,154 @@ Target = Annotated[
     str | None,
     typer.Argument(help="pod/NAME, deploy/NAME, sts/NAME, node, or http(s)://HOST:PORT"),
 ]
+
+# vLLM serving arguments the checks compare with the GPU and the metrics (diagnose, node, probe)
+Dtype = Annotated[
+    str | None, typer.Option("--dtype", help="vLLM's --dtype, checked against the GPU.")
+]
+Quantization = Annotated[
+    str | None,
+    typer.Option("--quantization", help="vLLM's --quantization, checked against the GPU."),
+]
+GpuMemoryUtilization = Annotated[
+    float | None,
+    typer.Option(
+        "--gpu-memory-utilization",
+        help="vLLM's --gpu-memory-utilization to check against free memory (default 0.9).",
+    ),
+]
+MaxNumSeqs = Annotated[
+    int | None,
+    typer.Option("--max-num-seqs", min=1, help="The server's --max-num-seqs, if not default."),
+]
+# the generation probe (probe, diagnose)
+Model = Annotated[
+    str | None,
+    typer.Option("--model", help="Served model name to probe (default: first in /v1/models)."),
+]
+Chat = Annotated[
+    bool, typer.Option("--chat", help="Probe /v1/chat/completions instead of /v1/completions.")
+]
+MaxLatencyMs = Annotated[
+    float,
+    typer.Option("--max-latency-ms", min=1.0, help="Slowest acceptable generation probe."),
+]
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """How diagnose, node and probe print their report, and which checks run."""
+
+    as_json: ReportJson = False
+    as_markdown: Markdown = False
+    no_color: NoColor = False
+    timeout: Timeout = 10.0
+    only: Only = None
+    skip: Skip = None
+    verbose: Verbose = False
+    checks_dir: ChecksDir = None
+    wiki: WikiDirs = None
+
+    def printing(self) -> dict[str, Any]:
+        """The keyword arguments of output.diagnose_and_exit."""
+        return {
+            "only": self.only,
+            "skip": self.skip,
+            "wiki": self.wiki,
+            "checks_dir": self.checks_dir,
+            "as_json": self.as_json,
+            "as_markdown": self.as_markdown,
+            "no_color": self.no_color,
+            "verbose": self.verbose,
+        }
+
+
+@dataclass(frozen=True)
+class KubeOptions:
+    """Where and how much to collect from Kubernetes (diagnose, collect)."""
+
+    namespace: Namespace = None
+    context: KubeContext = None
+    selector: Selector = None
+    port: Port = None
+    tail: Tail = 2000
+    no_exec: NoExec = False
+    window: Window = 5.0
+
+    def collection(self) -> dict[str, Any]:
+        """The collectors' options (CollectContext.options)."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """The generation probe and the endpoint checks' limits (probe, diagnose)."""
+
+    model: Model = None
+    chat: Chat = False
+    max_latency_ms: MaxLatencyMs = 1000.0
+    max_num_seqs: MaxNumSeqs = None
+
+    def collection(self) -> dict[str, Any]:
+        return {"model": self.model, "chat": self.chat, "max_latency_ms": self.max_latency_ms}
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "max_latency_ms": self.max_latency_ms,
+            "max_num_seqs": self.max_num_seqs,
+        }
+
+
+@dataclass(frozen=True)
+class GpuOptions:
+    """vLLM arguments checked against the GPU when the pod spec does not give them."""
+
+    dtype: Dtype = None
+    quantization: Quantization = None
+    gpu_memory_utilization: GpuMemoryUtilization = None
+
+    def settings(self) -> dict[str, Any]:
+        """settings/<name> facts; BadInput for a utilization outside (0, 1]."""
+        from llmdoctor.errors import BadInput
+
+        utilization = self.gpu_memory_utilization
+        if utilization is not None and not 0 < utilization <= 1:
+            raise BadInput(f"--gpu-memory-utilization {utilization}: expected a fraction in (0, 1]")
+        return dataclasses.asdict(self)
+
+
+def grouped(**groups: type):
+    """Add the options of each dataclass in `groups` to a command; the command receives each
+    block as one keyword argument (`report=ReportOptions(...)`), built from what was typed."""
+
+    def decorate(command):
+        signature = inspect.signature(command, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.name not in groups]
+        fields: dict[str, list[str]] = {}
+        added = []
+        for group, cls in groups.items():
+            hints = typing.get_type_hints(cls, include_extras=True)
+            fields[group] = [f.name for f in dataclasses.fields(cls)]
+            for f in dataclasses.fields(cls):
+                added.append(
+                    inspect.Parameter(
+                        f.name,
+                        inspect.Parameter.KEYWORD_ONLY,
+                        default=f.default,
+                        annotation=hints[f.name],
+                    )
+                )
+
+        @functools.wraps(command)
+        def run(**kwargs):
+            for group, cls in groups.items():
+                kwargs[group] = cls(**{name: kwargs.pop(name) for name in fields[group]})
+            return command(**kwargs)
+
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + added
+        run.__signature__ = signature.replace(parameters=params)
+        run.__annotations__ = {p.name: p.annotation for p in params}
+        return run
+
+    return decorate

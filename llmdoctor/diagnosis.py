@@ -79,11 +79,15 @@ def diagnose(
         load_checks_dir(d)
     checks = checks_for_scopes(scopes)
     known = {c.id for c in checks}
-    unknown = sorted(set(only or []) - known)
-    if unknown:
-        from llmdoctor.errors import BadInput
+    for option, names in (("--only", only), ("--skip", skip)):
+        unknown = sorted(set(names or []) - known)
+        if unknown:
+            from llmdoctor.errors import BadInput
 
-        raise BadInput(f"--only names unknown check(s): {', '.join(unknown)}")
+            raise BadInput(
+                f"{option} names unknown check(s): {', '.join(unknown)} "
+                f"(checks here: {', '.join(sorted(known))})"
+            )
     from llmdoctor.wiki.library import load_library
 
     library = load_library(wiki_dirs)  # parsed once; the pods of a deployment share it

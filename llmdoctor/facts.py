@@ -1,6 +1,6 @@
 """Facts: the plain data that collectors produce and checks read.
 
-Keys are the bundle paths of DESIGN.md (`k8s/pod.json`, `logs/vllm.previous.log`,
+Keys are the bundle paths of docs/architecture.md §6 (`k8s/pod.json`, `logs/vllm.previous.log`,
 `vllm/metrics-0.txt`, `node/kernel.log` ...), plus a few non-file keys:
 
 * `time/now` — unix seconds the facts describe (collection time; from the manifest for a bundle)

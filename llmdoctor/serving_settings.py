@@ -61,6 +61,7 @@ def require_torch(facts: Facts) -> dict[str, Any]:
         why = versions.get("torch_error") or "torch is not installed"
         raise FactMissing(
             VERSIONS,
-            f"no torch in {where} ({why}); pass --python PATH of the serving environment",
+            f"no torch in {where} ({why}); run `llmdoctor node --python PATH` with the serving "
+            "environment's python",
         )
     return versions

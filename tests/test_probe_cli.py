@@ -1,16 +1,20 @@
-"""`llmdoctor probe URL` end to end: exit codes, JSON, time bounds, bad input, the example bundle."""
+"""`llmdoctor probe URL` end to end: exit codes, JSON, bad input, the example bundle.
+
+Time bounds are measured by benchmarks/probe_silent_port.py (wall-clock asserts fail on a busy
+machine).
+"""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from vllm_server import (
     FakeVllmServer,
+    Reply,
     Scenario,
     SilentServer,
     Stream,
@@ -62,34 +66,25 @@ def test_probe_of_a_saturated_server_exits_2(capsys):
     assert critical == {"vllm-queue", "vllm-generation"}
 
 
-def test_probe_against_a_port_that_never_answers_ends_within_timeout_plus_one_second(capsys):
-    # the whole command (collection, checks, report) in-process; --timeout 2
+def test_probe_against_a_port_that_never_answers_is_a_critical_finding(capsys):
+    # how long it takes is measured by benchmarks/probe_silent_port.py, not here
     with SilentServer() as srv:
-        start = time.monotonic()
         argv = ["probe", srv.url, "--timeout", "2", "--window", "0.1", "--json"]
         code, out, _ = cli(argv, capsys)
-        elapsed = time.monotonic() - start
-    assert elapsed < 3.0, elapsed
     doc = json.loads(out)
     assert code == 2 and doc["findings"][0]["check"] == "vllm-health"
     assert "no answer within 2.0s" in doc["findings"][0]["summary"]
 
 
-def test_probe_subprocess_against_a_silent_port_is_bounded_and_clean():
-    # the real executable: interpreter start-up aside, done within --timeout + 1 s, no traceback
-    started = time.monotonic()
-    subprocess.run([LLMDOCTOR, "probe", "--help"], capture_output=True, check=True, timeout=30)
-    startup = time.monotonic() - started
+def test_probe_subprocess_against_a_silent_port_is_clean():
+    # the real executable: exit 2, the JSON report, no traceback
     with SilentServer() as srv:
-        start = time.monotonic()
         proc = subprocess.run(
             [LLMDOCTOR, "probe", srv.url, "--timeout", "2", "--window", "0.1", "--json"],
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=60,
         )
-        elapsed = time.monotonic() - start
-    assert elapsed - startup < 3.0, (elapsed, startup)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert json.loads(proc.stdout)["status"] == "critical"
 
@@ -101,6 +96,7 @@ def test_probe_subprocess_against_a_silent_port_is_bounded_and_clean():
         (["probe", "http://:8000"], "no host"),
         (["probe", "http://127.0.0.1:1", "--tokenizer", "/nonexistent/tok"], "--tokenizer"),
         (["probe", "http://127.0.0.1:1", "--only", "no-such-check"], "unknown check"),
+        (["probe", "http://127.0.0.1:1", "--skip", "no-such-check"], "--skip names unknown"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_3(argv, message, capsys):
@@ -156,3 +152,65 @@ def test_live_facts_round_trip_through_a_bundle(tmp_path):
         return sorted((f.check, f.subject or "", str(f.severity)) for f in report.findings)
 
     assert verdicts(replay) == verdicts(live)
+
+
+# --- the base URL: a trailing /v1 is the OpenAI client's habit, not the server's root ----------
+
+
+def test_probe_of_a_v1_url_probes_the_server_root(capsys):
+    # issue 12: http://host:8000/v1 asked for /v1/v1/models and reported "returned 404: None"
+    with FakeVllmServer() as srv:
+        code, out, err = cli(
+            ["probe", srv.url + "/v1/", "--window", "0.1", "--timeout", "3", "--json"], capsys
+        )
+        paths = {path for _, path, _ in srv.requests}
+    doc = json.loads(out)
+    assert code == 0 and doc["status"] == "ok" and doc["target"] == srv.url
+    assert "/v1/models" in paths and not any(p.startswith("/v1/v1") for p in paths)
+    assert "ends in /v1" in err and err.count("\n") == 1
+
+
+def test_a_404_on_health_says_what_it_got_and_suggests_the_root_url(capsys):
+    with FakeVllmServer() as srv:
+        code, out, _ = cli(
+            ["probe", srv.url + "/serving", "--window", "0", "--timeout", "3", "--json"], capsys
+        )
+    assert code == 1
+    (health,) = [f for f in json.loads(out)["findings"] if f.get("subject") == "endpoint /health"]
+    assert "returned 404: HTTP 404: Not Found" in health["summary"]
+    assert "None" not in health["summary"] and "root URL" in health["summary"]
+
+
+def test_an_sso_sign_in_page_is_not_called_a_gateway_timeout(capsys):
+    # issue 12: oauth2-proxy's sign-in page (403, text/html) in front of vLLM linked the
+    # gateway-timeout entry; tests/fixtures/login/SOURCES.md
+    page = Reply(
+        403, (ROOT / "tests/fixtures/login/oauth2-proxy-sign-in.html").read_text(), "text/html"
+    )
+    paths = [
+        "GET /health",
+        "GET /metrics",
+        "GET /v1/models",
+        "GET /version",
+        "POST /v1/completions",
+    ]
+    with FakeVllmServer(Scenario(routes=dict.fromkeys(paths, page))) as srv:
+        code, out, _ = cli(
+            ["probe", srv.url, "--model", "m", "--window", "0", "--timeout", "3", "--json"], capsys
+        )
+    findings = json.loads(out)["findings"]
+    assert code == 2
+    assert all("gateway-timeout" not in f["runbooks"] for f in findings)
+    (gen,) = [f for f in findings if f["check"] == "vllm-generation"]
+    assert "HTML page" in gen["summary"] and "Sign In" in gen["summary"]
+    assert "API key" not in gen["summary"]
+
+
+def test_diagnose_of_a_v1_url_probes_the_root_too(capsys):
+    with FakeVllmServer() as srv:
+        code, out, _ = cli(
+            ["diagnose", srv.url + "/v1", "--window", "0.1", "--timeout", "3", "--json"], capsys
+        )
+        paths = {path for _, path, _ in srv.requests}
+    assert code == 0 and json.loads(out)["status"] == "ok"
+    assert not any(p.startswith("/v1/v1") for p in paths), paths

@@ -167,22 +167,36 @@ def describe_failure(
                 "unauthorized: the API server rejected the credentials (expired token?)", 401
             )
         message = _status_message(exc.body) or str(exc.reason or "").split(" -+-+- ")[0]
+        if status == 404 and not _is_status(exc.body):
+            # a Kubernetes API server says NotFound in a Status object; anything else answering
+            # 404 (a proxy, a vLLM server, a wrong path prefix) is not the API server at all
+            return KubeError(
+                f"{verb} {resource}: the server answered 404 without a Kubernetes Status "
+                f"({message[:120] or 'empty body'}): is the kubeconfig's server URL a Kubernetes "
+                "API server?"
+            )
         if status == 404:
             return KubeError(f"not found: {message or resource}", 404)
         return KubeError(f"{verb} {resource} failed: HTTP {status}: {message}", status)
-    text = str(exc)
-    if "timed out" in text.lower() or type(exc).__name__.endswith("TimeoutError"):
+    from llmdoctor.collectors.vllm_http import classify_network_error
+
+    kind, text = classify_network_error(exc, 0.0)
+    if kind == "timeout":
         return KubeError(f"{verb} {resource}: timed out")
-    if "Connection refused" in text or "NewConnectionError" in text or "MaxRetryError" in text:
-        return KubeError(f"cannot reach the Kubernetes API server: {_first_cause(text)}")
-    return KubeError(
-        f"{verb} {resource} failed: {type(exc).__name__}: {text.splitlines()[0] if text else ''}"
-    )
+    if kind in ("connect", "reset", "tls"):
+        return KubeError(f"cannot reach the Kubernetes API server: {text}")
+    return KubeError(f"{verb} {resource} failed: {text}")
 
 
-def _first_cause(text: str) -> str:
-    m = re.search(r"\[Errno -?\d+\] [^')\"]+", text)
-    return m.group(0) if m else text.splitlines()[0][:200]
+def _is_status(body: Any) -> bool:
+    """Whether an error body is the API server's `{"kind": "Status", ...}` object."""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", errors="replace")
+    try:
+        parsed = json.loads(body) if isinstance(body, str) and body.strip() else None
+    except json.JSONDecodeError:
+        return False
+    return isinstance(parsed, dict) and parsed.get("kind") == "Status"
 
 
 def read_json(conn: KubeConnection, call, verb: str, resource: str, namespaced: bool, **kwargs):

@@ -55,39 +55,10 @@ def _ms(seconds: float) -> float:
 
 
 def describe_exception(exc: BaseException, budget: float) -> tuple[str, str]:
-    """(kind, one-line text) for a requests/urllib3/socket failure."""
-    import requests
+    """(kind, one-line text) for a requests/urllib3/socket failure, by exception type."""
+    from llmdoctor.collectors.vllm_http import classify_network_error
 
-    text = str(exc)
-    if isinstance(exc, requests.exceptions.ConnectTimeout):
-        return "timeout", f"could not connect within {budget:.1f}s"
-    if isinstance(exc, requests.exceptions.SSLError):
-        return "tls", f"TLS error: {text.splitlines()[0][:160] if text else type(exc).__name__}"
-    if isinstance(exc, requests.exceptions.ReadTimeout) or "timed out" in text.lower():
-        return "timeout", f"no answer within {budget:.1f}s (the server accepted the connection)"
-    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
-        return "reset", "the connection was cut in the middle of the response"
-    if "connection refused" in text.lower() or "Errno 111" in text:
-        return "connect", "connection refused (nothing listens on that port, or vLLM exited)"
-    if any(
-        s in text for s in ("Name or service not known", "Temporary failure in name", "nodename")
-    ):
-        return "connect", "the host name does not resolve"
-    if any(
-        s in text
-        for s in (
-            "reset by peer",
-            "RemoteDisconnected",
-            "aborted",
-            "Errno 104",
-            "Connection broken",
-        )
-    ) or type(exc).__name__ in ("ProtocolError", "IncompleteRead"):
-        return "reset", "the server closed or reset the connection without an answer"
-    if isinstance(exc, requests.exceptions.InvalidURL | requests.exceptions.MissingSchema):
-        return "protocol", f"invalid URL: {text[:160]}"
-    first = text.splitlines()[0][:200] if text else ""
-    return "protocol", f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return classify_network_error(exc, budget)
 
 
 class _OffsiteRedirect(Exception):
@@ -271,7 +242,7 @@ def check_health(session, base: str, *, timeout: float, deadline: float) -> dict
         if reply.looks_like_html():
             result["error"] = result["error"] or error_message(reply)[0]
             result["error_kind"] = "html"
-    elif reply.status is not None and reply.status >= 400 and not reply.error:
+    if reply.status is not None and reply.status >= 400 and not result["error"]:
         result["error"] = error_message(reply)[0]
     return result
 

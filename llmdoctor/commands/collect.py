@@ -26,24 +26,20 @@ def bundle_paths(output: str, pods: list[str]) -> list[Path]:
     return [dest.with_name(f"{stem}-{pod}{suffix}") for pod in pods]
 
 
+@opt.grouped(kube=opt.KubeOptions)
 def collect_command(
     target: opt.Target = None,
     output: Annotated[
         str, typer.Option("-o", "--output", help="The bundle to write: FILE.tar.gz or a folder.")
     ] = "",
-    namespace: opt.Namespace = None,
-    context: opt.KubeContext = None,
-    selector: opt.Selector = None,
-    port: opt.Port = None,
-    tail: opt.Tail = 2000,
-    no_exec: opt.NoExec = False,
-    window: opt.Window = 5.0,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing bundle.")] = False,
     timeout: opt.Timeout = 10.0,
     model_config: Annotated[
         str | None,
         typer.Option("--model-config", help="Store this config.json as model/config.json."),
     ] = None,
+    *,
+    kube: opt.KubeOptions,
 ) -> None:
     """Collect a pod's (or deployment's) evidence into a redacted bundle for later diagnosis.
 
@@ -68,19 +64,11 @@ def collect_command(
         from llmdoctor.model_shape import load_model_config
 
         config = load_model_config(model_config)  # BadInput (exit 3) before anything is collected
-    parsed = parse_live_target(target, selector)
+    parsed = parse_live_target(target, kube.selector)
     if parsed.kind == "bundle":
         raise BadTarget("collect reads a live target, not a bundle")
-    options = {
-        "namespace": namespace,
-        "context": context,
-        "selector": selector,
-        "port": port,
-        "tail": tail,
-        "no_exec": no_exec,
-        "window": window,
-    }
-    facts_list = gather(parsed, CollectContext(target=parsed, timeout=timeout, options=options))
+    ctx = CollectContext(target=parsed, timeout=timeout, options=kube.collection())
+    facts_list = gather(parsed, ctx)
     names = [str(f.get("target") or parsed).split("/", 1)[-1] for f in facts_list]
     paths = bundle_paths(output, names)
     existing = [p for p in paths if p.exists()]

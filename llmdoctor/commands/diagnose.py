@@ -9,31 +9,23 @@ import typer
 from llmdoctor import cli_options as opt
 
 
+@opt.grouped(
+    kube=opt.KubeOptions, probe=opt.ProbeOptions, gpu=opt.GpuOptions, report=opt.ReportOptions
+)
 def diagnose_command(
     target: opt.Target = None,
     bundle: Annotated[
         str | None, typer.Option("--bundle", help="Diagnose a saved bundle (folder or .tar.gz).")
     ] = None,
-    namespace: opt.Namespace = None,
-    context: opt.KubeContext = None,
-    selector: opt.Selector = None,
-    port: opt.Port = None,
-    tail: opt.Tail = 2000,
-    no_exec: opt.NoExec = False,
-    window: opt.Window = 5.0,
     model_config: Annotated[
         str | None,
         typer.Option("--model-config", help="The model's config.json, for the KV cache fit check."),
     ] = None,
-    as_json: opt.Json = False,
-    as_markdown: opt.Markdown = False,
-    no_color: opt.NoColor = False,
-    timeout: opt.Timeout = 10.0,
-    only: opt.Only = None,
-    skip: opt.Skip = None,
-    verbose: opt.Verbose = False,
-    checks_dir: opt.ChecksDir = None,
-    wiki: opt.WikiDirs = None,
+    *,
+    kube: opt.KubeOptions,
+    probe: opt.ProbeOptions,
+    gpu: opt.GpuOptions,
+    report: opt.ReportOptions,
 ) -> None:
     """Find what is wrong with a vLLM pod, deployment, node, endpoint or saved bundle.
 
@@ -51,35 +43,20 @@ def diagnose_command(
     from llmdoctor.xid_policy import policy_from_option
 
     xid_policy = policy_from_option(None)  # LLMDOCTOR_XID_POLICY, checked before collecting
-    parsed = parse_live_target(target, selector, bundle)
-    options = {
-        "namespace": namespace,
-        "context": context,
-        "selector": selector,
-        "port": port,
-        "tail": tail,
-        "no_exec": no_exec,
-        "window": window,
+    parsed = parse_live_target(target, kube.selector, bundle)
+    settings = {
+        "model_config_path": model_config,
+        "xid_policy": xid_policy,
+        **probe.settings(),
+        **gpu.settings(),
     }
-    ctx = CollectContext(target=parsed, timeout=timeout, options=options)
+    options = {**kube.collection(), **probe.collection()}
+    ctx = CollectContext(target=parsed, timeout=report.timeout, options=options)
     facts_list = gather(parsed, ctx)
-    settings = {"model_config_path": model_config, "xid_policy": xid_policy}
     label = _label(parsed, facts_list)
     if parsed.kind == "bundle":
         label = f"{facts_list[0].get('target')} (bundle {parsed.name})"
-    diagnose_and_exit(
-        facts_list,
-        label,
-        settings=settings,
-        only=only,
-        skip=skip,
-        wiki=wiki,
-        checks_dir=checks_dir,
-        as_json=as_json,
-        as_markdown=as_markdown,
-        no_color=no_color,
-        verbose=verbose,
-    )
+    diagnose_and_exit(facts_list, label, settings=settings, **report.printing())
 
 
 def parse_live_target(target: str | None, selector: str | None, bundle: str | None = None):

@@ -34,6 +34,7 @@ def _existing_file(option: str, path: str | None) -> str | None:
     return path
 
 
+@opt.grouped(gpu=opt.GpuOptions, report=opt.ReportOptions)
 def node_command(
     python: Annotated[
         str | None,
@@ -53,20 +54,6 @@ def node_command(
         str | None,
         typer.Option("--since", help="Kernel log window, e.g. 24h, 90m, 7d (live default 24h)."),
     ] = None,
-    gpu_memory_utilization: Annotated[
-        float | None,
-        typer.Option(
-            "--gpu-memory-utilization",
-            help="vLLM's --gpu-memory-utilization to check against free memory (default 0.9).",
-        ),
-    ] = None,
-    dtype: Annotated[
-        str | None, typer.Option("--dtype", help="vLLM's --dtype, checked against the GPU.")
-    ] = None,
-    quantization: Annotated[
-        str | None,
-        typer.Option("--quantization", help="vLLM's --quantization, checked against the GPU."),
-    ] = None,
     bundle: Annotated[
         str | None,
         typer.Option("--bundle", help="Check the node facts of a saved bundle instead."),
@@ -79,15 +66,9 @@ def node_command(
             "catalog).",
         ),
     ] = None,
-    as_json: opt.Json = False,
-    as_markdown: opt.Markdown = False,
-    no_color: opt.NoColor = False,
-    timeout: opt.Timeout = 10.0,
-    only: opt.Only = None,
-    skip: opt.Skip = None,
-    verbose: opt.Verbose = False,
-    checks_dir: opt.ChecksDir = None,
-    wiki: opt.WikiDirs = None,
+    *,
+    gpu: opt.GpuOptions,
+    report: opt.ReportOptions,
 ) -> None:
     """Check this GPU node: driver/CUDA/torch match, GPU memory, Xid errors, GPU health.
 
@@ -106,19 +87,15 @@ def node_command(
     from llmdoctor.output import diagnose_and_exit
     from llmdoctor.runner import CollectContext
     from llmdoctor.target import Target
+    from llmdoctor.xid_policy import policy_from_option
 
-    if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
-        raise BadInput(
-            f"--gpu-memory-utilization {gpu_memory_utilization}: expected a fraction in (0, 1]"
-        )
     if python is not None:
         import shutil
 
         if shutil.which(python) is None:
             raise BadInput(f"--python {python}: not found or not executable")
-    from llmdoctor.xid_policy import policy_from_option
-
     policy = policy_from_option(_existing_file("--xid-policy", xid_policy))
+    settings = {**gpu.settings(), "xid_policy": policy}
     options = {
         "python": python,
         "nvidia_smi_xml": _existing_file("--nvidia-smi-xml", nvidia_smi_xml),
@@ -126,27 +103,14 @@ def node_command(
         "since_seconds": parse_duration(since) if since is not None else None,
     }
     target = Target("bundle", name=bundle) if bundle else Target("node")
-    ctx = CollectContext(target=target, timeout=timeout, options=options)
+    ctx = CollectContext(target=target, timeout=report.timeout, options=options)
     facts_list = gather(target, ctx)
-    settings = {
-        "gpu_memory_utilization": gpu_memory_utilization,
-        "dtype": dtype,
-        "quantization": quantization,
-        "xid_policy": policy,
-    }
     diagnose_and_exit(
         facts_list,
         "node" if not bundle else f"bundle {bundle}",
         scopes=SCOPES,
         settings=settings,
-        only=only,
-        skip=skip,
-        wiki=wiki,
-        checks_dir=checks_dir,
-        as_json=as_json,
-        as_markdown=as_markdown,
-        no_color=no_color,
-        verbose=verbose,
+        **report.printing(),
     )
 
 

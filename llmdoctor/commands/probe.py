@@ -9,44 +9,19 @@ import typer
 from llmdoctor import cli_options as opt
 
 
+@opt.grouped(probe=opt.ProbeOptions, report=opt.ReportOptions)
 def probe_command(
     url: Annotated[str, typer.Argument(help="The vLLM server: http(s)://HOST:PORT")],
-    window: Annotated[
-        float,
-        typer.Option(
-            "--window", min=0.0, help="Seconds between the two /metrics scrapes (0: one scrape)."
-        ),
-    ] = 5.0,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="Served model name to probe (default: first in /v1/models)."),
-    ] = None,
-    chat: Annotated[
-        bool, typer.Option("--chat", help="Probe /v1/chat/completions instead of /v1/completions.")
-    ] = False,
-    max_latency_ms: Annotated[
-        float,
-        typer.Option("--max-latency-ms", min=1.0, help="Slowest acceptable generation probe."),
-    ] = 1000.0,
+    window: opt.Window = 5.0,
     tokenizer: Annotated[
         str | None,
         typer.Option(
             "--tokenizer", help="A local model folder whose tokenizer to check (offline)."
         ),
     ] = None,
-    max_num_seqs: Annotated[
-        int | None,
-        typer.Option("--max-num-seqs", min=1, help="The server's --max-num-seqs, if not default."),
-    ] = None,
-    as_json: opt.Json = False,
-    as_markdown: opt.Markdown = False,
-    no_color: opt.NoColor = False,
-    timeout: opt.Timeout = 10.0,
-    only: opt.Only = None,
-    skip: opt.Skip = None,
-    verbose: opt.Verbose = False,
-    checks_dir: opt.ChecksDir = None,
-    wiki: opt.WikiDirs = None,
+    *,
+    probe: opt.ProbeOptions,
+    report: opt.ReportOptions,
 ) -> None:
     """Check one vLLM endpoint: health, models, queue and KV cache from /metrics, a real
     generation, and optionally the tokenizer.
@@ -61,6 +36,7 @@ def probe_command(
     """
     from pathlib import Path
 
+    from llmdoctor.collectors.vllm_http import probe_base_url
     from llmdoctor.diagnosis import gather
     from llmdoctor.errors import BadInput, BadTarget
     from llmdoctor.output import diagnose_and_exit
@@ -70,35 +46,21 @@ def probe_command(
     target = parse_target(url)
     if target.kind != "http":
         raise BadTarget(f"probe takes an http(s)://HOST:PORT URL, not {url!r}")
+    base, note = probe_base_url(target.url)
+    if note:
+        typer.echo(f"llmdoctor: note: {note}", err=True)
+        target = parse_target(base)
     if tokenizer is not None and not Path(tokenizer).exists():
         raise BadInput(f"--tokenizer {tokenizer}: no such file or folder")
-    options = {
-        "window": window,
-        "model": model,
-        "chat": chat,
-        "max_latency_ms": max_latency_ms,
-        "tokenizer": tokenizer,
-    }
-    ctx = CollectContext(target=target, timeout=timeout, options=options)
+    options = {"window": window, "tokenizer": tokenizer, **probe.collection()}
+    ctx = CollectContext(target=target, timeout=report.timeout, options=options)
     facts_list = gather(target, ctx)
-    settings = {
-        "max_latency_ms": max_latency_ms,
-        "max_num_seqs": max_num_seqs,
-        "model": model,
-    }
     diagnose_and_exit(
         facts_list,
         str(target),
         scopes=("vllm",),
-        settings=settings,
-        only=only,
-        skip=skip,
-        wiki=wiki,
-        checks_dir=checks_dir,
-        as_json=as_json,
-        as_markdown=as_markdown,
-        no_color=no_color,
-        verbose=verbose,
+        settings=probe.settings(),
+        **report.printing(),
     )
 
 

@@ -17,8 +17,23 @@ from llmdoctor.facts import FactMissing, Facts
 
 GPU = "nvidia.com/gpu"
 BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18, "m": 1e-3}
-QUANTITY = re.compile(r"^([+-]?\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?$")
+DECIMAL = {
+    "n": 1e-9,
+    "u": 1e-6,
+    "m": 1e-3,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+}
+# apimachinery's resource.Quantity: a signed decimal ("5", "5.", ".5") then a binary suffix, a
+# decimal exponent ("1e3", "1E-3") or a decimal SI suffix (n u m k M G T P E)
+QUANTITY = re.compile(
+    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE])?$"
+)
 GO_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)")
 GO_SCALE = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
@@ -34,7 +49,8 @@ def number(value: Any, default: float) -> float:
 
 
 def quantity(value: Any) -> float | None:
-    """A Kubernetes resource quantity as a number: '1Gi' -> 1073741824, '500m' -> 0.5, 2 -> 2."""
+    """A Kubernetes resource quantity as a number: '1Gi' -> 1073741824, '500m' -> 0.5, 2 -> 2,
+    '1e3' -> 1000, '.5' -> 0.5, '100n' -> 1e-07; None when it is not one."""
     if isinstance(value, int | float):
         return float(value)
     if not isinstance(value, str):
@@ -43,6 +59,8 @@ def quantity(value: Any) -> float | None:
     if not match:
         return None
     number, suffix = match.groups()
+    if suffix and suffix[0] in "eE" and suffix not in BINARY and len(suffix) > 1:
+        return float(number + suffix)
     scale = BINARY.get(suffix or "") or DECIMAL.get(suffix or "", 1)
     return float(number) * scale
 

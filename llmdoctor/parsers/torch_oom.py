@@ -12,6 +12,10 @@ Real inputs (sources in tests/fixtures/logs/SOURCES.md):
     capacity; 27.91 GiB already allocated; 565.31 MiB free; 27.93 GiB reserved in total by PyTorch)
 
 (each message is one line in the log; wrapped here). Sizes are returned in MiB.
+
+A CUDA out-of-memory without PyTorch's numbers (the CUDA runtime's `RuntimeError: CUDA error:
+out of memory`, or a message cut short) is still an OOM: its numbers are None, so nobody can
+tell fragmentation from shortage by it.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ _UNIT_MIB = {
     "TiB": 2**20,
 }
 
+_CUDA_OOM = re.compile(r"CUDA out of memory|CUDA error: out of memory|cudaErrorMemoryAllocation")
 _TRIED = re.compile(r"Tried to allocate " + _SIZE)
 _GPU = re.compile(r"GPU (\d+)")
 _NEW_TOTAL = re.compile(r"total capacity of " + _SIZE + r" of which " + _SIZE + r" is free")
@@ -50,7 +55,7 @@ _OLD = re.compile(
 class TorchOom:
     """The numbers of one CUDA out-of-memory message, in MiB."""
 
-    tried: float
+    tried: float | None
     total: float | None
     free: float | None
     allocated: float | None
@@ -58,9 +63,14 @@ class TorchOom:
     gpu: int | None = None
 
     @property
+    def has_numbers(self) -> bool:
+        """Whether the message says how much was asked, free and held unallocated."""
+        return None not in (self.tried, self.total, self.free, self.unallocated)
+
+    @property
     def fragmented_would_fit(self) -> bool:
         """Whether the request would have fit if the reserved-but-unallocated memory were free."""
-        if self.unallocated is None or self.free is None:
+        if self.unallocated is None or self.free is None or self.tried is None:
             return False
         return self.free + self.unallocated >= self.tried
 
@@ -70,12 +80,13 @@ def _mib(number: str, unit: str) -> float:
 
 
 def parse_torch_oom(line: str) -> TorchOom | None:
-    """The numbers of a PyTorch CUDA OOM message on this line, or None."""
-    if "out of memory" not in line:
+    """The numbers of a CUDA out-of-memory message on this line (None where it gives none),
+    or None when the line is not one."""
+    if "out of memory" not in line or not _CUDA_OOM.search(line):
         return None
     tried = _TRIED.search(line)
     if tried is None:
-        return None
+        return TorchOom(tried=None, total=None, free=None, allocated=None, unallocated=None)
     gpu = _GPU.search(line, tried.end())
     gpu_index = int(gpu.group(1)) if gpu else None
     new = _NEW_TOTAL.search(line)

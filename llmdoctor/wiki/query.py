@@ -9,6 +9,10 @@ so the error words decide the ranking. Example of pasted text::
     total capacity of 79.15 GiB of which 1.17 GiB is free.
 
 becomes  "torch" OR "outofmemoryerror" OR "cuda" OR "out" OR "memory" OR "tried" OR ...
+
+A typed symptom word ("slow", "hangs", "gibberish") also stands for the words the runbooks use
+for that symptom (SYMPTOMS): `slow` is searched as ("slow" OR "latency" OR "ttft" OR
+"throughput"), one term, so "requests are slow" reaches queue-saturation and kv-cache-preemption.
 """
 
 from __future__ import annotations
@@ -32,9 +36,25 @@ ERRORISH = re.compile(
     r"unable|not found|xid|panic",
     re.IGNORECASE,
 )
+# what on-call engineers type -> the words the runbooks use for it (only for typed queries;
+# each group counts as one term, so it adds reach, not weight)
+_LATENCY = ("latency", "ttft", "throughput")
+_HANG = ("hang", "hung", "stuck", "unresponsive")
+_CRASH = ("crash", "dead", "died", "restart")
+_GARBAGE = ("garbage", "gibberish", "nan", "repetition")
+SYMPTOMS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("slow", "slowly", "slowness", "sluggish", "laggy", "lag"), _LATENCY),
+    "latency": ("ttft", "throughput"),
+    "ttft": ("latency", "first token"),
+    **dict.fromkeys(("hang", "hangs", "hanging", "hung", "stuck", "frozen", "freezes"), _HANG),
+    "unresponsive": _HANG,
+    **dict.fromkeys(("crash", "crashed", "crashes", "crashing", "dies", "died"), _CRASH),
+    **dict.fromkeys(("gibberish", "nonsense", "garbled", "repeats"), _GARBAGE),
+}
 STOPWORDS = frozenset(
     "a an and are as at be by for from has have i in is it its of on or that the this to was "  # noqa: SIM905
-    "were will with we you your please".split()
+    "were will with we you your please "
+    "high low very too really so".split()  # qualifiers: "high latency" is about latency
 )
 
 
@@ -49,16 +69,27 @@ class Query:
     short: bool = False  # a few words on one line, typed rather than pasted
     phrase: list[str] = field(default_factory=list)  # a short query's words in order, stopwords too
 
+    alternatives: dict[str, tuple[str, ...]] = field(default_factory=dict)  # word -> SYMPTOMS
+
     @property
     def terms(self) -> list[str]:
         return self.words + self.grams
 
+    def term_expressions(self) -> list[str]:
+        """Each term as an FTS5 expression: '"queue"', or '("slow" OR "latency" OR ...)'."""
+        out = []
+        for term in self.terms:
+            spelled = (term, *self.alternatives.get(term, ()))
+            quoted = " OR ".join(_quote(t) for t in spelled)
+            out.append(f"({quoted})" if len(spelled) > 1 else quoted)
+        return out
+
     def match_expression(self) -> str | None:
         """The FTS5 MATCH string: every term quoted, OR-ed; None when nothing is searchable."""
-        terms = self.terms
+        terms = self.term_expressions()
         if not terms:
             return None
-        return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        return " OR ".join(terms)
 
     def lines(self, limit: int = 2000) -> list[str]:
         """The text's non-blank lines, for matching entry signatures (which are per-line)."""
@@ -69,6 +100,10 @@ class Query:
                 if len(out) >= limit:
                     break
         return out
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
 
 
 def _candidate_lines(text: str) -> list[str]:
@@ -136,4 +171,6 @@ def parse_query(text: str) -> Query:
             seen.add(word)
             query.words.append(word)
             budget -= 1
+            if short and word in SYMPTOMS:
+                query.alternatives[word] = SYMPTOMS[word]
     return query

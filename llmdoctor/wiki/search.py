@@ -158,7 +158,7 @@ def _rank_word_by_word(
     """
     weights = ", ".join(str(w) for w in FTS_WEIGHTS.values())
     bm25 = f"SELECT rowid, bm25(docs_fts, {weights}) * ? AS s FROM docs_fts WHERE docs_fts MATCH ?"
-    terms = [_quoted(term) for term in query.terms]
+    terms = query.term_expressions()
     entries = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
     holding = [
         conn.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (t,)).fetchone()[0]

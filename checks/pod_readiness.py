@@ -1,0 +1,191 @@
+"""Is the pod Ready, i.e. does its Service send it traffic?
+
+A Running pod whose Ready condition is False gets no requests through its Service: to users it
+is down, whatever its logs say. The kubelet marks it so when a container's readiness probe
+fails (events `Unhealthy: Readiness probe failed: ...`), when a container is not running, or
+when a readiness gate is unmet. How long it has been so comes from the condition's
+lastTransitionTime against `time/now` (for a Pending pod, from its creation). A vLLM pod loads
+its model for minutes, so a short spell is a warning; past LONG_NOT_READY_S (or the startup
+probe's budget, if longer) it is critical. The cause is the other pod checks' to name
+(pod-scheduling, pod-image-pull, pod-restarts); this check says the pod serves nothing.
+"""
+
+from __future__ import annotations
+
+from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.parsers.k8s_pod import (
+    dicts,
+    event_count,
+    event_items,
+    event_line,
+    event_time,
+    field_dict,
+    parse_time,
+    probe_budget,
+    require_pod,
+)
+from llmdoctor.registry import check
+
+CHECK = "pod-readiness"
+RUNBOOK = "pod-not-ready"
+LONG_NOT_READY_S = 10 * 60
+READINESS_FAILED = "Readiness probe failed"
+
+
+def _minutes(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _condition(pod: dict, kind: str) -> dict | None:
+    for condition in dicts(field_dict(pod, "status").get("conditions")):
+        if condition.get("type") == kind:
+            return condition
+    return None
+
+
+def _statuses(pod: dict) -> list[dict]:
+    """The app containers' statuses (init containers have finished once the pod runs)."""
+    return dicts(field_dict(pod, "status").get("containerStatuses"))
+
+
+def _unready_containers(pod: dict) -> list[str]:
+    """'vllm (running since 01:08:31, 3 restarts)' for each container that is not ready."""
+    out = []
+    for cs in _statuses(pod):
+        if cs.get("ready"):
+            continue
+        state = field_dict(cs, "state")
+        if "running" in state:
+            started = field_dict(state, "running").get("startedAt")
+            how = f"running since {started}" if started else "running"
+        elif "waiting" in state:
+            how = f"waiting: {field_dict(state, 'waiting').get('reason') or 'unknown reason'}"
+        elif "terminated" in state:
+            how = f"terminated: {field_dict(state, 'terminated').get('reason') or 'exited'}"
+        else:
+            how = "state unknown"
+        restarts = cs.get("restartCount") or 0
+        more = f", {restarts} restart{'s' if restarts != 1 else ''}" if restarts else ""
+        out.append(f"{cs.get('name')} ({how}{more})")
+    return out
+
+
+def _readiness_events(facts: Facts) -> tuple[list[dict], int]:
+    """The Unhealthy events of failed readiness probes (newest last) and their total count."""
+    events = facts.get("k8s/events.json")
+    found = [
+        e for e in event_items(events) if str(e.get("message") or "").startswith(READINESS_FAILED)
+    ]
+    found.sort(key=lambda e: event_time(e) or 0.0)
+    return found, sum(event_count(e) for e in found)
+
+
+def _patience(pod: dict) -> float:
+    """How long a not-Ready pod may still be starting: the longest startup probe budget."""
+    budgets = [
+        probe_budget(c.get("startupProbe")) or 0.0
+        for c in dicts(field_dict(pod, "spec").get("containers"))
+    ]
+    return max([LONG_NOT_READY_S, *budgets])
+
+
+def _pending(facts: Facts, pod: dict) -> Finding:
+    """A pod not started yet serves nothing either: a warning while it may still start."""
+    created = field_dict(pod, "metadata").get("creationTimestamp")
+    items = [evidence(f"status.phase: Pending since {created or '?'}", "k8s/pod.json")]
+    scheduled = _condition(pod, "PodScheduled") or {}
+    if scheduled.get("status") == "False":
+        why = f"not scheduled: {scheduled.get('reason') or '?'}"
+        items.append(evidence(f"PodScheduled=False: {scheduled.get('message') or ''}".strip()))
+    else:
+        waiting = [u for u in _unready_containers(pod) if "waiting" in u]
+        why = "; ".join(waiting) or "containers not started"
+    now, since = facts.get("time/now"), parse_time(created)
+    spell = (now - since) if isinstance(now, int | float) and since is not None else None
+    for_how_long = f" for {_minutes(spell)}" if spell is not None else ""
+    summary = f"the pod has been Pending{for_how_long} ({why}): it serves nothing"
+    if spell is None or spell > _patience(pod):
+        return critical(CHECK, summary, items, [RUNBOOK])
+    return warning(CHECK, f"{summary} yet", items, [RUNBOOK])
+
+
+@check(
+    CHECK,
+    title="Pod is Ready and receives Service traffic",
+    scope="k8s",
+    needs=("k8s/pod.json",),
+    runbooks=(RUNBOOK,),
+    kind="symptom",
+)
+def pod_readiness(facts: Facts) -> Finding:
+    pod = require_pod(facts)
+    status = field_dict(pod, "status")
+    phase = status.get("phase") or "unknown"
+    if phase == "Pending":
+        return _pending(facts, pod)
+    if phase in ("Succeeded", "Failed"):
+        return critical(
+            CHECK,
+            f"the pod has ended (phase {phase}): it serves nothing",
+            [evidence(f"status.phase: {phase}", "k8s/pod.json")],
+            [RUNBOOK],
+        )
+    ready = _condition(pod, "Ready")
+    if ready is None:
+        raise FactMissing("k8s/pod.json", "the pod status has no Ready condition")
+    since = ready.get("lastTransitionTime")
+    if ready.get("status") == "True":
+        when = f" since {since}" if since else ""
+        return ok(
+            CHECK,
+            f"the pod is Ready{when}",
+            [evidence(f"condition Ready=True{when}", "k8s/pod.json")],
+        )
+    items = [
+        evidence(
+            f"condition Ready={ready.get('status')} since {since or '?'}: "
+            f"{ready.get('reason') or ''} {ready.get('message') or ''}".strip(),
+            "k8s/pod.json",
+        )
+    ]
+    unready = _unready_containers(pod)
+    if unready:
+        items.append(evidence("not ready: " + "; ".join(unready), "k8s/pod.json"))
+    failures, count = _readiness_events(facts)
+    if failures:
+        items.append(evidence(event_line(failures[-1]), "k8s/events.json"))
+    now, changed = facts.get("time/now"), parse_time(since)
+    spell = (now - changed) if isinstance(now, int | float) and changed is not None else None
+    if failures:
+        why = f"{count} readiness probe failure{'s' if count != 1 else ''}"
+    elif unready:
+        why = "not ready: " + "; ".join(unready)
+    else:
+        why = str(ready.get("reason") or "the kubelet gives no reason")
+    if ready.get("reason") == "ReadinessGatesNotReady":
+        gates = [
+            g.get("conditionType") for g in dicts(field_dict(pod, "spec").get("readinessGates"))
+        ]
+        why = f"readiness gate(s) {', '.join(str(g) for g in gates) or '?'} not met"
+    runbooks = [RUNBOOK]
+    for_how_long = f" for {_minutes(spell)}" if spell is not None else ""
+    summary = (
+        f"the pod has not been Ready{for_how_long} (phase {phase}; {why}): its Service sends it "
+        "no traffic"
+    )
+    names = [c.get("name") for c in _statuses(pod) if not c.get("ready")]
+    subject = f"container {names[0]}" if len(names) == 1 else None
+    if spell is None or spell > _patience(pod):
+        return critical(CHECK, summary, items, runbooks, subject)
+    return warning(
+        CHECK,
+        f"{summary}; a vLLM pod is not Ready while it loads the model, so this may pass",
+        items,
+        runbooks,
+        subject,
+    )
