@@ -76,7 +76,7 @@ def compile_problem(signature: str) -> str | None:
     except (TypeError, ValueError) as exc:
         return f"it is not a regex ({exc})"
     if pattern.search("") is not None:
-        return "it matches an empty line, so it would fire on every line"
+        return "it matches the empty string, so it would fire on every line"
     return None
 
 

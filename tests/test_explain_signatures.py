@@ -121,7 +121,7 @@ def test_a_signature_matching_every_line_is_rejected_as_invalid():
     entries = [SimpleNamespace(id="bad", signatures=["x*", "fine signature"])]
     found = SignatureSet(entries)
     assert [(w.entry_id, w.signature) for w in found.invalid] == [("bad", "x*")]
-    assert "empty line" in found.invalid[0].error
+    assert "empty string" in found.invalid[0].error
     assert len(found.patterns) == 1
 
 
