@@ -144,7 +144,7 @@ TEXT_ONLY = 0.55  # the most a text-only match can reach: never above a real sig
 RECENCY = 0.03  # the later of two otherwise equal entries ranks first
 PLACE_POWER = 0.5  # a text-only match lower in the search's ranking is less likely
 COVERAGE_SCALE = 2.0  # covering half of the error's informative words counts as full
-CONFIDENT = 0.3  # below this, explain abstains ("no entry explains this")
+CONFIDENT = 0.35  # below this, explain abstains ("no entry explains this")
 MAYBE_SEVERITY = "warning"  # a text-only match is at most a warning, shown as MAYBE
 
 
