@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         mark = "ok  " if _top(o, 1) else ("top3" if _top(o, 3) else "MISS")
         if o["expected"] in (HEALTHY, UNKNOWN):
             mark = "ok  " if not o["ranked"] else "ALARM"
-        ranked = " > ".join(f"{i}:{c}" for i, c in zip(o["ranked"][:3], o["confidence"]))
+        ranked = " > ".join(f"{i}:{c}" for i, c in zip(o["ranked"][:3], o["confidence"], strict=False))
         print(
             f"{mark:5} {o['half']:7} {o['file']:<72} {ranked or '-'}  | search: {o['search'][:1]}"
         )

@@ -313,10 +313,7 @@ def _required(pattern: str, i: int) -> tuple[int, int]:
             i += 2
             current += last
             continue
-        if c in ".^$":
-            last = 0
-        else:
-            last = 1
+        last = 0 if c in ".^$" else 1
         current += last
         i += 1
     branches.append(current)

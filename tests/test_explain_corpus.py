@@ -71,7 +71,8 @@ def test_heldout_top1_is_within_5_points_of_the_tuned_half(report):
 
 def test_no_critical_or_warning_on_healthy_excerpts(report):
     alarms = [
-        f"{o['file']}: {list(zip(o['ranked'], o['severities']))}" for o in report["false_alarms"]
+        f"{o['file']}: {list(zip(o['ranked'], o['severities'], strict=True))}"
+        for o in report["false_alarms"]
     ]
     assert report["all"]["healthy_criticals"] == 0, "\n".join(alarms)
     assert not alarms, "\n".join(alarms)
