@@ -286,7 +286,9 @@ def read_input(
     source: TextSource | BinaryIO, entries: dict, workers: int = 1
 ) -> tuple[_Reading, SignatureSet]:
     """One pass over the input: signature hits per entry and the salient lines."""
-    scanner = SignatureSet([*entries.values(), _salient_entry()])
+    scanner = SignatureSet(
+        [*entries.values(), _salient_entry()], tail_ids=[SALIENT_ID], tail_keep=SALIENT_KEPT
+    )
     weights = [literal_weight(sig) for _, sig in scanner.patterns]
     hits: dict[str, _Hits] = {}
     salient: deque[Evidence] = deque(maxlen=SALIENT_KEPT)

@@ -94,10 +94,19 @@ def signature_line(path: str | Path, signature: str) -> int:
     return 0
 
 
-class SignatureSet:
-    """The compiled signatures of a set of runbook entries (anything with `.id`, `.signatures`)."""
+TAIL_CHUNK = 64 * 1024
 
-    def __init__(self, entries: Iterable):
+
+class SignatureSet:
+    """The compiled signatures of a set of runbook entries (anything with `.id`, `.signatures`).
+
+    Entries named in `tail_ids` are only looked for among the last `tail_keep` matching lines of
+    each block (searched backwards in growing chunks): for lines of which only the last few are
+    kept (explain's salient lines), a log whose every line matches costs no more than one with
+    a few.
+    """
+
+    def __init__(self, entries: Iterable, tail_ids: Iterable[str] = (), tail_keep: int = 0):
         re2 = _re2()
         self.patterns: list[tuple[str, str]] = []  # (entry id, signature), in set index order
         self.invalid: list[InvalidSignature] = []
@@ -110,22 +119,23 @@ class SignatureSet:
                     self.invalid.append(InvalidSignature(entry.id, str(sig), why, path, line))
                     continue
                 self.patterns.append((entry.id, sig))
-        self._line_set = self._block_set = None
+        self._line_set = self._block_set = self._tail_set = None
         self._searchers: dict[int, object] = {}
+        tail = set(tail_ids) if tail_keep > 0 else set()
+        self._tail = frozenset(
+            i for i, (entry_id, _) in enumerate(self.patterns) if entry_id in tail
+        )
+        self._tail_order = sorted(self._tail)  # tail Set index -> pattern index
+        self.tail_keep = tail_keep
         if self.patterns:
             self._line_set = _compiled_set(s for _, s in self.patterns)
             self._block_set = _compiled_set(f"(?m){s}" for _, s in self.patterns)
+        if self._tail:
+            self._tail_set = _compiled_set(f"(?m){self.patterns[i][1]}" for i in self._tail_order)
         self._re2 = re2
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
-
-    def __getstate__(self):
-        return {"sources": self.patterns, "invalid": self.invalid}
-
-    def __setstate__(self, state):
-        self.__init__([_Sig(i, [p]) for i, p in state["sources"]])
-        self.invalid = state["invalid"]
 
     # --- one line ----------------------------------------------------------------------------
 
@@ -160,18 +170,11 @@ class SignatureSet:
         if not hit:
             return []
         starts: set[int] = set()
-        size = len(block)
         for index in hit:
-            search = self._searcher(index).search
-            pos = 0
-            while pos < size:
-                m = search(block, pos)
-                if m is None:
-                    break
-                start = block.rfind(b"\n", 0, m.start()) + 1
-                starts.add(start)
-                end = block.find(b"\n", max(m.start(), start))
-                pos = size if end < 0 else end + 1  # next line: one candidate per line
+            if index not in self._tail:
+                self._line_starts(index, block, 0, len(block), starts)
+        if self._tail and any(index in self._tail for index in hit):
+            self._tail_starts(block, starts)
         found: list[LineMatch] = []
         line_no, counted_to = first_line, 0
         for start in sorted(starts):
@@ -185,6 +188,40 @@ class SignatureSet:
             if ids:
                 found.append(LineMatch(line_no, raw.decode("utf-8", errors="replace"), ids))
         return found
+
+    def _line_starts(self, index: int, block: bytes, begin: int, end: int, starts: set[int]) -> int:
+        """Add the start of each line of block[begin:end] where signature `index` may match
+        (one search per line); return how many were added.
+        """
+        search = self._searcher(index).search
+        added = 0
+        pos = begin
+        while pos < end:
+            m = search(block, pos, end)
+            if m is None:
+                break
+            start = block.rfind(b"\n", 0, m.start()) + 1
+            if start not in starts:
+                starts.add(start)
+                added += 1
+            stop = block.find(b"\n", max(m.start(), start), end)
+            pos = end if stop < 0 else stop + 1
+        return added
+
+    def _tail_starts(self, block: bytes, starts: set[int]) -> None:
+        """Lines of the tail entries, searched from the block's end backwards in chunks that
+        double, until `tail_keep` candidates are found or the block is done.
+        """
+        assert self._tail_set is not None
+        found: set[int] = set()
+        end, chunk = len(block), TAIL_CHUNK
+        while end > 0 and len(found) < self.tail_keep:
+            begin = 0 if end <= chunk else block.rfind(b"\n", 0, end - chunk) + 1
+            hit = self._tail_set.Match(block[begin:end])
+            for n in hit or ():
+                self._line_starts(self._tail_order[n], block, begin, end, found)
+            end, chunk = begin, chunk * 2
+        starts.update(found)
 
     def scan_text(self, text: str, first_line: int = 1) -> Iterator[LineMatch]:
         """Every matching line of a text (complete lines), with 1-based numbers."""
@@ -321,12 +358,6 @@ def _required(pattern: str, i: int) -> tuple[int, int]:
 
 
 # --- reading ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Sig:
-    id: str
-    signatures: list[str]
 
 
 class _BytesReader:

@@ -151,3 +151,27 @@ def test_nested_quantifiers_are_matched_in_linear_time():
     assert list(found.scan_text((line + "\n") * 2000)) == []
     assert found.match_line("model load failed") == ("team",)
     assert time.perf_counter() - started < 5
+
+
+def test_tail_entries_keep_at_least_the_last_lines_of_each_block(monkeypatch):
+    # explain keeps only the last 40 salient lines; a tail entry is searched from each block's
+    # end, so the last `tail_keep` lines of the whole log are exactly those of a full scan
+    monkeypatch.setattr(sig, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(sig, "TAIL_CHUNK", 256)
+    entries = [
+        SimpleNamespace(id="sig", signatures=["CUDA out of memory"]),
+        SimpleNamespace(id="salient", signatures=[r"[Ee]rror", "[Ff]ailed"]),
+    ]
+    lines = [
+        f"{n} request failed: user error {n}" if n % 3 else f"{n} INFO ok" for n in range(3000)
+    ]
+    lines[1500] = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    data = ("\n".join(lines) + "\n").encode()
+    full = naive(SignatureSet(entries), data)
+    tailed = list(
+        SignatureSet(entries, tail_ids=["salient"], tail_keep=10).scan_stream(io.BytesIO(data))
+    )
+    pick = [m.line for m in full if "salient" in m.entry_ids][-10:]
+    assert [m.line for m in tailed if "salient" in m.entry_ids][-10:] == pick
+    assert [m for m in tailed if "sig" in m.entry_ids] == [m for m in full if "sig" in m.entry_ids]
+    assert len(tailed) < len(full) / 3  # most salient-only lines were never looked at

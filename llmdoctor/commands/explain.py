@@ -24,8 +24,10 @@ def explain_command(
     ] = 5,
     jobs: Annotated[
         int,
-        typer.Option("--jobs", min=0, help="Threads for a big file (0 = one per CPU, up to 4)."),
-    ] = 0,
+        typer.Option(
+            "--jobs", min=0, help="Threads for a file of 64 MB or more (0 = one per CPU, up to 4)."
+        ),
+    ] = 1,
     no_color: opt.NoColor = False,
     wiki: opt.WikiDirs = None,
 ) -> None:
