@@ -343,3 +343,22 @@ def test_a_signature_that_does_not_compile_is_reported_not_dropped(tmp_path):
     result = runner.invoke(app, ["explain", "--wiki", str(team), str(log), "--json"])
     assert f"{team / 'team-broken.md'}:6: signature" in result.stderr
     assert json.loads(result.stdout)["warnings"]
+
+
+def test_diagnose_reports_a_team_signature_it_cannot_match(tmp_path):
+    # issue 12: a team signature that does not compile was dropped silently by diagnose
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "team-broken.md").write_text(
+        "---\nid: team-broken\ntitle: t\nseverity: warning\nsignatures:\n"
+        "  - '(ab)\\1 failed'\n---\n## Symptom\nx\n## Cause\ny\n## Fix\nz\n",
+        encoding="utf-8",
+    )
+    bundle = Path(__file__).parent.parent / "examples" / "bundles" / "healthy-vllm-7b"
+    result = runner.invoke(
+        app, ["diagnose", "--bundle", str(bundle), "--wiki", str(team), "--json"]
+    )
+    doc = json.loads(result.stdout)
+    ignored = [f for f in doc["findings"] if "ignored" in f["summary"]]
+    assert ignored and ignored[0]["severity"] == "warning"
+    assert f"{team / 'team-broken.md'}:6:" in ignored[0]["evidence"][0]["text"]
