@@ -6,7 +6,9 @@ Reads whatever corpus is present under tests/fixtures/explain_corpus/:
 * `_healthy/*.log`: healthy output: no warning or critical match allowed;
 * `_unknown/*.log`: a real failure no entry covers: explain must abstain;
 
-with sources in SOURCES*.md there. Each file falls, by its name alone, in the `tune` half or the
+with sources in SOURCES*.md there. The healthy logs of tests/fixtures/healthy/ are read as healthy
+excerpts too, and the logs of tests/fixtures/from_log/ (failures no built-in entry covers) as
+unknown ones. Each file falls, by its name alone, in the `tune` half or the
 `heldout` half: heldout when int(sha256("<folder>/<name>.log"), 16) is odd. Ranking weights are
 tuned on `tune` only; `heldout` says whether that tuning generalizes.
 
@@ -40,9 +42,25 @@ def half(folder: str, name: str) -> str:
     return "heldout" if int(digest, 16) % 2 else "tune"
 
 
+EXTRA = (
+    (HEALTHY, ROOT / "tests" / "fixtures" / "healthy"),
+    (UNKNOWN, ROOT / "tests" / "fixtures" / "from_log"),
+)
+
+
 def corpus_files(corpus: Path = CORPUS) -> list[tuple[str, Path]]:
     """(expected entry id, or _healthy / _unknown, excerpt path) for every excerpt, sorted."""
     return [(p.parent.name, p) for p in sorted(corpus.glob("*/*.log"))]
+
+
+def extra_files() -> list[tuple[str, Path]]:
+    """(_healthy / _unknown, path) for the healthy and uncovered logs kept elsewhere in tests/."""
+    return [
+        (label, p)
+        for label, folder in EXTRA
+        for p in sorted(folder.glob("*"))
+        if p.suffix in (".log", ".txt")
+    ]
 
 
 def _read(path: Path) -> str:
@@ -59,7 +77,8 @@ def evaluate(corpus: Path = CORPUS, wiki_dirs: list[str] | None = None) -> dict:
 
     entries = load_library(wiki_dirs).entries
     outcomes = []
-    for expected, path in corpus_files(corpus):
+    files = corpus_files(corpus) + (extra_files() if corpus == CORPUS else [])
+    for expected, path in files:
         text = _read(path)
         result = explain(
             TextSource.from_text(path.name, text), entries, limit=5, wiki_dirs=wiki_dirs
@@ -69,7 +88,7 @@ def evaluate(corpus: Path = CORPUS, wiki_dirs: list[str] | None = None) -> dict:
         outcomes.append(
             {
                 "file": f"{expected}/{path.name}",
-                "half": half(expected, path.name),
+                "half": half(path.parent.name, path.name),
                 "expected": expected,
                 "ranked": ranked,
                 "confidence": [m.confidence for m in result.matches],
@@ -136,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         mark = "ok  " if _top(o, 1) else ("top3" if _top(o, 3) else "MISS")
         if o["expected"] in (HEALTHY, UNKNOWN):
             mark = "ok  " if not o["ranked"] else "ALARM"
-        ranked = " > ".join(f"{i}:{c}" for i, c in zip(o["ranked"][:3], o["confidence"], strict=False))
+        ranked = " > ".join(
+            f"{i}:{c}" for i, c in zip(o["ranked"][:3], o["confidence"], strict=False)
+        )
         print(
             f"{mark:5} {o['half']:7} {o['file']:<72} {ranked or '-'}  | search: {o['search'][:1]}"
         )
