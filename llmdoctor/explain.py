@@ -1,20 +1,22 @@
-"""Triage any log: which runbook entries explain it, best first, with the lines that say so.
+"""Triage any log: which runbook entries explain it, best first, each with a confidence.
 
 The input (a pasted stack trace, a `kubectl describe` block, dmesg, or a 2 GB log) is streamed
-once through the entries' signatures (llmdoctor.signatures), keeping per entry only a count and
-a few first and last matching lines, so memory stays flat whatever the size.
+once through the entries' signatures and the salient-line patterns (llmdoctor.signatures, RE2),
+keeping per entry only a count, the most specific signature that fired and a few first and last
+matching lines, so memory stays flat whatever the size. A paste or small file is cleaned first
+(llmdoctor.pasted: colour codes, HTML entities, compose prefixes, hard wraps).
 
-Ranking, as data rather than special cases:
+One ranking fuses the evidence (`fuse`), as data rather than special cases:
 
-* signature matches come first; among them an entry's *depth* in the "X explains Y" table
-  (`EXPLAINS` plus any entry's own `explains:` front matter) orders root causes before the
-  consequences they explain (an Xid 79 before the EngineDeadError after it);
-* then the score: how specific the matching signature is (fixed text it pins down), how often
-  and how late the entry matched, and its severity.
+* a signature hit, weighted by how specific the signature is (literal text it pins down);
+* the text relevance of the salient lines to each entry (`text_relevance`: the wiki search's
+  ranking and the share of the error's informative words the entry holds);
+* the "X explains Y" table (`EXPLAINS` plus any entry's own `explains:` front matter): a
+  consequence ranks just below its cause;
+* recency: the later of two otherwise equal entries first.
 
-When no signature matches, the salient lines (exceptions, tracebacks' last lines, FATAL/ERROR
-lines, failed/killed/timeout lines) are searched in the wiki's bm25 index, so unseen wording
-still lands near the right entry. No typer or rich here: the command renders the result.
+A text-only match is at most a warning and at most TEXT_ONLY confident; below CONFIDENT explain
+abstains and returns the salient lines instead. No typer or rich here: the command renders.
 """
 
 from __future__ import annotations
