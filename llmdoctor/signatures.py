@@ -89,6 +89,17 @@ def compile_problem(signature: str) -> str | None:
     return None
 
 
+def line_pattern(signature: str):
+    """One signature compiled by RE2 for matching single lines (`.search(line)`), or None when
+    RE2 cannot compile it (`wiki lint` says why). Linear time, whatever the signature.
+    """
+    re2 = _re2()
+    try:
+        return re2.compile(signature, _options())
+    except re2.error:
+        return None
+
+
 def signature_line(path: str | Path, signature: str) -> int:
     """The line of an entry file on which a signature is written (0 when it cannot be told)."""
     try:

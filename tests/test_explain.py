@@ -362,3 +362,32 @@ def test_diagnose_reports_a_team_signature_it_cannot_match(tmp_path):
     ignored = [f for f in doc["findings"] if "ignored" in f["summary"]]
     assert ignored and ignored[0]["severity"] == "warning"
     assert f"{team / 'team-broken.md'}:6:" in ignored[0]["evidence"][0]["text"]
+
+
+def test_a_team_signature_with_nested_quantifiers_cannot_hang_explain(tmp_path):
+    # issue 12: '([A-Za-z]+ ?)+ failed$' passed lint and hung explain for minutes on an ordinary
+    # line (Python's re backtracks; explain's own scan and the wiki search it runs are RE2 now)
+    import subprocess
+    import sys
+
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "team-hang.md").write_text(
+        "---\nid: team-hang\ntitle: Team hang\nseverity: warning\nsignatures:\n"
+        "  - '([A-Za-z]+ ?)+ failed$'\n---\n## Symptom\nx failed\n## Cause\ny\n## Fix\nz\n",
+        encoding="utf-8",
+    )
+    log = tmp_path / "line.log"
+    log.write_text(
+        "ERROR Warming up the model weights and the cache for serving requests now that it "
+        "failed!\nmodel load failed\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "llmdoctor", "explain", "--wiki", str(team), str(log), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    doc = json.loads(done.stdout)
+    assert doc["matches"][0]["id"] == "team-hang"
+    assert [e["line"] for e in doc["matches"][0]["evidence"]] == [2]
