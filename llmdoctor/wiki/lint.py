@@ -89,10 +89,10 @@ def signature_problem(signature: str) -> str | None:
     """Why a signature is unusable (does not compile in RE2 or Python, or can match the empty
     string), or None.
     """
-    from llmdoctor.signatures import compile_problem
+    from llmdoctor.signatures import compile_problem, line_pattern
 
     try:
-        pattern = re.compile(signature)
+        re.compile(signature)  # compiling is safe; matching is left to RE2 (linear time)
     except re.error as exc:
         return f"signature {signature!r} is not a valid Python regex: {exc}"
     except RecursionError:
@@ -100,8 +100,7 @@ def signature_problem(signature: str) -> str | None:
     why = compile_problem(signature)
     if why:
         return f"signature {signature!r}: {why}"
-    if pattern.search("") is not None:
-        return f"signature {signature!r} matches the empty string, so it would fire on every line"
+    pattern = line_pattern(signature)
     for probe in EMPTY_PROBES:
         for m in pattern.finditer(probe):
             if m.end() == m.start():
