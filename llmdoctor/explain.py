@@ -295,13 +295,13 @@ def read_input(
     hits: dict[str, _Hits] = {}
     salient: deque[Evidence] = deque(maxlen=SALIENT_KEPT)
     matched_lines = 0
-    text, numbers = _small_text(source)
+    text, numbers, rest = _small_text(source)
     if text is not None:
         found = scanner.scan_text(text)
     elif isinstance(source, TextSource):
         found = scanner.scan(source, workers=workers)
     else:
-        found = scanner.scan_stream(source)
+        found = scanner.scan_stream(rest)
     for m in found:
         line = numbers[m.line - 1] if numbers else m.line
         ids = m.entry_ids
@@ -321,22 +321,51 @@ def read_input(
     return _Reading(hits, list(salient), matched_lines, text, invalid), scanner
 
 
-def _small_text(source) -> tuple[str | None, list[int]]:
-    """A pasted text or small file, cleaned (pasted.clean_lines), with each line's number in
-    the input; (None, []) for a big file or a stream, which are scanned as they are.
+def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:
+    """A paste, a small file or a short stream (stdin) as text cleaned by pasted.clean_lines,
+    with each line's number in the input; a big file as (None, [], None) and a long stream as
+    (None, [], the whole stream again), both scanned as they are.
     """
     from llmdoctor.pasted import clean_lines
 
-    if not isinstance(source, TextSource):
-        return None, []
-    if source.text is not None:
-        raw = source.text
-    elif source.path is not None and source.size_bytes() <= CLEAN_BYTES:
-        raw = source.path.read_bytes().decode("utf-8", errors="replace")
+    if isinstance(source, TextSource):
+        if source.text is not None:
+            raw = source.text
+        elif source.path is not None and source.size_bytes() <= CLEAN_BYTES:
+            raw = source.path.read_bytes().decode("utf-8", errors="replace")
+        else:
+            return None, [], None
     else:
-        return None, []
+        head = source.read(CLEAN_BYTES + 1)
+        if len(head) > CLEAN_BYTES:
+            return None, [], _Rejoined(head, source)
+        raw = head.decode("utf-8", errors="replace")
     pairs = clean_lines(raw)
-    return "\n".join(t for _, t in pairs), [n for n, _ in pairs]
+    return "\n".join(t for _, t in pairs), [n for n, _ in pairs], None
+
+
+class _Rejoined:
+    """A stream whose first bytes were already read: those, then the rest."""
+
+    def __init__(self, head: bytes, rest: BinaryIO):
+        self._head, self._rest = head, rest
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            chunk = self._head if size < 0 else self._head[:size]
+            self._head = self._head[len(chunk) :]
+            return chunk
+        return self._rest.read(size)
+
+    def readline(self) -> bytes:
+        if self._head:
+            end = self._head.find(b"\n")
+            if end >= 0:
+                line, self._head = self._head[: end + 1], self._head[end + 1 :]
+                return line
+            line, self._head = self._head, b""
+            return line + self._rest.readline()
+        return self._rest.readline()
 
 
 def explain(

@@ -141,6 +141,19 @@ def test_stdin_stream_gives_the_same_matches_as_the_file(entries, tmp_path):
     assert [m.to_json() for m in from_file.matches] == [m.to_json() for m in from_stream.matches]
 
 
+def test_a_long_stream_is_scanned_as_it_comes_with_the_same_answer(entries, tmp_path, monkeypatch):
+    # past CLEAN_BYTES a stream is not held in memory: its first bytes are read, then the rest
+    import llmdoctor.explain as explain_module
+
+    text = corpus_text("nccl-failure/vllm-tp-allreduce-watchdog-timeout.log")
+    expected = explain(io.BytesIO(text.encode()), entries, name="<stdin>")
+    monkeypatch.setattr(explain_module, "CLEAN_BYTES", 100)
+    streamed = explain(io.BytesIO(text.encode()), entries, name="<stdin>")
+    assert [(m.id, m.count, m.evidence) for m in streamed.matches] == [
+        (m.id, m.count, m.evidence) for m in expected.matches
+    ]
+
+
 # --- the command ---------------------------------------------------------------------------------
 
 
