@@ -1,9 +1,21 @@
-"""Top-1 / top-3 accuracy of `llmdoctor explain` on real error excerpts.
+"""How often `llmdoctor explain` names the right runbook entry, next to `wiki search`.
 
-Every file tests/fixtures/explain_corpus/<entry-id>/*.log is an excerpt from a public bug report
-(sources in SOURCES.md there); the folder name is the runbook entry that should come first.
-Runs the explain library on each excerpt with the built-in wiki, prints a table of misses and
-the figures, and records them in benchmarks/results/explain_accuracy.json.
+Reads whatever corpus is present under tests/fixtures/explain_corpus/:
+
+* `<entry-id>/<name>.log`: a real error excerpt; the folder is the entry that should be first;
+* `_healthy/*.log`: healthy output: no warning or critical match allowed;
+* `_unknown/*.log`: a real failure no entry covers: explain must abstain;
+
+with sources in SOURCES*.md there. The healthy logs of tests/fixtures/healthy/ are read as healthy
+excerpts too, and the logs of tests/fixtures/from_log/ (failures no built-in entry covers) as
+unknown ones. Each file falls, by its name alone, in the `tune` half or the
+`heldout` half: heldout when int(sha256("<folder>/<name>.log"), 16) is odd. Ranking weights are
+tuned on `tune` only; `heldout` says whether that tuning generalizes.
+
+For every excerpt it runs the explain library and `wiki search` of the same text (the excerpt
+whole, as `llmdoctor wiki search -` would get it), and reports per half: top-1, top-3, false
+alarms on healthy excerpts, abstentions on unknown ones, for both. Results are recorded in
+benchmarks/results/explain_accuracy.json.
 
     .venv/bin/python benchmarks/explain_accuracy.py
     .venv/bin/python benchmarks/explain_accuracy.py --verbose    # every excerpt, ranked ids
@@ -12,6 +24,7 @@ the figures, and records them in benchmarks/results/explain_accuracy.json.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -19,52 +32,111 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "fixtures" / "explain_corpus"
 RESULTS = ROOT / "benchmarks" / "results" / "explain_accuracy.json"
+HEALTHY, UNKNOWN = "_healthy", "_unknown"
+HALVES = ("tune", "heldout")
+
+
+def half(folder: str, name: str) -> str:
+    """'heldout' or 'tune', fixed by the file's folder and name."""
+    digest = hashlib.sha256(f"{folder}/{name}".encode()).hexdigest()
+    return "heldout" if int(digest, 16) % 2 else "tune"
+
+
+EXTRA = (
+    (HEALTHY, ROOT / "tests" / "fixtures" / "healthy"),
+    (UNKNOWN, ROOT / "tests" / "fixtures" / "from_log"),
+)
 
 
 def corpus_files(corpus: Path = CORPUS) -> list[tuple[str, Path]]:
-    """(expected entry id, excerpt path) for every excerpt, sorted."""
+    """(expected entry id, or _healthy / _unknown, excerpt path) for every excerpt, sorted."""
     return [(p.parent.name, p) for p in sorted(corpus.glob("*/*.log"))]
 
 
+def extra_files() -> list[tuple[str, Path]]:
+    """(_healthy / _unknown, path) for the healthy and uncovered logs kept elsewhere in tests/."""
+    return [
+        (label, p)
+        for label, folder in EXTRA
+        for p in sorted(folder.glob("*"))
+        if p.suffix in (".log", ".txt")
+    ]
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
 def evaluate(corpus: Path = CORPUS, wiki_dirs: list[str] | None = None) -> dict:
-    """Rank entries for every excerpt; the figures and each excerpt's outcome."""
+    """Rank entries for every excerpt with explain and with wiki search; figures per half."""
     sys.path.insert(0, str(ROOT))
     from llmdoctor.explain import explain
     from llmdoctor.textsource import TextSource
     from llmdoctor.wiki.library import load_library
+    from llmdoctor.wiki.search import search
 
     entries = load_library(wiki_dirs).entries
     outcomes = []
-    for expected, path in corpus_files(corpus):
-        text = path.read_text(encoding="utf-8")
+    files = corpus_files(corpus) + (extra_files() if corpus == CORPUS else [])
+    for expected, path in files:
+        text = _read(path)
         result = explain(
             TextSource.from_text(path.name, text), entries, limit=5, wiki_dirs=wiki_dirs
         )
         ranked = [m.id for m in result.matches]
+        searched = [r.id for r in search(text, limit=5, wiki_dirs=wiki_dirs)]
         outcomes.append(
             {
-                "file": str(path.relative_to(corpus)),
+                "file": f"{expected}/{path.name}",
+                "half": half(path.parent.name, path.name),
                 "expected": expected,
                 "ranked": ranked,
+                "confidence": [m.confidence for m in result.matches],
                 "how": result.how,
-                "top1": ranked[:1] == [expected],
-                "top3": expected in ranked[:3],
+                "severities": [m.severity for m in result.matches],
+                "search": searched,
             }
         )
-    total = len(outcomes)
-    by_how: dict[str, dict[str, int]] = {}
-    for o in outcomes:
-        h = by_how.setdefault(o["how"], {"excerpts": 0, "top1": 0})
-        h["excerpts"] += 1
-        h["top1"] += o["top1"]
+    report: dict = {"files": len(outcomes)}
+    for name in HALVES:
+        report[name] = figures([o for o in outcomes if o["half"] == name])
+    report["all"] = figures(outcomes)
+    report["misses"] = [
+        o for o in outcomes if o["expected"] not in (HEALTHY, UNKNOWN) and not _top(o, 1)
+    ]
+    report["false_alarms"] = [o for o in outcomes if o["expected"] == HEALTHY and o["ranked"]]
+    report["not_abstained"] = [o for o in outcomes if o["expected"] == UNKNOWN and o["ranked"]]
+    report["outcomes"] = outcomes
+    return report
+
+
+def _top(o: dict, n: int, key: str = "ranked") -> bool:
+    return o["expected"] in o[key][:n]
+
+
+def figures(outcomes: list[dict]) -> dict:
+    """top-1/top-3 on failure excerpts; criticals/alarms on healthy; abstentions on unknown."""
+    known = [o for o in outcomes if o["expected"] not in (HEALTHY, UNKNOWN)]
+    healthy = [o for o in outcomes if o["expected"] == HEALTHY]
+    unknown = [o for o in outcomes if o["expected"] == UNKNOWN]
+
+    def share(items: list, test) -> float:
+        return round(sum(1 for o in items if test(o)) / len(items), 4) if items else 1.0
+
     return {
-        "excerpts": total,
-        "entries": len({o["expected"] for o in outcomes}),
-        "top1": round(sum(o["top1"] for o in outcomes) / total, 4) if total else 0.0,
-        "top3": round(sum(o["top3"] for o in outcomes) / total, 4) if total else 0.0,
-        "by_how": by_how,
-        "misses": [o for o in outcomes if not o["top1"]],
-        "outcomes": outcomes,
+        "excerpts": len(known),
+        "top1": share(known, lambda o: _top(o, 1)),
+        "top3": share(known, lambda o: _top(o, 3)),
+        "search_top1": share(known, lambda o: _top(o, 1, "search")),
+        "search_top3": share(known, lambda o: _top(o, 3, "search")),
+        "healthy": len(healthy),
+        "healthy_criticals": sum(1 for o in healthy if "critical" in o["severities"]),
+        "healthy_alarms": sum(1 for o in healthy if o["ranked"]),
+        "healthy_quiet": share(healthy, lambda o: not o["ranked"]),
+        "search_healthy_quiet": share(healthy, lambda o: not o["search"]),
+        "unknown": len(unknown),
+        "abstained": share(unknown, lambda o: not o["ranked"]),
+        "search_abstained": share(unknown, lambda o: not o["search"]),
     }
 
 
@@ -74,16 +146,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true", help="do not write results json")
     args = parser.parse_args(argv)
     report = evaluate()
-    rows = report["outcomes"] if args.verbose else report["misses"]
-    for o in rows:
-        mark = "ok " if o["top1"] else ("top3" if o["top3"] else "MISS")
-        print(f"{mark:4}  {o['file']:<80} {o['how']:<10} {' > '.join(o['ranked'][:3]) or '-'}")
-    print(
-        f"\n{report['excerpts']} excerpts over {report['entries']} entries: "
-        f"top-1 {report['top1']:.1%}, top-3 {report['top3']:.1%}"
+    rows = (
+        report["outcomes"]
+        if args.verbose
+        else report["misses"] + report["false_alarms"] + report["not_abstained"]
     )
-    for how, h in sorted(report["by_how"].items()):
-        print(f"  via {how}: {h['top1']}/{h['excerpts']} top-1")
+    for o in rows:
+        mark = "ok  " if _top(o, 1) else ("top3" if _top(o, 3) else "MISS")
+        if o["expected"] in (HEALTHY, UNKNOWN):
+            mark = "ok  " if not o["ranked"] else "ALARM"
+        ranked = " > ".join(
+            f"{i}:{c}" for i, c in zip(o["ranked"][:3], o["confidence"], strict=False)
+        )
+        print(
+            f"{mark:5} {o['half']:7} {o['file']:<72} {ranked or '-'}  | search: {o['search'][:1]}"
+        )
+    print(f"\n{report['files']} files")
+    for name in (*HALVES, "all"):
+        f = report[name]
+        print(
+            f"{name:8} {f['excerpts']:4} excerpts: top-1 {f['top1']:.1%} top-3 {f['top3']:.1%} "
+            f"(wiki search {f['search_top1']:.1%} / {f['search_top3']:.1%}); "
+            f"healthy {f['healthy']}: {f['healthy_criticals']} critical, "
+            f"{f['healthy_alarms']} alarms (search quiet {f['search_healthy_quiet']:.0%}); "
+            f"unknown {f['unknown']}: abstained {f['abstained']:.0%} "
+            f"(search {f['search_abstained']:.0%})"
+        )
     if not args.no_record:
         record = {k: v for k, v in report.items() if k != "outcomes"}
         RESULTS.parent.mkdir(parents=True, exist_ok=True)

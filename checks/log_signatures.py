@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from llmdoctor.explain import consequences, explains_table
 from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, Severity, evidence, info, ok
+from llmdoctor.findings import Finding, Severity, evidence, info, ok, warning
 from llmdoctor.parsers.xid import not_text_reason
 from llmdoctor.registry import check
 from llmdoctor.signatures import LineMatch, SignatureSet
@@ -69,6 +69,14 @@ def log_signatures(facts: Facts) -> list[Finding]:
         info("log-signatures", f"{key} was not scanned: it {why}", [evidence(why, source=key)])
         for key, why in unreadable
     ]
+    if signatures.invalid:  # a team signature that cannot be matched is said, never dropped
+        findings.append(
+            warning(
+                "log-signatures",
+                f"{len(signatures.invalid)} runbook signature(s) ignored: they cannot be matched",
+                [evidence(str(bad)) for bad in signatures.invalid],
+            )
+        )
     if not hits:
         names = ", ".join(k for k, _ in readable)
         findings.append(ok("log-signatures", f"no known error signature in {names}"))

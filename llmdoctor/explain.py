@@ -1,33 +1,36 @@
-"""Triage any log: which runbook entries explain it, best first, with the lines that say so.
+"""Triage any log: which runbook entries explain it, best first, each with a confidence.
 
 The input (a pasted stack trace, a `kubectl describe` block, dmesg, or a 2 GB log) is streamed
-once through the entries' signatures (llmdoctor.signatures), keeping per entry only a count and
-a few first and last matching lines, so memory stays flat whatever the size.
+once through the entries' signatures and the salient-line patterns (llmdoctor.signatures, RE2),
+keeping per entry only a count, the most specific signature that fired and a few first and last
+matching lines, so memory stays flat whatever the size. A paste or small file is cleaned first
+(llmdoctor.pasted: colour codes, HTML entities, compose prefixes, hard wraps).
 
-Ranking, as data rather than special cases:
+One ranking fuses the evidence (`fuse`), as data rather than special cases:
 
-* signature matches come first; among them an entry's *depth* in the "X explains Y" table
-  (`EXPLAINS` plus any entry's own `explains:` front matter) orders root causes before the
-  consequences they explain (an Xid 79 before the EngineDeadError after it);
-* then the score: how specific the matching signature is (fixed text it pins down), how often
-  and how late the entry matched, and its severity.
+* a signature hit, weighted by how specific the signature is (literal text it pins down);
+* the text relevance of the salient lines to each entry (`text_relevance`: the wiki search's
+  ranking and the share of the error's informative words the entry holds);
+* the "X explains Y" table (`EXPLAINS` plus any entry's own `explains:` front matter): a
+  consequence ranks just below its cause;
+* recency: the later of two otherwise equal entries first.
 
-When no signature matches, the salient lines (exceptions, tracebacks' last lines, FATAL/ERROR
-lines, failed/killed/timeout lines) are searched in the wiki's bm25 index, so unseen wording
-still lands near the right entry. No typer or rich here: the command renders the result.
+A text-only match is at most a warning and at most TEXT_ONLY confident; below CONFIDENT explain
+abstains and returns the salient lines instead. No typer or rich here: the command renders.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO
 
-from llmdoctor.signatures import LineMatch, SignatureSet, literal_weight
+from llmdoctor.signatures import SignatureSet, literal_weight
 from llmdoctor.textsource import TextSource
 
 # cause -> the entries it explains when both match (the consequence ranks below its cause)
@@ -74,7 +77,8 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "engine-dead": ("gateway-timeout",),
 }
 
-# Lines worth reading when no signature matched (one-line regexes, same engine as signatures)
+# Lines worth reading: errors, and also what people paste that says why without "error" in it
+# (capability warnings, kills and exit codes, kubectl describe's Events and Last State).
 SALIENT_PATTERNS = (
     r"Traceback \(most recent call last\)",
     r"[A-Za-z](Error|Exception|Interrupt|Exit)(:|$| )",
@@ -93,29 +97,57 @@ SALIENT_PATTERNS = (
     r"[Uu]nable to",
     r"[Cc]annot ",
     r"[Cc]ould not",
+    r"[Cc]ouldn't",
     r"not found",
     r"not supported",
+    r"(doesn't|does not|don't|do not) support",
+    r"[Uu]nsupported",
+    r"[Ff]alling back",
+    r"[Ii]nsufficient",
     r"[Ii]nvalid",
     r"BackOff",
     r"Back-off",
     r"Warning  ",
-    r"NVRM: ",
+    r"Xid",
     r"Segmentation fault",
+    r"[Bb]us error",
     r"core dumped",
+    r"[Ee]xit [Cc]ode",
     r"exit code",
+    r"exited with",
+    r"[Ss]ignal [0-9]+",
+    r"SIG(KILL|SEGV|TERM|BUS|ABRT|ILL|FPE)",
+    r"(Reason|State): +[A-Z][A-Za-z]+",
     r"[Ee]xpired",
     r"[Cc]rash",
     r"[Aa]borted",
     r"[Ss]tuck",
     r"OOM",
     r"oom[-_]kill",
+    r"[Oo]ut of memory",
+    r"#queue-req: [1-9]",
+    r"token usage: 0\.9",
 )
 SALIENT_ID = "\x00salient"
 FIRST, LAST = 3, 2  # evidence lines kept per entry
 SALIENT_KEPT = 40  # salient lines kept (the last ones: the end of a log explains it)
-QUERY_LINES = 12  # salient lines used as the search query
+QUERY_LINES = 16  # salient lines used as the search query
+WHOLE_QUERY_CHARS = 32 * 1024  # a paste this short is searched whole, as `wiki search` would
+CLEAN_BYTES = 8 * 1024 * 1024  # a file this small is read whole and cleaned like a paste
 MAX_TEXT = 2000  # characters of one evidence line kept
 SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1}
+
+# How the evidence is fused into one confidence in [0, 1] (tuned on the `tune` half only).
+SPECIFIC_CHARS = 30  # a signature pinning this many literal characters is fully specific
+SIGNATURE_BASE = 0.35  # a signature hit, however weak
+SIGNATURE_SPECIFIC = 0.4  # ... plus this much for a fully specific signature
+SIGNATURE_TEXT = 0.25  # ... plus this much for text that agrees
+TEXT_ONLY = 0.55  # the most a text-only match can reach: never above a real signature's floor
+RECENCY = 0.03  # the later of two otherwise equal entries ranks first
+PLACE_POWER = 0.5  # a text-only match lower in the search's ranking is less likely
+COVERAGE_SCALE = 2.0  # covering half of the error's informative words counts as full
+CONFIDENT = 0.35  # below this, explain abstains ("no entry explains this")
+MAYBE_SEVERITY = "warning"  # a text-only match is at most a warning, shown as MAYBE
 
 
 @dataclass(frozen=True)
@@ -129,13 +161,14 @@ class Evidence:
 
 @dataclass
 class Match:
-    """One runbook entry that explains the input."""
+    """One runbook entry that explains the input, with how sure explain is of it."""
 
     id: str
     title: str
     severity: str
     how: str  # "signature" or "search"
     score: float = 0.0
+    confidence: float = 0.0
     count: int = 0  # matching lines
     evidence: list[Evidence] = field(default_factory=list)
     explained_by: list[str] = field(default_factory=list)
@@ -148,6 +181,7 @@ class Match:
             "id": self.id,
             "title": self.title,
             "score": self.score,
+            "confidence": self.confidence,
             "severity": self.severity,
             "how": self.how,
             "count": self.count,
@@ -162,21 +196,25 @@ class Match:
 
 @dataclass
 class Explanation:
-    """What `explain` found: matches best first, or the salient lines it searched with."""
+    """What `explain` found: confident matches best first, or an abstention with the salient
+    lines it read.
+    """
 
     source: str
     matches: list[Match]
-    how: str  # "signatures", "search" or "none"
+    how: str  # "signatures" (a signature match leads), "search" (text only) or "none"
     salient: list[Evidence] = field(default_factory=list)
     matched_lines: int = 0
-    total_matches: int = 0  # entries matched before --limit
+    total_matches: int = 0  # confident entries before --limit
+    warnings: list[str] = field(default_factory=list)  # unusable signatures, file:line
+    below_threshold: list[Match] = field(default_factory=list)  # weak guesses not shown
 
     @property
     def exit_code(self) -> int:
-        """0 nothing matched, 1 only warnings (or search guesses), 2 a critical entry matched."""
+        """0 nothing explains it, 1 warnings (or text-only guesses), 2 a critical signature match."""
         if not self.matches:
             return 0
-        if self.how == "signatures" and any(m.severity == "critical" for m in self.matches):
+        if any(m.how == "signature" and m.severity == "critical" for m in self.matches):
             return 2
         return 1
 
@@ -186,8 +224,10 @@ class Explanation:
             "how": self.how,
             "matched_lines": self.matched_lines,
             "total_matches": self.total_matches,
+            "threshold": CONFIDENT,
             "matches": [m.to_json() for m in self.matches],
             "salient": [e.to_json() for e in self.salient],
+            "warnings": self.warnings,
         }
 
 
@@ -197,10 +237,12 @@ class _Hits:
     first: list[Evidence] = field(default_factory=list)
     last: deque = field(default_factory=lambda: deque(maxlen=LAST))
     last_line: int = 0
+    weight: int = 0  # literal characters of the most specific signature that fired
 
-    def add(self, line: int, text: str) -> None:
+    def add(self, line: int, text: str, weight: int) -> None:
         self.count += 1
         self.last_line = line
+        self.weight = max(self.weight, weight)
         item = Evidence(line, text[:MAX_TEXT])
         if len(self.first) < FIRST:
             self.first.append(item)
@@ -231,6 +273,101 @@ def consequences(ids: list[str], table: dict[str, set[str]]) -> dict[str, list[s
     }
 
 
+@dataclass
+class _Reading:
+    """What one pass over the input gathered."""
+
+    hits: dict[str, _Hits]
+    salient: list[Evidence]
+    matched_lines: int
+    text: str | None  # the cleaned text of a small input (searched whole)
+    invalid: list
+
+
+def read_input(
+    source: TextSource | BinaryIO, entries: dict, workers: int = 1
+) -> tuple[_Reading, SignatureSet]:
+    """One pass over the input: signature hits per entry and the salient lines."""
+    scanner = SignatureSet(
+        [*entries.values(), _salient_entry()], tail_ids=[SALIENT_ID], tail_keep=SALIENT_KEPT
+    )
+    weights = [literal_weight(sig) for _, sig in scanner.patterns]
+    hits: dict[str, _Hits] = {}
+    salient: deque[Evidence] = deque(maxlen=SALIENT_KEPT)
+    matched_lines = 0
+    text, numbers, rest = _small_text(source)
+    if text is not None:
+        found = scanner.scan_text(text)
+    elif isinstance(source, TextSource):
+        found = scanner.scan(source, workers=workers)
+    else:
+        found = scanner.scan_stream(rest)
+    for m in found:
+        line = numbers[m.line - 1] if numbers else m.line
+        ids = m.entry_ids
+        if SALIENT_ID in ids:
+            salient.append(Evidence(line, m.text[:MAX_TEXT]))
+            ids = tuple(i for i in ids if i != SALIENT_ID)
+            if not ids:
+                continue
+        matched_lines += 1
+        weight = max(
+            (weights[i] for i in scanner.matching(m.text) if scanner.patterns[i][0] in ids),
+            default=0,
+        )
+        for entry_id in ids:
+            hits.setdefault(entry_id, _Hits()).add(line, m.text, weight)
+    invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
+    return _Reading(hits, list(salient), matched_lines, text, invalid), scanner
+
+
+def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:
+    """A paste, a small file or a short stream (stdin) as text cleaned by pasted.clean_lines,
+    with each line's number in the input; a big file as (None, [], None) and a long stream as
+    (None, [], the whole stream again), both scanned as they are.
+    """
+    from llmdoctor.pasted import clean_lines
+
+    if isinstance(source, TextSource):
+        if source.text is not None:
+            raw = source.text
+        elif source.path is not None and source.size_bytes() <= CLEAN_BYTES:
+            raw = source.path.read_bytes().decode("utf-8", errors="replace")
+        else:
+            return None, [], None
+    else:
+        head = source.read(CLEAN_BYTES + 1)
+        if len(head) > CLEAN_BYTES:
+            return None, [], _Rejoined(head, source)
+        raw = head.decode("utf-8", errors="replace")
+    pairs = clean_lines(raw)
+    return "\n".join(t for _, t in pairs), [n for n, _ in pairs], None
+
+
+class _Rejoined:
+    """A stream whose first bytes were already read: those, then the rest."""
+
+    def __init__(self, head: bytes, rest: BinaryIO):
+        self._head, self._rest = head, rest
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            chunk = self._head if size < 0 else self._head[:size]
+            self._head = self._head[len(chunk) :]
+            return chunk
+        return self._rest.read(size)
+
+    def readline(self) -> bytes:
+        if self._head:
+            end = self._head.find(b"\n")
+            if end >= 0:
+                line, self._head = self._head[: end + 1], self._head[end + 1 :]
+                return line
+            line, self._head = self._head, b""
+            return line + self._rest.readline()
+        return self._rest.readline()
+
+
 def explain(
     source: TextSource | BinaryIO,
     entries: dict,
@@ -240,44 +377,193 @@ def explain(
     workers: int = 1,
     name: str | None = None,
 ) -> Explanation:
-    """Match the input against every entry's signatures; fall back to a wiki search.
+    """Which entries explain the input, best first, each with a confidence; an abstention
+    (`how` "none") when no entry is confident enough.
 
-    `source` is a TextSource (file or text) or a binary stream (stdin); a stream is read once,
-    so its salient lines are collected in the same pass.
+    Every piece of evidence is fused into one ranking: signature hits (weighted by how
+    specific the signature is), the text relevance of the salient lines to each entry (the
+    wiki search), the cause -> consequence table, and recency.
     """
     label = name or getattr(source, "name", None) or "<input>"
-    signatures = SignatureSet(entries.values())
-    hits: dict[str, _Hits] = {}
-    salient: deque[Evidence] = deque(maxlen=SALIENT_KEPT)
-    matched_lines = 0
-    single_pass = not (isinstance(source, TextSource) and source.path is not None)
-    scanner = SignatureSet([*entries.values(), _salient_entry()]) if single_pass else signatures
-    for m in _scan(scanner, source, workers):
-        ids = m.entry_ids
-        if SALIENT_ID in ids:
-            salient.append(Evidence(m.line, m.text[:MAX_TEXT]))
-            ids = tuple(i for i in ids if i != SALIENT_ID)
-            if not ids:
-                continue
-        matched_lines += 1
-        for entry_id in ids:
-            hits.setdefault(entry_id, _Hits()).add(m.line, m.text)
-    if hits:
-        matches = rank(hits, entries, signatures)
-        return Explanation(
-            label, matches[:limit], "signatures", [], matched_lines, total_matches=len(matches)
-        )
-    if not single_pass:
-        salient_set = SignatureSet([_salient_entry()])
-        for m in _scan(salient_set, source, workers):
-            salient.append(Evidence(m.line, m.text[:MAX_TEXT]))
-    lines = list(salient)
-    query = search_query(lines)
-    results = _search(query, limit, wiki_dirs) if query else []
-    matches = [_search_match(r, entries) for r in results]
+    reading, _ = read_input(source, entries, workers)
+    warnings = [str(w) for w in reading.invalid]
+    query = _query(reading)
+    searched = _search_text(reading, query)
+    results = _search(searched, max(limit, 10) * 2, wiki_dirs) if searched else []
+    ranked = fuse(reading, entries, results, query)
+    confident = [m for m in ranked if m.confidence >= CONFIDENT]
+    weak = [m for m in ranked if m.confidence < CONFIDENT]
+    how = "none"
+    if confident:
+        how = "signatures" if confident[0].how == "signature" else "search"
+    salient = reading.salient if how != "signatures" else []
     return Explanation(
-        label, matches, "search" if matches else "none", lines, 0, total_matches=len(matches)
+        label,
+        confident[:limit],
+        how,
+        salient,
+        reading.matched_lines,
+        total_matches=len(confident),
+        warnings=warnings,
+        below_threshold=weak[:limit],
     )
+
+
+def _query(reading: _Reading) -> str:
+    """The lines that say something is wrong: the salient lines and the lines a signature
+    fired on (never the healthy rest of the log), without "Traceback (most recent call last)".
+    """
+    lines = {e.line: e for e in reading.salient}
+    for h in reading.hits.values():
+        lines.update((e.line, e) for e in h.evidence())
+    kept = [lines[n] for n in sorted(lines) if not lines[n].text.lstrip().startswith("Traceback")]
+    return search_query(kept)
+
+
+def _search_text(reading: _Reading, query: str) -> str:
+    """What the wiki search ranks: a short paste whole, exactly as `wiki search -` would get
+    it, so explain never ranks worse than that search; a long log by its salient lines.
+    """
+    if query and reading.text is not None and len(reading.text) <= WHOLE_QUERY_CHARS:
+        return reading.text
+    return query
+
+
+def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Match]:
+    """One ranking of every entry with any evidence, best first (see the module docstring)."""
+    hits = reading.hits
+    text = text_relevance(query, entries, results)
+    by_last = sorted(hits, key=lambda i: hits[i].last_line)
+    lateness = {i: (n + 1) / len(by_last) for n, i in enumerate(by_last)}
+    snippets = {r.id: getattr(r, "snippet", "") for r in results}
+    matches: list[Match] = []
+    for entry_id in {*hits, *text}:
+        entry = entries.get(entry_id)
+        if entry is None:
+            continue
+        coverage, place = text.get(entry_id, (0.0, 0.0))
+        relevance = (coverage + place) / 2
+        h = hits.get(entry_id)
+        if h is not None:
+            specific = min(h.weight, SPECIFIC_CHARS) / SPECIFIC_CHARS
+            confidence = (
+                SIGNATURE_BASE
+                + SIGNATURE_SPECIFIC * specific
+                + SIGNATURE_TEXT * relevance
+                + RECENCY * lateness[entry_id]
+            )
+            severity, how = entry.severity, "signature"
+        else:
+            confidence = TEXT_ONLY * coverage * place**PLACE_POWER
+            severity = _at_most_warning(entry.severity)
+            how = "search"
+        matches.append(
+            Match(
+                id=entry_id,
+                title=entry.title,
+                severity=severity,
+                how=how,
+                confidence=round(min(confidence, 1.0), 3),
+                count=h.count if h else 0,
+                evidence=h.evidence() if h else [],
+                fix=fix_lines(entry),
+                snippet="" if h else snippets.get(entry_id, ""),
+                path=getattr(entry, "path", ""),
+            )
+        )
+    _causes_first(matches, explains_table(entries))
+    for m in matches:
+        m.score = round(100 * m.confidence, 1)
+    matches.sort(key=lambda m: (-m.confidence, m.id))
+    return matches
+
+
+def _at_most_warning(severity: str) -> str:
+    return MAYBE_SEVERITY if SEVERITY_RANK.get(severity, 2) > 2 else severity
+
+
+def _causes_first(matches: list[Match], table: dict[str, set[str]]) -> None:
+    """A consequence whose cause also matched by signature ranks just below that cause, and
+    names it in `explained_by` (cycles in the table are cut, never looped).
+    """
+    signed = {m.id: m for m in matches if m.how == "signature"}
+    causes = {
+        effect: sorted(c for c in signed if c != effect and effect in table.get(c, ()))
+        for effect in signed
+    }
+    for m in signed.values():
+        m.explained_by = causes.get(m.id, [])
+    settled: dict[str, float] = {}
+
+    def capped(entry_id: str, path: frozenset[str]) -> float:
+        if entry_id in settled:
+            return settled[entry_id]
+        m = signed[entry_id]
+        value = m.confidence
+        for cause in causes.get(entry_id, ()):
+            if cause not in path:
+                value = min(value, capped(cause, path | {entry_id}) - 0.001)
+        settled[entry_id] = value
+        return value
+
+    for entry_id in sorted(signed):
+        signed[entry_id].confidence = round(max(capped(entry_id, frozenset()), 0.0), 3)
+
+
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
+STEM = 6  # words are compared on their first characters (preempted ~ preemption)
+
+
+def _stems(text: str) -> set[str]:
+    return {w.lower()[:STEM] for w in WORD.findall(text)}
+
+
+def text_relevance(query: str, entries: dict, results: list) -> dict[str, tuple[float, float]]:
+    """Per entry found by the wiki search: (coverage, place), both in [0, 1]. Coverage is the
+    share of the salient lines' informative words (weighted by rarity in the wiki, words the
+    wiki does not know included) that the entry holds: an error no entry knows covers little
+    of any entry; for the search's first entry, at least its lead over the second (1 - second
+    score / first score). Place is 1 / (1 + its rank in the wiki search's results).
+    """
+    if not query or not results:
+        return {}
+    from llmdoctor.wiki.query import parse_query
+
+    words = {w[:STEM] for w in parse_query(query).words if len(w) >= 3 and w.isalpha()}
+    if not words:
+        return {}
+    vocab = {entry_id: _entry_stems(entry) for entry_id, entry in entries.items()}
+    total = len(vocab) or 1
+    known = {w: sum(1 for v in vocab.values() if w in v) for w in words}
+    rarity = {
+        w: math.log((total + 1) / (n + 0.5)) if n else math.log((total + 1) / 0.5)
+        for w, n in known.items()
+    }
+    mass = sum(rarity.values()) or 1.0
+    out: dict[str, float] = {}
+    for rank, result in enumerate(results):
+        stems = vocab.get(result.id)
+        if stems is None:
+            continue
+        coverage = sum(r for w, r in rarity.items() if w in stems) / mass
+        if rank == 0 and len(results) > 1 and result.score > 0:
+            # a search whose first entry stands far above the rest is evidence in itself
+            coverage = max(coverage, (1 - results[1].score / result.score) / COVERAGE_SCALE)
+        out[result.id] = (min(coverage * COVERAGE_SCALE, 1.0), 1 / (1 + rank))
+    return out
+
+
+_STEMS: dict[tuple[str, str], set[str]] = {}
+
+
+def _entry_stems(entry) -> set[str]:
+    key = (entry.id, getattr(entry, "path", ""))
+    found = _STEMS.get(key)
+    if found is None:
+        parts = [entry.id, entry.title, " ".join(entry.aliases), " ".join(entry.tags)]
+        parts += [entry.symptom, entry.cause, " ".join(entry.signatures)]
+        found = _STEMS[key] = _stems(" ".join(parts))
+    return found
 
 
 def fix_lines(entry, max_lines: int = 4) -> list[str]:
@@ -287,99 +573,13 @@ def fix_lines(entry, max_lines: int = 4) -> list[str]:
 
 
 def _salient_entry():
-    return SimpleNamespace(id=SALIENT_ID, signatures=list(SALIENT_PATTERNS))
-
-
-def _scan(signatures: SignatureSet, source, workers: int) -> Iterator[LineMatch]:
-    if isinstance(source, TextSource):
-        return signatures.scan(source, workers=workers)
-    return signatures.scan_stream(source)
-
-
-def rank(hits: dict[str, _Hits], entries: dict, signatures: SignatureSet) -> list[Match]:
-    """Order matched entries: root causes before what they explain, then by score."""
-    weights = _entry_weights(hits, signatures)
-    most = max(h.count for h in hits.values())
-    by_last = sorted(hits, key=lambda i: hits[i].last_line)
-    lateness = {
-        i: (n / (len(by_last) - 1) if len(by_last) > 1 else 1.0) for n, i in enumerate(by_last)
-    }
-    causes = _causes(set(hits), explains_table(entries))
-    depth = _depths(set(hits), causes)
-    matches = []
-    for entry_id, h in hits.items():
-        entry = entries.get(entry_id)
-        severity = getattr(entry, "severity", "warning")
-        specificity = min(weights.get(entry_id, 0), 60) / 60
-        frequency = math.log1p(h.count) / math.log1p(most) if most > 1 else 1.0
-        score = (
-            100
-            + 30 * specificity
-            + 10 * frequency
-            + 10 * lateness[entry_id]
-            + 5 * SEVERITY_RANK.get(severity, 2)
-        )
-        matches.append(
-            Match(
-                id=entry_id,
-                title=getattr(entry, "title", entry_id),
-                severity=severity,
-                how="signature",
-                score=round(score, 2),
-                count=h.count,
-                evidence=h.evidence(),
-                explained_by=sorted(causes.get(entry_id, ())),
-                fix=fix_lines(entry) if entry is not None else [],
-                path=getattr(entry, "path", ""),
-            )
-        )
-    matches.sort(key=lambda m: (depth[m.id], -m.score, m.id))
-    return matches
-
-
-def _entry_weights(hits: dict[str, _Hits], signatures: SignatureSet) -> dict[str, int]:
-    """Per entry: the most specific of its signatures that fired on a kept evidence line."""
-    weights: dict[str, int] = {}
-    for entry_id, pattern in signatures.patterns:
-        h = hits.get(entry_id)
-        if h is None:
-            continue
-        if any(pattern.search(e.text) for e in h.evidence()):
-            weights[entry_id] = max(weights.get(entry_id, 0), literal_weight(pattern))
-    return weights
-
-
-def _causes(matched: set[str], table: dict[str, set[str]]) -> dict[str, set[str]]:
-    """For each matched entry, the other matched entries that explain it."""
-    out: dict[str, set[str]] = {}
-    for cause in matched:
-        for effect in table.get(cause, ()):
-            if effect in matched and effect != cause:
-                out.setdefault(effect, set()).add(cause)
-    return out
-
-
-def _depths(matched: set[str], causes: dict[str, set[str]]) -> dict[str, int]:
-    """How many explaining causes stand above each entry (cycles are cut, never looped)."""
-    depth: dict[str, int] = {}
-
-    def visit(entry_id: str, path: frozenset[str]) -> int:
-        if entry_id in depth:
-            return depth[entry_id]
-        above = [c for c in causes.get(entry_id, ()) if c not in path]
-        value = 1 + max((visit(c, path | {entry_id}) for c in above), default=-1)
-        depth[entry_id] = value
-        return value
-
-    for entry_id in sorted(matched):
-        visit(entry_id, frozenset())
-    return depth
+    return SimpleNamespace(id=SALIENT_ID, signatures=list(SALIENT_PATTERNS), path="")
 
 
 def search_query(lines: Iterable[Evidence]) -> str:
-    """The text searched when no signature matched: the last exception lines when there are
-    any (a traceback's last line names the error; its frames only add noise), else the last
-    salient lines.
+    """The text searched for a long log: the last exception lines when there are any (a
+    traceback's last line names the error; its frames only add noise), else the last salient
+    lines.
     """
     lines = list(lines)
     exceptions = [e.text for e in lines if _looks_like_exception(e.text)]
@@ -396,20 +596,6 @@ def _search(query: str, limit: int, wiki_dirs: list[str] | None) -> list:
     from llmdoctor.wiki.search import search
 
     return search(query, limit=limit, wiki_dirs=wiki_dirs)
-
-
-def _search_match(result, entries: dict) -> Match:
-    entry = entries.get(result.id)
-    return Match(
-        id=result.id,
-        title=result.title,
-        severity=getattr(entry, "severity", "") or getattr(result, "severity", "") or "warning",
-        how="search",
-        score=round(float(result.score), 2),
-        fix=fix_lines(entry) if entry is not None else [],
-        snippet=getattr(result, "snippet", ""),
-        path=getattr(entry, "path", ""),
-    )
 
 
 GZIP_MAGIC = b"\x1f\x8b"

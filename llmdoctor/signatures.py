@@ -1,31 +1,30 @@
 """Match runbook signatures (one-line regexes) against logs, streaming, with line numbers.
 
-Python's `re` is slow on a 100-way alternation, so a scan never runs the regexes over the
-whole text. Instead every signature gets a *required literal* (a piece of text any match must
-contain, e.g. ``CUDA out of memory`` in ``'CUDA out of memory\\. Tried to allocate'``). Big
-blocks of the log are searched for a few short *gates* shared by those literals (``str.find``
-/ ``bytes.find`` run at memory speed); only the lines around a gate hit are checked for the
-literals, and only the signatures whose literal is on the line run their regex. A signature
-without a usable literal is checked on every line. The result is exactly that of calling
-`re.search` per line (tests compare the two on every fixture).
+The one log-scanning engine of llmdoctor (explain, the log-signatures check, the Xid scan).
+Signatures are matched with RE2 (google-re2), whose automata run in time linear in the text
+whatever a team writes: a nested quantifier such as ``([A-Za-z]+ ?)+ failed$`` cannot backtrack.
+
+A scan reads the log in blocks of whole lines. Each block goes once through an RE2 `Set` of every
+signature (compiled with ``(?m)`` so ``^``/``$`` still mean a line's ends): almost every block of
+a healthy log comes back empty at memory speed. For a block with hits, each signature that hit is
+searched in the block to find the lines, and each such line is checked alone against the per-line
+`Set`, which gives exactly the answer of matching every line on its own.
+
+Signatures that RE2 cannot compile (backreferences, lookarounds) are not dropped silently: they
+are kept in `SignatureSet.invalid` with their entry and file:line, for the caller to report.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
 
 from llmdoctor.textsource import TextSource
 
-BLOCK_BYTES = 8 * 1024 * 1024
-MIN_LITERAL = 3  # shorter literals would make nearly every line a candidate
-MAX_EXPANSION = 16  # most strings one regex piece may expand into ([Ee]rror -> 2)
-SAMPLE_CHARS = 64 * 1024  # text the cost of each candidate gate is measured on
-PLAN_FROM = 2 * 1024 * 1024  # below this much text, every literal is its own gate
-PARALLEL_CHUNK = 4 * 1024 * 1024
+BLOCK_BYTES = 4 * 1024 * 1024
+RE2_MAX_MEM = 256 * 1024 * 1024  # budget of RE2's lazily built automata (not allocated upfront)
 
 
 @dataclass(frozen=True)
@@ -35,552 +34,519 @@ class LineMatch:
     line: int
     text: str
     entry_ids: tuple[str, ...]
+    before: tuple[str, ...] = ()  # the lines just before it, when the set keeps them
 
 
-# --- required literals -----------------------------------------------------------------------
+@dataclass
+class ScanStats:
+    """What a scan read: bytes and lines (a last line without a newline counts)."""
 
-
-def _char_set(item) -> set[str] | None:
-    """The characters of a small positive character class ([Ee], [0-3]); None if not small."""
-    from re import _constants as c
-
-    chars: set[str] = set()
-    for op, av in item:
-        if op is c.LITERAL:
-            chars.add(chr(av))
-        elif op is c.RANGE and av[1] - av[0] < MAX_EXPANSION:
-            chars.update(chr(x) for x in range(av[0], av[1] + 1))
-        else:  # NEGATE, CATEGORY (\d \w \s), big ranges
-            return None
-    return chars if 0 < len(chars) <= MAX_EXPANSION else None
-
-
-def _times(left: set[str], right: set[str]) -> set[str] | None:
-    out = {a + b for a in left for b in right}
-    return out if len(out) <= MAX_EXPANSION else None
-
-
-def _analyze(seq) -> tuple[set[str] | None, list[set[str]]]:
-    """(every string `seq` can match if that set is small and finite, else None;
-    the runs: sets of strings one of which any match of `seq` contains).
-    """
-    from re import _constants as c
-
-    runs: list[set[str]] = []
-    current: set[str] = {""}
-    exact = True
-
-    def close() -> None:
-        nonlocal current
-        if current and "" not in current:
-            runs.append(current)
-        current = {""}
-
-    def extend(strings: set[str]) -> None:
-        nonlocal current
-        nonlocal exact
-        joined = _times(current, strings)
-        if joined is None:
-            exact = False
-            close()
-            current = set(strings)
-        else:
-            current = joined
-
-    for op, av in seq:
-        if op is c.LITERAL:
-            extend({chr(av)})
-        elif op is c.IN and (chars := _char_set(av)) is not None:
-            extend(chars)
-        elif op is c.AT or op in (c.ASSERT, c.ASSERT_NOT):
-            continue  # zero-width: the text on both sides stays adjacent
-        elif op is c.SUBPATTERN:
-            _group, add_flags, _del, sub = av
-            if add_flags & c.SRE_FLAG_IGNORECASE:
-                close()
-                exact = False
-                continue
-            inner_exact, inner_runs = _analyze(sub)
-            if inner_exact is not None:
-                extend(inner_exact)
-            else:
-                close()
-                runs.extend(inner_runs)
-                exact = False
-        elif op is c.BRANCH:
-            branches = [_analyze(b) for b in av[1]]
-            if all(e is not None for e, _ in branches):
-                union = set().union(*(e for e, _ in branches))
-                if len(union) <= MAX_EXPANSION:
-                    extend(union)
-                    continue
-            close()
-            exact = False
-            best = [_best_run(b_runs if e is None else [*b_runs, e]) for e, b_runs in branches]
-            if all(b is not None for b in best):
-                runs.append(set().union(*best))
-        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
-            low, high, sub = av
-            inner_exact, inner_runs = _analyze(sub)
-            if inner_exact is not None and low >= 1:
-                # the first `low` repetitions are always there, right after what came before
-                reps, repeated = 0, {""}
-                while reps < min(low, 8):
-                    joined = _times(repeated, inner_exact)
-                    if joined is None:
-                        break
-                    reps, repeated = reps + 1, joined
-                extend(repeated if reps else inner_exact)
-                if not (low == high == reps):
-                    exact = False
-                    close()
-                continue
-            exact = False
-            close()
-            if low >= 1:
-                runs.extend(inner_runs)
-        else:  # ANY, NOT_LITERAL, CATEGORY, big IN, GROUPREF ...: breaks the text
-            close()
-            exact = False
-    if exact:
-        return current, [*runs, current] if "" not in current else runs
-    close()
-    return None, runs
-
-
-def _best_run(runs: list[set[str]]) -> set[str] | None:
-    """The run most likely to be rare: longest shortest-string, then fewest alternatives."""
-    usable = [r for r in runs if r and min(len(s) for s in r) >= MIN_LITERAL]
-    if not usable:
-        return None
-    return max(usable, key=lambda r: (min(len(s) for s in r), -len(r)))
-
-
-def required_literals(pattern: str | re.Pattern) -> tuple[str, ...] | None:
-    """Strings one of which every match of `pattern` contains; None when there is no such
-    usable set (too short, case-insensitive, or only character classes).
-
-    >>> required_literals(r'NCCL error.*unhandled (system|cuda) error')
-    ('NCCL error',)
-    """
-    from re import _parser
-
-    source = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
-    if not isinstance(source, str):
-        return None
-    try:
-        parsed = _parser.parse(source)
-    except (re.error, RecursionError):
-        return None
-    flags = parsed.state.flags
-    if isinstance(pattern, re.Pattern):
-        flags |= pattern.flags
-    if flags & (re.IGNORECASE | re.VERBOSE):
-        return None
-    exact, runs = _analyze(parsed)
-    best = _best_run(runs if exact is None else [*runs, exact])
-    if best is None or any("\ufffd" in s or "\n" in s for s in best):
-        return None
-    return tuple(sorted(best))
-
-
-# --- gate plan ---------------------------------------------------------------------------------
+    bytes: int = 0
+    lines: int = 0
 
 
 @dataclass(frozen=True)
-class _Gate:
-    """A short string searched for in whole blocks, and the literals that contain it.
+class InvalidSignature:
+    """A signature that cannot be used, and where it is written."""
 
-    A literal contains the gate at offset k; at a gate hit p the literal is checked with
-    `startswith(literal, p - k)`. To keep hits cheap the literals are looked up by the two
-    characters after the gate (`follow`), else the two before it (`precede`), else always.
+    entry_id: str
+    signature: str
+    error: str
+    path: str = ""
+    line: int = 0
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}: " if self.path else f"entry {self.entry_id}: "
+        return f"{where}signature {self.signature!r} ignored: {self.error}"
+
+
+def _re2():
+    import re2
+
+    return re2
+
+
+def _options(never_capture: bool = True):
+    re2 = _re2()
+    options = re2.Options()
+    options.max_mem = RE2_MAX_MEM
+    options.never_capture = never_capture
+    options.log_errors = False
+    return options
+
+
+def compile_problem(signature: str) -> str | None:
+    """Why RE2 cannot use this signature (does not compile, or matches an empty line), or None."""
+    re2 = _re2()
+    try:
+        pattern = re2.compile(signature, _options())
+    except re2.error as exc:
+        return f"RE2 cannot compile it ({exc})"
+    except (TypeError, ValueError) as exc:
+        return f"it is not a regex ({exc})"
+    if pattern.search("") is not None:
+        return "it matches the empty string, so it would fire on every line"
+    return None
+
+
+def line_pattern(signature: str):
+    """One signature compiled by RE2 for matching single lines (`.search(line)`), or None when
+    RE2 cannot compile it (`wiki lint` says why). Linear time, whatever the signature.
     """
-
-    text: str | bytes
-    follow: dict  # two chars after the gate -> [(literal, k, signature indexes)]
-    precede: dict  # two chars before the gate -> [(literal, k, signature indexes)]
-    always: tuple  # [(literal, k, signature indexes)]
-
-    @classmethod
-    def build(cls, gate: str, covered: list[tuple[str, tuple[int, ...]]], as_bytes: bool):
-        enc = (lambda t: t.encode()) if as_bytes else (lambda t: t)
-        follow: dict = {}
-        precede: dict = {}
-        always = []
-        gate_e = enc(gate)
-        for literal, indexes in covered:
-            lit_e = enc(literal)
-            k = len(enc(literal[: literal.find(gate)]))
-            after = lit_e[k + len(gate_e) : k + len(gate_e) + 2]
-            before = lit_e[max(k - 2, 0) : k]
-            item = (lit_e, k, indexes)
-            if len(after) == 2:
-                follow.setdefault(after, []).append(item)
-            elif len(before) == 2:
-                precede.setdefault(before, []).append(item)
-            else:
-                always.append(item)
-        return cls(enc(gate), follow, precede, tuple(always))
+    re2 = _re2()
+    try:
+        return re2.compile(signature, _options())
+    except re2.error:
+        return None
 
 
-HIT_COST = 400.0  # nanoseconds a gate hit costs beyond the find loop (measured: 90-800)
-WINDOW = 16  # long literals are also tried as gates by their first and last 16 characters
-MAX_HIT_RATE = 1 / 256  # a shared gate found more often than this per character is not tried
+def signature_line(path: str | Path, signature: str) -> int:
+    """The line of an entry file on which a signature is written (0 when it cannot be told)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return 0
+    quoted = (f"'{signature}'", f'"{signature}"', signature)
+    for needle in quoted:
+        for number, line in enumerate(lines, 1):
+            if needle in line:
+                return number
+    return 0
 
 
-def plan_gates(literals: Iterable[str], sample: str) -> list[tuple[str, list[str]]]:
-    """Pick a few gates that cover every literal and are cheap to search for in text like
-    `sample`.
+TAIL_CHUNK = 64 * 1024
+MAX_FIND_LITERALS = 4
+RARE_SAMPLE = 64 * 1024
+RARE_RATE = 2000  # a byte seen less than once in this many is rare enough to search for alone
+_ERE_SPECIAL = set("\\.[]()*+?{}|^$")
 
-    Greedy weighted set cover. Candidates: single characters and substrings shared by several
-    literals (the longest per set of literals covered), each literal and its first/last 16
-    characters. A candidate's cost is measured on the sample: the time of a find() loop over
-    it (a one-character find is a memchr; short needles and needles ending in a common
-    character skip less) plus the hits it would bring. Returns [(gate, [literals covered])].
+
+def _anchor(literal: bytes, sample: bytes) -> tuple[bytes, int]:
+    """(what to find, its offset in the literal): the literal's rarest byte in `sample` when
+    it is rare enough (a one-byte find runs at memchr speed), else the literal itself.
     """
-    import time
-
-    strings = sorted(set(literals))
-    covers: dict[str, set[str]] = {}
-    for s in strings:
-        for length in range(1, min(len(s), 12) + 1):
-            for i in range(len(s) - length + 1):
-                covers.setdefault(s[i : i + length], set()).add(s)
-    longest: dict[frozenset, str] = {}
-    for gate, covered in covers.items():
-        key = frozenset(covered)
-        if len(gate) == 1:
-            longest[key | {gate}] = gate  # single characters are always tried
-        elif len(covered) >= 2 and (key not in longest or len(gate) > len(longest[key])):
-            longest[key] = gate
-    candidates = {gate: covers[gate] for gate in longest.values()}
-    for s in strings:
-        # the literal, its ends, and the same without edge spaces (a needle ending in a space
-        # skips little: ' 504 ' is slower to find than '504')
-        windows = {s, s[:WINDOW], s[-WINDOW:]}
-        for gate in {*windows, *(w.strip() for w in windows)}:
-            if len(gate) >= MIN_LITERAL and gate not in candidates:
-                candidates[gate] = {t for t in strings if gate in t}
-    size = max(len(sample), 1)
-    find = sample.find
-    cost: dict[str, float] = {}
-    for gate in list(candidates):
-        hits = sample.count(gate)
-        if hits > size * MAX_HIT_RATE and gate not in strings:
-            del candidates[gate]
-            continue
-        started = time.perf_counter()
-        pos = find(gate)
-        while pos >= 0:
-            pos = find(gate, pos + 1)
-        elapsed = time.perf_counter() - started
-        cost[gate] = elapsed * 1e9 / size + HIT_COST * hits / size + 1e-3
-    uncovered = set(strings)
-    chosen: list[tuple[str, list[str]]] = []
-    while uncovered:
-        gate = max(candidates, key=lambda g: (len(candidates[g] & uncovered) / cost[g], len(g)))
-        got = candidates.pop(gate) & uncovered
-        chosen.append((gate, sorted(got)))
-        uncovered -= got
-    return chosen
+    counts = {c: sample.count(bytes([c])) for c in set(literal)}
+    k = min(range(len(literal)), key=lambda i: counts[literal[i]])
+    if counts[literal[k]] * RARE_RATE > max(len(sample), 1):
+        return literal, 0
+    return literal[k : k + 1], k
 
 
-# --- the signature set -------------------------------------------------------------------------
+def plain_text(signature: str) -> str | None:
+    """The text a signature matches when it is a plain string (escapes allowed), else None."""
+    out = []
+    escaped = False
+    for c in signature:
+        if escaped:
+            if c.isalnum():
+                return None  # \d, \b, \w ...
+            out.append(c)
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif c in _ERE_SPECIAL:
+            return None
+        else:
+            out.append(c)
+    return None if escaped or not out else "".join(out)
 
 
 class SignatureSet:
-    """The compiled signatures of a set of runbook entries."""
+    """The compiled signatures of a set of runbook entries (anything with `.id`, `.signatures`).
 
-    def __init__(self, entries: Iterable):
-        self.patterns: list[tuple[str, re.Pattern]] = []
-        self.invalid: list[tuple[str, str, str]] = []  # (entry id, signature, error)
+    Entries named in `tail_ids` are only looked for among the last `tail_keep` matching lines of
+    each block (searched backwards in growing chunks): for lines of which only the last few are
+    kept (explain's salient lines), a log whose every line matches costs no more than one with
+    a few.
+    """
+
+    def __init__(
+        self,
+        entries: Iterable,
+        tail_ids: Iterable[str] = (),
+        tail_keep: int = 0,
+        before_lines: int = 0,
+    ):
+        re2 = _re2()
+        self.patterns: list[tuple[str, str]] = []  # (entry id, signature), in set index order
+        self.invalid: list[InvalidSignature] = []
         for entry in entries:
             for sig in entry.signatures:
-                try:
-                    compiled = re.compile(sig)
-                except re.error as exc:
-                    self.invalid.append((entry.id, sig, str(exc)))
+                why = compile_problem(sig) if isinstance(sig, str) else "it is not text"
+                if why:
+                    path = str(getattr(entry, "path", "") or "")
+                    line = signature_line(path, sig) if path else 0
+                    self.invalid.append(InvalidSignature(entry.id, str(sig), why, path, line))
                     continue
-                if compiled.search(""):
-                    self.invalid.append((entry.id, sig, "matches an empty line"))
-                    continue
-                self.patterns.append((entry.id, compiled))
-        self._literals: dict[str, list[int]] = {}  # literal -> signature indexes
-        self.unfiltered: list[int] = []  # signatures checked on every line
-        for index, (_id, pattern) in enumerate(self.patterns):
-            found = required_literals(pattern)
-            if found is None:
-                self.unfiltered.append(index)
-            else:
-                for literal in found:
-                    self._literals.setdefault(literal, []).append(index)
+                self.patterns.append((entry.id, sig))
+        self._line_set = self._block_set = self._tail_set = None
+        self._searchers: dict[int, object] = {}
+        tail = set(tail_ids) if tail_keep > 0 else set()
+        self._tail = frozenset(
+            i for i, (entry_id, _) in enumerate(self.patterns) if entry_id in tail
+        )
+        self._tail_order = sorted(self._tail)  # tail Set index -> pattern index
+        self.tail_keep = tail_keep
+        self.before_lines = before_lines  # each match carries this many lines before it
+        if self.patterns:
+            self._line_set = _compiled_set(s for _, s in self.patterns)
+            self._block_set = _compiled_set(f"(?m){s}" for _, s in self.patterns)
+        if self._tail:
+            self._tail_set = _compiled_set(f"(?m){self.patterns[i][1]}" for i in self._tail_order)
+        # a few plain strings (the Xid scan): bytes.find beats any automaton on them
+        literals = [plain_text(sig) for _, sig in self.patterns]
+        self._literals: list[bytes] | None = None
+        self._anchors: list[tuple[bytes, int]] | None = None  # chosen on the first block
+        if (
+            self.patterns
+            and len(literals) <= MAX_FIND_LITERALS
+            and None not in literals
+            and not self._tail
+        ):
+            self._literals = [lit.encode() for lit in literals if lit is not None]
+        self._re2 = re2
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
 
-    def __getstate__(self):
-        return {"sources": [(i, p.pattern) for i, p in self.patterns], "invalid": self.invalid}
+    # --- one line ----------------------------------------------------------------------------
 
-    def __setstate__(self, state):
-        entries = [_Sig(i, [p]) for i, p in state["sources"]]
-        self.__init__(entries)
-        self.invalid = state["invalid"]
+    def matching(self, text: str | bytes) -> list[int]:
+        """Indexes (into `patterns`) of the signatures that match this one line, ascending."""
+        if self._line_set is None:
+            return []
+        return sorted(self._line_set.Match(text) or ())
 
-    def match_line(self, text: str) -> tuple[str, ...]:
+    def match_line(self, text: str | bytes) -> tuple[str, ...]:
         """Ids of the entries whose signatures match this one line, in registration order."""
         ids: list[str] = []
-        for entry_id, pattern in self.patterns:
-            if entry_id not in ids and pattern.search(text):
+        for index in self.matching(text):
+            entry_id = self.patterns[index][0]
+            if entry_id not in ids:
                 ids.append(entry_id)
         return tuple(ids)
 
-    def _ids(self, text: str, indexes: Iterable[int]) -> tuple[str, ...]:
-        ids: list[str] = []
-        for index in sorted(indexes):
-            entry_id, pattern = self.patterns[index]
-            if entry_id not in ids and pattern.search(text):
-                ids.append(entry_id)
-        return tuple(ids)
+    # --- blocks ------------------------------------------------------------------------------
 
-    def _gates(self, sample: str, as_bytes: bool, size: int) -> list[_Gate]:
-        """Gates for a text of `size` characters/bytes: planned on a sample of it when it is
-        big enough to repay the planning, else one per literal.
+    def _searcher(self, index: int):
+        found = self._searchers.get(index)
+        if found is None:
+            found = self._re2.compile(f"(?m){self.patterns[index][1]}", _options())
+            self._searchers[index] = found
+        return found
+
+    def _scan_block(
+        self, block: bytes, first_line: int, previous: tuple[str, ...] = ()
+    ) -> tuple[list[LineMatch], int | None]:
+        """Every matching line of a block of whole lines, with 1-based numbers, and the block's
+        newlines when they were counted on the way (None: not counted); `previous` are the last
+        lines of the block before (for `before_lines`).
         """
-        if size >= PLAN_FROM:
-            plan = plan_gates(self._literals, sample)
-        else:
-            plan = [(literal, [literal]) for literal in sorted(self._literals)]
-        return [
-            _Gate.build(gate, [(lit, tuple(self._literals[lit])) for lit in covered], as_bytes)
-            for gate, covered in plan
-        ]
+        assert self._block_set is not None
+        if self._literals is not None:
+            return self._scan_literals(block, first_line, previous)
+        hit = self._block_set.Match(block)
+        if not hit:
+            return [], None
+        starts: set[int] = set()
+        for index in hit:
+            if index not in self._tail:
+                self._line_starts(index, block, 0, len(block), starts)
+        if self._tail and any(index in self._tail for index in hit):
+            self._tail_starts(block, starts)
+        return self._verified(block, first_line, starts, previous)
 
-    def _scan_block(self, block, first_line: int, gates: list[_Gate]) -> list[LineMatch]:
-        """Every matching line of a block of whole lines (str or bytes), 1-based numbers."""
-        as_bytes = isinstance(block, bytes)
-        nl = b"\n" if as_bytes else "\n"
-        candidates: dict[int, set[int]] = {}
+    def _scan_literals(
+        self, block: bytes, first_line: int, previous: tuple[str, ...]
+    ) -> tuple[list[LineMatch], int | None]:
+        """_scan_block for a set of plain strings: candidate lines by bytes.find."""
+        assert self._literals is not None
+        starts: set[int] = set()
         find, rfind, startswith = block.find, block.rfind, block.startswith
-        for gate in gates:
-            text, glen = gate.text, len(gate.text)
-            follow, precede, always = gate.follow, gate.precede, gate.always
-            pos = find(text)
+        if self._anchors is None:
+            self._anchors = [_anchor(literal, block[:RARE_SAMPLE]) for literal in self._literals]
+        for literal, (anchor, k) in zip(self._literals, self._anchors, strict=True):
+            pos = find(anchor)
             while pos >= 0:
-                after = pos + glen
-                found = follow.get(block[after : after + 2], ())
-                if precede and pos >= 2:
-                    found = [*found, *precede.get(block[pos - 2 : pos], ())]
-                for literal, k, indexes in (*found, *always) if always else found:
-                    at = pos - k
-                    if at >= 0 and startswith(literal, at):
-                        start = rfind(nl, 0, at) + 1
-                        if start in candidates:
-                            candidates[start].update(indexes)
-                        else:
-                            candidates[start] = set(indexes)
-                pos = find(text, pos + 1)
-        if self.unfiltered:
-            start = 0
-            size = len(block)
-            while start < size:
-                end = find(nl, start)
-                if end < 0:
-                    end = size
-                candidates.setdefault(start, set()).update(self.unfiltered)
-                start = end + 1
-        found_lines: list[LineMatch] = []
+                if pos >= k and startswith(literal, pos - k):
+                    starts.add(rfind(b"\n", 0, pos) + 1)
+                pos = find(anchor, pos + 1)
+        return self._verified(block, first_line, starts, previous) if starts else ([], None)
+
+    def _verified(
+        self, block: bytes, first_line: int, starts: set[int], previous: tuple[str, ...]
+    ) -> tuple[list[LineMatch], int]:
+        """The candidate lines (by start offset) on which a signature really matches, and the
+        block's newlines (counted on the way).
+        """
+        found: list[LineMatch] = []
         line_no, counted_to = first_line, 0
-        for start in sorted(candidates):
-            line_no += block.count(nl, counted_to, start)
+        for start in sorted(starts):
+            line_no += block.count(b"\n", counted_to, start)
             counted_to = start
-            end = find(nl, start)
+            end = block.find(b"\n", start)
             raw = block[start:end] if end >= 0 else block[start:]
-            text = raw.decode("utf-8", errors="replace") if as_bytes else raw
-            text = text.rstrip("\r")
-            ids = self._ids(text, candidates[start])
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            ids = self.match_line(raw)
             if ids:
-                found_lines.append(LineMatch(line_no, text, ids))
-        return found_lines
+                text = raw.decode("utf-8", errors="replace")
+                before = self._lines_before(block, start, previous) if self.before_lines else ()
+                found.append(LineMatch(line_no, text, ids, before))
+        line_no += block.count(b"\n", counted_to)
+        return found, line_no - first_line
 
-    def scan_text(self, text: str, first_line: int = 1) -> Iterator[LineMatch]:
-        """Every matching line of a block of text (complete lines), with 1-based numbers."""
-        if not self.patterns or not text:
-            return
-        gates = self._gates(text[:SAMPLE_CHARS], False, len(text))
-        yield from self._scan_block(text, first_line, gates)
+    def _lines_before(self, block: bytes, start: int, previous: tuple[str, ...]) -> tuple:
+        """The `before_lines` lines ending just before offset `start` (from the previous block
+        when this one does not hold them all).
+        """
+        lines: list[str] = []
+        stop = start - 1  # the newline ending the line before
+        while len(lines) < self.before_lines and stop >= 0:
+            begin = block.rfind(b"\n", 0, stop) + 1
+            lines.insert(0, block[begin:stop].decode("utf-8", errors="replace").rstrip("\r"))
+            stop = begin - 1
+        missing = self.before_lines - len(lines)
+        if missing and previous:
+            lines = [*previous[-missing:], *lines]
+        return tuple(lines)
 
-    def scan_stream(self, stream: BinaryIO) -> Iterator[LineMatch]:
+    def _line_starts(self, index: int, block: bytes, begin: int, end: int, starts: set[int]) -> int:
+        """Add the start of each line of block[begin:end] where signature `index` may match
+        (one search per line); return how many were added.
+        """
+        search = self._searcher(index).search
+        added = 0
+        pos = begin
+        while pos < end:
+            m = search(block, pos, end)
+            if m is None:
+                break
+            start = block.rfind(b"\n", 0, m.start()) + 1
+            if start not in starts:
+                starts.add(start)
+                added += 1
+            stop = block.find(b"\n", max(m.start(), start), end)
+            pos = end if stop < 0 else stop + 1
+        return added
+
+    def _tail_starts(self, block: bytes, starts: set[int]) -> None:
+        """Lines of the tail entries, searched from the block's end backwards in chunks that
+        double, until `tail_keep` candidates are found or the block is done.
+        """
+        assert self._tail_set is not None
+        found: set[int] = set()
+        end, chunk = len(block), TAIL_CHUNK
+        while end > 0 and len(found) < self.tail_keep:
+            begin = 0 if end <= chunk else block.rfind(b"\n", 0, end - chunk) + 1
+            hit = self._tail_set.Match(block[begin:end])
+            for n in hit or ():
+                self._line_starts(self._tail_order[n], block, begin, end, found)
+            end, chunk = begin, chunk * 2
+        starts.update(found)
+
+    def scan_text(
+        self, text: str, stats: ScanStats | None = None, block_bytes: int | None = None
+    ) -> Iterator[LineMatch]:
+        """Every matching line of a text, with 1-based numbers."""
+        data = text.encode("utf-8", errors="surrogateescape")
+        yield from self.scan_stream(_BytesReader(data), stats, block_bytes)
+
+    def scan_stream(
+        self, stream: BinaryIO, stats: ScanStats | None = None, block_bytes: int | None = None
+    ) -> Iterator[LineMatch]:
         """Every matching line of a binary stream (a file, a pipe, stdin), read in blocks."""
-        return self._scan_stream(stream, None)
-
-    def _scan_stream(self, stream: BinaryIO, gates: list[_Gate] | None) -> Iterator[LineMatch]:
-        if not self.patterns:
-            return
-        line_no = 1
-        for block in _stream_blocks(stream):
-            if gates is None:
-                sample = block[:SAMPLE_CHARS].decode("utf-8", errors="replace")
-                gates = self._gates(sample, True, len(block))
-            yield from self._scan_block(block, line_no, gates)
-            line_no += _newlines(block)
+        yield from self._scan_blocks(read_blocks(stream, block_bytes), 1, stats)
 
     def scan(
-        self, source: TextSource, workers: int = 1, chunk_bytes: int = PARALLEL_CHUNK
+        self,
+        source: TextSource,
+        workers: int = 1,
+        stats: ScanStats | None = None,
+        block_bytes: int | None = None,
     ) -> Iterator[LineMatch]:
-        """Stream a log in blocks of whole lines; memory stays flat whatever the size.
-
-        With `workers` > 1, a file of at least two chunks is scanned `chunk_bytes` at a time in
-        that many forked processes (only when no other thread runs; else in this one); matches
-        still come in file order with the same line numbers.
+        """Stream a log (text or file) in blocks of whole lines; memory stays flat whatever the
+        size. `workers` > 1 runs the block filter of that many blocks at once in threads (RE2
+        releases the GIL while it matches); matches still come in file order. `stats`, when
+        given, is filled with the bytes and lines read.
         """
-        if not self.patterns:
-            return
         if source.text is not None:
-            yield from self.scan_text(source.text)
+            yield from self.scan_text(source.text, stats, block_bytes)
             return
         assert source.path is not None
-        path = str(source.path)
-        size = os.path.getsize(path)
-        with open(path, "rb") as fh:
-            gates = self._gates(_file_sample(fh, size), True, size)
-            if workers > 1 and size >= 2 * chunk_bytes and _can_fork():
-                yield from self._scan_parallel(path, gates, workers, chunk_bytes)
-                return
-            fh.seek(0)
-            yield from self._scan_stream(fh, gates)
+        with open(source.path, "rb") as fh:
+            yield from self._scan_blocks(read_blocks(fh, block_bytes), workers, stats)
 
-    def _scan_parallel(
-        self, path: str, gates: list[_Gate], workers: int, chunk_bytes: int
+    def _scan_blocks(
+        self, blocks: Iterator[bytes], workers: int, stats: ScanStats | None
     ) -> Iterator[LineMatch]:
-        import multiprocessing
+        """Matches of a sequence of blocks of whole lines, the filter run in `workers` threads."""
+        from concurrent.futures import ThreadPoolExecutor
 
-        size = os.path.getsize(path)
-        jobs = [(path, a, min(a + chunk_bytes, size)) for a in range(0, size, chunk_bytes)]
-        context = multiprocessing.get_context("fork")
-        with context.Pool(workers, initializer=_worker_init, initargs=(self, gates)) as pool:
-            line_no = 1
-            for newlines, matches in pool.imap(_worker_scan, jobs):
-                for m in matches:
-                    yield LineMatch(m.line + line_no - 1, m.text, m.entry_ids)
-                line_no += newlines
+        stats = stats if stats is not None else ScanStats()
+        line_no = 1
+        last = b""
+        previous: tuple[str, ...] = ()
+
+        def filtered(pending: list) -> Iterator[LineMatch]:
+            nonlocal line_no, previous
+            for block, hit in pending:
+                counted = None
+                if hit.result() if hasattr(hit, "result") else hit:
+                    found, counted = self._scan_block(block, line_no, previous)
+                    yield from found
+                line_no += newlines(block) if counted is None else counted
+                stats.bytes += len(block)
+                if self.before_lines:
+                    end = len(block) + (0 if block.endswith(b"\n") else 1)
+                    previous = (*previous, *self._lines_before(block, end, ()))[
+                        -self.before_lines :
+                    ]
+
+        pool = ThreadPoolExecutor(workers) if workers > 1 and self.patterns else None
+        try:
+            pending: list = []
+            for block in blocks:
+                last = block
+                if self._literals is not None:
+                    pending.append((block, True))  # _scan_literals finds the lines itself
+                elif self._block_set is None:
+                    pending.append((block, False))
+                elif pool is None:
+                    pending.append((block, self._block_set.Match(block)))
+                else:
+                    pending.append((block, pool.submit(self._block_set.Match, block)))
+                if len(pending) >= max(workers, 1):
+                    yield from filtered(pending)
+                    pending = []
+            yield from filtered(pending)
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+        stats.lines = line_no - 1 + (1 if last and not last.endswith(b"\n") else 0)
 
 
-def _can_fork() -> bool:
-    """Worker processes are forked (no re-import of __main__), so only from a process with
-    no other threads running, where forking is safe.
+def _compiled_set(patterns: Iterable[str]):
+    re2 = _re2()
+    compiled = re2.Set.SearchSet(_options())
+    for pattern in patterns:
+        compiled.Add(pattern)
+    compiled.Compile()
+    return compiled
+
+
+# --- specificity -------------------------------------------------------------------------------
+
+
+def literal_weight(pattern: str) -> int:
+    """How much fixed text every match of a signature must contain (characters outside
+    classes, optional parts and repeats; the shortest branch of an alternation): a rough
+    measure of how specific it is. Reads the grep -E subset signatures are written in.
     """
-    import multiprocessing
-    import threading
-
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    weight, _ = _required(pattern, 0)
+    return weight
 
 
-def literal_weight(pattern: str | re.Pattern) -> int:
-    """How much fixed text a signature pins down (sum of its required literals' lengths): a
-    rough measure of how specific it is.
-    """
-    from re import _parser
-
-    source = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
-    try:
-        exact, runs = _analyze(_parser.parse(source))
-    except (re.error, RecursionError, TypeError):
-        return 0
-    if exact is not None:
-        runs = [*runs, exact]
-    return sum(min(len(s) for s in run) for run in runs if run)
-
-
-@dataclass(frozen=True)
-class _Sig:
-    id: str
-    signatures: list[str]
-
-
-def _file_sample(fh: BinaryIO, size: int, parts: int = 4) -> str:
-    """SAMPLE_CHARS of whole lines taken from `parts` places spread over a file: its first
-    kilobytes are start-up lines, unlike the bulk of a long log.
-    """
-    each = SAMPLE_CHARS // parts
-    pieces = []
-    for i in range(parts):
-        fh.seek(size * i // parts)
-        piece = fh.read(each)
-        if i:
-            piece = piece[piece.find(b"\n") + 1 :]
-        pieces.append(piece[: piece.rfind(b"\n") + 1] or piece)
-    return b"".join(pieces).decode("utf-8", errors="replace")
-
-
-def _stream_blocks(stream: BinaryIO) -> Iterator[bytes]:
-    """Blocks of whole lines (each ending in a newline, except perhaps the last) of a stream."""
-    carry = b""
-    while True:
-        chunk = stream.read(BLOCK_BYTES)
-        if not chunk:
-            if carry:
-                yield carry
-            return
-        block = carry + chunk
-        cut = block.rfind(b"\n")
-        if cut < 0:
-            carry = block
+def _required(pattern: str, i: int) -> tuple[int, int]:
+    """(required literal characters of the alternation starting at i, index after it)."""
+    branches: list[int] = []
+    current = 0
+    last = 0  # weight of the last atom (a quantifier may take it back)
+    n = len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == ")":
+            break
+        if c == "|":
+            branches.append(current)
+            current = last = 0
+            i += 1
             continue
-        carry = block[cut + 1 :]
-        yield block[: cut + 1]
+        if c in "*?":
+            current -= last
+            last = 0
+            i += 1
+            continue
+        if c == "+":
+            i += 1
+            continue
+        if c == "{":
+            close = pattern.find("}", i)
+            body = pattern[i + 1 : close] if close > 0 else ""
+            if body.split(",")[0].strip() in ("", "0"):
+                current -= last
+            last = 0
+            i = close + 1 if close > 0 else n
+            continue
+        if c == "(":
+            last, i = _required(pattern, i + 1)
+            i += 1  # the ')'
+            current += last
+            continue
+        if c == "[":
+            j = i + 1
+            if j < n and pattern[j] == "^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            close = pattern.find("]", j)
+            i = close + 1 if close >= 0 else n
+            last = 0
+            continue
+        if c == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            last = 0 if nxt.isalnum() else 1  # \d \w \s \b are classes or anchors
+            i += 2
+            current += last
+            continue
+        last = 0 if c in ".^$" else 1
+        current += last
+        i += 1
+    branches.append(current)
+    return max(min(branches), 0), i
 
 
-def _blocks(path: str, start: int, stop: int | None) -> Iterator[bytes]:
-    """Blocks of whole lines (each ending in a newline, except perhaps the file's last line)
-    holding the lines that *start* in the byte range [start, stop) of a file.
+# --- reading ----------------------------------------------------------------------------------
+
+
+class _BytesReader:
+    """A minimal binary stream over bytes already in memory."""
+
+    def __init__(self, data: bytes):
+        self._data = data
+        self._pos = 0
+
+    def read(self, size: int = -1) -> bytes:
+        end = len(self._data) if size < 0 else self._pos + size
+        chunk = self._data[self._pos : end]
+        self._pos += len(chunk)
+        return chunk
+
+    def readline(self) -> bytes:
+        end = self._data.find(b"\n", self._pos)
+        end = len(self._data) if end < 0 else end + 1
+        line = self._data[self._pos : end]
+        self._pos = end
+        return line
+
+
+def newlines(block: bytes) -> int:
+    """Newlines in a block: `bytes.replace` finds them with memchr, about 3x faster than
+    `bytes.count`, which compares byte by byte.
     """
-    with open(path, "rb") as fh:
-        if start > 0:
-            fh.seek(start - 1)
-            if fh.read(1) != b"\n":
-                fh.readline()  # the line began before `start`: it belongs to the previous range
-        pos = fh.tell()
-        carry = b""
-        while True:
-            want = BLOCK_BYTES if stop is None else min(BLOCK_BYTES, max(stop - pos, 0))
-            chunk = fh.read(want) if want else b""
-            pos += len(chunk)
-            if not chunk:
-                if stop is not None and carry:
-                    carry += fh.readline()  # finish the line that started inside the range
-                if carry:
-                    yield carry
-                return
-            block = carry + chunk
-            cut = block.rfind(b"\n")
-            if cut < 0:
-                carry = block
-                continue
-            carry = block[cut + 1 :]
-            yield block[: cut + 1]
-
-
-_WORKER: tuple[SignatureSet, list[_Gate]] | None = None
-
-
-def _worker_init(signatures: SignatureSet, gates: list[_Gate]) -> None:
-    global _WORKER
-    _WORKER = (signatures, gates)
-
-
-def _newlines(block: bytes) -> int:
-    """Newlines in a block: `bytes.replace` runs at memchr speed, `bytes.count` is a byte loop."""
     return len(block) - len(block.replace(b"\n", b""))
 
 
-def _worker_scan(job: tuple[str, int, int]) -> tuple[int, list[LineMatch]]:
-    """Scan the lines starting in one byte range; (newlines consumed, matches from line 1)."""
-    assert _WORKER is not None
-    signatures, gates = _WORKER
-    path, start, stop = job
-    found: list[LineMatch] = []
-    line_no = 1
-    for block in _blocks(path, start, stop):
-        found += signatures._scan_block(block, line_no, gates)
-        line_no += _newlines(block)
-    return line_no - 1, found
+def read_blocks(stream: BinaryIO, block_bytes: int | None = None) -> Iterator[bytes]:
+    """Blocks of whole lines of a stream, each ending in a newline except perhaps the last:
+    `block_bytes` read at once, then the rest of the line they stop in (a line longer than a
+    block stays one line).
+    """
+    size = block_bytes or BLOCK_BYTES
+    while True:
+        chunk = stream.read(size)
+        if not chunk:
+            return
+        if not chunk.endswith(b"\n"):
+            chunk += stream.readline()
+        yield chunk

@@ -1,9 +1,10 @@
-"""The fast signature scan (literal gates + per-line regex) equals a naive per-line re.search.
+"""The RE2 signature scan (a block-wide Set, then the lines it points at) equals matching every
+line on its own, and it is linear whatever a signature says.
 
-The engine never runs the 100-way alternation over whole text; these tests hold it to exactly the
-answer of `re.search` on every line, on every real fixture, across block boundaries, in the
-parallel path, on a stream, and on hostile bytes (CRLF, invalid UTF-8, a 20,000-character line,
-no trailing newline).
+These tests hold the block scan to exactly the answer of Python's `re.search` on every line, on
+every real fixture, across block boundaries, with threads, on a stream, and on hostile bytes
+(CRLF, invalid UTF-8, a 20,000-character line, no trailing newline); and show that a signature
+with nested quantifiers, which makes Python's `re` backtrack for minutes, is matched at once.
 """
 
 from __future__ import annotations
@@ -16,13 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from llmdoctor import signatures as sig
-from llmdoctor.signatures import (
-    LineMatch,
-    SignatureSet,
-    literal_weight,
-    plan_gates,
-    required_literals,
-)
+from llmdoctor.signatures import LineMatch, SignatureSet, literal_weight
 from llmdoctor.textsource import TextSource
 from llmdoctor.wiki.library import load_library
 
@@ -53,23 +48,26 @@ def fixture_bytes() -> bytes:
 
 
 def naive(signatures: SignatureSet, data: bytes) -> list[LineMatch]:
-    """Per-line re.search over '\\n'-split lines, decoded like the scanner decodes them."""
+    """Python `re.search` per '\\n'-split line, decoded like the scanner decodes them."""
+    compiled = [(entry_id, re.compile(p)) for entry_id, p in signatures.patterns]
     pieces = data.split(b"\n")
     if data.endswith(b"\n"):
         pieces.pop()
     out = []
     for number, raw in enumerate(pieces, 1):
         line = raw.decode("utf-8", errors="replace").rstrip("\r")
-        ids = signatures.match_line(line)
+        ids: list[str] = []
+        for entry_id, pattern in compiled:
+            if entry_id not in ids and pattern.search(line):
+                ids.append(entry_id)
         if ids:
-            out.append(LineMatch(number, line, ids))
+            out.append(LineMatch(number, line, tuple(ids)))
     return out
 
 
-def test_builtin_signatures_all_have_a_literal_for_the_fast_path(signatures):
-    # A signature without a literal is still correct but is checked on every line (slow).
+def test_builtin_signatures_all_compile_in_re2(signatures):
     assert signatures.invalid == []
-    assert [signatures.patterns[i][1].pattern for i in signatures.unfiltered] == []
+    assert len(signatures.patterns) >= 60
 
 
 def test_fast_scan_equals_naive_on_every_fixture(signatures, tmp_path):
@@ -80,24 +78,22 @@ def test_fast_scan_equals_naive_on_every_fixture(signatures, tmp_path):
     assert list(signatures.scan(TextSource.from_file("all", path))) == naive(signatures, data)
 
 
-def test_fast_scan_equals_naive_across_blocks_with_planned_gates(signatures, tmp_path, monkeypatch):
-    # Small blocks force lines across block boundaries; 3 MB forces the gate planner.
-    monkeypatch.setattr(sig, "BLOCK_BYTES", 64 * 1024)
-    data = fixture_bytes()
-    data = data * (3 * 1024 * 1024 // len(data) + 1)
+def test_scan_equals_naive_across_small_blocks(signatures, tmp_path, monkeypatch):
+    # Small blocks put lines across block boundaries and a 20,000-character line over several.
+    monkeypatch.setattr(sig, "BLOCK_BYTES", 4096)
+    data = fixture_bytes() * 2
     path = tmp_path / "big.log"
     path.write_bytes(data)
     assert list(signatures.scan(TextSource.from_file("big", path))) == naive(signatures, data)
 
 
-def test_parallel_scan_keeps_order_and_line_numbers(signatures, tmp_path):
-    # Chunks of 256 KB in 2 processes: identical to the serial answer.
+def test_threaded_scan_keeps_order_and_line_numbers(signatures, tmp_path, monkeypatch):
+    monkeypatch.setattr(sig, "BLOCK_BYTES", 64 * 1024)
     data = fixture_bytes() * 4
     path = tmp_path / "par.log"
     path.write_bytes(data)
-    source = TextSource.from_file("par", path)
-    parallel = list(signatures.scan(source, workers=2, chunk_bytes=256 * 1024))
-    assert parallel == naive(signatures, data)
+    threaded = list(signatures.scan(TextSource.from_file("par", path), workers=3))
+    assert threaded == naive(signatures, data)
 
 
 def test_stream_and_text_scans_agree_with_the_file_scan(signatures, tmp_path):
@@ -108,40 +104,74 @@ def test_stream_and_text_scans_agree_with_the_file_scan(signatures, tmp_path):
     assert list(signatures.scan_text(text)) == expected
 
 
-def test_required_literals_are_sound_and_specific():
-    # Every match contains one of the literals; alternations and small classes expand.
-    assert required_literals(r"NCCL [Ee]rror( [0-9]+)?( in)?:") == ("NCCL Error", "NCCL error")
-    assert required_literals(r"Waiting: [0-9]{3,} reqs")[0] == "Waiting: 0"
-    assert required_literals(r"!{20,}") == ("!!!!!!!!",)
-    assert required_literals(r"(?i)cuda") is None  # case-insensitive: no literal filter
-    assert required_literals(r"ab|cd") is None  # too short to gate on
-    for pattern, line in [
-        (r"GPU KV cache usage: (9[5-9]|100)\.[0-9]%", "GPU KV cache usage: 100.0%"),
-        (
-            r"Process [0-9]+ has [0-9.]+ [KMG]iB memory in use",
-            "Process 1 has 2.5 GiB memory in use",
-        ),
-        (r"x(ab)+y", "xababy"),
-    ]:
-        assert re.search(pattern, line)
-        assert any(lit in line for lit in required_literals(pattern))
-
-
-def test_gate_plan_covers_every_literal():
-    literals = ["CUDA out of memory", "NCCL error", "NCCL WARN Error", "fallen off the bus"]
-    sample = "INFO serving request\n" * 5000
-    plan = plan_gates(literals, sample)
-    covered = {lit for gate, lits in plan for lit in lits if gate in lit}
-    assert covered == set(literals)
-
-
 def test_literal_weight_grows_with_fixed_text():
     assert literal_weight(r"NVRM: Xid \([^)]*\): 79,") > literal_weight(r"Xid")
+
+
+def test_literal_weight_counts_only_what_every_match_contains():
+    assert literal_weight(r"NCCL error") == 10
+    assert literal_weight(r"ab?c") == 2  # the optional b does not count
+    assert literal_weight(r"x(abc|de)y") == 4  # the shorter branch
+    assert literal_weight(r"[0-9]+ GiB\.") == 5  # class and repeat do not count, '\.' does
+    assert literal_weight(r"\bKilled\b") == 6  # \b is an anchor
 
 
 def test_a_signature_matching_every_line_is_rejected_as_invalid():
     # 'x*' would fire on every line of every log: refused, with the reason.
     entries = [SimpleNamespace(id="bad", signatures=["x*", "fine signature"])]
     found = SignatureSet(entries)
-    assert found.invalid == [("bad", "x*", "matches an empty line")]
+    assert [(w.entry_id, w.signature) for w in found.invalid] == [("bad", "x*")]
+    assert "empty string" in found.invalid[0].error
     assert len(found.patterns) == 1
+
+
+def test_a_signature_re2_cannot_compile_is_reported_with_file_and_line(tmp_path):
+    # A backreference compiles in Python but not in RE2: never dropped silently.
+    entry = tmp_path / "team-thing.md"
+    entry.write_text(
+        "---\nid: team-thing\nsignatures:\n  - 'fine one'\n  - '(ab)\\1 failed'\n---\n",
+        encoding="utf-8",
+    )
+    found = SignatureSet(
+        [SimpleNamespace(id="team-thing", signatures=["fine one", r"(ab)\1 failed"], path=entry)]
+    )
+    (bad,) = found.invalid
+    assert str(bad).startswith(f"{entry}:5: signature")
+    assert "RE2 cannot compile" in str(bad)
+
+
+def test_nested_quantifiers_are_matched_in_linear_time():
+    # Python's re needs minutes for this line (exponential backtracking); RE2 is linear.
+    import time
+
+    entries = [SimpleNamespace(id="team", signatures=[r"([A-Za-z]+ ?)+ failed$"])]
+    found = SignatureSet(entries)
+    line = "Warming up the model weights and the cache for serving requests now" * 3 + "!"
+    started = time.perf_counter()
+    assert list(found.scan_text((line + "\n") * 2000)) == []
+    assert found.match_line("model load failed") == ("team",)
+    assert time.perf_counter() - started < 5
+
+
+def test_tail_entries_keep_at_least_the_last_lines_of_each_block(monkeypatch):
+    # explain keeps only the last 40 salient lines; a tail entry is searched from each block's
+    # end, so the last `tail_keep` lines of the whole log are exactly those of a full scan
+    monkeypatch.setattr(sig, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(sig, "TAIL_CHUNK", 256)
+    entries = [
+        SimpleNamespace(id="sig", signatures=["CUDA out of memory"]),
+        SimpleNamespace(id="salient", signatures=[r"[Ee]rror", "[Ff]ailed"]),
+    ]
+    lines = [
+        f"{n} request failed: user error {n}" if n % 3 else f"{n} INFO ok" for n in range(3000)
+    ]
+    lines[1500] = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    data = ("\n".join(lines) + "\n").encode()
+    full = naive(SignatureSet(entries), data)
+    tailed = list(
+        SignatureSet(entries, tail_ids=["salient"], tail_keep=10).scan_stream(io.BytesIO(data))
+    )
+    pick = [m.line for m in full if "salient" in m.entry_ids][-10:]
+    assert [m.line for m in tailed if "salient" in m.entry_ids][-10:] == pick
+    assert [m for m in tailed if "sig" in m.entry_ids] == [m for m in full if "sig" in m.entry_ids]
+    assert len(tailed) < len(full) / 3  # most salient-only lines were never looked at

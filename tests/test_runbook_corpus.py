@@ -1,9 +1,11 @@
 """The built-in runbook corpus: every entry exists, parses, and its log signatures are sound.
 
-Signatures are checked against real captured logs: each entry's own excerpts under
-tests/fixtures/runbooks/<id>/ must trigger it, and the healthy corpus under tests/fixtures/healthy/
-(normal vLLM start-up and serving, clean NVIDIA driver load, normal Kubernetes events) must trigger
-nothing. Signatures must also stay within the regex subset shared by Python `re` and `grep -E`.
+Signatures are checked against real captured logs, with the same code `wiki lint` runs for team
+wikis (llmdoctor.wiki.lint.evidence_problems, RE2 matching): each signature must fire on a line of
+the entry's own excerpts under tests/fixtures/runbooks/<id>/, and no signature may fire on the
+healthy corpora (tests/fixtures/healthy/, tests/fixtures/explain_corpus/_healthy/ and the copy
+shipped in llmdoctor/data/healthy/). Signatures must also compile in RE2 and stay within the regex
+subset shared by Python `re` and `grep -E`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNBOOK_DIR = ROOT / "runbooks"
 FIXTURE_DIR = Path(__file__).resolve().parent / "fixtures" / "runbooks"
 HEALTHY_DIR = Path(__file__).resolve().parent / "fixtures" / "healthy"
+CORPUS_HEALTHY_DIR = Path(__file__).resolve().parent / "fixtures" / "explain_corpus" / "_healthy"
+PACKAGED_HEALTHY_DIR = ROOT / "llmdoctor" / "data" / "healthy"
 
 REQUIRED_IDS = (
     # GPU, driver, node and Kubernetes entries
@@ -72,7 +76,13 @@ NOT_PORTABLE = (
 
 RUNBOOK_FILES = sorted(RUNBOOK_DIR.glob("*.md"))
 ENTRIES = [parse_entry_file(p) for p in RUNBOOK_FILES]
-HEALTHY_FILES = sorted(p for p in HEALTHY_DIR.iterdir() if p.is_file() and p.name != "SOURCES.md")
+HEALTHY_FILES = sorted(
+    p
+    for folder in (HEALTHY_DIR, CORPUS_HEALTHY_DIR, PACKAGED_HEALTHY_DIR)
+    if folder.is_dir()
+    for p in folder.iterdir()
+    if p.is_file() and p.name != "SOURCES.md"
+)
 
 
 def _lines(path: Path) -> list[str]:
@@ -146,32 +156,44 @@ def test_signatures_are_accepted_by_grep_extended_regex(entry):
 
 
 @_by_id(ENTRIES)
-def test_signatures_fire_on_the_entrys_own_real_excerpts(entry):
-    # Each entry ships real log excerpts; if none of its signatures matches them, they are wrong.
+def test_signatures_compile_in_re2_the_engine_that_matches_them(entry):
+    from llmdoctor.signatures import compile_problem
+
+    problems = [f"{sig!r}: {why}" for sig in entry.signatures if (why := compile_problem(sig))]
+    assert not problems
+
+
+@_by_id(ENTRIES)
+def test_every_signature_fires_on_the_entrys_own_real_excerpts(entry):
+    # Each entry ships real log excerpts; a signature that matches none of them is unproven.
+    from llmdoctor.wiki.lint import evidence_problems
+
     files = _fixture_files(entry.id)
     assert files, f"no excerpts under {FIXTURE_DIR / entry.id}"
     assert (FIXTURE_DIR / entry.id / "SOURCES.md").is_file(), "excerpts need a SOURCES.md"
-    patterns = [re.compile(s) for s in entry.signatures]
-    hits = [
-        (f.name, line) for f in files for line in _lines(f) if any(p.search(line) for p in patterns)
-    ]
-    assert hits, f"no signature of {entry.id} fires on any line of {[f.name for f in files]}"
+    signatures = list(enumerate(entry.signatures))
+    problems = evidence_problems(signatures, FIXTURE_DIR / entry.id, healthy=[])
+    assert not problems, "\n".join(message for _, message in problems)
 
 
 def test_healthy_corpus_is_present_and_cites_sources():
     # Without healthy logs the false-positive test below would pass vacuously.
     assert len(HEALTHY_FILES) >= 5
-    assert (HEALTHY_DIR / "SOURCES.md").is_file()
+    for folder in (HEALTHY_DIR, PACKAGED_HEALTHY_DIR):
+        sources = (folder / "SOURCES.md").read_text(encoding="utf-8")
+        for path in folder.iterdir():
+            if path.name != "SOURCES.md":
+                assert f"| {path.name} |" in sources, f"{path} is not in {folder}/SOURCES.md"
 
 
 @pytest.mark.parametrize("healthy_file", HEALTHY_FILES, ids=[p.name for p in HEALTHY_FILES])
 def test_no_signature_fires_on_healthy_logs(healthy_file):
     # Normal start-up, serving and driver-load lines must never be reported as a problem.
-    patterns = [(e.id, s, re.compile(s)) for e in ENTRIES for s in e.signatures]
+    from llmdoctor.signatures import SignatureSet
+
+    signatures = SignatureSet(ENTRIES)
     false_hits = [
-        f"{entry_id} {sig!r}: {line.strip()[:160]}"
-        for line in _lines(healthy_file)
-        for entry_id, sig, pattern in patterns
-        if pattern.search(line)
+        f"{m.entry_ids} line {m.line}: {m.text.strip()[:160]}"
+        for m in signatures.scan_text(healthy_file.read_bytes().decode("utf-8", errors="replace"))
     ]
     assert not false_hits, "signatures fire on healthy logs:\n" + "\n".join(false_hits)

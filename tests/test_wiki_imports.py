@@ -22,7 +22,7 @@ loaded = sorted({m.split(".")[0] for m in sys.modules})
 sys.stderr.write("LOADED=" + json.dumps(loaded) + "\n")
 """
 # never at import time of the CLI (CONTEXT rules)
-HEAVY = {"kubernetes", "pynvml", "requests", "sqlite_utils", "markdown_it"}
+HEAVY = {"kubernetes", "pynvml", "requests", "sqlite_utils", "markdown_it", "re2"}
 # a warm search reads the index only: no entry parsing, no rich rendering
 SEARCH_HEAVY = HEAVY | {"yaml", "rich"}
 

@@ -24,18 +24,22 @@ def explain_command(
     ] = 5,
     jobs: Annotated[
         int,
-        typer.Option("--jobs", min=0, help="Processes for a big file (0 = one per CPU, up to 4)."),
-    ] = 0,
+        typer.Option(
+            "--jobs", min=0, help="Threads for a file of 64 MB or more (0 = one per CPU, up to 4)."
+        ),
+    ] = 1,
     no_color: opt.NoColor = False,
     wiki: opt.WikiDirs = None,
 ) -> None:
-    """Match a log against every runbook entry's signatures; best explanation first.
+    """Which runbook entries explain a log, best first, each with a confidence.
 
-    Root causes rank above the failures they explain (an Xid 79 above the EngineDeadError after
-    it). When no signature matches, the error lines are searched in the wiki instead.
+    Signature hits, the wiki search of the lines that look wrong, the cause -> consequence
+    table and recency make one ranking; root causes rank above the failures they explain (an
+    Xid 79 above the EngineDeadError after it). When no entry is confident enough, it says so,
+    shows the lines it read as errors, and points to `wiki add --from-log`.
 
-    Exit codes: 0 nothing matched, 1 warnings (or search guesses only), 2 a critical entry
-    matched, 3 the input could not be read.
+    Exit codes: 0 no entry explains it, 1 warnings (or text-only guesses), 2 a critical entry
+    matched by signature, 3 the input could not be read.
 
     Examples:
 
@@ -73,6 +77,8 @@ def explain_command(
         raise BadInput(
             f"{name}: cannot be read ({getattr(exc, 'strerror', None) or exc})"
         ) from None
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
     else:
@@ -93,20 +99,33 @@ def render(result, console) -> None:
     """The terminal view: one block per entry with its lines and the first lines of its Fix."""
     from rich.markup import escape
 
+    from llmdoctor.explain import CONFIDENT
+
     if result.how == "none":
-        console.print(f"[bold]No runbook entry matches[/] {escape(result.source)}.")
+        console.print(f"[bold]No entry explains[/] {escape(result.source)}.")
         if result.salient:
-            console.print("These lines looked like errors but matched nothing in the wiki:")
+            console.print("The lines it read as errors:")
             for e in result.salient[-10:]:
                 console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
+            if result.below_threshold:
+                guesses = ", ".join(
+                    f"{m.id} ({m.confidence:.2f})" for m in result.below_threshold[:3]
+                )
+                console.print(f"[dim]Too weak to name (confidence < {CONFIDENT}): {guesses}[/]")
+            console.print(
+                "Once the cause is known, record it: "
+                f"[bold]llmdoctor wiki add --from-log {escape(result.source)}[/]"
+            )
         else:
-            console.print("No line in it looks like an error (no Error/Exception/FATAL/failed).")
-        console.print("[dim]Search the wiki by hand: llmdoctor wiki search '<words>'[/]")
+            console.print(
+                "No line in it looks like an error (no Error/Exception/FATAL/failed/Killed, "
+                "exit code or warning Event)."
+            )
         return
     if result.how == "search":
         console.print(
-            f"[bold]No signature matched[/] {escape(result.source)}; the wiki entries closest "
-            "to its error lines are:"
+            f"[bold]No signature matched[/] {escape(result.source)}; the entries whose text "
+            "best fits its error lines (MAYBE):"
         )
         for e in result.salient[-5:]:
             console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
@@ -119,7 +138,7 @@ def render(result, console) -> None:
         )
         console.print(
             f"[bold]{escape(result.source)}[/]: {result.total_matches} runbook "
-            f"{'entry matches' if result.total_matches == 1 else 'entries match'} "
+            f"{'entry explains' if result.total_matches == 1 else 'entries explain'} it "
             f"({result.matched_lines} matching line{'' if result.matched_lines == 1 else 's'}{more}), "
             "best explanation first"
         )
@@ -127,7 +146,10 @@ def render(result, console) -> None:
         console.print()
         style = STYLE.get(m.severity, "bold")
         label = m.severity.upper() if m.how == "signature" else "MAYBE"
-        line = f"{n}. [{style}] {label} [/] [bold]{escape(m.id)}[/]: {escape(m.title)}"
+        line = (
+            f"{n}. [{style}] {label} [/] [bold]{escape(m.id)}[/]: {escape(m.title)} "
+            f"[dim](confidence {m.confidence:.2f})[/]"
+        )
         if m.explained_by:
             line += f" [dim](explained by {escape(', '.join(m.explained_by))})[/]"
         console.print(line)

@@ -340,6 +340,10 @@ def add_command(
     editor: Annotated[
         bool, typer.Option("--editor", help="Write the entry in $EDITOR, from a filled template.")
     ] = False,
+    from_log: Annotated[
+        str | None,
+        typer.Option("--from-log", help="Pre-fill from an incident log or bundle explain missed."),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing entry file.")] = False,
     as_json: opt.Json = False,
     wiki: opt.WikiDirs = None,
@@ -357,6 +361,7 @@ def add_command(
       llmdoctor wiki add --wiki ~/team-runbooks
       llmdoctor wiki add --wiki ~/team-runbooks --editor
       llmdoctor wiki add --wiki ~/team-runbooks --from-file lesson.md
+      llmdoctor wiki add --wiki ~/team-runbooks --from-log incident.log --editor
       llmdoctor wiki add --wiki ~/team-runbooks --id redis-timeout \\
         --title "Gateway times out on Redis" --severity warning --tag gateway \\
         --symptom "..." --cause "..." --fix "..."
@@ -377,6 +382,11 @@ def add_command(
         "fix": fix,
         "verify": verify,
     }
+    log_draft = None
+    if from_log:
+        from llmdoctor.wiki.from_log import prefill
+
+        log_draft = prefill(from_log, given, wiki)
     draft: EntryDraft | None = None
     source: Path | None = None  # the file the text came from, if any: it is the draft
     if from_file:
@@ -390,7 +400,12 @@ def add_command(
         if not all([draft.id, draft.title, draft.symptom, draft.cause, draft.fix]):
             _ask_missing(draft, given=given, folder=folder, force=force)
         text = render_entry(draft)
-    _write_validated(text, draft, folder, force, source, as_json, wiki)
+    try:
+        _write_validated(text, draft, folder, force, source, as_json, wiki)
+    except typer.Exit as done:
+        if log_draft is not None and done.exit_code == 0:
+            log_draft.keep_examples(folder, text)
+        raise
 
 
 def _split(values: list[str] | None) -> list[str]:

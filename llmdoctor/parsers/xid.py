@@ -10,20 +10,17 @@ Real input lines (sources in tests/fixtures/kernel/SOURCES.md):
                    NVRM: (PCI ID: 10de:26b5) installed in this system has
                    NVRM: fallen off the bus and is not responding to commands.
 
-The log is streamed in binary blocks: a fast search for the literals `Xid (` and `off the bus`
-finds the few candidate lines, and only those are decoded and parsed; memory stays flat (one
-block at a time per process), and a large file is cut into ranges scanned in parallel. Events are
+The log is streamed in blocks by llmdoctor's one log-scanning engine (llmdoctor.signatures, RE2):
+the few lines holding `Xid (` or `off the bus` (and the lines starting the three-line form) are
+found at memory speed, and only those are decoded and parsed; memory stays flat. Events are
 aggregated per (kind, code, PCI bus id) with a count and the first and last occurrence; the
 events themselves are not kept.
 """
 
 from __future__ import annotations
 
-import itertools
-import os
 import re
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 from llmdoctor.derive import derived_fact
@@ -32,10 +29,6 @@ from llmdoctor.parsers.pci import pci_key
 from llmdoctor.textsource import TextSource
 
 BLOCK_BYTES = 1024 * 1024  # small enough to stay in the CPU cache across the passes
-PARALLEL_MIN_BYTES = 256 * 1024 * 1024
-MIN_PARALLEL_CPUS = 4
-MAX_LINE_BYTES = 64 * 1024 * 1024
-MAX_WORKERS = 8
 MAX_PROCESSES = 8
 MAX_UNPARSED = 10
 MAX_TIMES = 500  # the last occurrence times per group, for a team policy's "N within a window"
@@ -252,225 +245,41 @@ class XidScan:
         }
 
 
-def _candidates(block: bytearray, end: int) -> list[int]:
-    """Sorted offsets in block[:end] of 'Xid (' (also in 'SXid (') and of 'off the bus'.
-
-    'X' is rare in kernel logs, so a memchr-speed search for it, checked in place, is much
-    faster than a substring search for the whole needle.
-    """
-    found: list[int] = []
-    find, startswith = block.find, block.startswith
-    pos = find(b"X", 0, end)
-    while pos >= 0:
-        if startswith(b"Xid (", pos):
-            found.append(pos)
-        pos = find(b"X", pos + 1, end)
-    pos = find(b"off the bus", 0, end)
-    if pos >= 0:
-        while pos >= 0:
-            found.append(pos)
-            pos = find(b"off the bus", pos + 1, end)
-        found.sort()
-    return found
+# What the scan looks for, matched by the one log-scanning engine (llmdoctor.signatures); each
+# match carries the two lines before it, for the driver 570+ three-line fallen-off form.
+EVENT_SIGNATURES = (r"Xid \(", r"off the bus")
 
 
-def _scan_block(
-    block: bytes | bytearray, end: int, line_base: int, tail: list[str], scan: XidScan
-) -> tuple[int, list[str]]:
-    """Parse the candidate lines of block[:end] (whole lines); return the next line number."""
-    counted_to = 0
-    line_no = line_base
-    last_line_start = -1
-    for pos in _candidates(block, end):
-        start = block.rfind(b"\n", 0, pos) + 1
-        if start == last_line_start:
-            continue  # both needles on one line
-        last_line_start = start
-        line_no += _newlines(block, counted_to, start)
-        counted_to = start
-        stop = block.find(b"\n", pos, end)
-        raw = bytes(block[start:stop])
-        text = raw.decode("utf-8", errors="replace").rstrip("\r")
-        event = parse_xid_line(text, line_no)
-        if event is None and b"off the bus" in raw:
-            before = _previous_lines(block, start, 2, tail)
-            event = _fallen_multi_line([*before, text], line_no)
-        if event is not None:
-            scan.add(event)
-        elif len(scan.unparsed) < MAX_UNPARSED and b"Xid (" in raw:
-            scan.unparsed.append({"line": line_no, "text": text.strip()})
-    line_no += _newlines(block, counted_to, end)
-    return line_no, _previous_lines(block, end, 2, tail)
+def _scanner():
+    from types import SimpleNamespace
 
+    from llmdoctor.signatures import SignatureSet
 
-def _newlines(block: bytes | bytearray, start: int, end: int) -> int:
-    """Newlines in block[start:end]. replace() finds them with memchr, about 3x faster than
-    count(), which compares byte by byte."""
-    part = block[start:end] if start or end != len(block) else block
-    return len(part) - len(part.replace(b"\n", b""))
-
-
-def _previous_lines(block: bytes | bytearray, start: int, n: int, tail: list[str]) -> list[str]:
-    """Up to n lines ending just before offset `start` (borrowing from the previous block)."""
-    lines: list[str] = []
-    stop = start - 1  # the newline that ends the previous line
-    while len(lines) < n and stop >= 0:
-        begin = block.rfind(b"\n", 0, stop) + 1
-        lines.insert(0, bytes(block[begin:stop]).decode("utf-8", errors="replace").rstrip("\r"))
-        stop = begin - 1
-    if len(lines) < n and tail:
-        lines = [*tail[len(tail) - (n - len(lines)) :], *lines]
-    return lines
-
-
-def scan_bytes(data: bytes) -> XidScan:
-    """Scan a log held in memory."""
-    scan = XidScan()
-    if not data:
-        return scan
-    if not data.endswith(b"\n"):
-        data += b"\n"
-    scan.bytes = len(data)
-    scan.lines = _scan_block(data, len(data), 1, [], scan)[0] - 1
-    return scan
-
-
-def _lines_before(fh, offset: int, n: int) -> list[str]:
-    """The n lines that end just before byte `offset` of an open binary file."""
-    if offset <= 0:
-        return []
-    back = min(offset, 64 * 1024)
-    fh.seek(offset - back)
-    data = fh.read(back)
-    lines = data.decode("utf-8", errors="replace").split("\n")
-    return [line.rstrip("\r") for line in lines[-(n + 1) : -1]]
-
-
-def scan_range(path: str | Path, start: int = 0, end: int | None = None) -> XidScan:
-    """Scan the whole lines in bytes [start, end) of a file; line numbers count from `start`."""
-    scan = XidScan()
-    line_base = 1
-    block = bytearray(BLOCK_BYTES)  # one block, reused: memory stays flat
-    view = memoryview(block)
-    kept = 0  # bytes of an unfinished line carried to the front of the block
-    with open(path, "rb") as fh:
-        tail = _lines_before(fh, start, 2)
-        fh.seek(start)
-        remaining = None if end is None else end - start
-        while remaining is None or remaining > 0:
-            if kept == len(block) >= MAX_LINE_BYTES:  # not a log line: take it as one anyway
-                line_base, tail = _scan_block(block + b"\n", kept + 1, line_base, tail, scan)
-                kept = 0
-            elif kept == len(block):  # one line longer than a block: make room for it
-                view.release()
-                block.extend(bytes(BLOCK_BYTES))
-                view = memoryview(block)
-            want = len(block) - kept if remaining is None else min(len(block) - kept, remaining)
-            got = fh.readinto(view[kept : kept + want])
-            if not got:
-                break
-            scan.bytes += got
-            if remaining is not None:
-                remaining -= got
-            filled = kept + got
-            cut = block.rfind(b"\n", 0, filled) + 1
-            if cut == 0:
-                kept = filled
-                continue
-            line_base, tail = _scan_block(block, cut, line_base, tail, scan)
-            kept = filled - cut
-            block[:kept] = block[cut:filled]
-        if kept:
-            last = bytearray(block[:kept]) + b"\n"
-            line_base, _ = _scan_block(last, len(last), line_base, tail, scan)
-    view.release()
-    scan.lines = line_base - 1
-    return scan
-
-
-def _split_points(path: Path, size: int, parts: int) -> list[int]:
-    """Byte offsets that cut the file into `parts` ranges at line starts."""
-    points = [0]
-    with open(path, "rb") as fh:
-        for i in range(1, parts):
-            fh.seek(max(points[-1], size * i // parts))
-            while True:
-                chunk = fh.read(1024 * 1024)
-                if not chunk:
-                    points.append(size)
-                    break
-                nl = chunk.find(b"\n")
-                if nl >= 0:
-                    points.append(fh.tell() - len(chunk) + nl + 1)
-                    break
-    points.append(size)
-    return sorted(set(points))
-
-
-def merge_scans(parts: list[XidScan]) -> XidScan:
-    """One scan from scans of consecutive ranges: line numbers shifted, groups merged in order."""
-    total = XidScan()
-    offset = 0
-    for part in parts:
-        for key, group in part.groups.items():
-            first = replace(group.first, line=group.first.line + offset) if group.first else None
-            last = replace(group.last, line=group.last.line + offset) if group.last else None
-            have = total.groups.get(key)
-            if have is None:
-                have = total.groups[key] = XidGroup(group.kind, group.code, group.pci)
-                have.first = first
-            have.count += group.count
-            have.last = last
-            have.fatal += group.fatal
-            have.times = [*have.times, *group.times][-MAX_TIMES:]
-            for name in ("processes", "gpu_instances", "caused_by", "recovery_actions"):
-                bucket = getattr(have, name)
-                for value in getattr(group, name):
-                    if value not in bucket and len(bucket) < MAX_PROCESSES:
-                        bucket.append(value)
-        for item in part.unparsed:
-            if len(total.unparsed) < MAX_UNPARSED:
-                total.unparsed.append({**item, "line": item["line"] + offset})
-        total.events += part.events
-        total.bytes += part.bytes
-        offset += part.lines
-    total.lines = offset
-    return total
-
-
-def _parallel_workers(size: int) -> int:
-    """Worker processes for a file of `size` bytes: only where cores are plenty (startup costs)."""
-    cpus = os.cpu_count() or 1
-    if cpus < MIN_PARALLEL_CPUS or size < PARALLEL_MIN_BYTES:
-        return 1
-    return min(cpus, MAX_WORKERS, size // (64 * 1024 * 1024))
+    event = SimpleNamespace(id="event", signatures=list(EVENT_SIGNATURES), path="")
+    return SignatureSet([event], before_lines=2)
 
 
 def scan_xid(source: TextSource, workers: int | None = None) -> XidScan:
     """Stream a kernel log and aggregate every Xid/SXid/fallen-off event in it.
 
-    A large file is cut at line starts into ranges scanned by parallel processes (each holding
-    one block), then merged; anything that stops the processes falls back to one serial pass.
+    The log is read in blocks of whole lines by llmdoctor.signatures (RE2; `workers` threads
+    for the block filter); only the candidate lines are decoded and parsed, memory stays flat.
     """
-    if source.path is None:
-        return scan_bytes((source.text or "").encode("utf-8", errors="replace"))
-    path = Path(source.path)
-    size = path.stat().st_size
-    count = workers or _parallel_workers(size)
-    if count > 1:
-        points = _split_points(path, size, count)
-        ranges = list(itertools.pairwise(points))
-        try:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
+    from llmdoctor.signatures import ScanStats
 
-            context = multiprocessing.get_context("spawn")  # no fork: collector threads may run
-            with ProcessPoolExecutor(max_workers=len(ranges), mp_context=context) as pool:
-                parts = list(pool.map(scan_range, [path] * len(ranges), *zip(*ranges, strict=True)))
-            return merge_scans(parts)
-        except Exception:
-            pass  # no processes here (sandbox, frozen app): one pass instead
-    return scan_range(path)
+    scan = XidScan()
+    stats = ScanStats()
+    for m in _scanner().scan(source, workers or 1, stats, BLOCK_BYTES):
+        text = m.text.rstrip("\r")
+        event = parse_xid_line(text, m.line)
+        if event is None and "off the bus" in text:
+            event = _fallen_multi_line([*m.before, text], m.line)
+        if event is not None:
+            scan.add(event)
+        elif len(scan.unparsed) < MAX_UNPARSED and "Xid (" in text:
+            scan.unparsed.append({"line": m.line, "text": text.strip()})
+    scan.lines, scan.bytes = stats.lines, stats.bytes
+    return scan
 
 
 COMPRESSED = {

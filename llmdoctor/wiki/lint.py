@@ -1,6 +1,10 @@
 """Check runbook entries: schema, sections, ids, signatures. Problems are `file:line: message`.
 
-The same rules guard `wiki lint` (CI) and `wiki add` (before anything is written).
+The same rules guard `wiki lint` (CI) and `wiki add` (before anything is written). Signatures
+must compile in RE2 (the engine that matches them, in linear time) and in Python `re`; they must
+never fire on the healthy corpus shipped in llmdoctor/data/healthy/ (real logs of working
+systems), and when an entry keeps real excerpts beside it (`<id>.examples/` next to `<id>.md`),
+each of its signatures must fire on at least one line of them.
 """
 
 from __future__ import annotations
@@ -82,13 +86,21 @@ def _item_line(fm_lines: list[str], key: str, item: str) -> int:
 
 
 def signature_problem(signature: str) -> str | None:
-    """Why a signature is unusable (does not compile, or can match the empty string), or None."""
+    """Why a signature is unusable (does not compile in RE2 or Python, or can match the empty
+    string), or None.
+    """
+    from llmdoctor.signatures import compile_problem, line_pattern
+
     try:
-        pattern = re.compile(signature)
+        re.compile(signature)  # compiling is safe; matching is left to RE2 (linear time)
     except re.error as exc:
         return f"signature {signature!r} is not a valid Python regex: {exc}"
-    if pattern.search("") is not None:
-        return f"signature {signature!r} matches the empty string, so it would fire on every line"
+    except RecursionError:
+        return f"signature {signature!r} is nested too deeply to compile"
+    why = compile_problem(signature)
+    if why:
+        return f"signature {signature!r}: {why}"
+    pattern = line_pattern(signature)
     for probe in EMPTY_PROBES:
         for m in pattern.finditer(probe):
             if m.end() == m.start():
@@ -151,10 +163,15 @@ def lint_text(
             add(body_line, f"missing section '## {heading}'")
         elif not getattr(entry, name).strip():
             add(entry.section_lines[name], f"section '## {heading}' is empty")
+    usable = []
     for n, signature in enumerate(entry.signatures):
         why = signature_problem(signature)
         if why:
             add(_signature_line(fm_lines, signature, n), why)
+        else:
+            usable.append((n, signature))
+    for n, message in evidence_problems(usable, examples_of(Path(path)), healthy_corpus()):
+        add(_signature_line(fm_lines, entry.signatures[n], n), message)
     explains = meta.get("explains")
     if isinstance(explains, list):
         for item in explains:
@@ -173,6 +190,73 @@ def lint_text(
                         f"detected_by names {check_id!r}, which is not a check id",
                     )
     return entry, problems
+
+
+EXAMPLES_SUFFIX = ".examples"
+HEALTHY_DIR = Path(__file__).resolve().parent.parent / "data" / "healthy"
+
+
+def examples_of(entry_path: Path) -> Path | None:
+    """The folder of real excerpts kept beside an entry (`<id>.examples/`), if there is one."""
+    folder = entry_path.with_name(entry_path.stem + EXAMPLES_SUFFIX)
+    return folder if folder.is_dir() else None
+
+
+def _text_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in (".log", ".txt"))
+
+
+def read_lines(files: list[Path]) -> list[tuple[str, int, str]]:
+    """(file name, line number, text) of every line of these files."""
+    out = []
+    for path in files:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        out.extend((path.name, n, line) for n, line in enumerate(text.splitlines(), 1))
+    return out
+
+
+_HEALTHY: list[tuple[str, int, str]] = []
+
+
+def healthy_corpus() -> list[tuple[str, int, str]]:
+    """The lines of the healthy corpus that ships with llmdoctor (llmdoctor/data/healthy/)."""
+    if not _HEALTHY and HEALTHY_DIR.is_dir():
+        _HEALTHY.extend(read_lines(_text_files(HEALTHY_DIR)))
+    return _HEALTHY
+
+
+def evidence_problems(
+    signatures: list[tuple[int, str]],
+    examples: Path | None,
+    healthy: list[tuple[str, int, str]],
+) -> list[tuple[int, str]]:
+    """(signature index, message) for each signature that fires on a healthy line, or, when
+    the entry keeps examples, fires on none of them. Matched with the same RE2 engine as
+    explain and diagnose.
+    """
+    from types import SimpleNamespace
+
+    from llmdoctor.signatures import SignatureSet
+
+    problems: list[tuple[int, str]] = []
+    example_lines = read_lines(_text_files(examples)) if examples else []
+    for n, signature in signatures:
+        one = SignatureSet([SimpleNamespace(id="x", signatures=[signature], path="")])
+        false_hit = next(((f, i, t) for f, i, t in healthy if one.match_line(t)), None)
+        if false_hit:
+            name, number, text = false_hit
+            problems.append(
+                (
+                    n,
+                    f"signature {signature!r} fires on a healthy log line ({name}:{number}: "
+                    f"{text.strip()[:120]!r})",
+                )
+            )
+        if examples is not None and not any(one.match_line(t) for _, _, t in example_lines):
+            problems.append(
+                (n, f"signature {signature!r} fires on no line of its examples in {examples}")
+            )
+    return problems
 
 
 def registered_check_ids() -> set[str] | None:

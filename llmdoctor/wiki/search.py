@@ -237,9 +237,10 @@ def _signature_matches(query: Query, candidates: list[tuple[str, str]]) -> set[s
             words = _LITERAL_WORD.findall(_ESCAPE.sub(" ", signature))
             if words and not any(w.lower() in lowered for w in words):
                 continue
-            try:
-                pattern = re.compile(signature)
-            except re.error:
+            from llmdoctor.signatures import line_pattern  # RE2: a signature cannot hang a search
+
+            pattern = line_pattern(signature)
+            if pattern is None:
                 continue  # `wiki lint` reports it
             if any(pattern.search(line) for line in lines):
                 found.add(entry_id)

@@ -1,0 +1,182 @@
+"""The retro loop: `wiki add --from-log` starts an entry from a log explain could not explain,
+with a proposed signature proved on the log and on the healthy corpus; `wiki lint` keeps proving
+every signature on the entry's examples and never on healthy logs; explain then names it first.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from llmdoctor.cli import app
+from llmdoctor.wiki.from_log import draft_from_log, generalize, message_of
+from llmdoctor.wiki.library import load_library
+from llmdoctor.wiki.lint import healthy_corpus
+
+runner = CliRunner()
+FIXTURES = Path(__file__).parent / "fixtures"
+UNDEFINED_SYMBOL = FIXTURES / "from_log" / "vllm-c-undefined-symbol-issue5501.log"
+GOOD_LINES = [
+    # real lines from fixtures of this repository, one per shape of prefix
+    "(VllmWorker rank=3 pid=268) ERROR 05-12 19:01:18 [multiproc_executor.py:470] RuntimeError: "
+    "CUDA error: an illegal instruction was encountered",
+    "[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, "
+    "Timeout after 6s",
+    "Oct 21 21:08:58 kubernetes-minion-2 kernel: [75254.207495] supervisord invoked oom-killer: "
+    "gfp_mask=0xd0, order=0, oom_score_adj=0",
+]
+
+
+@pytest.mark.parametrize("line", GOOD_LINES)
+def test_generalized_signature_fires_on_its_line_and_stays_in_the_shared_subset(line):
+    signature = generalize(line)
+    assert signature and re.search(signature, line)
+    assert not re.search(r"\\d|\(\?|[*+?}]\?", signature)  # grep -E subset
+    assert "2024380" not in signature and "75254" not in signature  # numbers became patterns
+
+
+def test_message_drops_timestamp_level_and_source_prefix():
+    assert message_of(GOOD_LINES[0]).startswith("RuntimeError: CUDA error")
+    assert message_of(GOOD_LINES[1]).startswith("NVRM: Xid")
+    assert message_of(GOOD_LINES[2]).startswith("supervisord invoked oom-killer")
+
+
+def test_draft_proves_its_signatures_on_the_log_and_the_healthy_corpus():
+    draft = draft_from_log(str(UNDEFINED_SYMBOL), load_library().entries)
+    assert draft.explained_by == []  # explain abstains on it
+    (signature,) = draft.signatures
+    line = UNDEFINED_SYMBOL.read_text().splitlines()[1]
+    assert re.search(signature, line)
+    assert not any(re.search(signature, text) for _, _, text in healthy_corpus())
+    assert "undefined symbol" in draft.symptom
+
+
+def test_explain_abstains_then_names_the_new_entry_first(tmp_path):
+    before = json.loads(runner.invoke(app, ["explain", str(UNDEFINED_SYMBOL), "--json"]).output)
+    assert before["how"] == "none" and before["matches"] == []
+    assert before["salient"], "the lines it read as errors are shown"
+    team = tmp_path / "team"
+    team.mkdir()
+    added = runner.invoke(
+        app,
+        [
+            "wiki",
+            "add",
+            "--wiki",
+            str(team),
+            "--from-log",
+            str(UNDEFINED_SYMBOL),
+            "--id",
+            "vllm-torch-abi-mismatch",
+            "--title",
+            "vLLM ops built for another torch",
+            "--severity",
+            "critical",
+            "--tag",
+            "vllm",
+            "--cause",
+            "vLLM's _C.abi3.so was compiled against a different torch.",
+            "--fix",
+            "Install the torch vLLM was built for, or rebuild vLLM against this one.",
+        ],
+    )
+    assert added.exit_code == 0, added.output
+    assert (team / "vllm-torch-abi-mismatch.md").is_file()
+    examples = team / "vllm-torch-abi-mismatch.examples"
+    assert (examples / "vllm-c-undefined-symbol-issue5501.log").is_file()
+    assert "issue5501" in (examples / "SOURCES.md").read_text()
+    lint = runner.invoke(app, ["wiki", "lint", str(team)])
+    assert lint.exit_code == 0, lint.output
+    after = runner.invoke(app, ["explain", "--wiki", str(team), str(UNDEFINED_SYMBOL), "--json"])
+    doc = json.loads(after.output)
+    assert doc["matches"][0]["id"] == "vllm-torch-abi-mismatch"
+    assert after.exit_code == 2
+
+
+def test_examples_are_never_overwritten(tmp_path):
+    from llmdoctor.wiki.from_log import write_examples
+
+    draft = draft_from_log(str(UNDEFINED_SYMBOL), load_library().entries)
+    first = write_examples(tmp_path, "x", draft)
+    first.write_text("edited by hand\n")
+    second = write_examples(tmp_path, "x", draft)
+    assert first != second and first.read_text() == "edited by hand\n"
+
+
+def test_from_log_reads_every_log_of_a_bundle():
+    draft = draft_from_log("examples/bundles/crashloop-cuda-oom", load_library().entries)
+    assert {name for name, _, _ in draft.salient} <= {"logs/vllm.log", "logs/vllm.previous.log"}
+    assert "cuda-oom-runtime" in [i for i, _ in draft.explained_by]
+
+
+def test_from_log_of_a_binary_file_is_one_line_exit_3(tmp_path, capsys):
+    from llmdoctor.cli import run
+
+    blob = tmp_path / "core"
+    blob.write_bytes(bytes(range(256)) * 64)
+    with pytest.raises(SystemExit) as exc:
+        run(["wiki", "add", "--wiki", str(tmp_path), "--from-log", str(blob)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 3
+    assert "binary" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+ENTRY = """---
+id: team-thing
+title: Team thing
+severity: warning
+signatures:
+  - '{signature}'
+---
+## Symptom
+x
+## Cause
+y
+## Fix
+z
+"""
+
+
+def _team_entry(tmp_path, signature: str, example: str | None) -> Path:
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    (wiki / "team-thing.md").write_text(ENTRY.format(signature=signature))
+    if example is not None:
+        (wiki / "team-thing.examples").mkdir()
+        (wiki / "team-thing.examples" / "incident.log").write_text(example)
+    return wiki
+
+
+def test_lint_fails_a_signature_that_misses_its_examples_with_file_and_line(tmp_path):
+    wiki = _team_entry(tmp_path, "redis timeout", "ERROR gateway: upstream connect error\n")
+    result = runner.invoke(app, ["wiki", "lint", str(wiki)])
+    assert result.exit_code == 1
+    assert f"{wiki / 'team-thing.md'}:6: " in result.output
+    assert "fires on no line of its examples" in result.output
+
+
+def test_lint_fails_a_signature_that_fires_on_the_healthy_corpus(tmp_path):
+    # 'Application startup complete' is in every healthy vLLM start-up
+    wiki = _team_entry(tmp_path, "Application startup complete", None)
+    result = runner.invoke(app, ["wiki", "lint", str(wiki)])
+    assert result.exit_code == 1
+    assert "fires on a healthy log line" in result.output
+
+
+def test_lint_passes_a_signature_proved_on_its_examples(tmp_path):
+    wiki = _team_entry(
+        tmp_path, "upstream connect error", "ERROR gateway: upstream connect error\n"
+    )
+    result = runner.invoke(app, ["wiki", "lint", str(wiki)])
+    assert result.exit_code == 0, result.output
+
+
+def test_lint_rejects_what_re2_cannot_compile(tmp_path):
+    wiki = _team_entry(tmp_path, r"(ab)\1 failed", None)
+    result = runner.invoke(app, ["wiki", "lint", str(wiki)])
+    assert result.exit_code == 1
+    assert "RE2 cannot compile" in result.output and ":6: " in result.output
