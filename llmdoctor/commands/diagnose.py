@@ -34,6 +34,7 @@ def diagnose_command(
     verbose: opt.Verbose = False,
     checks_dir: opt.ChecksDir = None,
     wiki: opt.WikiDirs = None,
+    wiki_url: opt.WikiUrl = None,
 ) -> None:
     """Find what is wrong with a vLLM pod, deployment, node, endpoint or saved bundle.
 

@@ -28,6 +28,7 @@ def explain_command(
     ] = 0,
     no_color: opt.NoColor = False,
     wiki: opt.WikiDirs = None,
+    wiki_url: opt.WikiUrl = None,
 ) -> None:
     """Match a log against every runbook entry's signatures; best explanation first.
 
@@ -93,6 +94,8 @@ def render(result, console) -> None:
     """The terminal view: one block per entry with its lines and the first lines of its Fix."""
     from rich.markup import escape
 
+    from llmdoctor.wiki.links import page_url
+
     if result.how == "none":
         console.print(f"[bold]No runbook entry matches[/] {escape(result.source)}.")
         if result.salient:
@@ -144,6 +147,8 @@ def render(result, console) -> None:
             label = "Fix: " if i == 0 else "     "
             console.print(f"   [cyan]{label}[/]{escape(fix)}", soft_wrap=True)
         console.print(f"   [dim]more: llmdoctor wiki show {escape(m.id)}[/]")
+        if url := page_url(m.id):
+            console.print(f"   [dim]page:[/] {escape(url)}", soft_wrap=True)
 
 
 def _cut(text: str) -> str:

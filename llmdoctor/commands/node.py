@@ -80,6 +80,7 @@ def node_command(
     verbose: opt.Verbose = False,
     checks_dir: opt.ChecksDir = None,
     wiki: opt.WikiDirs = None,
+    wiki_url: opt.WikiUrl = None,
 ) -> None:
     """Check this GPU node: driver/CUDA/torch match, GPU memory, Xid errors, GPU health.
 

@@ -47,6 +47,7 @@ def probe_command(
     verbose: opt.Verbose = False,
     checks_dir: opt.ChecksDir = None,
     wiki: opt.WikiDirs = None,
+    wiki_url: opt.WikiUrl = None,
 ) -> None:
     """Check one vLLM endpoint: health, models, queue and KV cache from /metrics, a real
     generation, and optionally the tokenizer.
