@@ -42,6 +42,23 @@ ChecksDir = Annotated[
     list[str] | None,
     typer.Option("--checks-dir", help="A folder of the site's own checks (repeatable)."),
 ]
+
+
+def _wiki_url(value: str | None) -> str | None:
+    from llmdoctor.wiki.links import set_wiki_url
+
+    return set_wiki_url(value)
+
+
+WikiUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--wiki-url",
+        envvar="LLMDOCTOR_WIKI_URL",
+        callback=_wiki_url,
+        help="Address of the published wiki site (llmdoctor wiki site): runbooks get links.",
+    ),
+]
 WikiDirs = Annotated[
     list[str] | None,
     typer.Option("--wiki", help="A team wiki folder, searched with the built-in one (repeatable)."),
@@ -113,6 +130,7 @@ class ReportOptions:
     verbose: Verbose = False
     checks_dir: ChecksDir = None
     wiki: WikiDirs = None
+    wiki_url: WikiUrl = None  # applied by its callback (LLMDOCTOR_WIKI_URL); the report reads it
 
     def printing(self) -> dict[str, Any]:
         """The keyword arguments of output.diagnose_and_exit."""

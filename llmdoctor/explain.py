@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 
 from llmdoctor.signatures import SignatureSet, literal_weight
 from llmdoctor.textsource import TextSource
+from llmdoctor.wiki.links import page_url
 
 # cause -> the entries it explains when both match (the consequence ranks below its cause)
 EXPLAINS: dict[str, tuple[str, ...]] = {
@@ -191,6 +192,8 @@ class Match:
         }
         if self.snippet:
             out["snippet"] = self.snippet
+        if url := page_url(self.id):
+            out["url"] = url
         return out
 
 

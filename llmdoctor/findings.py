@@ -52,7 +52,17 @@ class Finding:
         }
         if self.subject is not None:
             out["subject"] = self.subject
+        links = _runbook_links(self.runbooks)
+        if links:
+            out["runbook_links"] = links
         return out
+
+
+def _runbook_links(runbooks: list[str]) -> list[dict[str, str]]:
+    """[{"id", "url"}] for each runbook when a wiki site address is set (--wiki-url)."""
+    from llmdoctor.wiki.links import page_url
+
+    return [{"id": rid, "url": url} for rid in runbooks if (url := page_url(rid))]
 
 
 def ok(check: str, summary: str, evidence_items=(), subject: str | None = None) -> Finding:

@@ -8,6 +8,7 @@ from typing import Any
 from llmdoctor.exit_codes import ExitCode
 from llmdoctor.findings import Finding, Severity
 from llmdoctor.runner import Report
+from llmdoctor.wiki.links import page_url
 
 SCHEMA = "llmdoctor/1"
 MAX_EVIDENCE = 8
@@ -159,6 +160,8 @@ def _print_finding(console, f: Finding, entries: dict, escape, fixes_shown: set[
             console.print(f"    [cyan]runbook[/] {escape(rid)} [dim](not in the wiki)[/]")
             continue
         console.print(f"    [cyan]runbook[/] [bold]{escape(rid)}[/]: {escape(entry.title)}")
+        if url := page_url(rid):
+            console.print(f"      [dim]page:[/] {escape(url)}", soft_wrap=True)
         if rid in fixes_shown:
             console.print("      [dim](its Fix is shown above)[/]")
             continue
@@ -194,7 +197,10 @@ def render_markdown(report: Report) -> str:
             for rid in f.runbooks:
                 entry = entries.get(rid)
                 title = f": {entry.title}" if entry else ""
-                out.append(f"  - runbook `{rid}`{title}")
+                url = page_url(rid)
+                out.append(
+                    f"  - runbook [`{rid}`]({url}){title}" if url else f"  - runbook `{rid}`{title}"
+                )
                 if entry and rid not in fixes_shown:
                     fixes_shown.add(rid)
                     out += [f"    > {line}" for line in entry.fix_excerpt()]

@@ -30,6 +30,7 @@ def explain_command(
     ] = 1,
     no_color: opt.NoColor = False,
     wiki: opt.WikiDirs = None,
+    wiki_url: opt.WikiUrl = None,
 ) -> None:
     """Which runbook entries explain a log, best first, each with a confidence.
 
@@ -100,6 +101,7 @@ def render(result, console) -> None:
     from rich.markup import escape
 
     from llmdoctor.explain import CONFIDENT
+    from llmdoctor.wiki.links import page_url
 
     if result.how == "none":
         console.print(f"[bold]No entry explains[/] {escape(result.source)}.")
@@ -166,6 +168,8 @@ def render(result, console) -> None:
             label = "Fix: " if i == 0 else "     "
             console.print(f"   [cyan]{label}[/]{escape(fix)}", soft_wrap=True)
         console.print(f"   [dim]more: llmdoctor wiki show {escape(m.id)}[/]")
+        if url := page_url(m.id):
+            console.print(f"   [dim]page:[/] {escape(url)}", soft_wrap=True)
 
 
 def _cut(text: str) -> str:

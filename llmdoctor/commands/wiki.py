@@ -62,6 +62,7 @@ def search_command(
     as_json: opt.Json = False,
     no_color: opt.NoColor = False,
     wiki: opt.WikiDirs = None,
+    wiki_url: opt.WikiUrl = None,
 ) -> None:
     """Find runbook entries: words, Chinese terms or a pasted error message, best first.
 
@@ -85,7 +86,13 @@ def search_command(
     if as_json:
         import json
 
-        typer.echo(json.dumps({"results": [r.to_json() for r in results]}, ensure_ascii=False))
+        from llmdoctor.wiki.links import page_url
+
+        rows = [r.to_json() for r in results]
+        for row in rows:
+            if url := page_url(row["id"]):
+                row["url"] = url
+        typer.echo(json.dumps({"results": rows}, ensure_ascii=False))
         raise typer.Exit(0)
     if not results:
         typer.echo("no runbook entry matches" + (f" with tag {tag!r}" if tag else ""))
@@ -110,6 +117,7 @@ def show_command(
     as_json: opt.Json = False,
     no_color: opt.NoColor = False,
     wiki: opt.WikiDirs = None,
+    wiki_url: opt.WikiUrl = None,
 ) -> None:
     """Show one entry: symptom, cause, fix, with its file (and what it overrides).
 
@@ -122,6 +130,7 @@ def show_command(
     from llmdoctor.wiki.catalog import all_ids, find_entry
     from llmdoctor.wiki.entry import EntryError, parse_entry_file
     from llmdoctor.wiki.library import builtin_dir
+    from llmdoctor.wiki.links import page_url
 
     record = find_entry(entry_id, wiki)
     if record is None:
@@ -159,9 +168,13 @@ def show_command(
             "builtin": is_builtin,
             "overrides": record.overrides,
         }
+        if url := page_url(entry.id):
+            data["url"] = url
         typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
         raise typer.Exit(0)
     _render_entry(entry, record, is_builtin, overridden_builtin, no_color)
+    if url := page_url(entry.id):
+        typer.echo(f"page: {url}")
     raise typer.Exit(0)
 
 
@@ -601,4 +614,7 @@ def _report_written(path, entry_id: str, others: list[str], as_json: bool) -> No
 
 
 def register(app: typer.Typer) -> None:
+    from llmdoctor.commands import wiki_site
+
+    wiki_site.register(wiki_app)
     app.add_typer(wiki_app, name="wiki")

@@ -5,13 +5,15 @@ A query is cut into quoted words (llmdoctor.wiki.query), so any text is safe.
 * Tier 1, any query: entries whose signatures (per-line regexes) match a line of the text, as
   when an error message is pasted, come above every entry that only shares words with it.
 * A few typed words ("CUDA out of memory", "tokenizer", "排队"): entries holding every word come
-  next, then those whose id, title, aliases or tags hold the words as typed (in more of these
-  four, first); relevance is a bm25 whose IDF does not collapse on a small wiki.
+  next; among them an entry whose id, title or an alias IS the query ("OOM"), then those whose
+  id, title, aliases or tags hold the words as typed (in more of these four, first); relevance
+  is a bm25 whose IDF does not collapse on a small wiki.
 * Pasted text (more words, or lines): relevance is FTS5's bm25 of all its words at once.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sqlite3
@@ -32,6 +34,7 @@ SNIPPET_COLUMNS = ("symptom", "cause", "fix", "aliases", "signatures", "title")
 OPEN, CLOSE = "\x02", "\x03"
 _ESCAPE = re.compile(r"\\.")
 _LITERAL_WORD = re.compile(r"[A-Za-z]{4,}")
+_NAME_WORD = re.compile(r"[^\W_]+")
 
 
 @dataclass
@@ -85,7 +88,7 @@ def _rank(
     docs = {
         row[0]: row[1:]
         for row in conn.execute(
-            "SELECT rowid, id, heading, severity, path, signature_lines FROM docs "
+            "SELECT rowid, id, heading, severity, path, signature_lines, aliases_json FROM docs "
             f"WHERE rowid IN ({marks})",
             [c.rowid for c in ranked],
         )
@@ -95,8 +98,13 @@ def _rank(
         return []
     signatures = [(docs[c.rowid][0], docs[c.rowid][4] or "") for c in ranked]
     matched = _signature_matches(query, signatures)
+    typed = exact_name(query.text) if query.short else ""
     for c in ranked:
         c.signature_matched = docs[c.rowid][0] in matched
+        if typed:
+            entry_id, title, *_, aliases = docs[c.rowid]
+            names = [entry_id, title, *json.loads(aliases or "[]")]
+            c.exact = any(exact_name(n) == typed for n in names)
     ranked.sort(key=lambda c: docs[c.rowid][0])  # equals stay in id order: the sorts are stable
     ranked.sort(key=lambda c: (c.tier, c.relevance), reverse=True)
     # the score keeps that order: each tier above the lowest adds more than any relevance
@@ -104,7 +112,7 @@ def _rank(
     step = max(c.relevance for c in ranked) + 1.0
     results = []
     for c in ranked[:limit]:
-        entry_id, title, severity, path, _ = docs[c.rowid]
+        entry_id, title, severity, path, *_ = docs[c.rowid]
         score = round(c.relevance + levels.index(c.tier) * step, 3)
         hit = c.signature_matched
         results.append(SearchResult(entry_id, title, score, "", [], severity, path, hit, c.rowid))
@@ -121,10 +129,16 @@ class _Candidate:
     covers_all: bool = False  # holds every term of the query
     names: int = 0  # how many of its id, title, aliases, tags hold the query as typed
     signature_matched: bool = False
+    exact: bool = False  # the typed query IS its id, title or one of its aliases ("OOM")
 
     @property
-    def tier(self) -> tuple[bool, bool, int]:
-        return (self.signature_matched, bool(self.covers_all), self.names)
+    def tier(self) -> tuple[bool, bool, bool, int]:
+        return (self.signature_matched, bool(self.covers_all), self.exact, self.names)
+
+
+def exact_name(text: str) -> str:
+    """A name as compared with a typed query: its words, lower case ("CUDA-OOM" = "cuda oom")."""
+    return " ".join(_NAME_WORD.findall(text.lower()))
 
 
 def _rank_all_words(

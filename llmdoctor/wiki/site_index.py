@@ -1,0 +1,91 @@
+"""The static site's search index, read out of the wiki's SQLite FTS5 index.
+
+Documents are tokenized and stemmed by SQLite itself (FTS5's `fts5vocab` table lists every token
+of every entry), so the browser ranks on exactly the terms `llmdoctor wiki search` ranks on. What
+the page needs, per stemmed term: the entries holding it and the bm25 frequency there (each
+column's count times the column's weight, as FTS5's bm25 adds them up); per entry: its total
+token count, the token sequence of its id, title, aliases, tags and Chinese title grams (for the
+"names the entry" tier), its names as an exact typed query compares them, its signatures and a
+short snippet.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+
+from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS
+from llmdoctor.wiki.search import exact_name
+
+HEAD_COLUMNS = ("name", "title", "aliases", "tags", "cjk_title")
+SNIPPET_CHARS = 220
+
+
+def build_search_data(conn: sqlite3.Connection) -> dict:
+    """The index as plain data (JSON-able): docs, postings, sizes, heads, signatures."""
+    rows = conn.execute(
+        "SELECT rowid, id, heading, severity, signature_lines, symptom, aliases_json FROM docs "
+        "ORDER BY id"
+    ).fetchall()
+    position = {row[0]: n for n, row in enumerate(rows)}
+    docs = [[r[1], r[2], r[3], _snippet(r[5] or "")] for r in rows]
+    signatures = [[s for s in (r[4] or "").splitlines() if s.strip()] for r in rows]
+    names = [sorted({exact_name(n) for n in [r[1], r[2], *json.loads(r[6] or "[]")]}) for r in rows]
+    conn.execute("DROP TABLE IF EXISTS temp.llmdoctor_vocab")
+    conn.execute(
+        "CREATE VIRTUAL TABLE temp.llmdoctor_vocab USING fts5vocab(main, 'docs_fts', 'instance')"
+    )
+    weights = {name: FTS_WEIGHTS[name] for name in FTS_COLUMNS}
+    postings: dict[str, dict[int, float]] = defaultdict(dict)
+    sizes = [0] * len(rows)
+    for term, doc, col, count in conn.execute(
+        "SELECT term, doc, col, count(*) FROM temp.llmdoctor_vocab GROUP BY term, doc, col"
+    ):
+        d = position.get(doc)
+        if d is None:
+            continue
+        sizes[d] += count
+        per_doc = postings[term]
+        per_doc[d] = per_doc.get(d, 0.0) + weights[col] * count
+    heads: list[list[list[str]]] = [[[] for _ in HEAD_COLUMNS] for _ in rows]
+    marks = ", ".join("?" for _ in HEAD_COLUMNS)
+    for doc, col, term in conn.execute(
+        f"SELECT doc, col, term FROM temp.llmdoctor_vocab WHERE col IN ({marks}) "
+        "ORDER BY doc, col, offset",
+        HEAD_COLUMNS,
+    ):
+        d = position.get(doc)
+        if d is not None:
+            heads[d][HEAD_COLUMNS.index(col)].append(term)
+    conn.execute("DROP TABLE temp.llmdoctor_vocab")
+    flat = {
+        term: [x for d, f in sorted(per_doc.items()) for x in (d, _number(f))]
+        for term, per_doc in postings.items()
+    }
+    return {
+        "version": 1,
+        "docs": docs,
+        "sizes": sizes,
+        "total_tokens": sum(sizes),
+        "postings": flat,
+        "heads": heads,
+        "signatures": signatures,
+        "names": names,
+    }
+
+
+def search_data_script(data: dict) -> str:
+    """The index as a script (a JSON fetch is refused on file:// pages; a script is not)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    # "</" must not end the script element early, whatever an entry holds
+    return "window.LLMDOCTOR_INDEX=" + text.replace("</", "<\\/") + ";\n"
+
+
+def _snippet(symptom: str) -> str:
+    text = " ".join(symptom.split())
+    return text[:SNIPPET_CHARS] + ("…" if len(text) > SNIPPET_CHARS else "")
+
+
+def _number(value: float) -> float | int:
+    return int(value) if value == int(value) else round(value, 3)

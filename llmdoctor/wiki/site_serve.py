@@ -1,0 +1,66 @@
+"""Serve the static site locally and rebuild it when an entry file is added, changed or removed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+POLL_SECONDS = 1.0
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+def wiki_fingerprint(wiki_dirs) -> str:
+    """What changes when an entry file is added, edited or removed (the index's own check)."""
+    from llmdoctor.wiki.index import fingerprint, resolve_dirs, scan
+
+    return fingerprint(scan(resolve_dirs(wiki_dirs)))
+
+
+def start_server(directory: Path, bind: str, port: int) -> ThreadingHTTPServer:
+    handler = partial(_QuietHandler, directory=str(directory))
+    server = ThreadingHTTPServer((bind, port), handler)
+    server.daemon_threads = True
+    return server
+
+
+def serve(
+    output: Path,
+    wiki_dirs,
+    base_url: str | None,
+    bind: str,
+    port: int,
+    log: Callable[[str], None],
+    stop: threading.Event | None = None,
+) -> None:
+    """Build, serve on bind:port, rebuild on change; returns when `stop` is set (or Ctrl-C)."""
+    from llmdoctor.wiki.site import build_site
+
+    stop = stop or threading.Event()
+    summary = build_site(output, wiki_dirs, base_url)
+    seen = wiki_fingerprint(wiki_dirs)
+    server = start_server(output, bind, port)
+    host, actual = server.server_address[:2]
+    log(f"serving {summary.entries} entries at http://{host}:{actual}/ (Ctrl-C stops)")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        while not stop.wait(POLL_SECONDS):
+            now = wiki_fingerprint(wiki_dirs)
+            if now == seen:
+                continue
+            seen = now
+            try:
+                summary = build_site(output, wiki_dirs, base_url)
+                log(f"rebuilt: {summary.entries} entries")
+            except Exception as exc:  # a bad edit must not stop the preview
+                log(f"rebuild failed, still serving the last site: {exc}")
+    finally:
+        server.shutdown()
+        server.server_close()

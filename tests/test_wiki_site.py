@@ -1,0 +1,248 @@
+"""`llmdoctor wiki site` / `wiki serve` and --wiki-url links, without a browser.
+
+The browser half (search typed into the page, clicks, console errors) is tests/test_wiki_site_browser.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from llmdoctor.cli import run
+from llmdoctor.wiki.library import load_library
+from llmdoctor.wiki.site import SITE_MARKER, build_site
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLE = ROOT / "examples" / "bundles" / "crashloop-cuda-oom"
+
+TEAM_ENTRY = """---
+id: redis-timeout
+title: Gateway times out on Redis
+severity: warning
+tags: [gateway, redis]
+aliases: [缓存超时]
+signatures:
+  - 'redis\\.exceptions\\.TimeoutError'
+---
+## Symptom
+Requests fail with `redis.exceptions.TimeoutError` <script>alert(1)</script>.
+
+## Cause
+The rate limiter's Redis is saturated; see `gateway-timeout`.
+
+## Fix
+Raise the pool size.
+
+```bash
+kubectl -n gw scale deploy/redis --replicas 3
+```
+"""
+
+
+def cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        run(list(args))
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.refs: list[tuple[str, str, str]] = []  # (tag, attribute, value)
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name in ("href", "src") and value is not None:
+                self.refs.append((tag, name, value))
+
+
+def page_refs(path: Path) -> list[tuple[str, str, str]]:
+    parser = _Links()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser.refs
+
+
+@pytest.fixture
+def team_wiki(tmp_path):
+    folder = tmp_path / "team"
+    folder.mkdir()
+    (folder / "redis-timeout.md").write_text(TEAM_ENTRY, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def site(tmp_path, team_wiki):
+    return build_site(tmp_path / "site", [team_wiki]).path
+
+
+def test_site_has_a_page_per_entry_the_index_and_tag_pages(site, team_wiki):
+    # every entry the CLI sees (built-in and team) gets <id>.html; tags get tags/<tag>.html
+    entries = load_library([team_wiki]).entries
+    assert len(entries) >= 33
+    for entry_id in entries:
+        assert (site / f"{entry_id}.html").is_file(), entry_id
+    assert (site / "index.html").is_file()
+    assert (site / "tags" / "redis.html").is_file()
+    assert (site / "tags" / "memory.html").is_file()
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert 'id="results"' in index and 'id="q"' in index
+    assert "cuda-oom-runtime.html" in index and "redis-timeout.html" in index
+
+
+def test_every_internal_link_resolves_and_nothing_is_external(site):
+    # works from file:// and any static host: relative links only, and each one exists
+    pages = [site / "index.html", *site.glob("*.html"), *(site / "tags").glob("*.html")]
+    checked = 0
+    for page in pages:
+        for tag, _attr, ref in page_refs(page):
+            if ref.startswith(("http://", "https://", "mailto:")):
+                # only links written in an entry's own text may leave the site; never assets
+                assert tag == "a", f"{page.name}: external asset {ref}"
+                continue
+            if ref.startswith("data:") or ref.startswith("#"):
+                continue
+            target = ref.split("#")[0].split("?")[0]
+            assert (page.parent / target).resolve().is_file(), f"{page.name}: {ref}"
+            checked += 1
+    assert checked > 500
+
+
+def test_entry_page_shows_every_part_of_the_entry(site):
+    page = (site / "cuda-oom-runtime.html").read_text(encoding="utf-8")
+    for section in ('id="symptom"', 'id="cause"', 'id="fix"', 'id="signatures"', 'id="related"'):
+        assert section in page, section
+    assert "CUDA out of memory\\. Tried to allocate" in page  # a signature, as written
+    assert "memory-fragmentation" in page  # the check that detects it
+    assert 'href="engine-dead.html"' in page  # it explains engine death
+    assert "runbooks/cuda-oom-runtime.md (built into llmdoctor)" in page
+    assert "显存不足" in page or "爆显存" in page  # aliases
+    # explained-by goes the other way
+    assert 'href="cuda-oom-runtime.html"' in (site / "engine-dead.html").read_text(encoding="utf-8")
+
+
+def test_team_entry_is_rendered_safely_with_its_source(site, team_wiki):
+    # an entry is untrusted: raw HTML is shown as text, never run
+    page = (site / "redis-timeout.html").read_text(encoding="utf-8")
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert str(team_wiki / "redis-timeout.md") in page
+    assert 'href="gateway-timeout.html"' in page  # `gateway-timeout` in the text became a link
+    assert "kubectl -n gw scale deploy/redis --replicas 3" in page
+
+
+def test_a_team_entry_overriding_a_builtin_says_so(tmp_path):
+    folder = tmp_path / "team"
+    folder.mkdir()
+    text = (ROOT / "runbooks" / "gsp-timeout.md").read_text(encoding="utf-8")
+    (folder / "gsp-timeout.md").write_text(text.replace("## Fix", "## Fix\nOur own fix.\n"))
+    site = build_site(tmp_path / "site", [folder]).path
+    page = (site / "gsp-timeout.html").read_text(encoding="utf-8")
+    assert "Our own fix." in page and "It overrides" in page
+
+
+def test_search_index_is_sqlites_own_terms(site):
+    # the page ranks on the tokens FTS5 stored (porter stems), e.g. "fragmentation" -> "fragment"
+    text = (site / "search-index.js").read_text(encoding="utf-8")
+    data = json.loads(text.removeprefix("window.LLMDOCTOR_INDEX=").rstrip().rstrip(";"))
+    ids = [d[0] for d in data["docs"]]
+    assert ids == sorted(ids)
+    assert "fragment" in data["postings"] and "fragmentation" not in data["postings"]
+    assert "显存" in data["postings"]
+    assert data["total_tokens"] == sum(data["sizes"])
+    assert "</script" not in text
+
+
+def test_base_url_sets_canonical_links_and_urls_json(tmp_path):
+    site = build_site(tmp_path / "site", None, "https://runbooks.example.com/llm/").path
+    urls = json.loads((site / "urls.json").read_text())
+    assert urls["cuda-oom-runtime"] == "https://runbooks.example.com/llm/cuda-oom-runtime.html"
+    page = (site / "cuda-oom-runtime.html").read_text(encoding="utf-8")
+    assert 'rel="canonical" href="https://runbooks.example.com/llm/cuda-oom-runtime.html"' in page
+
+
+def test_rebuild_replaces_only_a_site_it_wrote(tmp_path, capsys):
+    out = tmp_path / "site"
+    build_site(out)
+    (out / "stale.html").write_text("old")
+    code, stdout, _ = cli(capsys, "wiki", "site", "-o", str(out), "--json")
+    assert code == 0 and json.loads(stdout)["entries"] >= 32
+    assert not (out / "stale.html").exists() and (out / SITE_MARKER).is_file()
+    # a folder of other files is never replaced
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "retro.md").write_text("keep me")
+    code, _, err = cli(capsys, "wiki", "site", "-o", str(notes))
+    assert code == 3 and "not written by `llmdoctor wiki site`" in err
+    assert (notes / "retro.md").read_text() == "keep me"
+    code, _, err = cli(capsys, "wiki", "site", "-o", str(notes / "retro.md"))
+    assert code == 3 and "not a folder" in err
+
+
+def test_wiki_url_links_every_runbook_in_reports_explain_and_show(capsys, monkeypatch):
+    monkeypatch.delenv("LLMDOCTOR_WIKI_URL", raising=False)
+    base = "https://runbooks.example.com"
+    code, out, _ = cli(capsys, "diagnose", "--bundle", str(BUNDLE), "--json", "--wiki-url", base)
+    finding = next(f for f in json.loads(out)["findings"] if "cuda-oom-runtime" in f["runbooks"])
+    assert {"id": "cuda-oom-runtime", "url": f"{base}/cuda-oom-runtime.html"} in finding[
+        "runbook_links"
+    ]
+    assert finding["runbooks"] == [r["id"] for r in finding["runbook_links"]]  # unchanged key
+    code, out, _ = cli(capsys, "diagnose", "--bundle", str(BUNDLE), "--no-color")
+    assert code == 2 and f"page: {base}/cuda-oom-runtime.html" in out  # the option set the env
+    monkeypatch.delenv("LLMDOCTOR_WIKI_URL")
+    code, out, _ = cli(capsys, "diagnose", "--bundle", str(BUNDLE), "--markdown")
+    assert "page:" not in out and "](" not in out  # no address unless one is given
+    monkeypatch.setenv("LLMDOCTOR_WIKI_URL", base)
+    code, out, _ = cli(capsys, "diagnose", "--bundle", str(BUNDLE), "--markdown")
+    assert f"[`cuda-oom-runtime`]({base}/cuda-oom-runtime.html)" in out
+    log = str(BUNDLE / "logs" / "vllm.previous.log")
+    code, out, _ = cli(capsys, "explain", log, "--json")
+    assert json.loads(out)["matches"][0]["url"] == f"{base}/cuda-oom-runtime.html"
+    code, out, _ = cli(capsys, "wiki", "show", "gsp-timeout")
+    assert out.rstrip().endswith(f"page: {base}/gsp-timeout.html")
+    code, out, _ = cli(capsys, "wiki", "search", "OOM", "--json", "--limit", "1")
+    assert json.loads(out)["results"][0]["url"] == f"{base}/cuda-oom-runtime.html"
+
+
+def test_a_wiki_url_that_is_not_a_web_address_is_refused(capsys, monkeypatch):
+    monkeypatch.delenv("LLMDOCTOR_WIKI_URL", raising=False)
+    code, _, err = cli(capsys, "wiki", "show", "gsp-timeout", "--wiki-url", "runbooks.example")
+    assert code == 3 and "--wiki-url" in err and "http" in err
+
+
+def test_serve_serves_the_site_and_rebuilds_when_an_entry_changes(tmp_path, team_wiki):
+    from llmdoctor.wiki.site_serve import serve
+
+    messages: list[str] = []
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=serve,
+        args=(tmp_path / "site", [team_wiki], None, "127.0.0.1", 0, messages.append, stop),
+        daemon=True,
+    )
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not messages and time.monotonic() < deadline:
+            time.sleep(0.05)
+        url = re.search(r"http://\S+/", messages[0]).group(0)
+        with urllib.request.urlopen(url + "redis-timeout.html", timeout=5) as resp:
+            assert resp.status == 200 and b"Raise the pool size" in resp.read()
+        new = TEAM_ENTRY.replace("redis-timeout", "redis-pool").replace("Raise", "Double")
+        (team_wiki / "redis-pool.md").write_text(new, encoding="utf-8")
+        while time.monotonic() < deadline and not any("rebuilt" in m for m in messages):
+            time.sleep(0.1)
+        with urllib.request.urlopen(url + "redis-pool.html", timeout=5) as resp:
+            assert b"Double the pool size" in resp.read()
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive()
