@@ -14,6 +14,7 @@ from llmdoctor.parsers.vllm_serving import (
     expected_models,
     is_collection_failure,
     model_ids,
+    scrape_sources,
     threshold,
 )
 from llmdoctor.registry import check
@@ -43,8 +44,20 @@ def _health(facts: Facts) -> Finding:
         items.append(evidence(f"vLLM version {version['version']}", "vllm/version.json"))
     subject = "endpoint /health"
     if status is None:
+        what = error or "no status and no error recorded"
+        restarting = pod_restarting(facts)
+        if restarting:
+            items.append(evidence(restarting, "k8s/pod.json"))
+            return warning(
+                CHECK,
+                f"the endpoint does not answer ({what}): a consequence of the container "
+                f"restarting ({restarting}); the restart's cause is the finding to act on",
+                items,
+                [],
+                subject,
+            )
         books = ["engine-dead", *(["gateway-timeout"] if kind == "timeout" else [])]
-        return critical(CHECK, f"the endpoint does not answer: {error}", items, books, subject)
+        return critical(CHECK, f"the endpoint does not answer ({what})", items, books, subject)
     if kind == "html":
         return warning(
             CHECK,
@@ -84,6 +97,30 @@ def _health(facts: Facts) -> Finding:
             subject,
         )
     return ok(CHECK, f"GET /health 200 in {latency} ms", items, subject)
+
+
+def pod_restarting(facts: Facts) -> str | None:
+    """'container vllm: CrashLoopBackOff, 6 restarts, not ready' when the pod facts show the
+    serving container restarting or not ready, else None (no pod facts: a plain URL probe)."""
+    pod = facts.get("k8s/pod.json")
+    status = pod.get("status") if isinstance(pod, dict) else None
+    statuses = status.get("containerStatuses") if isinstance(status, dict) else None
+    for cs in statuses if isinstance(statuses, list) else []:
+        if not isinstance(cs, dict):
+            continue
+        parts = []
+        state = cs.get("state") if isinstance(cs.get("state"), dict) else {}
+        waiting = state.get("waiting") if isinstance(state.get("waiting"), dict) else {}
+        if waiting.get("reason"):
+            parts.append(str(waiting["reason"]))
+        restarts = cs.get("restartCount")
+        if isinstance(restarts, int) and restarts > 0:
+            parts.append(f"{restarts} restart{'s' if restarts != 1 else ''}")
+        if cs.get("ready") is False:
+            parts.append("not ready")
+        if parts and (waiting.get("reason") or restarts):
+            return f"container {cs.get('name')}: {', '.join(parts)}"
+    return None
 
 
 def _models(facts: Facts) -> Finding | None:
@@ -138,16 +175,27 @@ def _metrics(facts: Facts) -> Finding | None:
         )
     if not facts.has("vllm/window"):
         reason = facts.missing_reason("vllm/window")
-        return warning(CHECK, f"/metrics is not usable: {reason}", [], [], subject)
-    window = facts.require("vllm/window")
-    if window.get("parse_errors"):
-        return info(
+        return warning(
             CHECK,
-            f"part of /metrics did not parse: {window['parse_errors'][0]}",
+            f"/metrics is not usable: {reason}; queue, KV-cache, engine and latency not checked",
             [],
             [],
             subject,
         )
+    window = facts.require("vllm/window")
+    items = [evidence(f"/metrics format: {window.get('release_text')}", scrape_sources(window))]
+    if window.get("rejected"):
+        errors = window.get("parse_errors") or [f"{window['rejected'][0]} has no vllm: series"]
+        return warning(
+            CHECK,
+            f"a /metrics scrape was rejected: {errors[0]}; the window uses "
+            f"{len(window.get('scrapes') or [])} good scrape(s)",
+            items,
+            [],
+            subject,
+        )
+    if window.get("parse_errors"):
+        return info(CHECK, f"/metrics: {window['parse_errors'][0]}", items, [], subject)
     return None
 
 

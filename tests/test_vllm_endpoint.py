@@ -12,6 +12,7 @@ from vllm_server import (
     V0_MODEL,
     Blackhole,
     Drip,
+    EngineState,
     FakeVllmServer,
     Reply,
     ResetNow,
@@ -24,6 +25,7 @@ from vllm_server import (
     probe_report,
     v0_metrics,
     v1_metrics,
+    v1_text,
 )
 
 from llmdoctor.collectors import vllm_endpoint
@@ -70,8 +72,8 @@ def test_queue_building_between_scrapes_at_max_num_seqs_is_critical():
     # running pinned at max_num_seqs 256 while waiting grows 240 -> 603 (real stats-line values)
     scenario = Scenario(
         metrics=[
-            v0_metrics(running=256, waiting=240, kv=0.417),
-            v0_metrics(running=256, waiting=603, kv=0.21),
+            v0_metrics(running=256, waiting=240, kv=0.417, generation_tokens=955),
+            v0_metrics(running=256, waiting=603, kv=0.21, generation_tokens=1400),
         ]
     )
     with FakeVllmServer(scenario) as srv:
@@ -81,15 +83,21 @@ def test_queue_building_between_scrapes_at_max_num_seqs_is_critical():
     assert "max_num_seqs 256" in f.summary and "240 → 603" in f.summary
     assert "growing" in f.summary
     assert f.subject == f"model {V0_MODEL}"
-    assert any("max_num_seqs: 256 (from --max-num-seqs)" in e["text"] for e in f.evidence)
+    assert any(
+        "max_num_seqs: 256 per engine (from --max-num-seqs)" in e["text"] for e in f.evidence
+    )
 
 
 def test_queue_on_a_plateau_without_known_max_num_seqs_names_the_default():
     # no --max-num-seqs: running flat at 256 with a queue is a plateau; 256 is vLLM's default
     scenario = Scenario(
         metrics=[
-            v1_metrics("Qwen2-7B-Instruct", running=256, waiting=240, kv=0.417),
-            v1_metrics("Qwen2-7B-Instruct", running=250, waiting=184, kv=0.378),
+            v1_metrics(
+                "Qwen2-7B-Instruct", running=256, waiting=240, kv=0.417, generation_tokens=9
+            ),
+            v1_metrics(
+                "Qwen2-7B-Instruct", running=250, waiting=184, kv=0.378, generation_tokens=444
+            ),
         ],
         models=("Qwen2-7B-Instruct",),
     )
@@ -105,8 +113,8 @@ def test_kv_cache_full_with_preemptions_rising_is_critical():
     # KV at 99% and 60 preemptions in the window: kv-cache-preemption, with the rate
     scenario = Scenario(
         metrics=[
-            v1_metrics("m", running=40, waiting=30, kv=0.99, preemptions=120),
-            v1_metrics("m", running=41, waiting=35, kv=0.99, preemptions=180),
+            v1_metrics("m", running=40, waiting=30, kv=0.99, preemptions=120, generation_tokens=1),
+            v1_metrics("m", running=41, waiting=35, kv=0.99, preemptions=180, generation_tokens=90),
         ],
         models=("m",),
     )
@@ -137,9 +145,11 @@ def test_dead_engine_health_500_probe_500_and_stuck_queue():
     assert health.severity is Severity.CRITICAL and health.runbooks == ["engine-dead"]
     gen = only(report, "vllm-generation")
     assert gen.severity is Severity.CRITICAL and gen.runbooks == ["engine-dead"]
-    queue = only(report, "vllm-queue")
-    assert queue.severity is Severity.CRITICAL and queue.runbooks == ["engine-dead"]
-    assert "none running" in queue.summary and "no token was generated" in queue.summary
+    engine = only(report, "vllm-engine")
+    assert engine.severity is Severity.CRITICAL and engine.runbooks == ["engine-dead"]
+    assert "none running" in engine.summary and "no token was generated" in engine.summary
+    assert "GET /health answers 500" in engine.summary
+    assert only(report, "vllm-queue").severity is Severity.INFO  # not a capacity queue
 
 
 def test_health_503_of_newer_vllm_is_engine_dead():
@@ -507,3 +517,102 @@ def test_garbage_metrics_are_reported_as_unusable():
     metrics = only(report, "vllm-health", "/metrics")
     assert metrics.severity is Severity.WARNING and "not usable" in metrics.summary
     assert "vllm-queue" in {s["check"] for s in report.skipped}
+
+
+# --- scripted scenarios of issue 13 over HTTP: DP=4, sleep, deferred, wedged, no vllm series ---
+
+
+def dp4_pages(saturated: str | None = None) -> list[str]:
+    """Two 0.11+ pages of a --data-parallel-size 4 server, every engine at 100 running."""
+    pages = []
+    for tokens in (1000, 4000):
+        engines = {
+            e: EngineState(
+                running=256 if e == saturated else 100,
+                waiting=40 if e == saturated else 0,
+                generation_tokens=tokens,
+                iterations=tokens,
+            )
+            for e in "0123"
+        }
+        pages.append(v1_text("m", engines, release="0.11+"))
+    return pages
+
+
+def test_dp4_healthy_server_is_not_critical():
+    scenario = Scenario(metrics=dp4_pages(), models=("m",), version="0.11.0")
+    with FakeVllmServer(scenario) as srv:
+        report = probe_report(srv.url, settings={"max_num_seqs": 256})
+    assert report.status == "ok", [(f.check, f.summary) for f in report.findings]
+    assert "4 engines" in only(report, "vllm-queue").summary
+
+
+def test_dp4_with_one_engine_saturated_is_critical_for_that_engine():
+    scenario = Scenario(metrics=dp4_pages(saturated="3"), models=("m",), version="0.11.0")
+    with FakeVllmServer(scenario) as srv:
+        report = probe_report(srv.url, settings={"max_num_seqs": 256})
+    queue = only(report, "vllm-queue")
+    assert queue.severity is Severity.CRITICAL
+    assert queue.summary.startswith("engine 3 of 4: queue saturated: running 256 → 256")
+
+
+def test_sleeping_server_is_reported_as_asleep_not_stuck():
+    # RL rollout pause: sleep level 1, two requests waiting; the probe hangs until woken
+    asleep = v1_text("m", {"0": EngineState(waiting=2, sleep_level=1)}, release="0.11+")
+    scenario = Scenario(
+        metrics=[asleep, asleep], models=("m",), routes={"POST /v1/completions": Blackhole()}
+    )
+    with FakeVllmServer(scenario) as srv:
+        report = probe_report(srv.url, timeout=1.0)
+    assert report.status != "critical", [(f.check, f.summary) for f in report.findings]
+    engine = only(report, "vllm-engine")
+    assert engine.severity is Severity.INFO and "asleep" in engine.summary
+    assert "stuck" not in " ".join(f.summary for f in report.findings)
+
+
+def test_deferred_waiting_server_is_not_blamed_on_capacity():
+    pages = [
+        v1_text(
+            "m",
+            {"0": EngineState(running=12, deferred=25, generation_tokens=t, iterations=t)},
+            release="0.11+",
+        )
+        for t in (100, 900)
+    ]
+    with FakeVllmServer(Scenario(metrics=pages, models=("m",))) as srv:
+        report = probe_report(srv.url, settings={"max_num_seqs": 256})
+    queue = only(report, "vllm-queue")
+    assert queue.severity is Severity.OK and "25 more deferred" in queue.summary
+
+
+def test_wedged_engine_health_200_counters_frozen_probe_times_out():
+    # /health 200 throughout; 6 running, tokens and steps frozen; the probe gets nothing
+    frozen = v1_text(
+        "m",
+        {"0": EngineState(running=6, waiting=2, generation_tokens=777, iterations=300)},
+        release="0.11+",
+    )
+    scenario = Scenario(
+        metrics=[frozen, frozen], models=("m",), routes={"POST /v1/completions": Blackhole()}
+    )
+    with FakeVllmServer(scenario) as srv:
+        report = probe_report(srv.url, timeout=1.0)
+    engine = only(report, "vllm-engine")
+    assert engine.severity is Severity.CRITICAL and engine.runbooks == ["engine-wedged"]
+    gen = only(report, "vllm-generation")
+    assert gen.severity is Severity.CRITICAL and gen.runbooks == ["engine-wedged"]
+    assert "while /health says 200" in gen.summary
+    assert only(report, "vllm-health", "/health").severity is Severity.OK
+    assert report.findings[0].check == "vllm-engine"  # the cause before the symptom
+
+
+def test_metrics_without_any_vllm_series_says_so():
+    # another exporter answers on the port: python_* series only
+    page = '# HELP python_info Python platform information\n# TYPE python_info gauge\npython_info{implementation="CPython",major="3",minor="11",patchlevel="7",version="3.11.7"} 1.0\n'
+    scenario = Scenario(metrics=[page, page])
+    with FakeVllmServer(scenario) as srv:
+        report = probe_report(srv.url)
+    f = only(report, "vllm-health", "/metrics")
+    assert f.severity is Severity.WARNING and "none named vllm:" in f.summary
+    skipped = {s["check"] for s in report.skipped}
+    assert {"vllm-queue", "vllm-engine", "vllm-kv-cache"} <= skipped

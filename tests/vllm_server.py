@@ -56,6 +56,7 @@ HISTOGRAM_HELP = {
     "vllm:inter_token_latency_seconds": "Histogram of inter-token latency in seconds.",
     "vllm:e2e_request_latency_seconds": "Histogram of end to end request latency in seconds.",
     "vllm:request_queue_time_seconds": "Histogram of time spent in WAITING phase for request.",
+    "vllm:iteration_tokens_total": "Histogram of number of tokens per engine_step.",
 }
 
 
@@ -102,6 +103,7 @@ def v0_metrics(
     swapped: float = 0,
     kv: float = 0.0,
     preemptions: float = 0,
+    prompt_tokens: float = 148,
     generation_tokens: float = 955,
     histograms: dict[str, list[float]] | None = None,
 ) -> str:
@@ -114,6 +116,7 @@ def v0_metrics(
             "vllm:num_requests_swapped": swapped,
             "vllm:gpu_cache_usage_perc": kv,
             "vllm:num_preemptions_total": preemptions,
+            "vllm:prompt_tokens_total": prompt_tokens,
             "vllm:generation_tokens_total": generation_tokens,
         },
     )
@@ -128,56 +131,158 @@ def v0_metrics(
     return text
 
 
-def v1_metrics(
-    model: str,
-    *,
-    engine: str = "0",
-    running: float = 0,
-    waiting: float = 0,
-    kv: float = 0.0,
-    preemptions: float = 0,
-    prompt_tokens: float = 0,
-    generation_tokens: float = 0,
-    finished: float = 0,
-    histograms: dict[str, list[float]] | None = None,
-    help_lines: bool = True,
-) -> str:
-    """Scripted V1 (0.10-style) text: engine + model_name labels, HELP texts as vLLM prints them."""
-    lab = _labels([("engine", engine), ("model_name", model)])
-    gauges = [
-        ("vllm:num_requests_running", "Number of requests in model execution batches.", running),
-        ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", waiting),
-        (
-            "vllm:gpu_cache_usage_perc",
-            "GPU KV-cache usage. 1 means 100 percent usage. DEPRECATED: Use "
-            "vllm:kv_cache_usage_perc instead.",
-            kv,
-        ),
-        ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", kv),
-    ]
-    counters = [
-        ("vllm:num_preemptions", "Cumulative number of preemption from the engine.", preemptions),
-        ("vllm:prompt_tokens", "Number of prefill tokens processed.", prompt_tokens),
-        ("vllm:generation_tokens", "Number of generation tokens processed.", generation_tokens),
-    ]
-    lines = []
-    for name, help_text, value in gauges:
-        if help_lines:
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
-        lines.append(f"{name}{lab} {float(value)!r}")
-    for name, help_text, value in counters:
-        if help_lines:
-            lines += [f"# HELP {name}_total {help_text}", f"# TYPE {name}_total counter"]
-        lines.append(f"{name}_total{lab} {float(value)!r}")
-        lines.append(f"{name}_created{lab} 1.7537953269352946e+09")
+# The V1 releases the scripted text follows (see tests/fixtures/vllm/SOURCES.md):
+#   "0.8"   early V1 (production-stack#318 dump): model_name only, gpu_cache_usage_perc,
+#           time_per_output_token_seconds;
+#   "0.10"  engine + model_name, both KV names, _created series (production-stack#617 dump,
+#           vllm/v1/metrics/loggers.py ~0.10);
+#   "0.11+" current loggers.py: kv_cache_usage_perc only, engine_sleep_state,
+#           num_requests_waiting_by_reason, prompt_tokens_cached, inter_token_latency_seconds.
+V1_RELEASES = ("0.8", "0.10", "0.11+")
+ITERATION_BUCKETS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
+SLEEP_HELP = (
+    "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
+    "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2."
+)
+WAITING_BY_REASON_HELP = (
+    "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling "
+    "capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked "
+    "status). Sum of all reasons equals vllm:num_requests_waiting."
+)
+GPU_CACHE_HELP = "GPU KV-cache usage. 1 means 100 percent usage."
+
+
+@dataclass
+class EngineState:
+    """What one data-parallel engine reports (values chosen per scenario)."""
+
+    running: float = 0
+    waiting: float = 0  # capacity waiting; `deferred` is added to num_requests_waiting
+    deferred: float = 0
+    kv: float = 0.0
+    preemptions: float = 0
+    prompt_tokens: float = 0
+    generation_tokens: float = 0
+    finished: float = 0
+    iterations: float | None = None  # engine steps (iteration_tokens_total_count)
+    sleep_level: int = 0  # 0 awake, 1 weights offloaded, 2 discard all
+    histograms: dict[str, list[float]] = field(default_factory=dict)
+
+
+def _family(lines: list[str], name: str, kind: str, help_text: str, help_lines: bool) -> None:
     if help_lines:
-        lines += [
-            "# HELP vllm:request_success_total Count of successfully processed requests.",
-            "# TYPE vllm:request_success_total counter",
-        ]
-    for reason, share in (("stop", 1.0), ("length", 0.0), ("abort", 0.0)):
-        pairs = [("engine", engine), ("finished_reason", reason), ("model_name", model)]
-        lines.append(f"vllm:request_success_total{_labels(pairs)} {float(finished * share)!r}")
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+
+
+def v1_text(
+    model: str,
+    engines: dict[str, EngineState],
+    *,
+    release: str = "0.10",
+    help_lines: bool = True,
+    cache_config: dict[str, str] | None = None,
+) -> str:
+    """Scripted V1 /metrics of one model, each family once with every engine's sample."""
+    assert release in V1_RELEASES, release
+    labelled = release != "0.8"  # the engine label exists from ~0.8.x/0.9 on
+
+    def lab(engine: str, *extra: tuple[str, str]) -> str:
+        pairs = [("engine", engine)] if labelled else []
+        return _labels(sorted([*pairs, ("model_name", model), *extra]))
+
+    lines: list[str] = []
+    if cache_config is not None:
+        _family(
+            lines,
+            "vllm:cache_config_info",
+            "gauge",
+            "Information of the LLMEngine CacheConfig",
+            help_lines,
+        )
+        for engine in engines:
+            extra = [("engine", engine)] if release == "0.11+" else []
+            lines.append(
+                f"vllm:cache_config_info{_labels(sorted([*cache_config.items(), *extra]))} 1.0"
+            )
+    gauges = [
+        (
+            "vllm:num_requests_running",
+            "Number of requests in model execution batches.",
+            lambda e: e.running,
+        ),
+        (
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            lambda e: e.waiting + (e.deferred if release == "0.11+" else 0),
+        ),
+    ]
+    if release == "0.8":
+        gauges.append(("vllm:gpu_cache_usage_perc", GPU_CACHE_HELP, lambda e: e.kv))
+    elif release == "0.10":
+        gauges.append(
+            (
+                "vllm:gpu_cache_usage_perc",
+                f"{GPU_CACHE_HELP} DEPRECATED: Use vllm:kv_cache_usage_perc instead.",
+                lambda e: e.kv,
+            )
+        )
+    if release != "0.8":
+        gauges.append(
+            (
+                "vllm:kv_cache_usage_perc",
+                "KV-cache usage. 1 means 100 percent usage.",
+                lambda e: e.kv,
+            )
+        )
+    for name, help_text, value in gauges:
+        _family(lines, name, "gauge", help_text, help_lines)
+        lines += [f"{name}{lab(e)} {float(value(st))!r}" for e, st in engines.items()]
+    if release == "0.11+":
+        name = "vllm:num_requests_waiting_by_reason"
+        _family(lines, name, "gauge", WAITING_BY_REASON_HELP, help_lines)
+        for e, st in engines.items():
+            lines.append(f"{name}{lab(e, ('reason', 'capacity'))} {float(st.waiting)!r}")
+            lines.append(f"{name}{lab(e, ('reason', 'deferred'))} {float(st.deferred)!r}")
+        name = "vllm:engine_sleep_state"
+        _family(lines, name, "gauge", SLEEP_HELP, help_lines)
+        for e, st in engines.items():
+            for state, on in (
+                ("awake", st.sleep_level == 0),
+                ("weights_offloaded", st.sleep_level == 1),
+                ("discard_all", st.sleep_level == 2),
+            ):
+                lines.append(f"{name}{lab(e, ('sleep_state', state))} {float(on)!r}")
+    counters = [
+        (
+            "vllm:num_preemptions",
+            "Cumulative number of preemption from the engine.",
+            lambda e: e.preemptions,
+        ),
+        ("vllm:prompt_tokens", "Number of prefill tokens processed.", lambda e: e.prompt_tokens),
+        (
+            "vllm:generation_tokens",
+            "Number of generation tokens processed.",
+            lambda e: e.generation_tokens,
+        ),
+    ]
+    for name, help_text, value in counters:
+        _family(lines, f"{name}_total", "counter", help_text, help_lines)
+        for e, st in engines.items():
+            lines.append(f"{name}_total{lab(e)} {float(value(st))!r}")
+            if release != "0.8":
+                lines.append(f"{name}_created{lab(e)} 1.7537953269352946e+09")
+    _family(
+        lines,
+        "vllm:request_success_total",
+        "counter",
+        "Count of successfully processed requests.",
+        help_lines,
+    )
+    for e, st in engines.items():
+        for reason, share in (("stop", 1.0), ("length", 0.0), ("abort", 0.0)):
+            lines.append(
+                f"vllm:request_success_total{lab(e, ('finished_reason', reason))} {float(st.finished * share)!r}"
+            )
     text = "\n".join(lines) + "\n"
     buckets = {
         "vllm:time_to_first_token_seconds": V1_TTFT,
@@ -186,9 +291,27 @@ def v1_metrics(
         "vllm:e2e_request_latency_seconds": V1_LATENCY,
         "vllm:request_queue_time_seconds": V1_LATENCY,
     }
-    for name, obs in (histograms or {}).items():
-        text += histogram_block(name, buckets[name], obs, {"engine": engine, "model_name": model})
+    for e, st in engines.items():
+        base = {"engine": e, "model_name": model} if labelled else {"model_name": model}
+        for name, obs in st.histograms.items():
+            text += histogram_block(name, buckets[name], obs, base)
+        if st.iterations is not None:
+            # tokens per engine step: `iterations` steps of 1 token each (a decode-only load)
+            steps = [1.0] * int(st.iterations)
+            text += histogram_block("vllm:iteration_tokens_total", ITERATION_BUCKETS, steps, base)
     return text
+
+
+def v1_metrics(
+    model: str,
+    *,
+    engine: str = "0",
+    release: str = "0.10",
+    help_lines: bool = True,
+    **values,
+) -> str:
+    """Scripted V1 text of one model served by one engine (see v1_text and EngineState)."""
+    return v1_text(model, {engine: EngineState(**values)}, release=release, help_lines=help_lines)
 
 
 def models_body(*names: str) -> bytes:
