@@ -144,8 +144,8 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
     views = engine_views(model, data)
     if not views:
         return []
-    engines, dp_source = data_parallel_size(facts, data)
-    engines = max(engines, len(views))
+    declared, dp_source = data_parallel_size(facts, data)
+    engines = max(declared, len(views))
     where = scrape_sources(window)
     subject = model_subject(model)
     findings = []
@@ -174,8 +174,7 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
             )
         )
     seen = len(data.get("engines") or [])
-    declared, _ = data_parallel_size(facts, {"engines": []})
-    if facts.get("serving/args") and declared > seen > 0 and "pod spec" in dp_source:
+    if "pod spec" in dp_source and declared > seen > 0:
         findings.append(
             Finding(
                 CHECK,

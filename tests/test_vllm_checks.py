@@ -511,7 +511,10 @@ def test_metrics_without_vllm_series_is_a_finding_not_silence():
     text = '# TYPE python_info gauge\npython_info{version="3.11"} 1.0\n'
     facts = facts_with(text, docs={"vllm/health.json": HEALTH_200})
     f = next(f for f in findings(facts, "vllm-health") if f.subject == "endpoint /metrics")
-    assert f.severity is Severity.WARNING and "none named vllm:" in f.summary
+    assert (
+        f.severity is Severity.WARNING
+        and "no vllm: series in /metrics: it answers with" in f.summary
+    )
 
 
 def test_health_silent_while_the_pod_crash_loops_is_worded_as_a_consequence():

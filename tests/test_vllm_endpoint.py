@@ -613,6 +613,9 @@ def test_metrics_without_any_vllm_series_says_so():
     with FakeVllmServer(scenario) as srv:
         report = probe_report(srv.url)
     f = only(report, "vllm-health", "/metrics")
-    assert f.severity is Severity.WARNING and "none named vllm:" in f.summary
+    assert (
+        f.severity is Severity.WARNING
+        and "no vllm: series in /metrics: it answers with" in f.summary
+    )
     skipped = {s["check"] for s in report.skipped}
     assert {"vllm-queue", "vllm-engine", "vllm-kv-cache"} <= skipped

@@ -398,11 +398,11 @@ def _no_vllm_series(scrapes: list[Scrape]) -> str:
     others = max((s.other_series for s in scrapes), default=0)
     if others:
         return (
-            f"/metrics answers with {others} Prometheus series but none named vllm:* (another "
-            "server on this port, a proxy's own metrics, or metric names this llmdoctor does "
-            "not know)"
+            f"no vllm: series in /metrics: it answers with {others} other Prometheus series "
+            "(another server on this port, a proxy's own metrics, or metric names this "
+            "llmdoctor does not know)"
         )
-    return "/metrics answers with no Prometheus series at all (is this a vLLM server?)"
+    return "no vllm: series in /metrics: the page has no series at all (is this a vLLM server?)"
 
 
 def window_from_scrapes(scrapes: list[Scrape]) -> dict[str, Any]:
