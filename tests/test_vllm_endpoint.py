@@ -12,7 +12,6 @@ from vllm_server import (
     V0_MODEL,
     Blackhole,
     Drip,
-    EngineState,
     FakeVllmServer,
     Reply,
     ResetNow,
@@ -20,12 +19,16 @@ from vllm_server import (
     SilentServer,
     Stream,
     by_check,
+    deferred_scenario,
+    dp_scenario,
     fixture_text,
     free_port,
+    no_vllm_series_scenario,
     probe_report,
+    sleeping_scenario,
     v0_metrics,
     v1_metrics,
-    v1_text,
+    wedged_scenario,
 )
 
 from llmdoctor.collectors import vllm_endpoint
@@ -522,34 +525,15 @@ def test_garbage_metrics_are_reported_as_unusable():
 # --- scripted scenarios of issue 13 over HTTP: DP=4, sleep, deferred, wedged, no vllm series ---
 
 
-def dp4_pages(saturated: str | None = None) -> list[str]:
-    """Two 0.11+ pages of a --data-parallel-size 4 server, every engine at 100 running."""
-    pages = []
-    for tokens in (1000, 4000):
-        engines = {
-            e: EngineState(
-                running=256 if e == saturated else 100,
-                waiting=40 if e == saturated else 0,
-                generation_tokens=tokens,
-                iterations=tokens,
-            )
-            for e in "0123"
-        }
-        pages.append(v1_text("m", engines, release="0.11+"))
-    return pages
-
-
 def test_dp4_healthy_server_is_not_critical():
-    scenario = Scenario(metrics=dp4_pages(), models=("m",), version="0.11.0")
-    with FakeVllmServer(scenario) as srv:
+    with FakeVllmServer(dp_scenario()) as srv:
         report = probe_report(srv.url, settings={"max_num_seqs": 256})
     assert report.status == "ok", [(f.check, f.summary) for f in report.findings]
     assert "4 engines" in only(report, "vllm-queue").summary
 
 
 def test_dp4_with_one_engine_saturated_is_critical_for_that_engine():
-    scenario = Scenario(metrics=dp4_pages(saturated="3"), models=("m",), version="0.11.0")
-    with FakeVllmServer(scenario) as srv:
+    with FakeVllmServer(dp_scenario(saturated="3")) as srv:
         report = probe_report(srv.url, settings={"max_num_seqs": 256})
     queue = only(report, "vllm-queue")
     assert queue.severity is Severity.CRITICAL
@@ -558,11 +542,7 @@ def test_dp4_with_one_engine_saturated_is_critical_for_that_engine():
 
 def test_sleeping_server_is_reported_as_asleep_not_stuck():
     # RL rollout pause: sleep level 1, two requests waiting; the probe hangs until woken
-    asleep = v1_text("m", {"0": EngineState(waiting=2, sleep_level=1)}, release="0.11+")
-    scenario = Scenario(
-        metrics=[asleep, asleep], models=("m",), routes={"POST /v1/completions": Blackhole()}
-    )
-    with FakeVllmServer(scenario) as srv:
+    with FakeVllmServer(sleeping_scenario()) as srv:
         report = probe_report(srv.url, timeout=1.0)
     assert report.status != "critical", [(f.check, f.summary) for f in report.findings]
     engine = only(report, "vllm-engine")
@@ -571,15 +551,7 @@ def test_sleeping_server_is_reported_as_asleep_not_stuck():
 
 
 def test_deferred_waiting_server_is_not_blamed_on_capacity():
-    pages = [
-        v1_text(
-            "m",
-            {"0": EngineState(running=12, deferred=25, generation_tokens=t, iterations=t)},
-            release="0.11+",
-        )
-        for t in (100, 900)
-    ]
-    with FakeVllmServer(Scenario(metrics=pages, models=("m",))) as srv:
+    with FakeVllmServer(deferred_scenario()) as srv:
         report = probe_report(srv.url, settings={"max_num_seqs": 256})
     queue = only(report, "vllm-queue")
     assert queue.severity is Severity.OK and "25 more deferred" in queue.summary
@@ -587,15 +559,7 @@ def test_deferred_waiting_server_is_not_blamed_on_capacity():
 
 def test_wedged_engine_health_200_counters_frozen_probe_times_out():
     # /health 200 throughout; 6 running, tokens and steps frozen; the probe gets nothing
-    frozen = v1_text(
-        "m",
-        {"0": EngineState(running=6, waiting=2, generation_tokens=777, iterations=300)},
-        release="0.11+",
-    )
-    scenario = Scenario(
-        metrics=[frozen, frozen], models=("m",), routes={"POST /v1/completions": Blackhole()}
-    )
-    with FakeVllmServer(scenario) as srv:
+    with FakeVllmServer(wedged_scenario()) as srv:
         report = probe_report(srv.url, timeout=1.0)
     engine = only(report, "vllm-engine")
     assert engine.severity is Severity.CRITICAL and engine.runbooks == ["engine-wedged"]
@@ -608,9 +572,7 @@ def test_wedged_engine_health_200_counters_frozen_probe_times_out():
 
 def test_metrics_without_any_vllm_series_says_so():
     # another exporter answers on the port: python_* series only
-    page = '# HELP python_info Python platform information\n# TYPE python_info gauge\npython_info{implementation="CPython",major="3",minor="11",patchlevel="7",version="3.11.7"} 1.0\n'
-    scenario = Scenario(metrics=[page, page])
-    with FakeVllmServer(scenario) as srv:
+    with FakeVllmServer(no_vllm_series_scenario()) as srv:
         report = probe_report(srv.url)
     f = only(report, "vllm-health", "/metrics")
     assert (

@@ -378,6 +378,70 @@ class Scenario:
     prefix: str = ""  # serve under a path prefix, as the API server's pod proxy does
 
 
+# --- the scripted scenarios of issue 13 (values chosen; formats per V1_RELEASES) ----------
+
+
+def dp_scenario(engines: int = 4, saturated: str | None = None) -> Scenario:
+    """A 0.11+ `--data-parallel-size N` server, every engine at 100 running and tokens flowing;
+    `saturated` names one engine pinned at 256 running with 40 waiting."""
+    pages = []
+    for tokens in (1000, 4000):
+        states = {
+            str(e): EngineState(
+                running=256 if str(e) == saturated else 100,
+                waiting=40 if str(e) == saturated else 0,
+                generation_tokens=tokens,
+                iterations=tokens,
+            )
+            for e in range(engines)
+        }
+        pages.append(v1_text("m", states, release="0.11+"))
+    return Scenario(metrics=pages, models=("m",), version="0.11.0")
+
+
+def sleeping_scenario(level: int = 1) -> Scenario:
+    """Sleep mode between RL rollouts: awake 0, two requests waiting, the completion hangs."""
+    page = v1_text("m", {"0": EngineState(waiting=2, sleep_level=level)}, release="0.11+")
+    return Scenario(
+        metrics=[page, page], models=("m",), routes={"POST /v1/completions": Blackhole()}
+    )
+
+
+def deferred_scenario() -> Scenario:
+    """12 running and 25 waiting requests that vLLM labels `deferred` (KV transfer, LoRA)."""
+    pages = [
+        v1_text(
+            "m",
+            {"0": EngineState(running=12, deferred=25, generation_tokens=t, iterations=t)},
+            release="0.11+",
+        )
+        for t in (100, 900)
+    ]
+    return Scenario(metrics=pages, models=("m",))
+
+
+def wedged_scenario() -> Scenario:
+    """/health 200, 6 running, tokens and engine steps frozen, the completion never answers."""
+    page = v1_text(
+        "m",
+        {"0": EngineState(running=6, waiting=2, generation_tokens=777, iterations=300)},
+        release="0.11+",
+    )
+    return Scenario(
+        metrics=[page, page], models=("m",), routes={"POST /v1/completions": Blackhole()}
+    )
+
+
+def no_vllm_series_scenario() -> Scenario:
+    """Another exporter on the port: a python_info series only."""
+    page = (
+        "# HELP python_info Python platform information\n# TYPE python_info gauge\n"
+        'python_info{implementation="CPython",major="3",minor="11",patchlevel="7",'
+        'version="3.11.7"} 1.0\n'
+    )
+    return Scenario(metrics=[page, page])
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: FakeVllmServer
