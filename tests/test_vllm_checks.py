@@ -6,7 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
-from vllm_server import EngineState, fixture_text, v0_metrics, v1_metrics, v1_text
+from vllm_server import (
+    EngineState,
+    fixture_text,
+    v0_early_text,
+    v0_metrics,
+    v1_metrics,
+    v1_text,
+)
 
 from llmdoctor.derive import derive_all
 from llmdoctor.facts import Facts
@@ -289,12 +296,15 @@ def test_generation_error_classification(probe, runbook):
 
 # --- per engine, sleep, deferred waiting, wedged: each check on each vLLM generation ----------
 
-GENERATIONS = ["v0", "0.8", "0.10", "0.11+"]
+GENERATIONS = ["v0-0.4", "v0", "0.8", "0.10", "0.11+"]
 HEALTH_200 = {"status": 200, "latency_ms": 2.0, "error": None}
 
 
 def scrape(release: str, engines: dict[str, EngineState], **kw) -> str:
     """One /metrics page of the given generation (V0: the real aibrix capture, one engine)."""
+    if release == "v0-0.4":
+        (state,) = engines.values()
+        return v0_early_text("m", state)
     if release == "v0":
         (state,) = engines.values()
         return v0_metrics(
@@ -304,6 +314,7 @@ def scrape(release: str, engines: dict[str, EngineState], **kw) -> str:
             preemptions=state.preemptions,
             prompt_tokens=state.prompt_tokens,
             generation_tokens=state.generation_tokens,
+            histograms=state.histograms,
         )
     return v1_text("m", engines, release=release, **kw)
 
@@ -448,7 +459,7 @@ def test_running_with_frozen_counters_is_a_wedged_engine(release):
     assert one(facts, "vllm-queue").severity is Severity.INFO  # not blamed on saturation
 
 
-@pytest.mark.parametrize("release", ["v0", "0.8"])
+@pytest.mark.parametrize("release", ["v0-0.4", "v0", "0.8"])
 def test_frozen_counters_without_a_step_counter_need_a_longer_window(release):
     # no iteration_tokens_total count: 5 s of no tokens could be one long prefill
     frozen = {"0": EngineState(running=8, waiting=3, generation_tokens=5000, prompt_tokens=9)}
@@ -486,7 +497,8 @@ def test_idle_server_is_ok_on_every_generation(release):
 
 
 @pytest.mark.parametrize(
-    "release,expected", [("v0", "v0"), ("0.8", "v1-early"), ("0.10", "v1-early"), ("0.11+", "v1")]
+    "release,expected",
+    [("v0-0.4", "v0"), ("v0", "v0"), ("0.8", "v1-early"), ("0.10", "v1-early"), ("0.11+", "v1")],
 )
 def test_the_generation_is_recognised(release, expected):
     facts = facts_with(scrape(release, {"0": EngineState()}))
@@ -529,3 +541,21 @@ def test_health_silent_while_the_pod_crash_loops_is_worded_as_a_consequence():
         "consequence of the container restarting" in f.summary and "CrashLoopBackOff" in f.summary
     )
     assert f.runbooks == []
+
+
+ITL_NAME = {"0.11+": "vllm:inter_token_latency_seconds"}
+
+
+@pytest.mark.parametrize("release", GENERATIONS)
+def test_slow_decode_is_found_on_every_generation(release):
+    # 20 requests at 0.9 s per output token inside the window; the histogram name differs
+    name = ITL_NAME.get(release, "vllm:time_per_output_token_seconds")
+    before = {"0": EngineState(running=4, generation_tokens=10, histograms={name: [0.02] * 50})}
+    after = {
+        "0": EngineState(
+            running=4, generation_tokens=90, histograms={name: [0.02] * 50 + [0.9] * 20}
+        )
+    }
+    f = one(two_scrapes(release, before, after), "vllm-latency")
+    assert f.summary.startswith("slow inter-token latency") and name in f.evidence[0]["text"]
+    assert f.severity is Severity.WARNING

@@ -131,6 +131,93 @@ def v0_metrics(
     return text
 
 
+V0_EARLY_E2E = [1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+
+
+def v0_early_text(
+    model: str, state: EngineState, *, cache_config: dict[str, str] | None = None
+) -> str:
+    """Scripted V0 ~0.4-0.5 text, from the `Metrics` class of vllm/engine/metrics.py at
+    vllm-project/vllm@00c33e81b526a179a6afb86512d1e8198965ee2f: `model_name` label only, no
+    `_created` series (disable_created_metrics), no queue-time or engine-step histograms, the
+    cache config as an Info metric (exposed as `vllm:cache_config_info`)."""
+    lab = _labels([("model_name", model)])
+    lines: list[str] = []
+    if cache_config is not None:
+        lines += [
+            "# HELP vllm:cache_config_info information of cache_config",
+            "# TYPE vllm:cache_config_info gauge",
+            f"vllm:cache_config_info{_labels(sorted(cache_config.items()))} 1.0",
+        ]
+    families = [
+        (
+            "vllm:num_requests_running",
+            "gauge",
+            "Number of requests currently running on GPU.",
+            state.running,
+        ),
+        (
+            "vllm:num_requests_waiting",
+            "gauge",
+            "Number of requests waiting to be processed.",
+            state.waiting,
+        ),
+        ("vllm:num_requests_swapped", "gauge", "Number of requests swapped to CPU.", 0.0),
+        (
+            "vllm:gpu_cache_usage_perc",
+            "gauge",
+            "GPU KV-cache usage. 1 means 100 percent usage.",
+            state.kv,
+        ),
+        (
+            "vllm:cpu_cache_usage_perc",
+            "gauge",
+            "CPU KV-cache usage. 1 means 100 percent usage.",
+            0.0,
+        ),
+        (
+            "vllm:num_preemptions_total",
+            "counter",
+            "Cumulative number of preemption from the engine.",
+            state.preemptions,
+        ),
+        (
+            "vllm:prompt_tokens_total",
+            "counter",
+            "Number of prefill tokens processed.",
+            state.prompt_tokens,
+        ),
+        (
+            "vllm:generation_tokens_total",
+            "counter",
+            "Number of generation tokens processed.",
+            state.generation_tokens,
+        ),
+    ]
+    for name, kind, help_text, value in families:
+        lines += [
+            f"# HELP {name} {help_text}",
+            f"# TYPE {name} {kind}",
+            f"{name}{lab} {float(value)!r}",
+        ]
+    if state.finished:
+        lines += [
+            "# HELP vllm:request_success_total Count of successfully processed requests.",
+            "# TYPE vllm:request_success_total counter",
+            f"vllm:request_success_total{_labels([('finished_reason', 'stop'), ('model_name', model)])} "
+            f"{float(state.finished)!r}",
+        ]
+    text = "\n".join(lines) + "\n"
+    buckets = {
+        "vllm:time_to_first_token_seconds": V0_TTFT,
+        "vllm:time_per_output_token_seconds": V0_TPOT,
+        "vllm:e2e_request_latency_seconds": V0_EARLY_E2E,
+    }
+    for name, obs in state.histograms.items():
+        text += histogram_block(name, buckets[name], obs, {"model_name": model})
+    return text
+
+
 # The V1 releases the scripted text follows (see tests/fixtures/vllm/SOURCES.md):
 #   "0.8"   early V1 (production-stack#318 dump): model_name only, gpu_cache_usage_perc,
 #           time_per_output_token_seconds;
