@@ -88,6 +88,15 @@ def _model_finding(model: str, data: dict, window: dict, full_at: float) -> Find
         items.append(evidence(f"{swapped['metric']}: {series_text(swapped['values'])}", where))
     full = peak is not None and peak >= full_at
     subject = model_subject(model)
+    last = next((e for e in reversed((kv or {}).get("per_engine") or []) if e), {})
+    if len(last) > 1 and full:
+        # with data parallelism, name the engine that is full: the others may have room
+        fullest = max(last, key=lambda e: last[e])
+        full_engines = sorted(e for e, v in last.items() if v >= full_at)
+        which = (
+            "engines " + ", ".join(full_engines) if len(full_engines) > 1 else f"engine {fullest}"
+        )
+        subject = f"{subject} ({which} of {len(last)})"
     runbooks = ["kv-cache-preemption"]
     if full and rising:
         return critical(

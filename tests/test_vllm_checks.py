@@ -559,3 +559,12 @@ def test_slow_decode_is_found_on_every_generation(release):
     f = one(two_scrapes(release, before, after), "vllm-latency")
     assert f.summary.startswith("slow inter-token latency") and name in f.evidence[0]["text"]
     assert f.severity is Severity.WARNING
+
+
+def test_kv_full_on_one_data_parallel_engine_names_that_engine():
+    # DP=2: engine 1 at 98% and preempting, engine 0 at 40%: the finding is about engine 1
+    before = {"0": EngineState(kv=0.4, preemptions=3), "1": EngineState(kv=0.98, preemptions=10)}
+    after = {"0": EngineState(kv=0.4, preemptions=3), "1": EngineState(kv=0.98, preemptions=25)}
+    f = one(two_scrapes("0.11+", before, after), "vllm-kv-cache")
+    assert f.severity is Severity.CRITICAL and f.subject == "model m (engine 1 of 2)"
+    assert any("engine 1: +15" in e["text"] for e in f.evidence)

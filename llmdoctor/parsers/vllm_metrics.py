@@ -3,7 +3,7 @@
 Reads every `vllm/metrics-<n>.txt` (Prometheus text) with the times in `vllm/scrapes.json`,
 and compares the first and the last usable scrape: gauges as seen in each scrape, counters as
 delta and rate over the window, histograms as p50/p95 of the observations made inside the
-window (bucket deltas). Every generation still in use is understood (V0 0.5-0.10
+window (bucket deltas). Every generation still in use is understood (V0 0.4-0.10
 `gpu_cache_usage_perc`, `time_per_output_token_seconds`; V1 `kv_cache_usage_perc`,
 `inter_token_latency_seconds`, and from 0.11 `engine_sleep_state` and
 `num_requests_waiting_by_reason`). Series are grouped by `model_name`, and each data-parallel
@@ -97,7 +97,7 @@ V0_RUNNING_HELP = "Number of requests currently running on GPU."
 V1_RUNNING_HELP = "Number of requests in model execution batches."
 UNNAMED = "(no model_name)"
 GENERATIONS = {
-    "v0": "V0 engine (vLLM 0.5-0.10)",
+    "v0": "V0 engine (vLLM 0.4-0.10)",
     "v1-early": "V1 engine, vLLM 0.8-0.10",
     "v1": "V1 engine, vLLM 0.11 or later",
     "unknown": "vLLM generation not recognised",
@@ -199,7 +199,7 @@ def engine_generation(scrapes: list[Scrape]) -> str:
 
 
 def release_line(scrapes: list[Scrape]) -> str:
-    """'v0' (0.5-0.10), 'v1-early' (0.8-0.10), 'v1' (0.11+) or 'unknown' (see GENERATIONS)."""
+    """'v0' (0.4-0.10), 'v1-early' (0.8-0.10), 'v1' (0.11+) or 'unknown' (see GENERATIONS)."""
     names: set[str] = set()
     help_texts: dict[str, str] = {}
     engine_label = False
