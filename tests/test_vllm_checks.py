@@ -568,3 +568,19 @@ def test_kv_full_on_one_data_parallel_engine_names_that_engine():
     f = one(two_scrapes("0.11+", before, after), "vllm-kv-cache")
     assert f.severity is Severity.CRITICAL and f.subject == "model m (engine 1 of 2)"
     assert any("engine 1: +15" in e["text"] for e in f.evidence)
+
+
+def test_latency_of_each_data_parallel_engine_is_shown():
+    # engine 1 is slow to the first token, engine 0 is fast: the evidence says which
+    name = "vllm:time_to_first_token_seconds"
+    before = {
+        "0": EngineState(histograms={name: [0.1]}),
+        "1": EngineState(histograms={name: [0.1]}),
+    }
+    after = {
+        "0": EngineState(histograms={name: [0.1] * 21}),
+        "1": EngineState(histograms={name: [0.1] + [30.0] * 20}),
+    }
+    f = one(two_scrapes("0.11+", before, after), "vllm-latency")
+    per = next(e["text"] for e in f.evidence if "per engine" in e["text"])
+    assert per.startswith("time to first token p95 per engine: engine 0: ") and "engine 1: 3" in per

@@ -357,7 +357,23 @@ def _histograms(model: str, first: Scrape, last: Scrape) -> dict[str, Any]:
                 if not since_start and sums[0] is not None:
                     total, n = total - sums[0][0], n - sums[0][1]
                 entry["mean"] = total / n if n > 0 else None
+            per_engine = _engine_quantiles(first, last, name, model, since_start)
+            if len(per_engine) > 1:
+                entry["per_engine"] = per_engine
         out[concept] = entry
+    return out
+
+
+def _engine_quantiles(first: Scrape, last: Scrape, name: str, model: str, since_start: bool):
+    """{engine: {"count", "p95"}} of the window's observations, engine by engine."""
+    out = {}
+    start_engines = {} if since_start else first.buckets.get(name, {}).get(model, {})
+    for engine, end in last.buckets.get(name, {}).get(model, {}).items():
+        start = start_engines.get(engine, {})
+        window = {le: end[le] - start.get(le, 0.0) for le in end}
+        count = max(window.values()) if window else 0.0
+        if count > 0:
+            out[engine] = {"count": count, "p95": histogram_quantile(0.95, window)}
     return out
 
 
