@@ -132,12 +132,10 @@ def _engine_verdict(view: EngineView, facts: Facts, window: dict, engines: int):
 
 
 def _progress_text(views: list[EngineView], window: dict) -> str:
-    generated = [v.generated for v in views if v.generated is not None]
-    if not generated:
-        return f"running {'/'.join(fmt_count(v.running[-1]) for v in views)} (one scrape)"
-    if not any(v.running[-1] or v.queued[-1] for v in views) and not sum(generated):
+    generated = sum(v.generated or 0.0 for v in views)
+    if not any(v.running[-1] or v.queued[-1] for v in views) and not generated:
         return f"idle: nothing running or waiting {window_text(window)}"
-    return f"+{fmt_count(sum(generated))} tokens generated {window_text(window)}"
+    return f"+{fmt_count(generated)} tokens generated {window_text(window)}"
 
 
 def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[Finding]:
@@ -163,16 +161,18 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
         items = [e for v in working for e in _view_evidence(v, where, window)]
         if engines > 1:
             items.append(evidence(f"data-parallel size {engines} (from {dp_source})"))
-        findings.append(
-            Finding(
-                CHECK,
-                Severity.OK,
-                f"{count} awake and making progress: {_progress_text(working, window)}",
-                items,
-                [],
-                subject,
+        if any(v.generated is None for v in working):
+            # one scrape, a counter reset, or no token counter: progress was not seen
+            summary = f"progress of {count} not measured " + (
+                "(a counter reset between the scrapes: the server restarted)"
+                if any(v.scrapes > 1 for v in working)
+                else "(scrape twice: --window)"
             )
-        )
+            severity = Severity.INFO
+        else:
+            summary = f"{count} awake and making progress: {_progress_text(working, window)}"
+            severity = Severity.OK
+        findings.append(Finding(CHECK, severity, summary, items, [], subject))
     seen = len(data.get("engines") or [])
     if "pod spec" in dp_source and declared > seen > 0:
         findings.append(

@@ -584,3 +584,11 @@ def test_latency_of_each_data_parallel_engine_is_shown():
     f = one(two_scrapes("0.11+", before, after), "vllm-latency")
     per = next(e["text"] for e in f.evidence if "per engine" in e["text"])
     assert per.startswith("time to first token p95 per engine: engine 0: ") and "engine 1: 3" in per
+
+
+def test_a_restart_between_the_scrapes_is_not_a_wedge():
+    # counters fell (the server restarted): progress is unknown, never "no token generated"
+    before = {"0": EngineState(running=5, generation_tokens=9000, iterations=800)}
+    after = {"0": EngineState(running=5, generation_tokens=0, iterations=0)}
+    f = one(two_scrapes("0.11+", before, after), "vllm-engine")
+    assert f.severity is Severity.INFO and "counter reset" in f.summary

@@ -469,10 +469,12 @@ def engine_values(gauge: dict | None, engine: str) -> list[float | None]:
 
 
 def engine_delta(counter: dict | None, engine: str) -> float | None:
-    """One engine's counter delta over the window, or None when it cannot be known."""
+    """One engine's counter delta over the window, or None when it cannot be known (one
+    scrape, the series missing, or a reset: the server restarted in between)."""
     if not counter:
         return None
-    return ((counter.get("per_engine") or {}).get(engine) or {}).get("delta")
+    entry = (counter.get("per_engine") or {}).get(engine) or {}
+    return None if entry.get("reset") else entry.get("delta")
 
 
 @derived_fact("vllm/window", needs=("vllm/metrics-0.txt",))
