@@ -592,3 +592,23 @@ def test_a_restart_between_the_scrapes_is_not_a_wedge():
     after = {"0": EngineState(running=5, generation_tokens=0, iterations=0)}
     f = one(two_scrapes("0.11+", before, after), "vllm-engine")
     assert f.severity is Severity.INFO and "counter reset" in f.summary
+
+
+def test_a_plateau_off_vllm_defaults_with_the_ceiling_unknown_is_not_saturation():
+    # before: any flat `running` with a queue was called saturated; 100 is no vLLM default
+    facts = facts_with(
+        v1_metrics("m", running=100, waiting=20, generation_tokens=10),
+        v1_metrics("m", running=100, waiting=30, generation_tokens=900),
+    )
+    f = one(facts, "vllm-queue")
+    assert f.severity is Severity.WARNING and "max_num_seqs unknown" in f.summary
+
+
+def test_data_parallel_size_given_as_text_in_the_pod_args_is_read():
+    facts = facts_with(
+        scrape("0.11+", dp4(10, 0, 1000)),
+        scrape("0.11+", dp4(10, 0, 2000)),
+        serving__args={"data_parallel_size": "4"},
+    )
+    queue = one(facts, "vllm-queue")
+    assert any("from --data-parallel-size in the pod spec" in e["text"] for e in queue.evidence)

@@ -125,6 +125,8 @@ def data_parallel_size(facts: Facts, data: dict[str, Any]) -> tuple[int, str]:
     """(engines, where that came from): the pod's --data-parallel-size, else the engine series."""
     args = facts.get("serving/args")
     given = args.get("data_parallel_size") if isinstance(args, dict) else None
+    if isinstance(given, str) and given.strip().isdigit():
+        given = int(given)
     if isinstance(given, int | float) and not isinstance(given, bool) and given >= 1:
         return int(given), "--data-parallel-size in the pod spec"
     engines = len(data.get("engines") or []) or 1
