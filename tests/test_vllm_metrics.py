@@ -227,3 +227,10 @@ def test_histogram_block_matches_prometheus_client_layout():
         "vllm:e2e_request_latency_seconds", [1.0], [0.5], {"engine": "0", "model_name": "m"}
     )
     assert 'vllm:e2e_request_latency_seconds_bucket{engine="0",le="1.0",model_name="m"} 1.0' in text
+
+
+def test_renamed_vllm_series_are_named_in_the_reason():
+    # Ray's metrics agent re-exports vLLM's gauges as ray_vllm_* (":" becomes "_")
+    text = 'ray_vllm_num_requests_running{model_name="m",engine="0"} 3.0\n'
+    with pytest.raises(ValueError, match="renamed \\(ray_vllm_num_requests_running"):
+        window_of(text)

@@ -117,6 +117,7 @@ class Scrape:
     help: dict[str, str] = field(default_factory=dict)
     engine_label: bool = False
     other_series: int = 0  # samples that are not vLLM's (python_*, process_*, http_*, ...)
+    renamed: str | None = None  # the first non-`vllm:` series whose name has "vllm" in it
     error: str | None = None
 
     def models(self) -> set[str]:
@@ -163,6 +164,8 @@ def parse_scrape(key: str, text: str, at: float | None = None) -> Scrape:
 def _add_sample(scrape: Scrape, name: str, labels: dict[str, str], value: float) -> None:
     if not name.startswith("vllm:"):
         scrape.other_series += 1
+        if scrape.renamed is None and "vllm" in name.lower():
+            scrape.renamed = name
         return
     if name.endswith("_created"):
         return
@@ -412,6 +415,13 @@ def cache_config(labels: dict[str, str]) -> dict[str, Any]:
 
 def _no_vllm_series(scrapes: list[Scrape]) -> str:
     others = max((s.other_series for s in scrapes), default=0)
+    renamed = next((s.renamed for s in scrapes if s.renamed), None)
+    if renamed:
+        return (
+            f"no vllm: series in /metrics: vLLM's metrics appear renamed ({renamed}; Ray's "
+            "metrics agent, for one, exports them as ray_vllm_*), and llmdoctor reads only the "
+            "vllm:* names vLLM serves itself: scrape the vLLM server's own /metrics"
+        )
     if others:
         return (
             f"no vllm: series in /metrics: it answers with {others} other Prometheus series "
