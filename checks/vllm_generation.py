@@ -12,10 +12,10 @@ import re
 from typing import Any
 
 from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, critical, evidence, info, ok
+from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
 from llmdoctor.parsers.documents import NUMBER, OBJECT, TEXT, require_document
 from llmdoctor.parsers.vllm_engines import engine_views
-from llmdoctor.parsers.vllm_serving import model_subject, threshold
+from llmdoctor.parsers.vllm_serving import model_subject, pod_restarting, threshold
 from llmdoctor.registry import check
 
 CHECK = "vllm-generation"
@@ -200,6 +200,17 @@ def vllm_generation(facts: Facts) -> Finding:
     also = _health_says_ok(facts)
     if probe.get("error"):
         what, runbooks = classify(probe)
+        restarting = pod_restarting(facts)
+        if restarting and probe.get("status") is None:
+            items.append(evidence(restarting, "k8s/pod.json"))
+            return warning(
+                CHECK,
+                f"no generation ({what}: {probe['error']}): a consequence of the container "
+                f"restarting ({restarting}); the restart's cause is the finding to act on",
+                items,
+                [],
+                subject,
+            )
         if probe.get("error_kind") == "timeout" and also:
             asleep, what, runbooks = _timeout_with_health_200(facts, what)
             if asleep:

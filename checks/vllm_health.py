@@ -14,6 +14,7 @@ from llmdoctor.parsers.vllm_serving import (
     expected_models,
     is_collection_failure,
     model_ids,
+    pod_restarting,
     scrape_sources,
     threshold,
 )
@@ -97,30 +98,6 @@ def _health(facts: Facts) -> Finding:
             subject,
         )
     return ok(CHECK, f"GET /health 200 in {latency} ms", items, subject)
-
-
-def pod_restarting(facts: Facts) -> str | None:
-    """'container vllm: CrashLoopBackOff, 6 restarts, not ready' when the pod facts show the
-    serving container restarting or not ready, else None (no pod facts: a plain URL probe)."""
-    pod = facts.get("k8s/pod.json")
-    status = pod.get("status") if isinstance(pod, dict) else None
-    statuses = status.get("containerStatuses") if isinstance(status, dict) else None
-    for cs in statuses if isinstance(statuses, list) else []:
-        if not isinstance(cs, dict):
-            continue
-        parts = []
-        state = cs.get("state") if isinstance(cs.get("state"), dict) else {}
-        waiting = state.get("waiting") if isinstance(state.get("waiting"), dict) else {}
-        if waiting.get("reason"):
-            parts.append(str(waiting["reason"]))
-        restarts = cs.get("restartCount")
-        if isinstance(restarts, int) and restarts > 0:
-            parts.append(f"{restarts} restart{'s' if restarts != 1 else ''}")
-        if cs.get("ready") is False:
-            parts.append("not ready")
-        if parts and (waiting.get("reason") or restarts):
-            return f"container {cs.get('name')}: {', '.join(parts)}"
-    return None
 
 
 def _models(facts: Facts) -> Finding | None:

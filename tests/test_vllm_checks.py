@@ -612,3 +612,33 @@ def test_data_parallel_size_given_as_text_in_the_pod_args_is_read():
     )
     queue = one(facts, "vllm-queue")
     assert any("from --data-parallel-size in the pod spec" in e["text"] for e in queue.evidence)
+
+
+def test_probe_refused_while_the_pod_crash_loops_is_a_consequence_too():
+    pod = json.loads((EXAMPLES / "crashloop-cuda-oom" / "k8s" / "pod.json").read_text())
+    probe = {
+        "request": {"path": "/v1/completions", "model": "m", "max_tokens": 16},
+        "status": None,
+        "error": "connection refused (nothing listens on that port, or vLLM exited)",
+        "error_kind": "connect",
+    }
+    facts = Facts()
+    facts.set("vllm/probe.json", probe)
+    facts.set("k8s/pod.json", pod)
+    f = one(facts, "vllm-generation")
+    assert f.severity is Severity.WARNING and f.runbooks == []
+    assert "consequence of the container restarting" in f.summary
+
+
+def test_old_restarts_of_a_ready_container_do_not_excuse_a_silent_endpoint():
+    pod = json.loads((EXAMPLES / "crashloop-cuda-oom" / "k8s" / "pod.json").read_text())
+    status = pod["status"]["containerStatuses"][0]
+    status.update(
+        ready=True, started=True, state={"running": {"startedAt": "2025-09-04T01:30:00Z"}}
+    )
+    facts = health_facts(
+        {"status": None, "latency_ms": 1.0, "error": "connection refused", "error_kind": "connect"},
+        {"k8s/pod.json": pod},
+    )
+    f = next(f for f in findings(facts, "vllm-health") if f.subject == "endpoint /health")
+    assert f.severity is Severity.CRITICAL and f.runbooks == ["engine-dead"]
