@@ -109,7 +109,7 @@ def _engine_verdict(view: EngineView, facts: Facts, window: dict, engines: int):
         steps = " and no engine step" if view.iterations is not None else ""
         return (
             Severity.CRITICAL,
-            f"{who} wedged: {series_text(view.running)} requests running but no token generated"
+            f"{who} is wedged: {series_text(view.running)} requests running but no token generated"
             f"{steps} in {span}{health_text}",
             books,
         )

@@ -188,9 +188,16 @@ def _model_finding(
     aside = ""
     if left_out:
         names = ", ".join(engine_name(v, engines) or "the engine" for v in left_out)
-        aside = f"; {names} not judged here (asleep or making no progress: see vllm-engine)"
+        aside = f"; {names} not judged (asleep or making no progress: see vllm-engine)"
     if not judged:
-        return info(CHECK, f"queue not judged{aside}", items, [], subject)
+        who = "the engines are" if len(left_out) > 1 else "the engine is"
+        return info(
+            CHECK,
+            f"queue not judged: {who} asleep or making no progress (see vllm-engine)",
+            items,
+            [],
+            subject,
+        )
     verdicts = [(v, *_verdict(v, window, ceiling, kv_full)) for v in judged]
     worst = max(verdicts, key=lambda x: x[1].rank)
     view, severity, summary, runbooks = worst
