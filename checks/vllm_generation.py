@@ -12,9 +12,10 @@ import re
 from typing import Any
 
 from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, critical, evidence, ok
+from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
 from llmdoctor.parsers.documents import NUMBER, OBJECT, TEXT, require_document
-from llmdoctor.parsers.vllm_serving import model_subject, threshold
+from llmdoctor.parsers.vllm_engines import engine_views
+from llmdoctor.parsers.vllm_serving import model_subject, pod_restarting, threshold
 from llmdoctor.registry import check
 
 CHECK = "vllm-generation"
@@ -107,6 +108,52 @@ def _evidence(probe: dict) -> list[dict]:
     return items
 
 
+def _engine_activity(facts: Facts) -> tuple[bool, float | None]:
+    """(some engine sleeps, tokens generated in the /metrics window or None if unknown)."""
+    window = facts.get("vllm/window")
+    if not isinstance(window, dict):
+        return False, None
+    asleep, generated = False, None
+    for model, data in (window.get("models") or {}).items():
+        asleep = asleep or any(v.asleep for v in engine_views(model, data))
+        delta = (data.get("counters", {}).get("generation_tokens") or {}).get("delta")
+        if delta is not None:
+            generated = (generated or 0.0) + delta
+    return asleep, generated
+
+
+def _timeout_with_health_200(facts: Facts, what: str) -> tuple[bool, str, list[str]]:
+    """(asleep, what, runbooks) for a probe that timed out while /health said 200.
+
+    The engine's counters tell a probe stuck behind a long queue (tokens flow) from a wedged
+    engine (nothing moves) and from an engine put to sleep on purpose.
+    """
+    asleep, generated = _engine_activity(facts)
+    if asleep:
+        return True, f"{what} (the engine is asleep: sleep mode; see vllm-engine)", []
+    if generated:
+        return (
+            False,
+            f"{what}: the engine generates (+{generated:.0f} tokens in the /metrics window), so "
+            "the probe waits behind other requests",
+            ["queue-saturation"],
+        )
+    if generated == 0:
+        return (
+            False,
+            f"engine wedged: {what} and no token was generated in the /metrics window",
+            ["engine-wedged"],
+        )
+    return (
+        False,
+        f"{what}: the engine is wedged or the queue is long",
+        [
+            "engine-wedged",
+            "queue-saturation",
+        ],
+    )
+
+
 def _health_says_ok(facts: Facts) -> str:
     health = facts.get("vllm/health.json")
     if isinstance(health, dict) and health.get("status") == 200:
@@ -124,6 +171,7 @@ def _health_says_ok(facts: Facts) -> str:
         "model-name-not-found",
         "chat-template-missing",
         "engine-dead",
+        "engine-wedged",
         "gateway-timeout",
         "queue-saturation",
         "kv-cache-preemption",
@@ -156,6 +204,21 @@ def vllm_generation(facts: Facts) -> Finding:
     also = _health_says_ok(facts)
     if probe.get("error"):
         what, runbooks = classify(probe)
+        restarting = pod_restarting(facts)
+        if restarting and probe.get("status") is None:
+            items.append(evidence(restarting, "k8s/pod.json"))
+            return warning(
+                CHECK,
+                f"no generation ({what}: {probe['error']}): a consequence of the container "
+                f"restarting ({restarting}); the restart's cause is the finding to act on",
+                items,
+                [],
+                subject,
+            )
+        if probe.get("error_kind") == "timeout" and also:
+            asleep, what, runbooks = _timeout_with_health_200(facts, what)
+            if asleep:
+                return info(CHECK, f"{what}: {probe['error']}", items, runbooks, subject)
         return critical(
             CHECK,
             f"business-level health failed: {what}{also}: {probe['error']}",

@@ -14,6 +14,8 @@ from llmdoctor.parsers.vllm_serving import (
     expected_models,
     is_collection_failure,
     model_ids,
+    pod_restarting,
+    scrape_sources,
     threshold,
 )
 from llmdoctor.registry import check
@@ -43,8 +45,20 @@ def _health(facts: Facts) -> Finding:
         items.append(evidence(f"vLLM version {version['version']}", "vllm/version.json"))
     subject = "endpoint /health"
     if status is None:
+        what = error or "no status and no error recorded"
+        restarting = pod_restarting(facts)
+        if restarting:
+            items.append(evidence(restarting, "k8s/pod.json"))
+            return warning(
+                CHECK,
+                f"the endpoint does not answer ({what}): a consequence of the container "
+                f"restarting ({restarting}); the restart's cause is the finding to act on",
+                items,
+                [],
+                subject,
+            )
         books = ["engine-dead", *(["gateway-timeout"] if kind == "timeout" else [])]
-        return critical(CHECK, f"the endpoint does not answer: {error}", items, books, subject)
+        return critical(CHECK, f"the endpoint does not answer ({what})", items, books, subject)
     if kind == "html":
         return warning(
             CHECK,
@@ -140,16 +154,27 @@ def _metrics(facts: Facts) -> Finding | None:
         )
     if not facts.has("vllm/window"):
         reason = facts.missing_reason("vllm/window")
-        return warning(CHECK, f"/metrics is not usable: {reason}", [], [], subject)
-    window = facts.require("vllm/window")
-    if window.get("parse_errors"):
-        return info(
+        return warning(
             CHECK,
-            f"part of /metrics did not parse: {window['parse_errors'][0]}",
+            f"/metrics is not usable: {reason}; queue, KV-cache, engine and latency not checked",
             [],
             [],
             subject,
         )
+    window = facts.require("vllm/window")
+    items = [evidence(f"/metrics format: {window.get('release_text')}", scrape_sources(window))]
+    if window.get("rejected"):
+        errors = window.get("parse_errors") or [f"{window['rejected'][0]} has no vllm: series"]
+        return warning(
+            CHECK,
+            f"a /metrics scrape was rejected: {errors[0]}; the window uses "
+            f"{len(window.get('scrapes') or [])} good scrape(s)",
+            items,
+            [],
+            subject,
+        )
+    if window.get("parse_errors"):
+        return info(CHECK, f"/metrics: {window['parse_errors'][0]}", items, [], subject)
     return None
 
 

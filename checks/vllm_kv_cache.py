@@ -29,6 +29,20 @@ def _rate(counter: dict) -> str:
     return f" ({rate:.2f}/s)" if rate is not None else ""
 
 
+def cache_text(cache: dict) -> str:
+    """'KV cache: 5517 blocks × 16 tokens = 88,272 tokens, cache_dtype auto, ...'."""
+    parts = []
+    blocks, size = cache.get("num_gpu_blocks"), cache.get("block_size")
+    if isinstance(blocks, int) and isinstance(size, int):
+        parts.append(f"{blocks} blocks × {size} tokens = {blocks * size:,} tokens per engine")
+    elif isinstance(size, int):
+        parts.append(f"block_size {size}")
+    for name in ("cache_dtype", "gpu_memory_utilization"):
+        if cache.get(name) is not None:
+            parts.append(f"{name} {cache[name]}")
+    return "KV cache (vllm:cache_config_info): " + ", ".join(parts)
+
+
 def _model_finding(model: str, data: dict, window: dict, full_at: float) -> Finding | None:
     gauges, counters = data["gauges"], data["counters"]
     kv = gauges.get("kv_cache_usage")
@@ -57,12 +71,32 @@ def _model_finding(model: str, data: dict, window: dict, full_at: float) -> Find
             items.append(
                 evidence(f"{pre['metric']}: {fmt_count(pre.get('last'))} since start", where)
             )
+    per_engine = (pre or {}).get("per_engine") or {}
+    if len(per_engine) > 1 and rising:
+        moved = ", ".join(
+            f"engine {e}: +{fmt_count(d['delta'])}"
+            for e, d in sorted(per_engine.items())
+            if d.get("delta")
+        )
+        items.append(evidence(f"preemptions per engine: {moved}", where))
+    cache = window.get("cache") or {}
+    if cache:
+        items.append(evidence(cache_text(cache), "vllm:cache_config_info"))
     swapped = gauges.get("swapped")
     swapped_now = (swapped or {}).get("values", [None])[-1]
     if swapped_now:
         items.append(evidence(f"{swapped['metric']}: {series_text(swapped['values'])}", where))
     full = peak is not None and peak >= full_at
     subject = model_subject(model)
+    last = next((e for e in reversed((kv or {}).get("per_engine") or []) if e), {})
+    if len(last) > 1 and full:
+        # with data parallelism, name the engine that is full: the others may have room
+        fullest = max(last, key=lambda e: last[e])
+        full_engines = sorted(e for e, v in last.items() if v >= full_at)
+        which = (
+            "engines " + ", ".join(full_engines) if len(full_engines) > 1 else f"engine {fullest}"
+        )
+        subject = f"{subject} ({which} of {len(last)})"
     runbooks = ["kv-cache-preemption"]
     if full and rising:
         return critical(

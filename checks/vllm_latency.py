@@ -95,6 +95,13 @@ def _model_finding(model: str, data: dict, window: dict, facts: Facts) -> Findin
                 "vllm/window",
             )
         )
+        per_engine = entry.get("per_engine") or {}
+        if per_engine:
+            per = ", ".join(
+                f"engine {e}: {fmt_seconds(q['p95'])}"
+                for e, q in sorted(per_engine.items(), key=lambda kv: (len(kv[0]), kv[0]))
+            )
+            items.append(evidence(f"{label} p95 per engine: {per}", "vllm/window"))
         if entry["p95"] * 1000 > limit_ms:
             slow.append((concept, label, entry, limit_ms))
     if not slow:

@@ -1,9 +1,12 @@
-"""The request queue: saturation at the running ceiling, and a stuck engine.
+"""The request queue: saturation, judged per data-parallel engine against its own ceiling.
 
-From `vllm/window` (vllm:num_requests_running and vllm:num_requests_waiting in each scrape),
-per model. Requests waiting in both scrapes while running sits at its ceiling (max_num_seqs
-when known, else a plateau) is queue saturation; requests waiting with nothing running and no
-token generated is a stuck engine.
+From `vllm/window` (vllm:num_requests_running and vllm:num_requests_waiting in each scrape,
+per model and `engine`). `--max-num-seqs` bounds each engine on its own, so an engine whose
+running requests sit at that ceiling while requests wait in both scrapes is saturated; engines
+are never summed against it. With the ceiling unknown, a plateau is only called saturation
+when it sits at one of vLLM's default ceilings. Requests vLLM labels `deferred` (0.11+: KV
+transfer, LoRA budget) are not capacity waiting and are reported apart. Engines that sleep or
+make no progress are left to `vllm-engine`.
 """
 
 from __future__ import annotations
@@ -11,7 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.findings import Finding, Severity, evidence, info
+from llmdoctor.parsers.vllm_engines import (
+    EngineView,
+    data_parallel_size,
+    engine_name,
+    engine_views,
+)
 from llmdoctor.parsers.vllm_serving import (
     fmt_count,
     fmt_pct,
@@ -29,9 +38,12 @@ AT_CEILING = 0.95  # running at >= 95% of max_num_seqs counts as "at the ceiling
 VLLM_DEFAULT_MAX_NUM_SEQS = (128, 256, 1024)
 
 
-def _plateau(running: list[float]) -> bool:
-    first, last = running[0], running[-1]
-    return first > 0 and abs(last - first) <= max(2.0, 0.05 * max(first, last))
+def _default_ceiling(running: list[float]) -> int | None:
+    """The vLLM default max_num_seqs that running sits at in every scrape, if any."""
+    for default in VLLM_DEFAULT_MAX_NUM_SEQS:
+        if all(AT_CEILING * default <= r <= default for r in running):
+            return default
+    return None
 
 
 def _trend(waiting: list[float], seconds: float | None) -> str:
@@ -43,17 +55,14 @@ def _trend(waiting: list[float], seconds: float | None) -> str:
     return f"{word}{rate}"
 
 
-def _evidence(data: dict, window: dict, ceiling: int | None, source: str) -> list[dict]:
+def _evidence(data: dict, views: list[EngineView], window: dict, ceiling, source, dp) -> list:
     gauges, counters = data["gauges"], data["counters"]
     where = scrape_sources(window)
-    items = [
-        evidence(
-            f"{gauges['running']['metric']}: {series_text(gauges['running']['values'])}", where
-        ),
-        evidence(
-            f"{gauges['waiting']['metric']}: {series_text(gauges['waiting']['values'])}", where
-        ),
-    ]
+    items = []
+    for concept in ("running", "waiting", "waiting_capacity", "waiting_deferred"):
+        entry = gauges.get(concept)
+        if entry:
+            items.append(evidence(f"{entry['metric']}: {series_text(entry['values'])}", where))
     kv = gauges.get("kv_cache_usage")
     if kv:
         items.append(evidence(f"{kv['metric']}: {series_text(kv['values'], fmt_pct)}", where))
@@ -65,118 +74,156 @@ def _evidence(data: dict, window: dict, ceiling: int | None, source: str) -> lis
                 where,
             )
         )
+    engines, dp_source = dp
+    if engines > 1 or len(views) > 1:
+        per = "; ".join(
+            f"engine {v.engine}: running {series_text(v.running)}, waiting {series_text(v.queued)}"
+            for v in views
+        )
+        items.append(evidence(f"data-parallel size {engines} (from {dp_source}): {per}", where))
     if ceiling is not None:
-        items.append(evidence(f"max_num_seqs: {ceiling} (from {source})"))
+        items.append(evidence(f"max_num_seqs: {ceiling} per engine (from {source})"))
     else:
         items.append(evidence("max_num_seqs: unknown (not in the pod spec; --max-num-seqs N)"))
     return items
 
 
-def _model_finding(
-    model: str, data: dict, window: dict, ceiling: int | None, source: str, kv_full: float
-) -> Finding | None:
-    gauges = data["gauges"]
-    if "running" not in gauges or "waiting" not in gauges:
-        return None
-    running = [v or 0.0 for v in gauges["running"]["values"]]
-    waiting = [v or 0.0 for v in gauges["waiting"]["values"]]
-    subject = model_subject(model)
-    items = _evidence(data, window, ceiling, source)
+def _verdict(
+    view: EngineView, window: dict, ceiling: int | None, kv_full: float
+) -> tuple[Severity, str, list[str]]:
+    """(severity, summary, runbooks) for one engine's queue."""
+    running, waiting = view.running, view.queued
     last_r, last_w = fmt_count(running[-1]), fmt_count(waiting[-1])
     if not any(waiting):
-        return ok(
-            CHECK, f"no queue: {last_r} running, 0 waiting {window_text(window)}", items, subject
-        )
-    queued_in_all = all(w > 0 for w in waiting)
-    generated = data["counters"].get("generation_tokens", {}).get("delta")
-    if queued_in_all and not any(running) and not generated:
-        if len(running) < 2:
-            return warning(
-                CHECK,
-                f"{last_w} requests waiting and none running in a single scrape: the engine may "
-                "be stuck; scrape twice (--window) to confirm",
-                items,
-                ["engine-dead"],
-                subject,
-            )
-        no_tokens = ", and no token was generated" if generated == 0 else ""
-        return critical(
-            CHECK,
-            f"engine looks stuck: {series_text(waiting)} requests waiting, none running"
-            f"{no_tokens} {window_text(window)}",
-            items,
-            ["engine-dead"],
-            subject,
-        )
-    if not queued_in_all:
-        return info(
-            CHECK,
+        return Severity.OK, f"no queue: {last_r} running, 0 waiting {window_text(window)}", []
+    if not all(w > 0 for w in waiting):
+        return (
+            Severity.INFO,
             f"a short queue in one scrape only (waiting {series_text(waiting)}); not sustained",
-            items,
             ["queue-saturation"],
-            subject,
+        )
+    if not any(running):
+        return (
+            Severity.INFO,
+            f"{series_text(waiting)} waiting with none running: not a capacity queue (whether "
+            "the engine works is vllm-engine's finding)",
+            [],
         )
     if len(running) < 2:
-        return warning(
-            CHECK,
+        return (
+            Severity.WARNING,
             f"{last_w} requests waiting with {last_r} running in a single scrape; scrape twice "
             "(--window) to tell a burst from saturation",
-            items,
             ["queue-saturation"],
-            subject,
         )
     trend = _trend(waiting, window.get("seconds"))
-    kv_values = [v for v in (gauges.get("kv_cache_usage") or {}).get("values", []) if v is not None]
+    kv_values = [v for v in view.kv if v is not None]
     kv_bound = bool(kv_values) and max(kv_values) >= kv_full
+    default = _default_ceiling(running) if ceiling is None else None
     if ceiling is not None and min(running) >= AT_CEILING * ceiling:
         limit = f"at max_num_seqs {ceiling}"
-    elif ceiling is None and _plateau(running):
-        hint = (
-            f"; {fmt_count(max(running))} is vLLM's default --max-num-seqs on many GPUs"
-            if int(max(running)) in VLLM_DEFAULT_MAX_NUM_SEQS
-            else ""
+    elif default is not None:
+        limit = (
+            f"on a plateau (max_num_seqs unknown; {default} is vLLM's default --max-num-seqs "
+            "on many GPUs)"
         )
-        limit = f"on a plateau (max_num_seqs unknown{hint})"
     else:
         limit = None
     if limit is not None:
         kv_note = f"; the KV cache is also full ({fmt_pct(max(kv_values))})" if kv_bound else ""
-        return critical(
-            CHECK,
+        return (
+            Severity.CRITICAL,
             f"queue saturated: running {series_text(running)} {limit}, waiting "
             f"{series_text(waiting)} ({trend}){kv_note}",
-            items,
             ["queue-saturation", *(["kv-cache-preemption"] if kv_bound else [])],
-            subject,
         )
-    below = f"below max_num_seqs {ceiling}" if ceiling is not None else "not on a plateau"
+    if ceiling is not None:
+        below = f"below max_num_seqs {ceiling}"
+    else:
+        below = "not at a known ceiling (max_num_seqs unknown; give --max-num-seqs)"
     if kv_bound:
-        return warning(
-            CHECK,
+        return (
+            Severity.WARNING,
             f"requests waiting ({series_text(waiting)}, {trend}) while running "
             f"({series_text(running)}) is {below}: the KV cache ({fmt_pct(max(kv_values))}) is "
             "the limit",
-            items,
             ["kv-cache-preemption", "queue-saturation"],
-            subject,
         )
-    return warning(
-        CHECK,
+    return (
+        Severity.WARNING,
         f"requests waiting in both scrapes ({series_text(waiting)}, {trend}) while running "
         f"({series_text(running)}) is {below}: admission is limited by the per-step token "
         "budget (max_num_batched_tokens) or by bursts of arrivals",
-        items,
         ["queue-saturation"],
-        subject,
     )
+
+
+def _deferred_note(views: list[EngineView]) -> str:
+    deferred = [v.waiting_deferred[-1] for v in views if v.waiting_deferred]
+    if not deferred or not sum(deferred):
+        return ""
+    return (
+        f"; {fmt_count(sum(deferred))} more deferred (KV transfer, LoRA budget): not waiting "
+        "for capacity"
+    )
+
+
+def _model_finding(
+    model: str, data: dict, window: dict, facts: Facts, ceiling, source, kv_full
+) -> Finding | None:
+    views = engine_views(model, data)
+    if not views:
+        return None
+    dp = data_parallel_size(facts, data)
+    engines = max(dp[0], len(views))
+    items = _evidence(data, views, window, ceiling, source, dp)
+    subject = model_subject(model)
+    seconds = window.get("seconds")
+    judged = [
+        v
+        for v in views
+        if not v.asleep and not v.surely_stalled(seconds) and not v.not_scheduling()
+    ]
+    left_out = [v for v in views if v not in judged]
+    aside = ""
+    if left_out:
+        names = ", ".join(engine_name(v, engines) or "the engine" for v in left_out)
+        aside = f"; {names} not judged (asleep or making no progress: see vllm-engine)"
+    if not judged:
+        who = "the engines are" if len(left_out) > 1 else "the engine is"
+        return info(
+            CHECK,
+            f"queue not judged: {who} asleep or making no progress (see vllm-engine)",
+            items,
+            [],
+            subject,
+        )
+    verdicts = [(v, *_verdict(v, window, ceiling, kv_full)) for v in judged]
+    worst = max(verdicts, key=lambda x: x[1].rank)
+    view, severity, summary, runbooks = worst
+    if engines > 1:
+        same = [v for v, s, *_ in verdicts if s is severity]
+        if severity is Severity.OK:
+            running = "/".join(fmt_count(v.running[-1]) for v in judged)
+            summary = (
+                f"no queue on any of {len(judged)} engines (running {running}, 0 waiting) "
+                f"{window_text(window)}"
+            )
+        elif len(same) > 1:
+            names = ", ".join(v.engine for v in same)
+            summary = f"engines {names} of {engines}: {summary} (engine {view.engine})"
+        else:
+            summary = f"engine {view.engine} of {engines}: {summary}"
+    summary += _deferred_note(views) + aside
+    return Finding(CHECK, severity, summary, items, runbooks if severity.rank else [], subject)
 
 
 @check(
     CHECK,
-    title="vLLM request queue (saturation, stuck engine)",
+    title="vLLM request queue (saturation per engine)",
     scope="vllm",
     needs=("vllm/window",),
-    runbooks=("queue-saturation", "engine-dead", "kv-cache-preemption"),
+    runbooks=("queue-saturation", "kv-cache-preemption"),
     supersedes=("log-signatures",),
 )
 def vllm_queue(facts: Facts) -> list[Finding]:
@@ -185,7 +232,7 @@ def vllm_queue(facts: Facts) -> list[Finding]:
     kv_full = threshold(facts, "kv_cache_full")
     findings = []
     for model, data in sorted(window["models"].items()):
-        finding = _model_finding(model, data, window, ceiling, source, kv_full)
+        finding = _model_finding(model, data, window, facts, ceiling, source, kv_full)
         if finding is not None:
             findings.append(finding)
     if not findings:

@@ -101,9 +101,11 @@ def test_crash_loop_tied_to_the_cuda_oom_in_the_previous_log(cluster, capsys):
     ]
     assert len(oom) == 1 and oom[0]["evidence"][0]["source"] == "logs/vllm.previous.log"
     assert isinstance(oom[0]["evidence"][0]["line"], int)
-    # nothing listens on the port: the proxy's 503 is read as "connection refused"
-    health = [f for f in findings(report, "vllm-health") if f["severity"] == "critical"]
+    # nothing listens on the port: the proxy's 503 is read as "connection refused", worded as a
+    # consequence of the crash loop and ranked under it (a warning, not a second critical)
+    health = [f for f in findings(report, "vllm-health") if f.get("subject") == "endpoint /health"]
     assert health and "connection refused" in health[0]["summary"]
+    assert health[0]["severity"] == "warning" and "consequence" in health[0]["summary"]
 
 
 def test_probe_killing_a_loading_pod(cluster, capsys):

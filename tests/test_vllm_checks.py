@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from vllm_server import fixture_text, v0_metrics, v1_metrics
+from vllm_server import (
+    EngineState,
+    fixture_text,
+    v0_early_text,
+    v0_metrics,
+    v1_metrics,
+    v1_text,
+)
 
 from llmdoctor.derive import derive_all
 from llmdoctor.facts import Facts
@@ -14,10 +22,14 @@ from llmdoctor.registry import all_checks
 from llmdoctor.runner import run_checks
 
 VLLM_CHECKS = [c for c in all_checks() if c.scope == "vllm"]
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "bundles"
 
 
-def facts_with(*metrics: str, seconds: float = 5.0, **extra) -> Facts:
+def facts_with(*metrics: str, seconds: float = 5.0, docs: dict | None = None, **extra) -> Facts:
+    """Facts of the scrapes, `seconds` apart; `docs` by fact key, `extra` as a__b -> a/b."""
     facts = Facts()
+    for key, value in (docs or {}).items():
+        facts.set(key, value)
     for i, text in enumerate(metrics):
         facts.set(f"vllm/metrics-{i}.txt", text)
     facts.set(
@@ -48,9 +60,11 @@ def test_queue_in_a_single_scrape_asks_for_a_second():
 
 
 def test_waiting_with_nothing_running_in_one_scrape_is_a_warning_not_a_verdict():
-    # engine-dead needs two scrapes and no generated tokens
-    f = one(facts_with(v1_metrics("m", running=0, waiting=9)), "vllm-queue")
-    assert f.severity is Severity.WARNING and f.runbooks == ["engine-dead"]
+    # a stuck engine needs two scrapes and no generated tokens; the queue check leaves it alone
+    facts = facts_with(v1_metrics("m", running=0, waiting=9))
+    f = one(facts, "vllm-engine")
+    assert f.severity is Severity.WARNING and f.runbooks == ["engine-wedged"]
+    assert one(facts, "vllm-queue").severity is Severity.INFO
 
 
 def test_waiting_with_nothing_running_but_tokens_generated_is_not_stuck():
@@ -160,7 +174,7 @@ def test_slow_decode_with_enforce_eager_links_that_runbook():
 
 def test_real_docs_capture_ttft_is_within_thresholds():
     # the design doc's 140 requests, TTFT p95 ~70 ms (since start)
-    facts = facts_with(fixture_text("metrics_v1-early_vllmdocs-design_llama31-8b_elided.txt"))
+    facts = facts_with(fixture_text("metrics_v1-early_vllmdocs-design_llama31-8b_trimmed.txt"))
     f = one(facts, "vllm-latency")
     assert f.severity is Severity.OK and "time to first token p95" in f.summary
 
@@ -278,3 +292,353 @@ def test_generation_error_classification(probe, runbook):
     facts.set("vllm/probe.json", probe)
     f = one(facts, "vllm-generation")
     assert f.severity is Severity.CRITICAL and runbook in f.runbooks
+
+
+# --- per engine, sleep, deferred waiting, wedged: each check on each vLLM generation ----------
+
+GENERATIONS = ["v0-0.4", "v0", "0.8", "0.10", "0.11+"]
+HEALTH_200 = {"status": 200, "latency_ms": 2.0, "error": None}
+
+
+def scrape(release: str, engines: dict[str, EngineState], **kw) -> str:
+    """One /metrics page of the given generation (V0: the real aibrix capture, one engine)."""
+    if release == "v0-0.4":
+        (state,) = engines.values()
+        return v0_early_text("m", state)
+    if release == "v0":
+        (state,) = engines.values()
+        return v0_metrics(
+            running=state.running,
+            waiting=state.waiting,
+            kv=state.kv,
+            preemptions=state.preemptions,
+            prompt_tokens=state.prompt_tokens,
+            generation_tokens=state.generation_tokens,
+            histograms=state.histograms,
+        )
+    return v1_text("m", engines, release=release, **kw)
+
+
+def two_scrapes(release: str, before: dict, after: dict, docs=None, **extra) -> Facts:
+    return facts_with(scrape(release, before), scrape(release, after), docs=docs, **extra)
+
+
+def dp4(running: float, waiting: float, tokens: float, saturated: str | None = None) -> dict:
+    """Four engines at `running` each; `saturated` names one engine pinned at 256 with a queue."""
+    out = {}
+    for e in "0123":
+        if e == saturated:
+            out[e] = EngineState(
+                running=256, waiting=40, generation_tokens=tokens, iterations=tokens
+            )
+        else:
+            out[e] = EngineState(
+                running=running, waiting=waiting, generation_tokens=tokens, iterations=tokens
+            )
+    return out
+
+
+@pytest.mark.parametrize("release", ["0.10", "0.11+"])
+def test_dp4_healthy_is_not_critical(release):
+    # issue 13: every engine at 100 of max_num_seqs 256 was summed to "running 400" and critical
+    facts = facts_with(
+        scrape(release, dp4(100, 0, 1000)),
+        scrape(release, dp4(100, 0, 5000)),
+        serving__args={"max_num_seqs": 256, "data_parallel_size": 4},
+    )
+    queue = one(facts, "vllm-queue")
+    assert queue.severity is Severity.OK and "4 engines" in queue.summary
+    assert any(
+        "data-parallel size 4 (from --data-parallel-size" in e["text"] for e in queue.evidence
+    )
+    engine = one(facts, "vllm-engine")
+    assert engine.severity is Severity.OK and "4 engines" in engine.summary
+
+
+@pytest.mark.parametrize("release", ["0.10", "0.11+"])
+def test_dp4_with_a_short_queue_everywhere_is_a_warning_not_saturation(release):
+    # 100 running of 256 on each engine with a few waiting: below the ceiling, not saturated
+    facts = facts_with(
+        scrape(release, dp4(100, 3, 1000)),
+        scrape(release, dp4(100, 4, 5000)),
+    )
+    queue = one(facts, "vllm-queue")
+    assert queue.severity is Severity.WARNING and "400" not in queue.summary
+
+
+@pytest.mark.parametrize("release", ["0.10", "0.11+"])
+def test_dp4_with_one_engine_at_its_ceiling_is_critical_and_names_it(release):
+    facts = facts_with(
+        scrape(release, dp4(100, 0, 1000, saturated="2")),
+        scrape(release, dp4(100, 0, 5000, saturated="2")),
+        settings__max_num_seqs=256,
+    )
+    queue = one(facts, "vllm-queue")
+    assert queue.severity is Severity.CRITICAL and queue.runbooks == ["queue-saturation"]
+    assert queue.summary.startswith("engine 2 of 4: queue saturated: running 256 → 256")
+
+
+def test_dp_size_counted_from_engine_series_without_a_pod_spec():
+    facts = facts_with(scrape("0.11+", dp4(100, 0, 1000)), scrape("0.11+", dp4(100, 0, 2000)))
+    queue = one(facts, "vllm-queue")
+    assert any("from 4 engine series in /metrics" in e["text"] for e in queue.evidence)
+
+
+def test_pod_dp_size_larger_than_the_engine_series_is_said():
+    facts = facts_with(
+        scrape("0.11+", dp4(10, 0, 1000)),
+        scrape("0.11+", dp4(10, 0, 2000)),
+        serving__args={"data_parallel_size": 8},
+    )
+    notes = [f for f in findings(facts, "vllm-engine") if f.severity is Severity.INFO]
+    assert notes and "--data-parallel-size 8 but /metrics shows 4" in notes[0].summary
+
+
+@pytest.mark.parametrize("level,text", [(1, "weights offloaded"), (2, "weights and KV cache")])
+def test_sleeping_engine_is_info_with_how_to_wake_it_never_stuck(level, text):
+    # 0.11+ sleep mode: awake=0, requests waiting, nothing running or generated
+    asleep = {"0": EngineState(waiting=5, sleep_level=level, generation_tokens=100)}
+    facts = facts_with(scrape("0.11+", asleep), scrape("0.11+", asleep))
+    engine = one(facts, "vllm-engine")
+    assert engine.severity is Severity.INFO and "asleep" in engine.summary
+    assert text in engine.summary and "/wake_up" in engine.summary
+    queue = one(facts, "vllm-queue")
+    assert queue.severity is Severity.INFO and "not judged" in queue.summary
+    report = run_checks(facts, VLLM_CHECKS, "t")
+    assert report.status != "critical", [(f.check, f.summary) for f in report.findings]
+
+
+def test_sleeping_engine_with_a_timed_out_probe_is_not_critical():
+    asleep = {"0": EngineState(waiting=1, sleep_level=1)}
+    probe = {
+        "request": {"path": "/v1/completions", "model": "m", "max_tokens": 16},
+        "status": None,
+        "error": "no answer within 2.0s (the server accepted the connection)",
+        "error_kind": "timeout",
+    }
+    facts = facts_with(
+        scrape("0.11+", asleep),
+        scrape("0.11+", asleep),
+        docs={"vllm/probe.json": probe, "vllm/health.json": HEALTH_200},
+    )
+    gen = one(facts, "vllm-generation")
+    assert gen.severity is Severity.INFO and "asleep" in gen.summary
+
+
+def test_deferred_waiting_is_not_blamed_on_the_token_budget():
+    # 0.11+: 30 requests deferred (KV transfer, LoRA budget), none waiting for capacity
+    state = {"0": EngineState(running=20, deferred=30, generation_tokens=1000, iterations=50)}
+    later = {"0": EngineState(running=20, deferred=30, generation_tokens=3000, iterations=90)}
+    facts = facts_with(scrape("0.11+", state), scrape("0.11+", later), settings__max_num_seqs=256)
+    queue = one(facts, "vllm-queue")
+    assert queue.severity is Severity.OK
+    assert "max_num_batched_tokens" not in queue.summary and "30 more deferred" in queue.summary
+
+
+def test_capacity_waiting_beside_deferred_is_still_judged():
+    state = {"0": EngineState(running=256, waiting=12, deferred=30, generation_tokens=10)}
+    later = {"0": EngineState(running=256, waiting=20, deferred=30, generation_tokens=900)}
+    facts = facts_with(scrape("0.11+", state), scrape("0.11+", later), settings__max_num_seqs=256)
+    queue = one(facts, "vllm-queue")
+    assert queue.severity is Severity.CRITICAL and "waiting 12 → 20" in queue.summary
+
+
+@pytest.mark.parametrize("release", ["0.10", "0.11+"])
+def test_running_with_frozen_counters_is_a_wedged_engine(release):
+    # 8 running, tokens and engine steps frozen across the window, /health 200
+    frozen = {"0": EngineState(running=8, waiting=3, generation_tokens=5000, iterations=700)}
+    facts = two_scrapes(
+        release,
+        frozen,
+        frozen,
+        docs={"vllm/health.json": HEALTH_200},
+    )
+    engine = one(facts, "vllm-engine")
+    assert engine.severity is Severity.CRITICAL and engine.runbooks == ["engine-wedged"]
+    assert "wedged" in engine.summary and "/health says 200" in engine.summary
+    assert one(facts, "vllm-queue").severity is Severity.INFO  # not blamed on saturation
+
+
+@pytest.mark.parametrize("release", ["v0-0.4", "v0", "0.8"])
+def test_frozen_counters_without_a_step_counter_need_a_longer_window(release):
+    # no iteration_tokens_total count: 5 s of no tokens could be one long prefill
+    frozen = {"0": EngineState(running=8, waiting=3, generation_tokens=5000, prompt_tokens=9)}
+    short = one(two_scrapes(release, frozen, frozen), "vllm-engine")
+    assert short.severity is Severity.WARNING and "--window 30" in short.summary
+    long = one(
+        facts_with(scrape(release, frozen), scrape(release, frozen), seconds=60.0), "vllm-engine"
+    )
+    assert long.severity is Severity.CRITICAL and long.runbooks == ["engine-wedged"]
+
+
+@pytest.mark.parametrize("release", GENERATIONS)
+def test_saturated_and_preempting_is_critical_on_every_generation(release):
+    # running at max_num_seqs, queue growing, KV full and preemptions rising
+    before = {
+        "0": EngineState(running=256, waiting=40, kv=0.99, preemptions=10, generation_tokens=10)
+    }
+    after = {
+        "0": EngineState(running=256, waiting=90, kv=0.99, preemptions=70, generation_tokens=900)
+    }
+    facts = two_scrapes(release, before, after, settings__max_num_seqs=256)
+    queue = one(facts, "vllm-queue")
+    assert queue.severity is Severity.CRITICAL and "kv-cache-preemption" in queue.runbooks
+    kv = one(facts, "vllm-kv-cache")
+    assert kv.severity is Severity.CRITICAL and kv.runbooks == ["kv-cache-preemption"]
+    assert one(facts, "vllm-engine").severity is Severity.OK
+
+
+@pytest.mark.parametrize("release", GENERATIONS)
+def test_idle_server_is_ok_on_every_generation(release):
+    idle = {"0": EngineState(generation_tokens=10)}
+    facts = two_scrapes(release, idle, idle)
+    for check_id in ("vllm-queue", "vllm-kv-cache", "vllm-engine"):
+        assert one(facts, check_id).severity is Severity.OK, check_id
+
+
+@pytest.mark.parametrize(
+    "release,expected",
+    [("v0-0.4", "v0"), ("v0", "v0"), ("0.8", "v1-early"), ("0.10", "v1-early"), ("0.11+", "v1")],
+)
+def test_the_generation_is_recognised(release, expected):
+    facts = facts_with(scrape(release, {"0": EngineState()}))
+    assert facts.get("vllm/window")["release"] == expected
+
+
+def test_cache_config_info_is_read_not_guessed():
+    cache = {
+        "block_size": "16",
+        "cache_dtype": "fp8",
+        "gpu_memory_utilization": "0.9",
+        "num_gpu_blocks": "5517",
+    }
+    full = {"0": EngineState(running=30, waiting=5, kv=0.97, generation_tokens=1)}
+    facts = facts_with(scrape("0.11+", full, cache_config=cache))
+    kv = one(facts, "vllm-kv-cache")
+    assert any("5517 blocks × 16 tokens = 88,272 tokens" in e["text"] for e in kv.evidence)
+    assert any("cache_dtype fp8" in e["text"] for e in kv.evidence)
+
+
+def test_metrics_without_vllm_series_is_a_finding_not_silence():
+    text = '# TYPE python_info gauge\npython_info{version="3.11"} 1.0\n'
+    facts = facts_with(text, docs={"vllm/health.json": HEALTH_200})
+    f = next(f for f in findings(facts, "vllm-health") if f.subject == "endpoint /metrics")
+    assert (
+        f.severity is Severity.WARNING
+        and "no vllm: series in /metrics: it answers with" in f.summary
+    )
+
+
+def test_health_silent_while_the_pod_crash_loops_is_worded_as_a_consequence():
+    pod = json.loads((EXAMPLES / "crashloop-cuda-oom" / "k8s" / "pod.json").read_text())
+    facts = health_facts(
+        {"status": None, "latency_ms": 1.0, "error": None, "error_kind": "connect"},
+        {"k8s/pod.json": pod},
+    )
+    f = next(f for f in findings(facts, "vllm-health") if f.subject == "endpoint /health")
+    assert f.severity is Severity.WARNING and "None" not in f.summary
+    assert (
+        "consequence of the container restarting" in f.summary and "CrashLoopBackOff" in f.summary
+    )
+    assert f.runbooks == []
+
+
+ITL_NAME = {"0.11+": "vllm:inter_token_latency_seconds"}
+
+
+@pytest.mark.parametrize("release", GENERATIONS)
+def test_slow_decode_is_found_on_every_generation(release):
+    # 20 requests at 0.9 s per output token inside the window; the histogram name differs
+    name = ITL_NAME.get(release, "vllm:time_per_output_token_seconds")
+    before = {"0": EngineState(running=4, generation_tokens=10, histograms={name: [0.02] * 50})}
+    after = {
+        "0": EngineState(
+            running=4, generation_tokens=90, histograms={name: [0.02] * 50 + [0.9] * 20}
+        )
+    }
+    f = one(two_scrapes(release, before, after), "vllm-latency")
+    assert f.summary.startswith("slow inter-token latency") and name in f.evidence[0]["text"]
+    assert f.severity is Severity.WARNING
+
+
+def test_kv_full_on_one_data_parallel_engine_names_that_engine():
+    # DP=2: engine 1 at 98% and preempting, engine 0 at 40%: the finding is about engine 1
+    before = {"0": EngineState(kv=0.4, preemptions=3), "1": EngineState(kv=0.98, preemptions=10)}
+    after = {"0": EngineState(kv=0.4, preemptions=3), "1": EngineState(kv=0.98, preemptions=25)}
+    f = one(two_scrapes("0.11+", before, after), "vllm-kv-cache")
+    assert f.severity is Severity.CRITICAL and f.subject == "model m (engine 1 of 2)"
+    assert any("engine 1: +15" in e["text"] for e in f.evidence)
+
+
+def test_latency_of_each_data_parallel_engine_is_shown():
+    # engine 1 is slow to the first token, engine 0 is fast: the evidence says which
+    name = "vllm:time_to_first_token_seconds"
+    before = {
+        "0": EngineState(histograms={name: [0.1]}),
+        "1": EngineState(histograms={name: [0.1]}),
+    }
+    after = {
+        "0": EngineState(histograms={name: [0.1] * 21}),
+        "1": EngineState(histograms={name: [0.1] + [30.0] * 20}),
+    }
+    f = one(two_scrapes("0.11+", before, after), "vllm-latency")
+    per = next(e["text"] for e in f.evidence if "per engine" in e["text"])
+    assert per.startswith("time to first token p95 per engine: engine 0: ") and "engine 1: 3" in per
+
+
+def test_a_restart_between_the_scrapes_is_not_a_wedge():
+    # counters fell (the server restarted): progress is unknown, never "no token generated"
+    before = {"0": EngineState(running=5, generation_tokens=9000, iterations=800)}
+    after = {"0": EngineState(running=5, generation_tokens=0, iterations=0)}
+    f = one(two_scrapes("0.11+", before, after), "vllm-engine")
+    assert f.severity is Severity.INFO and "counter reset" in f.summary
+
+
+def test_a_plateau_off_vllm_defaults_with_the_ceiling_unknown_is_not_saturation():
+    # before: any flat `running` with a queue was called saturated; 100 is no vLLM default
+    facts = facts_with(
+        v1_metrics("m", running=100, waiting=20, generation_tokens=10),
+        v1_metrics("m", running=100, waiting=30, generation_tokens=900),
+    )
+    f = one(facts, "vllm-queue")
+    assert f.severity is Severity.WARNING and "max_num_seqs unknown" in f.summary
+
+
+def test_data_parallel_size_given_as_text_in_the_pod_args_is_read():
+    facts = facts_with(
+        scrape("0.11+", dp4(10, 0, 1000)),
+        scrape("0.11+", dp4(10, 0, 2000)),
+        serving__args={"data_parallel_size": "4"},
+    )
+    queue = one(facts, "vllm-queue")
+    assert any("from --data-parallel-size in the pod spec" in e["text"] for e in queue.evidence)
+
+
+def test_probe_refused_while_the_pod_crash_loops_is_a_consequence_too():
+    pod = json.loads((EXAMPLES / "crashloop-cuda-oom" / "k8s" / "pod.json").read_text())
+    probe = {
+        "request": {"path": "/v1/completions", "model": "m", "max_tokens": 16},
+        "status": None,
+        "error": "connection refused (nothing listens on that port, or vLLM exited)",
+        "error_kind": "connect",
+    }
+    facts = Facts()
+    facts.set("vllm/probe.json", probe)
+    facts.set("k8s/pod.json", pod)
+    f = one(facts, "vllm-generation")
+    assert f.severity is Severity.WARNING and f.runbooks == []
+    assert "consequence of the container restarting" in f.summary
+
+
+def test_old_restarts_of_a_ready_container_do_not_excuse_a_silent_endpoint():
+    pod = json.loads((EXAMPLES / "crashloop-cuda-oom" / "k8s" / "pod.json").read_text())
+    status = pod["status"]["containerStatuses"][0]
+    status.update(
+        ready=True, started=True, state={"running": {"startedAt": "2025-09-04T01:30:00Z"}}
+    )
+    facts = health_facts(
+        {"status": None, "latency_ms": 1.0, "error": "connection refused", "error_kind": "connect"},
+        {"k8s/pod.json": pod},
+    )
+    f = next(f for f in findings(facts, "vllm-health") if f.subject == "endpoint /health")
+    assert f.severity is Severity.CRITICAL and f.runbooks == ["engine-dead"]

@@ -19,11 +19,16 @@ from vllm_server import (
     SilentServer,
     Stream,
     by_check,
+    deferred_scenario,
+    dp_scenario,
     fixture_text,
     free_port,
+    no_vllm_series_scenario,
     probe_report,
+    sleeping_scenario,
     v0_metrics,
     v1_metrics,
+    wedged_scenario,
 )
 
 from llmdoctor.collectors import vllm_endpoint
@@ -70,8 +75,8 @@ def test_queue_building_between_scrapes_at_max_num_seqs_is_critical():
     # running pinned at max_num_seqs 256 while waiting grows 240 -> 603 (real stats-line values)
     scenario = Scenario(
         metrics=[
-            v0_metrics(running=256, waiting=240, kv=0.417),
-            v0_metrics(running=256, waiting=603, kv=0.21),
+            v0_metrics(running=256, waiting=240, kv=0.417, generation_tokens=955),
+            v0_metrics(running=256, waiting=603, kv=0.21, generation_tokens=1400),
         ]
     )
     with FakeVllmServer(scenario) as srv:
@@ -81,15 +86,21 @@ def test_queue_building_between_scrapes_at_max_num_seqs_is_critical():
     assert "max_num_seqs 256" in f.summary and "240 → 603" in f.summary
     assert "growing" in f.summary
     assert f.subject == f"model {V0_MODEL}"
-    assert any("max_num_seqs: 256 (from --max-num-seqs)" in e["text"] for e in f.evidence)
+    assert any(
+        "max_num_seqs: 256 per engine (from --max-num-seqs)" in e["text"] for e in f.evidence
+    )
 
 
 def test_queue_on_a_plateau_without_known_max_num_seqs_names_the_default():
     # no --max-num-seqs: running flat at 256 with a queue is a plateau; 256 is vLLM's default
     scenario = Scenario(
         metrics=[
-            v1_metrics("Qwen2-7B-Instruct", running=256, waiting=240, kv=0.417),
-            v1_metrics("Qwen2-7B-Instruct", running=250, waiting=184, kv=0.378),
+            v1_metrics(
+                "Qwen2-7B-Instruct", running=256, waiting=240, kv=0.417, generation_tokens=9
+            ),
+            v1_metrics(
+                "Qwen2-7B-Instruct", running=250, waiting=184, kv=0.378, generation_tokens=444
+            ),
         ],
         models=("Qwen2-7B-Instruct",),
     )
@@ -105,8 +116,8 @@ def test_kv_cache_full_with_preemptions_rising_is_critical():
     # KV at 99% and 60 preemptions in the window: kv-cache-preemption, with the rate
     scenario = Scenario(
         metrics=[
-            v1_metrics("m", running=40, waiting=30, kv=0.99, preemptions=120),
-            v1_metrics("m", running=41, waiting=35, kv=0.99, preemptions=180),
+            v1_metrics("m", running=40, waiting=30, kv=0.99, preemptions=120, generation_tokens=1),
+            v1_metrics("m", running=41, waiting=35, kv=0.99, preemptions=180, generation_tokens=90),
         ],
         models=("m",),
     )
@@ -137,9 +148,11 @@ def test_dead_engine_health_500_probe_500_and_stuck_queue():
     assert health.severity is Severity.CRITICAL and health.runbooks == ["engine-dead"]
     gen = only(report, "vllm-generation")
     assert gen.severity is Severity.CRITICAL and gen.runbooks == ["engine-dead"]
-    queue = only(report, "vllm-queue")
-    assert queue.severity is Severity.CRITICAL and queue.runbooks == ["engine-dead"]
-    assert "none running" in queue.summary and "no token was generated" in queue.summary
+    engine = only(report, "vllm-engine")
+    assert engine.severity is Severity.CRITICAL and engine.runbooks == ["engine-dead"]
+    assert "none running" in engine.summary and "no token was generated" in engine.summary
+    assert "GET /health answers 500" in engine.summary
+    assert only(report, "vllm-queue").severity is Severity.INFO  # not a capacity queue
 
 
 def test_health_503_of_newer_vllm_is_engine_dead():
@@ -507,3 +520,64 @@ def test_garbage_metrics_are_reported_as_unusable():
     metrics = only(report, "vllm-health", "/metrics")
     assert metrics.severity is Severity.WARNING and "not usable" in metrics.summary
     assert "vllm-queue" in {s["check"] for s in report.skipped}
+
+
+# --- scripted scenarios of issue 13 over HTTP: DP=4, sleep, deferred, wedged, no vllm series ---
+
+
+def test_dp4_healthy_server_is_not_critical():
+    with FakeVllmServer(dp_scenario()) as srv:
+        report = probe_report(srv.url, settings={"max_num_seqs": 256})
+    assert report.status == "ok", [(f.check, f.summary) for f in report.findings]
+    assert "4 engines" in only(report, "vllm-queue").summary
+
+
+def test_dp4_with_one_engine_saturated_is_critical_for_that_engine():
+    with FakeVllmServer(dp_scenario(saturated="3")) as srv:
+        report = probe_report(srv.url, settings={"max_num_seqs": 256})
+    queue = only(report, "vllm-queue")
+    assert queue.severity is Severity.CRITICAL
+    assert queue.summary.startswith("engine 3 of 4: queue saturated: running 256 → 256")
+
+
+def test_sleeping_server_is_reported_as_asleep_not_stuck():
+    # RL rollout pause: sleep level 1, two requests waiting; the probe hangs until woken
+    with FakeVllmServer(sleeping_scenario()) as srv:
+        report = probe_report(srv.url, timeout=1.0)
+    assert report.status != "critical", [(f.check, f.summary) for f in report.findings]
+    engine = only(report, "vllm-engine")
+    assert engine.severity is Severity.INFO and "asleep" in engine.summary
+    assert "stuck" not in " ".join(f.summary for f in report.findings)
+
+
+def test_deferred_waiting_server_is_not_blamed_on_capacity():
+    with FakeVllmServer(deferred_scenario()) as srv:
+        report = probe_report(srv.url, settings={"max_num_seqs": 256})
+    queue = only(report, "vllm-queue")
+    assert queue.severity is Severity.OK and "25 more deferred" in queue.summary
+
+
+def test_wedged_engine_health_200_counters_frozen_probe_times_out():
+    # /health 200 throughout; 6 running, tokens and steps frozen; the probe gets nothing
+    with FakeVllmServer(wedged_scenario()) as srv:
+        report = probe_report(srv.url, timeout=1.0)
+    engine = only(report, "vllm-engine")
+    assert engine.severity is Severity.CRITICAL and engine.runbooks == ["engine-wedged"]
+    gen = only(report, "vllm-generation")
+    assert gen.severity is Severity.CRITICAL and gen.runbooks == ["engine-wedged"]
+    assert "while /health says 200" in gen.summary
+    assert only(report, "vllm-health", "/health").severity is Severity.OK
+    assert report.findings[0].check == "vllm-engine"  # the cause before the symptom
+
+
+def test_metrics_without_any_vllm_series_says_so():
+    # another exporter answers on the port: python_* series only
+    with FakeVllmServer(no_vllm_series_scenario()) as srv:
+        report = probe_report(srv.url)
+    f = only(report, "vllm-health", "/metrics")
+    assert (
+        f.severity is Severity.WARNING
+        and "no vllm: series in /metrics: it answers with" in f.summary
+    )
+    skipped = {s["check"] for s in report.skipped}
+    assert {"vllm-queue", "vllm-engine", "vllm-kv-cache"} <= skipped

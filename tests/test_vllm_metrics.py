@@ -1,18 +1,25 @@
-"""vllm/window: parsing real /metrics captures (V0, V1, elided docs), deltas, rates, quantiles."""
+"""vllm/window: parsing real /metrics captures (V0, V1, trimmed docs), deltas, rates, quantiles."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
-from vllm_server import V0_TTFT, fixture_text, histogram_block, v0_metrics, v1_metrics
+from vllm_server import (
+    V0_TTFT,
+    EngineState,
+    fixture_text,
+    histogram_block,
+    v0_metrics,
+    v1_metrics,
+    v1_text,
+)
 
 from llmdoctor.derive import derive_all
 from llmdoctor.facts import Facts
 from llmdoctor.parsers.vllm_metrics import (
     histogram_quantile,
     parse_scrape,
-    strip_elisions,
     window_from_scrapes,
 )
 
@@ -53,16 +60,33 @@ def test_real_v1_0_10_excerpt_reads_engine_label_and_ignores_created_series():
     assert 0.075 < itl["p50"] < 0.1
 
 
-def test_elided_design_doc_capture_parses_after_stripping_ellipsis_lines():
-    # the docs example contains literal "..." lines that the Prometheus parser rejects
-    text = fixture_text("metrics_v1-early_vllmdocs-design_llama31-8b_elided.txt")
-    assert "..." in text and "..." not in strip_elisions(text)
+def test_trimmed_design_doc_capture_parses():
+    # the docs example with its "..." elision lines removed (SOURCES.md): a valid page again
+    text = fixture_text("metrics_v1-early_vllmdocs-design_llama31-8b_trimmed.txt")
     w = window_of(text)
     model = w["models"]["meta-llama/Llama-3.1-8B-Instruct"]
     assert w["parse_errors"] == []
     assert model["gauges"]["running"]["values"] == [8.0]
     assert model["counters"]["requests_finished"]["last"] == 132.0  # stop + length + abort
     assert 0.02 < model["histograms"]["ttft"]["p50"] < 0.04
+
+
+def test_an_ellipsis_line_makes_the_scrape_an_error_with_its_line_number():
+    # a "..." line is a documentation elision, never part of a real page: a corrupt scrape
+    text = v1_metrics("m", waiting=3).replace(
+        "# HELP vllm:num_requests_waiting", "...\n# HELP x", 1
+    )
+    with pytest.raises(ValueError, match=r"line \d+ is not Prometheus text: '\.\.\.'"):
+        window_of(text)
+
+
+def test_a_corrupt_second_scrape_is_rejected_and_the_first_still_used():
+    # the second page breaks off mid-line: it is reported, not read as a smaller server
+    good = v1_metrics("m", running=5, waiting=1)
+    cut = good[: good.index("vllm:num_requests_waiting{") + 30]
+    w = window_of(good, cut)
+    assert w["rejected"] == ["vllm/metrics-1.txt"]
+    assert "line" in w["parse_errors"][0] and len(w["scrapes"]) == 1
 
 
 def test_v1_0_8_excerpt_ignores_process_metrics():
@@ -75,7 +99,7 @@ def test_v1_0_8_excerpt_ignores_process_metrics():
 def test_histogram_only_capture_has_a_model_without_queue_gauges():
     # the usage docs example exposes only iteration_tokens_total: nothing to judge queues with
     w = window_of(
-        fixture_text("metrics_unknown-v0.7plus_vllmdocs-usage_iteration-tokens_elided.txt")
+        fixture_text("metrics_unknown-v0.7plus_vllmdocs-usage_iteration-tokens_trimmed.txt")
     )
     model = w["models"]["unsloth/Llama-3.2-1B-Instruct"]
     assert model["gauges"] == {} and model["histograms"] == {}
@@ -123,15 +147,22 @@ def test_itl_prefers_inter_token_latency_over_deprecated_tpot():
     assert w["models"]["m"]["histograms"]["itl"]["metric"] == "vllm:inter_token_latency_seconds"
 
 
-def test_data_parallel_engines_are_summed_and_kv_is_the_fullest():
-    # engine="0" and engine="1" of one model: running adds up, KV usage is the worst engine
-    text = v1_metrics("m", engine="0", running=10, kv=0.5) + v1_metrics(
-        "m", engine="1", running=7, kv=0.97, help_lines=False
+def test_data_parallel_engines_keep_their_own_values_beside_the_totals():
+    # engine="0" and engine="1" of one model: totals for the model, and each engine on its own
+    text = v1_text(
+        "m", {"0": EngineState(running=10, kv=0.5), "1": EngineState(running=7, kv=0.97)}
     )
     model = window_of(text)["models"]["m"]
     assert model["engines"] == ["0", "1"]
     assert model["gauges"]["running"]["values"] == [17.0]
+    assert model["gauges"]["running"]["per_engine"] == [{"0": 10.0, "1": 7.0}]
     assert model["gauges"]["kv_cache_usage"]["values"] == [0.97]
+
+
+def test_engine_labels_sort_numerically():
+    # ten engines: "10" comes after "9", not after "1"
+    text = v1_text("m", {str(i): EngineState() for i in range(11)})
+    assert window_of(text)["models"]["m"]["engines"][-2:] == ["9", "10"]
 
 
 def test_two_models_on_one_server_are_kept_apart():
@@ -159,22 +190,21 @@ def test_p95_beyond_last_bucket_is_flagged():
 
 def test_html_page_is_not_metrics():
     # a login page served on /metrics must not parse into an empty, "healthy" window
-    with pytest.raises(ValueError, match="not valid Prometheus text"):
+    with pytest.raises(ValueError, match="line 1 is not Prometheus text"):
         window_of("<!DOCTYPE html>\n<html><body>Sign in</body></html>\n")
 
 
 def test_non_vllm_prometheus_text_is_rejected():
     # a server exposing only python_* metrics is not vLLM
-    with pytest.raises(ValueError, match="no vllm: series"):
+    with pytest.raises(ValueError, match="no vllm: series in /metrics: it answers with"):
         window_of('# TYPE python_info gauge\npython_info{version="3.11"} 1.0\n')
 
 
-def test_bad_line_part_way_keeps_the_series_before_it():
-    # the Prometheus parser raises mid-iteration; what was read before the bad line is kept
+def test_bad_line_part_way_rejects_the_whole_scrape():
+    # before: the series above the bad line were kept and judged as if the page were complete
     text = v1_metrics("m", waiting=3) + "this is not { valid\n"
-    w = window_of(text)
-    assert w["models"]["m"]["gauges"]["waiting"]["values"] == [3.0]
-    assert w["parse_errors"] and "not valid Prometheus text" in w["parse_errors"][0]
+    with pytest.raises(ValueError, match="not Prometheus text"):
+        window_of(text)
 
 
 def test_derived_fact_reads_bundle_keys_and_scrape_times():
@@ -197,3 +227,10 @@ def test_histogram_block_matches_prometheus_client_layout():
         "vllm:e2e_request_latency_seconds", [1.0], [0.5], {"engine": "0", "model_name": "m"}
     )
     assert 'vllm:e2e_request_latency_seconds_bucket{engine="0",le="1.0",model_name="m"} 1.0' in text
+
+
+def test_renamed_vllm_series_are_named_in_the_reason():
+    # Ray's metrics agent re-exports vLLM's gauges as ray_vllm_* (":" becomes "_")
+    text = 'ray_vllm_num_requests_running{model_name="m",engine="0"} 3.0\n'
+    with pytest.raises(ValueError, match="renamed \\(ray_vllm_num_requests_running"):
+        window_of(text)

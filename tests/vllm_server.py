@@ -56,6 +56,7 @@ HISTOGRAM_HELP = {
     "vllm:inter_token_latency_seconds": "Histogram of inter-token latency in seconds.",
     "vllm:e2e_request_latency_seconds": "Histogram of end to end request latency in seconds.",
     "vllm:request_queue_time_seconds": "Histogram of time spent in WAITING phase for request.",
+    "vllm:iteration_tokens_total": "Histogram of number of tokens per engine_step.",
 }
 
 
@@ -102,6 +103,7 @@ def v0_metrics(
     swapped: float = 0,
     kv: float = 0.0,
     preemptions: float = 0,
+    prompt_tokens: float = 148,
     generation_tokens: float = 955,
     histograms: dict[str, list[float]] | None = None,
 ) -> str:
@@ -114,6 +116,7 @@ def v0_metrics(
             "vllm:num_requests_swapped": swapped,
             "vllm:gpu_cache_usage_perc": kv,
             "vllm:num_preemptions_total": preemptions,
+            "vllm:prompt_tokens_total": prompt_tokens,
             "vllm:generation_tokens_total": generation_tokens,
         },
     )
@@ -128,56 +131,245 @@ def v0_metrics(
     return text
 
 
-def v1_metrics(
-    model: str,
-    *,
-    engine: str = "0",
-    running: float = 0,
-    waiting: float = 0,
-    kv: float = 0.0,
-    preemptions: float = 0,
-    prompt_tokens: float = 0,
-    generation_tokens: float = 0,
-    finished: float = 0,
-    histograms: dict[str, list[float]] | None = None,
-    help_lines: bool = True,
+V0_EARLY_E2E = [1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+
+
+def v0_early_text(
+    model: str, state: EngineState, *, cache_config: dict[str, str] | None = None
 ) -> str:
-    """Scripted V1 (0.10-style) text: engine + model_name labels, HELP texts as vLLM prints them."""
-    lab = _labels([("engine", engine), ("model_name", model)])
-    gauges = [
-        ("vllm:num_requests_running", "Number of requests in model execution batches.", running),
-        ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", waiting),
+    """Scripted V0 ~0.4-0.5 text, from the `Metrics` class of vllm/engine/metrics.py at
+    vllm-project/vllm@00c33e81b526a179a6afb86512d1e8198965ee2f: `model_name` label only, no
+    `_created` series (disable_created_metrics), no queue-time or engine-step histograms, the
+    cache config as an Info metric (exposed as `vllm:cache_config_info`)."""
+    lab = _labels([("model_name", model)])
+    lines: list[str] = []
+    if cache_config is not None:
+        lines += [
+            "# HELP vllm:cache_config_info information of cache_config",
+            "# TYPE vllm:cache_config_info gauge",
+            f"vllm:cache_config_info{_labels(sorted(cache_config.items()))} 1.0",
+        ]
+    families = [
+        (
+            "vllm:num_requests_running",
+            "gauge",
+            "Number of requests currently running on GPU.",
+            state.running,
+        ),
+        (
+            "vllm:num_requests_waiting",
+            "gauge",
+            "Number of requests waiting to be processed.",
+            state.waiting,
+        ),
+        ("vllm:num_requests_swapped", "gauge", "Number of requests swapped to CPU.", 0.0),
         (
             "vllm:gpu_cache_usage_perc",
-            "GPU KV-cache usage. 1 means 100 percent usage. DEPRECATED: Use "
-            "vllm:kv_cache_usage_perc instead.",
-            kv,
+            "gauge",
+            "GPU KV-cache usage. 1 means 100 percent usage.",
+            state.kv,
         ),
-        ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", kv),
+        (
+            "vllm:cpu_cache_usage_perc",
+            "gauge",
+            "CPU KV-cache usage. 1 means 100 percent usage.",
+            0.0,
+        ),
+        (
+            "vllm:num_preemptions_total",
+            "counter",
+            "Cumulative number of preemption from the engine.",
+            state.preemptions,
+        ),
+        (
+            "vllm:prompt_tokens_total",
+            "counter",
+            "Number of prefill tokens processed.",
+            state.prompt_tokens,
+        ),
+        (
+            "vllm:generation_tokens_total",
+            "counter",
+            "Number of generation tokens processed.",
+            state.generation_tokens,
+        ),
     ]
-    counters = [
-        ("vllm:num_preemptions", "Cumulative number of preemption from the engine.", preemptions),
-        ("vllm:prompt_tokens", "Number of prefill tokens processed.", prompt_tokens),
-        ("vllm:generation_tokens", "Number of generation tokens processed.", generation_tokens),
-    ]
-    lines = []
-    for name, help_text, value in gauges:
-        if help_lines:
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
-        lines.append(f"{name}{lab} {float(value)!r}")
-    for name, help_text, value in counters:
-        if help_lines:
-            lines += [f"# HELP {name}_total {help_text}", f"# TYPE {name}_total counter"]
-        lines.append(f"{name}_total{lab} {float(value)!r}")
-        lines.append(f"{name}_created{lab} 1.7537953269352946e+09")
-    if help_lines:
+    for name, kind, help_text, value in families:
+        lines += [
+            f"# HELP {name} {help_text}",
+            f"# TYPE {name} {kind}",
+            f"{name}{lab} {float(value)!r}",
+        ]
+    if state.finished:
         lines += [
             "# HELP vllm:request_success_total Count of successfully processed requests.",
             "# TYPE vllm:request_success_total counter",
+            f"vllm:request_success_total{_labels([('finished_reason', 'stop'), ('model_name', model)])} "
+            f"{float(state.finished)!r}",
         ]
-    for reason, share in (("stop", 1.0), ("length", 0.0), ("abort", 0.0)):
-        pairs = [("engine", engine), ("finished_reason", reason), ("model_name", model)]
-        lines.append(f"vllm:request_success_total{_labels(pairs)} {float(finished * share)!r}")
+    text = "\n".join(lines) + "\n"
+    buckets = {
+        "vllm:time_to_first_token_seconds": V0_TTFT,
+        "vllm:time_per_output_token_seconds": V0_TPOT,
+        "vllm:e2e_request_latency_seconds": V0_EARLY_E2E,
+    }
+    for name, obs in state.histograms.items():
+        text += histogram_block(name, buckets[name], obs, {"model_name": model})
+    return text
+
+
+# The V1 releases the scripted text follows (see tests/fixtures/vllm/SOURCES.md):
+#   "0.8"   early V1 (production-stack#318 dump): model_name only, gpu_cache_usage_perc,
+#           time_per_output_token_seconds;
+#   "0.10"  engine + model_name, both KV names, _created series (production-stack#617 dump,
+#           vllm/v1/metrics/loggers.py ~0.10);
+#   "0.11+" current loggers.py: kv_cache_usage_perc only, engine_sleep_state,
+#           num_requests_waiting_by_reason, prompt_tokens_cached, inter_token_latency_seconds.
+V1_RELEASES = ("0.8", "0.10", "0.11+")
+ITERATION_BUCKETS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
+SLEEP_HELP = (
+    "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
+    "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2."
+)
+WAITING_BY_REASON_HELP = (
+    "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling "
+    "capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked "
+    "status). Sum of all reasons equals vllm:num_requests_waiting."
+)
+GPU_CACHE_HELP = "GPU KV-cache usage. 1 means 100 percent usage."
+
+
+@dataclass
+class EngineState:
+    """What one data-parallel engine reports (values chosen per scenario)."""
+
+    running: float = 0
+    waiting: float = 0  # capacity waiting; `deferred` is added to num_requests_waiting
+    deferred: float = 0
+    kv: float = 0.0
+    preemptions: float = 0
+    prompt_tokens: float = 0
+    generation_tokens: float = 0
+    finished: float = 0
+    iterations: float | None = None  # engine steps (iteration_tokens_total_count)
+    sleep_level: int = 0  # 0 awake, 1 weights offloaded, 2 discard all
+    histograms: dict[str, list[float]] = field(default_factory=dict)
+
+
+def _family(lines: list[str], name: str, kind: str, help_text: str, help_lines: bool) -> None:
+    if help_lines:
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+
+
+def v1_text(
+    model: str,
+    engines: dict[str, EngineState],
+    *,
+    release: str = "0.10",
+    help_lines: bool = True,
+    cache_config: dict[str, str] | None = None,
+) -> str:
+    """Scripted V1 /metrics of one model, each family once with every engine's sample."""
+    assert release in V1_RELEASES, release
+    labelled = release != "0.8"  # the engine label exists from ~0.8.x/0.9 on
+
+    def lab(engine: str, *extra: tuple[str, str]) -> str:
+        pairs = [("engine", engine)] if labelled else []
+        return _labels(sorted([*pairs, ("model_name", model), *extra]))
+
+    lines: list[str] = []
+    if cache_config is not None:
+        _family(
+            lines,
+            "vllm:cache_config_info",
+            "gauge",
+            "Information of the LLMEngine CacheConfig",
+            help_lines,
+        )
+        for engine in engines:
+            extra = [("engine", engine)] if release == "0.11+" else []
+            lines.append(
+                f"vllm:cache_config_info{_labels(sorted([*cache_config.items(), *extra]))} 1.0"
+            )
+    gauges = [
+        (
+            "vllm:num_requests_running",
+            "Number of requests in model execution batches.",
+            lambda e: e.running,
+        ),
+        (
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            lambda e: e.waiting + (e.deferred if release == "0.11+" else 0),
+        ),
+    ]
+    if release == "0.8":
+        gauges.append(("vllm:gpu_cache_usage_perc", GPU_CACHE_HELP, lambda e: e.kv))
+    elif release == "0.10":
+        gauges.append(
+            (
+                "vllm:gpu_cache_usage_perc",
+                f"{GPU_CACHE_HELP} DEPRECATED: Use vllm:kv_cache_usage_perc instead.",
+                lambda e: e.kv,
+            )
+        )
+    if release != "0.8":
+        gauges.append(
+            (
+                "vllm:kv_cache_usage_perc",
+                "KV-cache usage. 1 means 100 percent usage.",
+                lambda e: e.kv,
+            )
+        )
+    for name, help_text, value in gauges:
+        _family(lines, name, "gauge", help_text, help_lines)
+        lines += [f"{name}{lab(e)} {float(value(st))!r}" for e, st in engines.items()]
+    if release == "0.11+":
+        name = "vllm:num_requests_waiting_by_reason"
+        _family(lines, name, "gauge", WAITING_BY_REASON_HELP, help_lines)
+        for e, st in engines.items():
+            lines.append(f"{name}{lab(e, ('reason', 'capacity'))} {float(st.waiting)!r}")
+            lines.append(f"{name}{lab(e, ('reason', 'deferred'))} {float(st.deferred)!r}")
+        name = "vllm:engine_sleep_state"
+        _family(lines, name, "gauge", SLEEP_HELP, help_lines)
+        for e, st in engines.items():
+            for state, on in (
+                ("awake", st.sleep_level == 0),
+                ("weights_offloaded", st.sleep_level == 1),
+                ("discard_all", st.sleep_level == 2),
+            ):
+                lines.append(f"{name}{lab(e, ('sleep_state', state))} {float(on)!r}")
+    counters = [
+        (
+            "vllm:num_preemptions",
+            "Cumulative number of preemption from the engine.",
+            lambda e: e.preemptions,
+        ),
+        ("vllm:prompt_tokens", "Number of prefill tokens processed.", lambda e: e.prompt_tokens),
+        (
+            "vllm:generation_tokens",
+            "Number of generation tokens processed.",
+            lambda e: e.generation_tokens,
+        ),
+    ]
+    for name, help_text, value in counters:
+        _family(lines, f"{name}_total", "counter", help_text, help_lines)
+        for e, st in engines.items():
+            lines.append(f"{name}_total{lab(e)} {float(value(st))!r}")
+            if release != "0.8":
+                lines.append(f"{name}_created{lab(e)} 1.7537953269352946e+09")
+    _family(
+        lines,
+        "vllm:request_success_total",
+        "counter",
+        "Count of successfully processed requests.",
+        help_lines,
+    )
+    for e, st in engines.items():
+        for reason, share in (("stop", 1.0), ("length", 0.0), ("abort", 0.0)):
+            lines.append(
+                f"vllm:request_success_total{lab(e, ('finished_reason', reason))} {float(st.finished * share)!r}"
+            )
     text = "\n".join(lines) + "\n"
     buckets = {
         "vllm:time_to_first_token_seconds": V1_TTFT,
@@ -186,9 +378,27 @@ def v1_metrics(
         "vllm:e2e_request_latency_seconds": V1_LATENCY,
         "vllm:request_queue_time_seconds": V1_LATENCY,
     }
-    for name, obs in (histograms or {}).items():
-        text += histogram_block(name, buckets[name], obs, {"engine": engine, "model_name": model})
+    for e, st in engines.items():
+        base = {"engine": e, "model_name": model} if labelled else {"model_name": model}
+        for name, obs in st.histograms.items():
+            text += histogram_block(name, buckets[name], obs, base)
+        if st.iterations is not None:
+            # tokens per engine step: `iterations` steps of 1 token each (a decode-only load)
+            steps = [1.0] * int(st.iterations)
+            text += histogram_block("vllm:iteration_tokens_total", ITERATION_BUCKETS, steps, base)
     return text
+
+
+def v1_metrics(
+    model: str,
+    *,
+    engine: str = "0",
+    release: str = "0.10",
+    help_lines: bool = True,
+    **values,
+) -> str:
+    """Scripted V1 text of one model served by one engine (see v1_text and EngineState)."""
+    return v1_text(model, {engine: EngineState(**values)}, release=release, help_lines=help_lines)
 
 
 def models_body(*names: str) -> bytes:
@@ -253,6 +463,70 @@ class Scenario:
     version: str = "0.7.1"
     routes: dict[str, Route] = field(default_factory=dict)  # "GET /health" -> what to answer
     prefix: str = ""  # serve under a path prefix, as the API server's pod proxy does
+
+
+# --- the scripted scenarios of issue 13 (values chosen; formats per V1_RELEASES) ----------
+
+
+def dp_scenario(engines: int = 4, saturated: str | None = None) -> Scenario:
+    """A 0.11+ `--data-parallel-size N` server, every engine at 100 running and tokens flowing;
+    `saturated` names one engine pinned at 256 running with 40 waiting."""
+    pages = []
+    for tokens in (1000, 4000):
+        states = {
+            str(e): EngineState(
+                running=256 if str(e) == saturated else 100,
+                waiting=40 if str(e) == saturated else 0,
+                generation_tokens=tokens,
+                iterations=tokens,
+            )
+            for e in range(engines)
+        }
+        pages.append(v1_text("m", states, release="0.11+"))
+    return Scenario(metrics=pages, models=("m",), version="0.11.0")
+
+
+def sleeping_scenario(level: int = 1) -> Scenario:
+    """Sleep mode between RL rollouts: awake 0, two requests waiting, the completion hangs."""
+    page = v1_text("m", {"0": EngineState(waiting=2, sleep_level=level)}, release="0.11+")
+    return Scenario(
+        metrics=[page, page], models=("m",), routes={"POST /v1/completions": Blackhole()}
+    )
+
+
+def deferred_scenario() -> Scenario:
+    """12 running and 25 waiting requests that vLLM labels `deferred` (KV transfer, LoRA)."""
+    pages = [
+        v1_text(
+            "m",
+            {"0": EngineState(running=12, deferred=25, generation_tokens=t, iterations=t)},
+            release="0.11+",
+        )
+        for t in (100, 900)
+    ]
+    return Scenario(metrics=pages, models=("m",))
+
+
+def wedged_scenario() -> Scenario:
+    """/health 200, 6 running, tokens and engine steps frozen, the completion never answers."""
+    page = v1_text(
+        "m",
+        {"0": EngineState(running=6, waiting=2, generation_tokens=777, iterations=300)},
+        release="0.11+",
+    )
+    return Scenario(
+        metrics=[page, page], models=("m",), routes={"POST /v1/completions": Blackhole()}
+    )
+
+
+def no_vllm_series_scenario() -> Scenario:
+    """Another exporter on the port: a python_info series only."""
+    page = (
+        "# HELP python_info Python platform information\n# TYPE python_info gauge\n"
+        'python_info{implementation="CPython",major="3",minor="11",patchlevel="7",'
+        'version="3.11.7"} 1.0\n'
+    )
+    return Scenario(metrics=[page, page])
 
 
 class _Handler(BaseHTTPRequestHandler):

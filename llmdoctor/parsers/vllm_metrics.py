@@ -1,12 +1,17 @@
-"""vLLM /metrics scrapes -> `vllm/window`: per-model gauges, counter rates, histogram quantiles.
+"""vLLM /metrics scrapes -> `vllm/window`: per-(model, engine) gauges, counter deltas, quantiles.
 
 Reads every `vllm/metrics-<n>.txt` (Prometheus text) with the times in `vllm/scrapes.json`,
 and compares the first and the last usable scrape: gauges as seen in each scrape, counters as
 delta and rate over the window, histograms as p50/p95 of the observations made inside the
-window (bucket deltas). Both metric generations are understood (V0 `gpu_cache_usage_perc`,
-`time_per_output_token_seconds`; V1 `kv_cache_usage_perc`, `inter_token_latency_seconds`),
-series are grouped by `model_name`, and several data-parallel engines (`engine` label) are
-summed (KV usage: the fullest engine).
+window (bucket deltas). Every generation still in use is understood (V0 0.4-0.10
+`gpu_cache_usage_perc`, `time_per_output_token_seconds`; V1 `kv_cache_usage_perc`,
+`inter_token_latency_seconds`, and from 0.11 `engine_sleep_state` and
+`num_requests_waiting_by_reason`). Series are grouped by `model_name`, and each data-parallel
+engine (`engine` label) keeps its own values beside the model's totals, so that checks can
+judge every engine against its own ceiling.
+
+A scrape that is not valid Prometheus text is rejected whole, with the line that is wrong: a
+truncated or corrupt page must not be read as a smaller, healthier server.
 
 Real input (vLLM V0 ~0.7, vllm-project/aibrix docs/source/features/runtime.rst):
 
@@ -27,20 +32,34 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmdoctor.derive import derived_fact
-from llmdoctor.facts import Facts
+from llmdoctor.facts import FactMissing, Facts
 
 METRICS_KEY = re.compile(r"^vllm/metrics-(\d+)\.txt$")
-ELISION = re.compile(r"^\s*(\.\.\.|…)\s*$")
+# one sample line of the text format: name{labels} value [timestamp]
+SAMPLE_LINE = re.compile(
+    r'^[A-Za-z_:][A-Za-z0-9_:]*(\{([^"}]|"([^"\\]|\\.)*")*\})?[ \t]+\S+([ \t]+-?[0-9]+)?[ \t]*$'
+)
+# series whose extra label is a state or a reason, kept apart as "<name>/<value>"
+SPLIT_BY_LABEL = {
+    "vllm:num_requests_waiting_by_reason": "reason",
+    "vllm:engine_sleep_state": "sleep_state",
+}
 
 # concept -> exposed series names, preferred first (see vllm_reference.md §1.4)
 GAUGES = {
     "running": ("vllm:num_requests_running",),
     "waiting": ("vllm:num_requests_waiting",),
+    "waiting_capacity": ("vllm:num_requests_waiting_by_reason/capacity",),
+    "waiting_deferred": ("vllm:num_requests_waiting_by_reason/deferred",),
     "swapped": ("vllm:num_requests_swapped",),
     "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
     "cpu_cache_usage": ("vllm:cpu_cache_usage_perc",),
+    "awake": ("vllm:engine_sleep_state/awake",),
+    "sleep_weights_offloaded": ("vllm:engine_sleep_state/weights_offloaded",),
+    "sleep_discard_all": ("vllm:engine_sleep_state/discard_all",),
 }
 MAX_OVER_ENGINES = {"kv_cache_usage", "cpu_cache_usage"}
+MIN_OVER_ENGINES = {"awake"}
 COUNTERS = {
     "preemptions": ("vllm:num_preemptions_total",),
     "generation_tokens": ("vllm:generation_tokens_total",),
@@ -51,6 +70,8 @@ COUNTERS = {
         "vllm:prefix_cache_queries_total",
         "vllm:gpu_prefix_cache_queries_total",
     ),
+    # engine steps: the observation count of the tokens-per-step histogram
+    "iterations": ("vllm:iteration_tokens_total_count",),
 }
 HISTOGRAMS = {
     "queue_time": ("vllm:request_queue_time_seconds", "vllm:time_in_queue_requests"),
@@ -66,9 +87,22 @@ V0_ONLY = {
     "vllm:gpu_prefix_cache_hit_rate",
 }
 V1_ONLY = {"vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds_bucket"}
+# names that only vLLM 0.11 and later expose by default
+CURRENT_ONLY = {
+    "vllm:engine_sleep_state/awake",
+    "vllm:num_requests_waiting_by_reason/capacity",
+    "vllm:prompt_tokens_cached_total",
+}
 V0_RUNNING_HELP = "Number of requests currently running on GPU."
 V1_RUNNING_HELP = "Number of requests in model execution batches."
 UNNAMED = "(no model_name)"
+GENERATIONS = {
+    "v0": "V0 engine (vLLM 0.4-0.10)",
+    "v1-early": "V1 engine, vLLM 0.8-0.10",
+    "v1": "V1 engine, vLLM 0.11 or later",
+    "unknown": "vLLM generation not recognised",
+}
+CACHE_CONFIG_FIELDS = ("block_size", "cache_dtype", "gpu_memory_utilization", "num_gpu_blocks")
 
 
 @dataclass
@@ -82,6 +116,8 @@ class Scrape:
     cache_config: dict[str, str] = field(default_factory=dict)
     help: dict[str, str] = field(default_factory=dict)
     engine_label: bool = False
+    other_series: int = 0  # samples that are not vLLM's (python_*, process_*, http_*, ...)
+    renamed: str | None = None  # the first non-`vllm:` series whose name has "vllm" in it
     error: str | None = None
 
     def models(self) -> set[str]:
@@ -90,38 +126,62 @@ class Scrape:
         return found
 
 
-def strip_elisions(text: str) -> str:
-    """Drop `...` lines (documentation examples elide series with them)."""
-    return "\n".join(line for line in text.splitlines() if not ELISION.match(line)) + "\n"
+def first_bad_line(text: str) -> tuple[int, str] | None:
+    """(line number, line) of the first line that is neither a comment nor a sample."""
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if not SAMPLE_LINE.match(stripped):
+            return number, stripped
+    return None
 
 
 def parse_scrape(key: str, text: str, at: float | None = None) -> Scrape:
-    """Parse one Prometheus text; a syntax error part-way keeps what was read before it."""
+    """Parse one Prometheus text; a page that is not valid is rejected whole (`error` says where)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     scrape = Scrape(key=key, at=at)
+    bad = first_bad_line(text)
+    if bad is not None:
+        number, line = bad
+        scrape.error = f"{key} line {number} is not Prometheus text: {line[:120]!r}"
+        return scrape
     try:
-        for family in text_string_to_metric_families(strip_elisions(text)):
+        for family in text_string_to_metric_families(text):
             if family.documentation:
                 scrape.help[family.name] = family.documentation
             for sample in family.samples:
                 _add_sample(scrape, sample.name, dict(sample.labels), float(sample.value))
     except ValueError as exc:  # raised mid-iteration on a bad line
-        scrape.error = f"{key}: not valid Prometheus text ({str(exc).splitlines()[0][:120]})"
+        first = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        rejected = Scrape(key=key, at=at)
+        rejected.error = f"{key}: not valid Prometheus text ({first})"
+        return rejected
     return scrape
 
 
 def _add_sample(scrape: Scrape, name: str, labels: dict[str, str], value: float) -> None:
-    if not name.startswith("vllm:") or name.endswith("_created"):
+    if not name.startswith("vllm:"):
+        scrape.other_series += 1
+        if scrape.renamed is None and "vllm" in name.lower():
+            scrape.renamed = name
+        return
+    if name.endswith("_created"):
         return
     if not math.isfinite(value):  # NaN/+Inf/-Inf: the value is unknown, not a number to report
         scrape.error = scrape.error or f"{scrape.key}: {name} is {value} (ignored)"
         return
-    if name.endswith("_info") and name != "vllm:cache_config_info":
-        return  # info gauges (lora_requests_info: a timestamp, no model_name)
     if name == "vllm:cache_config_info":
-        scrape.cache_config = {k: v for k, v in labels.items() if k != "engine"}
+        engine = labels.get("engine")
+        if not scrape.cache_config or engine in (None, "0"):
+            scrape.cache_config = {k: v for k, v in labels.items() if k != "engine"}
         return
+    if name.endswith("_info"):
+        return  # info gauges (lora_requests_info: a timestamp, no model_name)
+    split = SPLIT_BY_LABEL.get(name)
+    if split is not None:
+        name = f"{name}/{labels.get(split, '')}"
     model = labels.get("model_name", UNNAMED)
     engine = labels.get("engine", "0")
     scrape.engine_label = scrape.engine_label or "engine" in labels
@@ -131,24 +191,35 @@ def _add_sample(scrape: Scrape, name: str, labels: dict[str, str], value: float)
         bucket = per_engine.setdefault(engine, {})
         bucket[le] = bucket.get(le, 0.0) + value
         return
-    # other labels (finished_reason, reason, ...) are summed into the (model, engine) series
+    # other labels (finished_reason, source, ...) are summed into the (model, engine) series
     per_model = scrape.values.setdefault(name, {}).setdefault(model, {})
     per_model[engine] = per_model.get(engine, 0.0) + value
 
 
 def engine_generation(scrapes: list[Scrape]) -> str:
     """'v0', 'v1' or 'unknown', from HELP texts, the engine label and generation-only names."""
+    return {"v1-early": "v1"}.get(release_line(scrapes), release_line(scrapes))
+
+
+def release_line(scrapes: list[Scrape]) -> str:
+    """'v0' (0.4-0.10), 'v1-early' (0.8-0.10), 'v1' (0.11+) or 'unknown' (see GENERATIONS)."""
+    names: set[str] = set()
+    help_texts: dict[str, str] = {}
+    engine_label = False
     for s in scrapes:
-        help_text = s.help.get("vllm:num_requests_running", "")
-        if help_text.startswith(V0_RUNNING_HELP):
-            return "v0"
-        if help_text.startswith(V1_RUNNING_HELP) or s.engine_label:
-            return "v1"
-        names = set(s.values) | {f"{b}_bucket" for b in s.buckets}
-        if names & V1_ONLY:
-            return "v1"
-        if names & V0_ONLY:
-            return "v0"
+        names |= set(s.values) | {f"{b}_bucket" for b in s.buckets}
+        help_texts.update(s.help)
+        engine_label = engine_label or s.engine_label
+    running_help = help_texts.get("vllm:num_requests_running", "")
+    if running_help.startswith(V0_RUNNING_HELP) or (names & V0_ONLY and not names & V1_ONLY):
+        return "v0"
+    if names & CURRENT_ONLY:
+        return "v1"
+    kv_names = {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"} & names
+    if kv_names == {"vllm:kv_cache_usage_perc"} and "vllm:num_requests_running" in names:
+        return "v1"  # 0.11 hides the deprecated gpu_cache_usage_perc
+    if running_help.startswith(V1_RUNNING_HELP) or engine_label or names & V1_ONLY:
+        return "v1-early"
     return "unknown"
 
 
@@ -195,6 +266,7 @@ def _pick(names: tuple[str, ...], tables: list[dict], model: str) -> str | None:
 
 
 def _gauges(model: str, scrapes: list[Scrape]) -> dict[str, Any]:
+    """Per concept: the metric, the model's value in each scrape, and each engine's value."""
     out: dict[str, Any] = {}
     tables = [s.values for s in scrapes]
     for concept, names in GAUGES.items():
@@ -209,26 +281,38 @@ def _gauges(model: str, scrapes: list[Scrape]) -> dict[str, Any]:
                 values.append(None)
             elif concept in MAX_OVER_ENGINES:
                 values.append(max(series.values()))
+            elif concept in MIN_OVER_ENGINES:
+                values.append(min(series.values()))
             else:
                 values.append(sum(series.values()))
         out[concept] = {"metric": name, "values": values, "per_engine": per_engine}
     return out
 
 
+def _delta(a: float | None, b: float | None, seconds: float | None, same: bool) -> dict:
+    entry: dict[str, Any] = {"first": a, "last": b}
+    if a is not None and b is not None and not same:
+        reset = b < a  # the server restarted between the scrapes
+        delta = b if reset else b - a
+        entry.update(delta=delta, reset=reset)
+        entry["rate_per_s"] = delta / seconds if seconds else None
+    return entry
+
+
 def _counters(model: str, first: Scrape, last: Scrape, seconds: float | None) -> dict:
     out: dict[str, Any] = {}
+    same = first is last
     for concept, names in COUNTERS.items():
         name = _pick(names, [first.values, last.values], model)
         if name is None:
             continue
-        a = _engine_sum(first.values.get(name, {}).get(model))
-        b = _engine_sum(last.values.get(name, {}).get(model))
-        entry: dict[str, Any] = {"metric": name, "first": a, "last": b}
-        if a is not None and b is not None and first is not last:
-            reset = b < a  # the server restarted between the scrapes
-            delta = b if reset else b - a
-            entry.update(delta=delta, reset=reset)
-            entry["rate_per_s"] = delta / seconds if seconds else None
+        start = first.values.get(name, {}).get(model) or {}
+        end = last.values.get(name, {}).get(model) or {}
+        entry = {"metric": name, **_delta(_engine_sum(start), _engine_sum(end), seconds, same)}
+        entry["per_engine"] = {
+            engine: _delta(start.get(engine), end.get(engine), seconds, same)
+            for engine in sorted(set(start) | set(end))
+        }
         out[concept] = entry
     return out
 
@@ -276,7 +360,23 @@ def _histograms(model: str, first: Scrape, last: Scrape) -> dict[str, Any]:
                 if not since_start and sums[0] is not None:
                     total, n = total - sums[0][0], n - sums[0][1]
                 entry["mean"] = total / n if n > 0 else None
+            per_engine = _engine_quantiles(first, last, name, model, since_start)
+            if len(per_engine) > 1:
+                entry["per_engine"] = per_engine
         out[concept] = entry
+    return out
+
+
+def _engine_quantiles(first: Scrape, last: Scrape, name: str, model: str, since_start: bool):
+    """{engine: {"count", "p95"}} of the window's observations, engine by engine."""
+    out = {}
+    start_engines = {} if since_start else first.buckets.get(name, {}).get(model, {})
+    for engine, end in last.buckets.get(name, {}).get(model, {}).items():
+        start = start_engines.get(engine, {})
+        window = {le: end[le] - start.get(le, 0.0) for le in end}
+        count = max(window.values()) if window else 0.0
+        if count > 0:
+            out[engine] = {"count": count, "p95": histogram_quantile(0.95, window)}
     return out
 
 
@@ -296,30 +396,71 @@ def _scrape_times(facts: Facts) -> dict[str, float]:
     return times
 
 
+def cache_config(labels: dict[str, str]) -> dict[str, Any]:
+    """The fields of `vllm:cache_config_info` the checks use, as numbers where they are numbers."""
+    out: dict[str, Any] = {}
+    for name in CACHE_CONFIG_FIELDS:
+        raw = labels.get(name)
+        if raw is None or raw in ("None", ""):
+            continue
+        try:
+            number = float(raw)
+            out[name] = (
+                int(number) if number.is_integer() and name != "gpu_memory_utilization" else number
+            )
+        except ValueError:
+            out[name] = raw
+    return out
+
+
+def _no_vllm_series(scrapes: list[Scrape]) -> str:
+    others = max((s.other_series for s in scrapes), default=0)
+    renamed = next((s.renamed for s in scrapes if s.renamed), None)
+    if renamed:
+        return (
+            f"no vllm: series in /metrics: vLLM's metrics appear renamed ({renamed}; Ray's "
+            "metrics agent, for one, exports them as ray_vllm_*), and llmdoctor reads only the "
+            "vllm:* names vLLM serves itself: scrape the vLLM server's own /metrics"
+        )
+    if others:
+        return (
+            f"no vllm: series in /metrics: it answers with {others} other Prometheus series "
+            "(another server on this port, a proxy's own metrics, or metric names this "
+            "llmdoctor does not know)"
+        )
+    return "no vllm: series in /metrics: the page has no series at all (is this a vLLM server?)"
+
+
 def window_from_scrapes(scrapes: list[Scrape]) -> dict[str, Any]:
     """The `vllm/window` value for already parsed scrapes (in time order)."""
     usable = [s for s in scrapes if s.values or s.buckets]
     if not usable:
         reasons = [s.error for s in scrapes if s.error]
-        detail = reasons[0] if reasons else "no vllm: series in /metrics (is this a vLLM server?)"
-        raise ValueError(detail)
+        raise ValueError(reasons[0] if reasons else _no_vllm_series(scrapes))
     first, last = usable[0], usable[-1]
     seconds = None
     if first is not last and first.at is not None and last.at is not None:
         seconds = last.at - first.at if last.at > first.at else None
     models = sorted(set().union(*(s.models() for s in usable)))
+    line = release_line(usable)
+    raw_config = last.cache_config or first.cache_config
     result: dict[str, Any] = {
         "generation": engine_generation(usable),
+        "release": line,
+        "release_text": GENERATIONS[line],
         "scrapes": [{"key": s.key, "at": s.at} for s in usable],
         "seconds": seconds,
-        "cache_config": last.cache_config or first.cache_config,
+        "cache_config": raw_config,
+        "cache": cache_config(raw_config),
         "parse_errors": [s.error for s in scrapes if s.error],
+        "rejected": [s.key for s in scrapes if s not in usable],
         "models": {},
     }
     for model in models:
         engines = sorted(
             {e for s in usable for t in s.values.values() for e in t.get(model, {})}
-            | {e for s in usable for t in s.buckets.values() for e in t.get(model, {})}
+            | {e for s in usable for t in s.buckets.values() for e in t.get(model, {})},
+            key=lambda e: (len(e), e),
         )
         result["models"][model] = {
             "engines": engines,
@@ -328,6 +469,22 @@ def window_from_scrapes(scrapes: list[Scrape]) -> dict[str, Any]:
             "histograms": _histograms(model, first, last),
         }
     return result
+
+
+def engine_values(gauge: dict | None, engine: str) -> list[float | None]:
+    """One engine's value of a gauge entry in each scrape (None where it was not exposed)."""
+    if not gauge:
+        return []
+    return [(series or {}).get(engine) for series in gauge.get("per_engine") or []]
+
+
+def engine_delta(counter: dict | None, engine: str) -> float | None:
+    """One engine's counter delta over the window, or None when it cannot be known (one
+    scrape, the series missing, or a reset: the server restarted in between)."""
+    if not counter:
+        return None
+    entry = (counter.get("per_engine") or {}).get(engine) or {}
+    return None if entry.get("reset") else entry.get("delta")
 
 
 @derived_fact("vllm/window", needs=("vllm/metrics-0.txt",))
@@ -343,4 +500,7 @@ def vllm_window(facts: Facts) -> dict[str, Any]:
         text = facts.get(key)
         if isinstance(text, str):
             scrapes.append(parse_scrape(key, text, times.get(key)))
-    return window_from_scrapes(scrapes)
+    try:
+        return window_from_scrapes(scrapes)
+    except ValueError as exc:  # a finding for vllm-health, not a parser crash
+        raise FactMissing("vllm/window", str(exc)) from None

@@ -121,3 +121,28 @@ def series_text(values: list[float | None], fmt=fmt_count) -> str:
 def is_collection_failure(reason: str) -> bool:
     """True for a reason the endpoint collector recorded (a failed request), not 'not collected'."""
     return reason.startswith(("GET ", "POST ", "generation probe", "second /metrics"))
+
+
+def pod_restarting(facts: Facts) -> str | None:
+    """'container vllm: CrashLoopBackOff, 6 restarts, not ready' when the pod facts show the
+    serving container restarting or not ready, else None (no pod facts: a plain URL probe)."""
+    pod = facts.get("k8s/pod.json")
+    status = pod.get("status") if isinstance(pod, dict) else None
+    statuses = status.get("containerStatuses") if isinstance(status, dict) else None
+    for cs in statuses if isinstance(statuses, list) else []:
+        if not isinstance(cs, dict):
+            continue
+        parts = []
+        state = cs.get("state") if isinstance(cs.get("state"), dict) else {}
+        waiting = state.get("waiting") if isinstance(state.get("waiting"), dict) else {}
+        if waiting.get("reason"):
+            parts.append(str(waiting["reason"]))
+        restarts = cs.get("restartCount")
+        if isinstance(restarts, int) and restarts > 0:
+            parts.append(f"{restarts} restart{'s' if restarts != 1 else ''}")
+        if cs.get("ready") is False:
+            parts.append("not ready")
+        # restarts long ago on a container that is ready now explain nothing about this probe
+        if parts and (waiting.get("reason") or cs.get("ready") is False):
+            return f"container {cs.get('name')}: {', '.join(parts)}"
+    return None

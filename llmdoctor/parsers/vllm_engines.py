@@ -1,0 +1,138 @@
+"""Per-engine views of `vllm/window`: what one data-parallel engine of one model did.
+
+vLLM runs one scheduler per data-parallel engine (`--data-parallel-size N`, one `engine`
+label value each), and `--max-num-seqs` bounds each engine on its own. Checks therefore judge
+every (model_name, engine) series and report the server from them. Pure functions, shared by
+checks/vllm_*.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llmdoctor.facts import Facts
+from llmdoctor.parsers.vllm_metrics import engine_delta, engine_values
+
+# with no engine-step counter, a stall this long is no longer explained by one slow prefill
+SURE_WITHOUT_STEPS_S = 30.0
+SLEEP_LEVELS = {
+    "sleep_weights_offloaded": "level 1: weights offloaded to CPU memory, KV cache discarded",
+    "sleep_discard_all": "level 2: weights and KV cache discarded",
+}
+
+
+@dataclass
+class EngineView:
+    """One engine of one model over the window (lists hold one value per scrape)."""
+
+    model: str
+    engine: str
+    running: list[float]
+    waiting: list[float]
+    waiting_capacity: list[float] | None  # vllm:num_requests_waiting_by_reason (0.11+)
+    waiting_deferred: list[float] | None
+    kv: list[float | None]
+    awake: list[float | None]  # vllm:engine_sleep_state{sleep_state="awake"}; [] when absent
+    sleep_level: str | None
+    generated: float | None  # counter deltas over the window (None: not known)
+    prompted: float | None
+    iterations: float | None
+    preempted: float | None
+
+    @property
+    def scrapes(self) -> int:
+        return len(self.running)
+
+    @property
+    def asleep(self) -> bool:
+        """The last scrape says the engine sleeps (awake = 0)."""
+        return bool(self.awake) and self.awake[-1] == 0
+
+    @property
+    def queued(self) -> list[float]:
+        """The waiting requests that wait for capacity (all of them before 0.11)."""
+        return self.waiting_capacity if self.waiting_capacity is not None else self.waiting
+
+    def stalled(self) -> bool:
+        """Requests running in every scrape while no token, prompt token or engine step moved."""
+        if self.scrapes < 2 or self.generated is None or not all(r > 0 for r in self.running):
+            return False
+        moved = [d for d in (self.generated, self.prompted, self.iterations) if d is not None]
+        return not any(moved)
+
+    def surely_stalled(self, seconds: float | None) -> bool:
+        """Stalled, and either the engine-step counter stood still too or the window is long
+        enough (SURE_WITHOUT_STEPS_S) that one slow chunked prefill cannot explain it."""
+        if not self.stalled():
+            return False
+        return self.iterations is not None or (seconds or 0.0) >= SURE_WITHOUT_STEPS_S
+
+    def not_scheduling(self) -> bool:
+        """Requests waiting in every scrape, none running, and no token generated."""
+        return (
+            self.scrapes >= 2
+            and all(w > 0 for w in self.queued)
+            and not any(self.running)
+            and not self.generated
+        )
+
+
+def _filled(values: list[float | None]) -> list[float]:
+    return [v or 0.0 for v in values]
+
+
+def engine_view(model: str, data: dict[str, Any], engine: str) -> EngineView | None:
+    """The view of one engine, or None when running/waiting are not exposed for it."""
+    gauges, counters = data["gauges"], data["counters"]
+    if "running" not in gauges or "waiting" not in gauges:
+        return None
+    running = engine_values(gauges["running"], engine)
+    if not any(v is not None for v in running):
+        return None
+    capacity = engine_values(gauges.get("waiting_capacity"), engine)
+    deferred = engine_values(gauges.get("waiting_deferred"), engine)
+    awake = engine_values(gauges.get("awake"), engine)
+    level = None
+    for concept, text in SLEEP_LEVELS.items():
+        state = engine_values(gauges.get(concept), engine)
+        if state and state[-1]:
+            level = text
+    return EngineView(
+        model=model,
+        engine=engine,
+        running=_filled(running),
+        waiting=_filled(engine_values(gauges["waiting"], engine)),
+        waiting_capacity=_filled(capacity) if any(v is not None for v in capacity) else None,
+        waiting_deferred=_filled(deferred) if any(v is not None for v in deferred) else None,
+        kv=engine_values(gauges.get("kv_cache_usage"), engine),
+        awake=awake if any(v is not None for v in awake) else [],
+        sleep_level=level,
+        generated=engine_delta(counters.get("generation_tokens"), engine),
+        prompted=engine_delta(counters.get("prompt_tokens"), engine),
+        iterations=engine_delta(counters.get("iterations"), engine),
+        preempted=engine_delta(counters.get("preemptions"), engine),
+    )
+
+
+def engine_views(model: str, data: dict[str, Any]) -> list[EngineView]:
+    """Every engine of the model that exposes running/waiting, in engine order."""
+    views = [engine_view(model, data, e) for e in data.get("engines") or ["0"]]
+    return [v for v in views if v is not None]
+
+
+def data_parallel_size(facts: Facts, data: dict[str, Any]) -> tuple[int, str]:
+    """(engines, where that came from): the pod's --data-parallel-size, else the engine series."""
+    args = facts.get("serving/args")
+    given = args.get("data_parallel_size") if isinstance(args, dict) else None
+    if isinstance(given, str) and given.strip().isdigit():
+        given = int(given)
+    if isinstance(given, int | float) and not isinstance(given, bool) and given >= 1:
+        return int(given), "--data-parallel-size in the pod spec"
+    engines = len(data.get("engines") or []) or 1
+    return engines, f"{engines} engine series in /metrics"
+
+
+def engine_name(view: EngineView, engines: int) -> str:
+    """'engine 2' with data parallelism, '' for a single engine."""
+    return f"engine {view.engine}" if engines > 1 else ""

@@ -1,0 +1,81 @@
+"""vLLM's periodic stats line, generation by generation: which runbook entry each one explains.
+
+V0 prints `Running: N reqs, Swapped: N reqs, Pending: N reqs, GPU KV cache usage: …`; V1 0.8-0.11
+`Engine 000: … Running: N reqs, Waiting: N reqs, GPU KV cache usage: …`; from ~0.12 V1 adds
+`Preemptions: N` when there were any. Real lines (tests/fixtures/vllm/logs/SOURCES.md and the
+runbook fixtures), except the one 0.12+ `Preemptions:` line, rendered from loggers.py's format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llmdoctor.explain import explain
+from llmdoctor.textsource import TextSource
+from llmdoctor.wiki.library import load_library
+
+FIXTURES = Path(__file__).parent / "fixtures"
+LOGS = FIXTURES / "vllm" / "logs"
+RUNBOOK_FIXTURES = FIXTURES / "runbooks"
+
+
+@pytest.fixture(scope="module")
+def entries():
+    return load_library().entries
+
+
+def matched(path: Path, entries) -> list[str]:
+    result = explain(TextSource.from_text(path.name, path.read_text()), entries)
+    return [m.id for m in result.matches if m.how == "signature"]
+
+
+@pytest.mark.parametrize(
+    "path,expected",
+    [
+        # V0: Pending is V0's word for waiting; KV at 99 %
+        (
+            LOGS / "v0-running-35-pending-115-kv-99pct-issue2731.log",
+            {"queue-saturation", "kv-cache-preemption"},
+        ),
+        # V0: one request running, nothing generated for minutes
+        (
+            RUNBOOK_FIXTURES
+            / "engine-wedged"
+            / "vllm-v0-cpu-endless-loop-0-tokens-running-1-issue12795.log",
+            {"engine-wedged"},
+        ),
+        # V1 0.10: a queue of hundreds at the max_num_seqs plateau
+        (
+            RUNBOOK_FIXTURES
+            / "queue-saturation"
+            / "vllm-v1-running-256-waiting-754-kv-42pct-a100-tp2-stats.log",
+            {"queue-saturation"},
+        ),
+        # V1 0.10: KV usage crossing 95 %
+        (LOGS / "v1-0.10-kv-93-96pct-8-running-pr21809.log", {"kv-cache-preemption"}),
+        # V1 0.12+: Preemptions on the stats line while KV reads 91.2 %
+        (
+            RUNBOOK_FIXTURES
+            / "kv-cache-preemption"
+            / "vllm-v1-0.12plus-stats-line-with-preemptions-rendered-from-loggers.log",
+            {"kv-cache-preemption"},
+        ),
+    ],
+    ids=lambda v: v.name if isinstance(v, Path) else None,
+)
+def test_stats_line_of_each_generation_leads_to_its_entry(path, expected, entries):
+    assert set(matched(path, entries)) == expected
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "v1-0.9-idle-after-one-request-pr20443.log",
+        "v1-0.12-healthy-decoding-one-request-issue30599.log",
+    ],
+)
+def test_healthy_stats_lines_match_nothing(name, entries):
+    # an idle engine (Running: 0, 0.0 tokens/s) is not a wedged one
+    assert matched(LOGS / name, entries) == []
