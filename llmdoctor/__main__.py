@@ -2,6 +2,17 @@
 
 
 def main() -> None:
+    import sys
+
+    args = sys.argv[1:]
+    if args[:2] == ["wiki", "search"]:
+        # the most typed command starts without the CLI framework (llmdoctor/wiki/search_cli.py)
+        from llmdoctor.wiki.search_cli import fast_main
+
+        code = fast_main(args[2:])
+        if code is not None:
+            sys.stdout.flush()
+            raise SystemExit(code)
     from llmdoctor.cli import run
 
     run()

@@ -25,29 +25,6 @@ wiki_app = typer.Typer(
 TagOption = Annotated[str | None, typer.Option("--tag", help="Only entries with this tag.")]
 
 
-def _use_color(no_color: bool) -> bool:
-    return not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
-
-
-def _highlight(text: str, spans: list[tuple[int, int]], color: bool) -> str:
-    if not color or not spans:
-        return text
-    out, last = [], 0
-    for start, end in spans:
-        out += [text[last:start], "\x1b[1;33m", text[start:end], "\x1b[0m"]
-        last = end
-    out.append(text[last:])
-    return "".join(out)
-
-
-def _read_tail(stream, keep: int = 200_000) -> str:
-    """The last `keep` characters of a stream (a piped log can be any size)."""
-    tail = ""
-    while chunk := stream.read(1 << 20):
-        tail = (tail + chunk)[-keep:]
-    return tail
-
-
 @wiki_app.command("search")
 def search_command(
     query: Annotated[
@@ -74,39 +51,10 @@ def search_command(
       llmdoctor wiki search "CUDA out of memory. Tried to allocate 1.33 GiB"
       kubectl logs vllm-7b --previous | tail -50 | llmdoctor wiki search -
     """
-    from llmdoctor.errors import BadInput
-    from llmdoctor.wiki.search import search
+    from llmdoctor.wiki.search_cli import run_search
 
-    if query == ["-"] and sys.stdin is None:
-        raise BadInput("standard input is closed: give the words to search for")
-    text = _read_tail(sys.stdin) if query == ["-"] else " ".join(query)
-    if not text.strip():
-        raise BadInput("nothing to search for: give some words, e.g. llmdoctor wiki search OOM")
-    results = search(text, limit=limit, tag=tag, wiki_dirs=wiki)
-    if as_json:
-        import json
-
-        from llmdoctor.wiki.links import page_url
-
-        rows = [r.to_json() for r in results]
-        for row in rows:
-            if url := page_url(row["id"]):
-                row["url"] = url
-        typer.echo(json.dumps({"results": rows}, ensure_ascii=False))
-        raise typer.Exit(0)
-    if not results:
-        typer.echo("no runbook entry matches" + (f" with tag {tag!r}" if tag else ""))
-        raise typer.Exit(0)
-    color = _use_color(no_color)
-    bold, dim, reset = ("\x1b[1m", "\x1b[2m", "\x1b[0m") if color else ("", "", "")
-    for n, r in enumerate(results, 1):
-        typer.echo(
-            f"{n:>2}. {bold}{r.id}{reset}  {r.title}  {dim}[{r.severity}] {r.score:g}{reset}"
-        )
-        if r.snippet:
-            typer.echo(f"    {_highlight(r.snippet, r.highlights, color)}")
-    typer.echo(f"{dim}details: llmdoctor wiki show {results[0].id}{reset}")
-    raise typer.Exit(0)
+    code = run_search(query, tag=tag, limit=limit, as_json=as_json, no_color=no_color, wiki=wiki)
+    raise typer.Exit(code)
 
 
 @wiki_app.command("show")

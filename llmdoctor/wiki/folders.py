@@ -13,11 +13,12 @@ ENV_WIKI = "LLMDOCTOR_WIKI"
 
 def builtin_dir() -> Path:
     """The folder of the shipped runbooks (the repo's runbooks/ when installed editable)."""
-    from importlib.util import find_spec
+    # importing the (empty) package is cheaper than importlib.util.find_spec on every search
+    import llmdoctor.builtin_runbooks as package
 
-    spec = find_spec("llmdoctor.builtin_runbooks")
-    if spec is not None and spec.submodule_search_locations:
-        return Path(next(iter(spec.submodule_search_locations)))
+    locations = list(getattr(package, "__path__", []))
+    if locations:
+        return Path(locations[0])
     from importlib.resources import files  # pragma: no cover - unusual installs only
 
     return Path(str(files("llmdoctor.builtin_runbooks")))

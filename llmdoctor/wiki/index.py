@@ -124,19 +124,82 @@ def ensure_index(wiki_dirs: list[str | Path] | None = None, *, rebuild: bool = F
     """Make the index of these wiki folders current and return its path.
 
     `wiki_dirs` are the extra folders (--wiki); the built-in and LLMDOCTOR_WIKI folders are
-    always included. Fresh index: one scandir per folder and one small query. `rebuild` ignores
-    what exists and builds from scratch.
+    always included. Fresh index: one scandir per folder and one small query (for a large wiki
+    checked a moment ago, one stat per folder; see LARGE_WIKI_FILES). `rebuild` ignores what
+    exists and builds from scratch.
     """
     dirs = resolve_dirs(wiki_dirs)
     path = index_path(dirs)
+    folders = _folder_state(dirs)
+    if not rebuild and _recently_verified(path, folders):
+        return path
     files = scan(dirs)
     digest = fingerprint(files)
     stored = None if rebuild else _stored_fingerprint(path)
-    if stored == digest:
-        return path
-    usable = stored is not None and stored.startswith(f"{SCHEMA_VERSION}:")
-    _publish(path, dirs, files, digest, start_from=path if usable else None)
+    if stored != digest:
+        usable = stored is not None and stored.startswith(f"{SCHEMA_VERSION}:")
+        _publish(path, dirs, files, digest, start_from=path if usable else None)
+    if len(files) >= LARGE_WIKI_FILES:
+        _write_verified(path, folders, digest)
     return path
+
+
+# A large wiki is checked file by file at most every FULL_CHECK_SECONDS: in between, one stat
+# per folder sees every added, removed or renamed file (and so every atomic save: editors, git,
+# `wiki add`); only an edit written in place into an existing file waits up to that long (or
+# `llmdoctor wiki index`). Below LARGE_WIKI_FILES the file-by-file check costs under a
+# millisecond and always runs.
+LARGE_WIKI_FILES = 2000
+FULL_CHECK_SECONDS = 2.0
+
+
+def _folder_state(dirs: list[Path]) -> list[list]:
+    state = []
+    for d in dirs:
+        try:
+            st = os.stat(d)
+            state.append([str(d), st.st_mtime_ns, st.st_ino])
+        except OSError:
+            state.append([str(d), None, None])
+    return state
+
+
+def _verified_path(path: Path) -> Path:
+    return path.with_name(path.name + ".verified")
+
+
+def _recently_verified(path: Path, folders: list[list]) -> bool:
+    """The index was checked file by file less than FULL_CHECK_SECONDS ago, against these same
+    folders, and is still the file that check saw."""
+    try:
+        with open(_verified_path(path), "rb") as fh:
+            stamp = marshal.loads(fh.read(1 << 20))
+        st = os.stat(path)
+    except (OSError, ValueError, EOFError, TypeError):
+        return False
+    if not isinstance(stamp, dict) or stamp.get("folders") != folders:
+        return False
+    if stamp.get("index") != [st.st_mtime_ns, st.st_ino, st.st_size]:
+        return False
+    age = time.time() - stamp.get("at", 0.0)
+    return 0.0 <= age < FULL_CHECK_SECONDS
+
+
+def _write_verified(path: Path, folders: list[list], digest: str) -> None:
+    try:
+        st = os.stat(path)
+        stamp = {
+            "folders": folders,
+            "index": [st.st_mtime_ns, st.st_ino, st.st_size],
+            "digest": digest,
+            "at": time.time(),
+        }
+        tmp = _verified_path(path).with_name(f"{path.name}.verified-{os.getpid()}")
+        with open(tmp, "wb") as fh:
+            fh.write(marshal.dumps(stamp))
+        os.replace(tmp, _verified_path(path))
+    except OSError:
+        pass  # no stamp: the next search checks file by file again
 
 
 def with_index(wiki_dirs: list[str | Path] | None, read: Callable[[sqlite3.Connection], T]) -> T:

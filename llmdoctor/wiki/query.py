@@ -18,7 +18,6 @@ for that symptom (SYMPTOMS): `slow` is searched as ("slow" OR "latency" OR "ttft
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from llmdoctor.wiki.cjk import CJK_RUN, run_grams
 
@@ -58,18 +57,19 @@ STOPWORDS = frozenset(
 )
 
 
-@dataclass
 class Query:
     """A user's search text, cut into the terms the index is searched with."""
 
-    text: str
-    words: list[str] = field(default_factory=list)  # latin/number words, lower case
-    cjk_runs: list[str] = field(default_factory=list)  # Chinese/Japanese runs as typed
-    grams: list[str] = field(default_factory=list)  # their bigrams, as indexed
-    short: bool = False  # a few words on one line, typed rather than pasted
-    phrase: list[str] = field(default_factory=list)  # a short query's words in order, stopwords too
+    __slots__ = ("alternatives", "cjk_runs", "grams", "phrase", "short", "text", "words")
 
-    alternatives: dict[str, tuple[str, ...]] = field(default_factory=dict)  # word -> SYMPTOMS
+    def __init__(self, text: str):
+        self.text = text
+        self.words: list[str] = []  # latin/number words, lower case
+        self.cjk_runs: list[str] = []  # Chinese/Japanese runs as typed
+        self.grams: list[str] = []  # their bigrams, as indexed
+        self.short = False  # a few words on one line, typed rather than pasted
+        self.phrase: list[str] = []  # a short query's words in order, stopwords too
+        self.alternatives: dict[str, tuple[str, ...]] = {}  # word -> SYMPTOMS
 
     @property
     def terms(self) -> list[str]:

@@ -13,11 +13,9 @@ A query is cut into quoted words (llmdoctor.wiki.query), so any text is safe.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sqlite3
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmdoctor.wiki.cjk import run_grams
@@ -37,19 +35,36 @@ _LITERAL_WORD = re.compile(r"[A-Za-z]{4,}")
 _NAME_WORD = re.compile(r"[^\W_]+")
 
 
-@dataclass
 class SearchResult:
-    """One ranked entry. `score`: higher is better; `highlights`: [start, end) spans in snippet."""
+    """One ranked entry. `score`: higher is better; `highlights`: [start, end) spans in snippet.
 
-    id: str
-    title: str
-    score: float
-    snippet: str
-    highlights: list[tuple[int, int]] = field(default_factory=list)
-    severity: str = ""
-    path: str = ""
-    signature_matched: bool = False
-    rowid: int = field(default=0, repr=False, compare=False)
+    (Plain classes here and in query.py: importing dataclasses costs `wiki search` ~7 ms.)
+    """
+
+    __slots__ = (
+        "highlights", "id", "path", "rowid", "score", "severity", "signature_matched", "snippet",
+        "title",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        id: str,
+        title: str,
+        score: float,
+        snippet: str,
+        highlights: list[tuple[int, int]] | None = None,
+        severity: str = "",
+        path: str = "",
+        signature_matched: bool = False,
+        rowid: int = 0,
+    ):
+        self.id, self.title, self.score, self.snippet = id, title, score, snippet
+        self.highlights = highlights if highlights is not None else []
+        self.severity, self.path = severity, path
+        self.signature_matched, self.rowid = signature_matched, rowid
+
+    def __repr__(self) -> str:
+        return f"SearchResult({self.id!r}, score={self.score})"
 
     def to_json(self) -> dict:
         return {
@@ -103,7 +118,7 @@ def _rank(
         c.signature_matched = docs[c.rowid][0] in matched
         if typed:
             entry_id, title, *_, aliases = docs[c.rowid]
-            names = [entry_id, title, *json.loads(aliases or "[]")]
+            names = [entry_id, title, *_json_list(aliases)]
             c.exact = any(exact_name(n) == typed for n in names)
     ranked.sort(key=lambda c: docs[c.rowid][0])  # equals stay in id order: the sorts are stable
     ranked.sort(key=lambda c: (c.tier, c.relevance), reverse=True)
@@ -120,20 +135,28 @@ def _rank(
     return results
 
 
-@dataclass
 class _Candidate:
     """An entry being ranked: by tier (signature, every term, naming), then by relevance."""
 
-    rowid: int
-    relevance: float  # bm25, higher is better
-    covers_all: bool = False  # holds every term of the query
-    names: int = 0  # how many of its id, title, aliases, tags hold the query as typed
-    signature_matched: bool = False
-    exact: bool = False  # the typed query IS its id, title or one of its aliases ("OOM")
+    __slots__ = ("covers_all", "exact", "names", "relevance", "rowid", "signature_matched")
+
+    def __init__(self, rowid: int, relevance: float, covers_all: bool = False, names: int = 0):
+        self.rowid = rowid
+        self.relevance = relevance  # bm25, higher is better
+        self.covers_all = covers_all  # holds every term of the query
+        self.names = names  # how many of its id, title, aliases, tags hold the query as typed
+        self.signature_matched = False
+        self.exact = False  # the typed query IS its id, title or one of its aliases ("OOM")
 
     @property
     def tier(self) -> tuple[bool, bool, bool, int]:
         return (self.signature_matched, bool(self.covers_all), self.exact, self.names)
+
+
+def _json_list(text: str | None) -> list[str]:
+    import json  # only a typed query needs it
+
+    return json.loads(text or "[]")
 
 
 def exact_name(text: str) -> str:

@@ -1,0 +1,150 @@
+"""`llmdoctor wiki search`: what it prints, and a start-up path that skips the CLI framework.
+
+The command is the one people type most, often in a loop over pasted lines, so its cost is
+mostly start-up. `fast_main` parses its few options with the standard library and runs the same
+`run_search` as the typer command; anything it does not recognise as plainly valid (help, an
+unknown or malformed option, a bad --wiki-url) is handed back to typer, which stays the one
+authority on usage errors. tests/test_wiki_search_cli.py holds the two paths equal.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from llmdoctor.exit_codes import ExitCode
+
+OPTIONS_WITH_VALUE = ("--tag", "--limit", "--wiki", "--wiki-url")
+FLAGS = ("--json", "--no-color")
+
+
+def use_color(no_color: bool) -> bool:
+    return not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+
+
+def highlight(text: str, spans: list[tuple[int, int]], color: bool) -> str:
+    if not color or not spans:
+        return text
+    out, last = [], 0
+    for start, end in spans:
+        out += [text[last:start], "\x1b[1;33m", text[start:end], "\x1b[0m"]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def read_tail(stream, keep: int = 200_000) -> str:
+    """The last `keep` characters of a stream (a piped log can be any size)."""
+    tail = ""
+    while chunk := stream.read(1 << 20):
+        tail = (tail + chunk)[-keep:]
+    return tail
+
+
+def run_search(
+    query: list[str],
+    *,
+    tag: str | None = None,
+    limit: int = 10,
+    as_json: bool = False,
+    no_color: bool = False,
+    wiki: list[str] | None = None,
+) -> int:
+    """Search and print the results; BadInput for input that cannot be searched."""
+    from llmdoctor.errors import BadInput
+    from llmdoctor.wiki.search import search
+
+    if query == ["-"] and sys.stdin is None:
+        raise BadInput("standard input is closed: give the words to search for")
+    text = read_tail(sys.stdin) if query == ["-"] else " ".join(query)
+    if not text.strip():
+        raise BadInput("nothing to search for: give some words, e.g. llmdoctor wiki search OOM")
+    results = search(text, limit=limit, tag=tag, wiki_dirs=wiki)
+    out = sys.stdout
+    if as_json:
+        import json
+
+        from llmdoctor.wiki.links import page_url
+
+        rows = [r.to_json() for r in results]
+        for row in rows:
+            if url := page_url(row["id"]):
+                row["url"] = url
+        out.write(json.dumps({"results": rows}, ensure_ascii=False) + "\n")
+        return 0
+    if not results:
+        out.write("no runbook entry matches" + (f" with tag {tag!r}" if tag else "") + "\n")
+        return 0
+    color = use_color(no_color)
+    bold, dim, reset = ("\x1b[1m", "\x1b[2m", "\x1b[0m") if color else ("", "", "")
+    for n, r in enumerate(results, 1):
+        out.write(
+            f"{n:>2}. {bold}{r.id}{reset}  {r.title}  {dim}[{r.severity}] {r.score:g}{reset}\n"
+        )
+        if r.snippet:
+            out.write(f"    {highlight(r.snippet, r.highlights, color)}\n")
+    out.write(f"{dim}details: llmdoctor wiki show {results[0].id}{reset}\n")
+    return 0
+
+
+def fast_main(args: list[str]) -> int | None:
+    """Run `wiki search ARGS` without the CLI framework; None = let typer handle these args."""
+    parsed = _parse(args)
+    if parsed is None:
+        return None
+    url = parsed.pop("wiki_url")
+    if url is not None or os.environ.get("LLMDOCTOR_WIKI_URL"):
+        from llmdoctor.wiki.links import set_wiki_url
+
+        try:
+            set_wiki_url(url if url is not None else os.environ["LLMDOCTOR_WIKI_URL"])
+        except Exception:
+            return None  # typer says what is wrong with it
+    from llmdoctor.errors import LlmdoctorError
+
+    try:
+        return run_search(**parsed)
+    except LlmdoctorError as exc:
+        sys.stderr.write(f"llmdoctor: {exc}\n")
+        return int(ExitCode.CANNOT_RUN)
+    except BrokenPipeError:
+        return 0
+
+
+def _parse(args: list[str]) -> dict | None:
+    """The search options from ARGS, or None when they are not plainly valid."""
+    words: list[str] = []
+    found: dict = {"tag": None, "limit": 10, "as_json": False, "no_color": False, "wiki": None}
+    url = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name in FLAGS and not eq:
+            found["as_json" if name == "--json" else "no_color"] = True
+        elif name in OPTIONS_WITH_VALUE:
+            if eq:
+                value = inline
+            elif i + 1 < len(args):
+                i += 1
+                value = args[i]
+            else:
+                return None
+            if name == "--tag":
+                found["tag"] = value
+            elif name == "--limit":
+                if not value.isdigit() or int(value) < 1:
+                    return None
+                found["limit"] = int(value)
+            elif name == "--wiki":
+                found["wiki"] = [*(found["wiki"] or []), value]
+            else:
+                url = value
+        elif arg == "-" or not arg.startswith("-"):
+            words.append(arg)
+        else:
+            return None  # --help, --, an unknown option: typer's to answer
+        i += 1
+    if not words:
+        return None
+    return {"query": words, **found, "wiki_url": url}
