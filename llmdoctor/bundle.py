@@ -245,7 +245,7 @@ def write_bundle(
     with tempfile.TemporaryDirectory(prefix="llmdoctor-collect-") as tmp:
         root = Path(tmp) / dest.name.removesuffix(".tar.gz").removesuffix(".tgz")
         root.mkdir()
-        (root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        (root / "manifest.json").write_text(json.dumps(redact_json(manifest), indent=2) + "\n")
         for key, data in documents.items():
             _check_member_name(key)
             out = root / key

@@ -55,10 +55,12 @@ def diagnose_and_exit(
     as_markdown: bool = False,
     no_color: bool = False,
     verbose: bool = False,
+    timeout: float | None = None,
 ):
     """Run the checks of `scopes` over the facts, print the report, exit with its code.
 
-    The common tail of diagnose, node and probe.
+    The common tail of diagnose, node and probe. Each check gets `timeout` seconds; by
+    default the --timeout the facts were gathered with.
     """
     import typer
 
@@ -73,6 +75,7 @@ def diagnose_and_exit(
         wiki_dirs=wiki,
         settings=settings,
         checks_dirs=checks_dir,
+        check_timeout=timeout,
     )
     code = emit(
         report, as_json=as_json, as_markdown=as_markdown, no_color=no_color, verbose=verbose

@@ -340,3 +340,146 @@ def test_odd_collection_options_are_usage_errors(capsys, args):
     err = capsys.readouterr().err
     assert done.value.code == 3
     assert args[0] in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+# --- the test session itself ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def module_scoped_cache():
+    # module fixtures run before the per-test autouse one; they must not see the real cache
+    from llmdoctor.wiki.cache import cache_dir
+
+    return cache_dir()
+
+
+def test_no_fixture_of_any_scope_writes_into_the_users_cache(module_scoped_cache):
+    import pwd
+
+    real_home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    assert not module_scoped_cache.is_relative_to(real_home / ".cache")
+    assert not Path.home().is_relative_to(real_home) or Path.home() != real_home
+    assert os.environ["KUBECONFIG"] != str(real_home / ".kube" / "config")
+
+
+# --- checks run under a deadline -----------------------------------------------------------------
+
+HANGING_CHECK = """
+import time
+from llmdoctor.registry import check
+
+
+@check("{id}", title="a check that never returns", scope="logs")
+def hangs(facts):
+    time.sleep(3600)
+"""
+
+
+def site_check(tmp_path: Path, check_id: str, body: str = HANGING_CHECK) -> Path:
+    folder = tmp_path / f"checks-{check_id}"
+    folder.mkdir()
+    (folder / f"{check_id.replace('-', '_')}.py").write_text(body.format(id=check_id))
+    return folder
+
+
+def test_a_hung_check_times_out_and_the_report_still_completes(capsys, tmp_path):
+    import time
+
+    folder = site_check(tmp_path, "site-hangs-forever")
+    started = time.monotonic()
+    code, report, _ = diagnose(
+        capsys,
+        bundle(tmp_path, "crashloop-cuda-oom"),
+        "--checks-dir",
+        str(folder),
+        "--timeout",
+        "0.5",
+    )
+    assert time.monotonic() - started < 30
+    assert {"check": "site-hangs-forever", "message": "timed out after 0.5s"} in report["errors"]
+    assert code == 2  # the real findings are all still there
+    assert by_check(report, "pod-restarts")
+
+
+def test_a_check_id_defined_in_two_files_is_one_line_naming_both(capsys, tmp_path):
+    first = site_check(tmp_path, "site-twice")
+    second = tmp_path / "other-site"
+    second.mkdir()
+    (second / "again.py").write_text(HANGING_CHECK.format(id="site-twice"))
+    with pytest.raises(SystemExit) as done:
+        cli_run(
+            [
+                "diagnose",
+                "--bundle",
+                str(EXAMPLES / "healthy-vllm-7b"),
+                "--checks-dir",
+                str(first),
+                "--checks-dir",
+                str(second),
+            ]
+        )
+    err = capsys.readouterr().err
+    assert done.value.code == 3
+    assert len(err.strip().splitlines()) == 1
+    assert "'site-twice' is defined twice" in err
+    assert "site_twice.py" in err and "again.py" in err
+
+
+def test_a_site_check_reusing_a_builtin_id_is_refused_not_dropped(capsys, tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "xid.py").write_text(
+        "from llmdoctor.registry import check\n\n\n"
+        '@check("xid", title="site xid", scope="node")\n'
+        "def xid(facts):\n    return None\n"
+    )
+    with pytest.raises(SystemExit) as done:
+        cli_run(
+            ["diagnose", "--bundle", str(EXAMPLES / "healthy-vllm-7b"), "--checks-dir", str(folder)]
+        )
+    err = capsys.readouterr().err
+    assert done.value.code == 3
+    assert "'xid' is defined twice" in err and "checks/xid.py" in err and str(folder) in err
+
+
+# --- odd values that used to end in "internal error" ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ("diagnose", "--bundle", str(EXAMPLES / "healthy-vllm-7b"), "--timeout", "inf"),
+            "--timeout inf",
+        ),
+        (("probe", "http://127.0.0.1:9", "--timeout", "inf"), "--timeout inf"),
+        (("probe", "http://[::1"), "not a valid URL"),
+    ],
+)
+def test_impossible_values_are_one_line_errors(capsys, args, says):
+    with pytest.raises(SystemExit) as done:
+        cli_run(list(args))
+    err = capsys.readouterr().err
+    assert done.value.code == 3
+    assert says in err and "internal error" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_credentials_in_a_probe_url_are_never_printed(capsys):
+    with pytest.raises(SystemExit):
+        cli_run(["probe", "http://admin:hunter2@127.0.0.1:9", "--timeout", "1", "--window", "0"])
+    out = capsys.readouterr()
+    assert "hunter2" not in out.out + out.err
+    assert "admin:<redacted>@127.0.0.1:9" in out.out
+
+
+def test_credentials_in_a_url_are_redacted_in_a_written_bundle(tmp_path):
+    from llmdoctor.bundle import write_bundle
+    from llmdoctor.facts import Facts
+
+    facts = Facts()
+    facts.set("vllm/health.json", {"url": "http://admin:hunter2@vllm:8000/health", "status": 200})
+    facts.set("logs/vllm.log", "INFO proxy to https://svc:p4ss@upstream/v1 ok\n")
+    dest = write_bundle(facts, tmp_path / "b", target="http://admin:hunter2@vllm:8000")
+    written = "".join(p.read_text() for p in dest.rglob("*") if p.is_file())
+    assert "hunter2" not in written and "p4ss" not in written
+    assert "admin:<redacted>@vllm:8000" in written
