@@ -209,17 +209,108 @@ def _serialize(key: str, value: Any) -> bytes | None:
     return None
 
 
+BUNDLE_FOLDERS = ("k8s", "logs", "vllm", "node")
+BUNDLE_ROOT_FILES = ("manifest.json", "tokenizer.json")
+
+
+def is_bundle_archive(path: Path) -> bool:
+    """True when `path` is a .tar.gz whose manifest.json says llmdoctor-bundle/1."""
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            for n, member in enumerate(tar):
+                if n > MAX_MEMBERS:
+                    return False
+                if PurePosixPath(member.name).name == "manifest.json" and member.isfile():
+                    if member.size > MAX_DOCUMENT_BYTES:
+                        return False
+                    src = tar.extractfile(member)
+                    manifest = json.loads(src.read()) if src is not None else None
+                    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
+    except (tarfile.TarError, EOFError, zlib.error, OSError, ValueError, RecursionError):
+        return False
+    return False
+
+
+def foreign_files(folder: Path) -> list[str]:
+    """Files in a folder that an llmdoctor bundle does not hold (all of them when it has no
+    llmdoctor manifest): what overwriting the folder would destroy.
+    """
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        manifest = None
+    if not (isinstance(manifest, dict) and manifest.get("format") == FORMAT):
+        return sorted(p.name for p in folder.iterdir()) or []
+    try:
+        return sorted(
+            rel.as_posix() for p in folder.rglob("*") if not _ours(rel := p.relative_to(folder), p)
+        )
+    except OSError as exc:  # a link loop, an unreadable sub-folder: not ours to delete
+        return [f"({exc.strerror or exc})"]
+
+
+def _ours(rel: PurePosixPath | Path, p: Path) -> bool:
+    """Whether a path inside a bundle folder is one a bundle holds (and may be replaced)."""
+    if p.is_symlink():
+        return False
+    if p.is_dir():
+        return len(rel.parts) == 1 and rel.name in BUNDLE_FOLDERS
+    if not p.is_file():
+        return False
+    if len(rel.parts) == 1:
+        return rel.name in BUNDLE_ROOT_FILES
+    return len(rel.parts) == 2 and rel.parts[0] in BUNDLE_FOLDERS
+
+
+def check_destination(dest: str | Path, force: bool = False) -> Path:
+    """Where a bundle may be written: a new path, or with `force` an existing llmdoctor bundle.
+
+    Nothing else is ever replaced: not a device (/dev/null), not the current folder, not a
+    folder holding other files (earlier incidents, notes), not a file that is not a bundle.
+    """
+    dest = Path(dest)
+    if os.path.basename(os.path.normpath(str(dest))) in ("", ".", "..", "/"):
+        raise BadBundle(
+            f"-o {dest}: give a file or folder name for the bundle, e.g. incident.tar.gz"
+        )
+    if not dest.exists() and not dest.is_symlink():
+        return dest
+    if not force:
+        raise BadBundle(f"{dest} already exists; choose another name or pass --force")
+    if dest.is_symlink():
+        raise BadBundle(f"{dest} is a symbolic link; refusing to overwrite it")
+    if dest.is_dir():
+        if dest.resolve() == Path.cwd().resolve():
+            raise BadBundle(f"-o {dest} is the current folder; refusing to overwrite it")
+        foreign = foreign_files(dest)
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (
+                f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+            )
+            raise BadBundle(
+                f"{dest} is a folder that is not only an llmdoctor bundle ({shown}); "
+                "refusing to overwrite it, even with --force"
+            )
+        return dest
+    if not dest.is_file():
+        raise BadBundle(f"{dest} is not a regular file or folder; refusing to write a bundle there")
+    if not is_bundle_archive(dest):
+        raise BadBundle(
+            f"{dest} exists and is not an llmdoctor bundle; refusing to overwrite it, even with --force"
+        )
+    return dest
+
+
 def write_bundle(
     facts: Facts, dest: str | Path, target: str, namespace: str | None = None, force: bool = False
 ) -> Path:
     """Write the file-shaped facts as a bundle folder or .tar.gz (chosen by dest's suffix).
 
-    Secrets are redacted. An existing dest is never overwritten unless force is set; the
-    archive is written to a temporary name and renamed, so a failure leaves nothing half-done.
+    Secrets are redacted. An existing dest is replaced only with `force`, and only when it is
+    itself an llmdoctor bundle (see check_destination). The bundle is built next to dest and
+    renamed into place, so a failure leaves the old one (or nothing) rather than half of one.
     """
-    dest = Path(dest)
-    if dest.exists() and not force:
-        raise BadBundle(f"{dest} already exists; choose another name or pass --force")
+    dest = check_destination(dest, force)
     manifest = {
         "format": FORMAT,
         "target": target,
@@ -241,9 +332,11 @@ def write_bundle(
         data = _serialize(key, value)
         if data is not None:
             documents[key] = data
-    as_archive = dest.name.endswith((".tar.gz", ".tgz"))
-    with tempfile.TemporaryDirectory(prefix="llmdoctor-collect-") as tmp:
-        root = Path(tmp) / dest.name.removesuffix(".tar.gz").removesuffix(".tgz")
+    name = Path(os.path.abspath(dest)).name
+    as_archive = name.endswith((".tar.gz", ".tgz"))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".llmdoctor-collect-", dir=dest.parent) as tmp:
+        root = Path(tmp) / name.removesuffix(".tar.gz").removesuffix(".tgz")
         root.mkdir()
         (root / "manifest.json").write_text(json.dumps(redact_json(manifest), indent=2) + "\n")
         for key, data in documents.items():
@@ -251,14 +344,15 @@ def write_bundle(
             out = root / key
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(data)
-        dest.parent.mkdir(parents=True, exist_ok=True)
         if as_archive:
-            partial = dest.with_name(f".{dest.name}.partial")
+            partial = Path(tmp) / "bundle.tar.gz"
             with tarfile.open(partial, "w:gz") as tar:
                 tar.add(root, arcname=root.name)
             os.replace(partial, dest)
+        elif dest.exists():
+            # swap: the old bundle moves into the temporary folder and goes with it
+            os.replace(dest, Path(tmp) / "previous")
+            os.replace(root, dest)
         else:
-            if dest.exists():
-                shutil.rmtree(dest)
-            shutil.copytree(root, dest)
+            os.replace(root, dest)
     return dest

@@ -38,7 +38,12 @@ def collect_command(
     tail: opt.Tail = 2000,
     no_exec: opt.NoExec = False,
     window: opt.Window = 5.0,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing bundle.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Replace an existing llmdoctor bundle (never any other file or folder)."
+        ),
+    ] = False,
     timeout: opt.Timeout = 10.0,
 ) -> None:
     """Collect a pod's (or deployment's) evidence into a redacted bundle for later diagnosis.
@@ -51,7 +56,7 @@ def collect_command(
 
       llmdoctor diagnose --bundle incident.tar.gz
     """
-    from llmdoctor.bundle import write_bundle
+    from llmdoctor.bundle import check_destination, write_bundle
     from llmdoctor.commands.diagnose import parse_live_target
     from llmdoctor.diagnosis import gather
     from llmdoctor.errors import BadInput, BadTarget
@@ -62,6 +67,7 @@ def collect_command(
     parsed = parse_live_target(target, selector)
     if parsed.kind == "bundle":
         raise BadTarget("collect reads a live target, not a bundle")
+    check_destination(output, force)  # before minutes of collection, not after
     options = {
         "namespace": namespace,
         "context": context,
@@ -74,9 +80,8 @@ def collect_command(
     facts_list = gather(parsed, CollectContext(target=parsed, timeout=timeout, options=options))
     names = [str(f.get("target") or parsed).split("/", 1)[-1] for f in facts_list]
     paths = bundle_paths(output, names)
-    existing = [p for p in paths if p.exists()]
-    if existing and not force:
-        raise BadInput(f"{existing[0]} already exists; choose another name or pass --force")
+    for path in paths:  # every destination is checked before the first is written
+        check_destination(path, force)
     for facts, path in zip(facts_list, paths, strict=True):
         written = write_bundle(
             facts,
