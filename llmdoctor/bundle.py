@@ -43,15 +43,24 @@ def _check_member_name(name: str) -> str:
     return str(p)
 
 
-def _extract_archive(path: Path, dest: Path) -> Path:
-    """Safely extract a .tar(.gz) into dest; return the bundle root (folder holding manifest)."""
+def _archive_error(path: Path, exc: BaseException) -> BadBundle:
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return BadBundle(f"{path}: corrupt or truncated archive ({detail})")
+
+
+def _plan_extraction(path: Path) -> list[tuple[str, str]]:
+    """Read every member header of an archive before anything is written: refuse unsafe
+    names, links outside, devices, and members or totals over the caps; return
+    (member name, kind) pairs, kind being "dir" or "file", for the extraction pass.
+
+    An archive that unpacks to more than the cap is refused having written nothing.
+    """
     total = 0
-    count = 0
+    plan: list[tuple[str, str]] = []
     try:
         with tarfile.open(path, "r:*") as tar:
             for member in tar:
-                count += 1
-                if count > MAX_MEMBERS:
+                if len(plan) >= MAX_MEMBERS:
                     raise BadBundle(f"{path}: more than {MAX_MEMBERS} members; refusing")
                 name = _check_member_name(member.name)
                 if member.issym() or member.islnk():
@@ -65,7 +74,7 @@ def _extract_archive(path: Path, dest: Path) -> Path:
                         )
                     continue  # in-bundle links are not needed by any reader; ignore them
                 if member.isdir():
-                    (dest / name).mkdir(parents=True, exist_ok=True)
+                    plan.append((name, "dir"))
                     continue
                 if not member.isfile():
                     raise BadBundle(f"bundle member {name!r} is not a regular file; refusing")
@@ -76,23 +85,64 @@ def _extract_archive(path: Path, dest: Path) -> Path:
                     )
                 total += member.size
                 if total > MAX_TOTAL_BYTES:
-                    raise BadBundle(f"{path}: unpacks to more than {MAX_TOTAL_BYTES >> 30} GiB")
+                    raise BadBundle(
+                        f"{path}: unpacks to more than {MAX_TOTAL_BYTES >> 30} GiB; refusing "
+                        "(nothing was written)"
+                    )
+                plan.append((name, "file"))
+    except BadBundle:
+        raise
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        raise _archive_error(path, exc) from None
+    return plan
+
+
+def _extract_archive(path: Path, dest: Path) -> Path:
+    """Safely extract a .tar(.gz) into dest; return the bundle root (folder holding manifest).
+
+    Two passes: the headers are checked first (see _plan_extraction), then the planned
+    members are copied; a member whose data differs from its header's size is refused.
+    """
+    planned = dict(_plan_extraction(path))
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            for member in tar:
+                name = _check_member_name(member.name)
+                kind = planned.get(name)
+                if kind == "dir":
+                    (dest / name).mkdir(parents=True, exist_ok=True)
+                    continue
+                if kind != "file" or not member.isfile():
+                    continue
                 target = dest / name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 src = tar.extractfile(member)
                 if src is None:
                     raise BadBundle(f"bundle member {name!r} cannot be read")
                 with src, open(target, "wb") as out:
-                    shutil.copyfileobj(src, out, 1024 * 1024)
+                    # never more than the header said (checked against the caps above)
+                    shutil.copyfileobj(_Capped(src, member.size), out, 1024 * 1024)
     except BadBundle:
         raise
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise BadBundle(f"{path}: corrupt or truncated archive ({detail})") from None
+        raise _archive_error(path, exc) from None
     manifests = [p for p in dest.rglob("manifest.json") if len(p.relative_to(dest).parts) <= 2]
     if not manifests:
         raise BadBundle(f"{path}: no manifest.json in the archive; not an llmdoctor bundle")
     return sorted(manifests, key=lambda p: len(p.parts))[0].parent
+
+
+class _Capped:
+    """A read-only view of at most `limit` bytes of a file object."""
+
+    def __init__(self, raw, limit: int):
+        self.raw, self.left = raw, limit
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n is None or n < 0 else min(n, self.left)
+        data = self.raw.read(n) if n else b""
+        self.left -= len(data)
+        return data
 
 
 def read_manifest(root: Path, shown: Path) -> dict[str, Any]:
@@ -103,6 +153,8 @@ def read_manifest(root: Path, shown: Path) -> dict[str, Any]:
         manifest = json.loads(mpath.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadBundle(f"{shown}/manifest.json: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise BadBundle(f"{shown}/manifest.json: nested too deeply to read") from None
     if not isinstance(manifest, dict):
         raise BadBundle(f"{shown}/manifest.json: must be a JSON object")
     fmt = manifest.get("format")
@@ -132,8 +184,13 @@ class Bundle:
             self.root = self.path
         else:
             self._tmp = tempfile.TemporaryDirectory(prefix="llmdoctor-bundle-")
-            self.root = _extract_archive(self.path, Path(self._tmp.name))
-        self.manifest = read_manifest(self.root, self.path)
+        try:
+            if self._tmp is not None:
+                self.root = _extract_archive(self.path, Path(self._tmp.name))
+            self.manifest = read_manifest(self.root, self.path)
+        except BaseException:  # a refusal, Ctrl-C or SIGTERM: nothing stays in the temp folder
+            self.close()
+            raise
 
     def __enter__(self) -> Bundle:
         return self
@@ -147,17 +204,29 @@ class Bundle:
             self._tmp = None
 
     def files(self) -> list[str]:
-        """Relative paths of the regular files inside the bundle (links outside are refused)."""
+        """Relative paths of the regular files inside the bundle.
+
+        Linked folders are not entered; a link to a file outside the bundle, or a link loop,
+        is refused.
+        """
         root = self.root.resolve()
         out = []
-        for p in sorted(self.root.rglob("*")):
-            rel = p.relative_to(self.root).as_posix()
-            if p.is_symlink():
-                target = p.resolve()
-                if not target.is_relative_to(root):
-                    raise BadBundle(f"{self.path}: {rel} links outside the bundle; refusing")
-            if p.is_file() and rel != "manifest.json":
-                out.append(rel)
+        for folder, dirs, names in os.walk(self.root, followlinks=False, onerror=None):
+            dirs.sort()
+            for name in sorted(names):
+                p = Path(folder) / name
+                rel = p.relative_to(self.root).as_posix()
+                if p.is_symlink():
+                    try:
+                        target = p.resolve(strict=True)
+                    except FileNotFoundError:
+                        continue  # a dangling link holds nothing
+                    except (OSError, RuntimeError):
+                        raise BadBundle(f"{self.path}: {rel} is a link loop; refusing") from None
+                    if not target.is_relative_to(root):
+                        raise BadBundle(f"{self.path}: {rel} links outside the bundle; refusing")
+                if p.is_file() and rel != "manifest.json":
+                    out.append(rel)
         return out
 
     def to_facts(self) -> Facts:
@@ -178,6 +247,10 @@ class Bundle:
                     facts.set(rel, json.loads(text))
                 except json.JSONDecodeError as exc:
                     reason = f"not valid JSON (line {exc.lineno}: {exc.msg})"
+                    facts.mark_missing(rel, reason)
+                    facts.collector_errors[f"bundle {rel}"] = reason
+                except RecursionError:
+                    reason = "JSON nested too deeply to read"
                     facts.mark_missing(rel, reason)
                     facts.collector_errors[f"bundle {rel}"] = reason
             else:

@@ -570,3 +570,183 @@ def test_collect_to_a_device_or_the_current_folder_is_refused_up_front(capsys, o
     err = capsys.readouterr().err
     assert done.value.code == 3
     assert says in err and "internal error" not in err and len(err.strip().splitlines()) == 1
+
+
+# --- bundles: sizes before writing, signals, links, nesting ----------------------------------------
+
+
+def tar_of(path: Path, members: dict[str, bytes]) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+MANIFEST = json.dumps({"format": "llmdoctor-bundle/1", "target": "pod/x"}).encode()
+
+
+def test_an_archive_over_the_size_cap_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    import tempfile
+
+    from llmdoctor import bundle as bundle_module
+    from llmdoctor.errors import BadBundle
+
+    # the cap scaled down: a small archive whose members add up to more than it; the big
+    # member comes first, as in a bomb, and nothing of it may reach the disk
+    monkeypatch.setattr(bundle_module, "MAX_TOTAL_BYTES", 3 << 20)
+    monkeypatch.setattr(bundle_module, "MAX_MEMBER_BYTES", 2 << 20)
+    archive = tar_of(
+        tmp_path / "bomb.tar.gz",
+        {
+            "b/logs/a.log": b"\0" * (2 << 20),
+            "b/logs/b.log": b"\0" * (2 << 20),
+            "b/manifest.json": MANIFEST,
+        },
+    )
+    assert archive.stat().st_size < 64 * 1024
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    with pytest.raises(BadBundle, match="nothing was written"):
+        bundle_module.Bundle(archive)
+    assert list(temp.iterdir()) == []
+
+
+def test_sigterm_while_unpacking_leaves_nothing_in_the_temp_folder(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    archive = tar_of(
+        tmp_path / "big.tar.gz",
+        {"b/manifest.json": MANIFEST, **{f"b/logs/c{n}.log": b"\0" * (90 << 20) for n in range(4)}},
+    )
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llmdoctor", "diagnose", "--bundle", str(archive)],
+        env={**os.environ, "TMPDIR": str(temp)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not any(temp.rglob("*.log")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert any(temp.rglob("*.log")), "unpacking never started"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert b"Traceback" not in err
+    assert list(temp.iterdir()) == []
+
+
+def test_a_link_loop_in_a_bundle_folder_is_a_one_line_refusal(capsys, tmp_path):
+    path = bundle(tmp_path, "healthy-vllm-7b")
+    (path / "logs" / "a.log").symlink_to("b.log")
+    (path / "logs" / "b.log").symlink_to("a.log")
+    with pytest.raises(SystemExit) as done:
+        cli_run(["diagnose", "--bundle", str(path)])
+    err = capsys.readouterr().err
+    assert done.value.code == 3
+    assert "is a link loop" in err and len(err.strip().splitlines()) == 1
+
+
+def test_deeply_nested_json_is_a_reason_not_an_internal_error(capsys, tmp_path):
+    path = bundle(tmp_path, "healthy-vllm-7b")
+    (path / "k8s" / "pod.json").write_text("[" * 100_000 + "]" * 100_000)
+    _, report, _ = diagnose(capsys, path)
+    assert skipped(report)["pod-restarts"] == "k8s/pod.json: JSON nested too deeply to read"
+    (path / "manifest.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    with pytest.raises(SystemExit) as done:
+        cli_run(["diagnose", "--bundle", str(path)])
+    err = capsys.readouterr().err
+    assert done.value.code == 3 and "manifest.json: nested too deeply to read" in err
+
+
+# --- what reaches the terminal ----------------------------------------------------------------------
+
+HOSTILE_LINE = (
+    "ERROR torch.OutOfMemoryError: CUDA out of memory. \x1b[2J\x1b]0;pwned\x07 "
+    "\u202eexe.live\u202c \x9b31m"
+)
+
+
+def hostile_bundle(tmp_path: Path) -> Path:
+    path = bundle(tmp_path, "crashloop-cuda-oom")
+    log = path / "logs" / "vllm.previous.log"
+    log.write_text(HOSTILE_LINE + "\n" + log.read_text())
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["target"] = "pod/\x1b]0;title\x07vllm"
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    return path
+
+
+@pytest.mark.parametrize("form", [[], ["--markdown"], ["--verbose", "--no-color"]])
+def test_escape_sequences_from_logs_and_targets_are_shown_not_obeyed(capsys, tmp_path, form):
+    with pytest.raises(SystemExit):
+        cli_run(["diagnose", "--bundle", str(hostile_bundle(tmp_path)), *form])
+    out = capsys.readouterr().out
+    for raw in ("\x1b", "\x07", "\u202e", "\u202c", "\x9b"):
+        assert raw not in out
+    assert "\\x1b[2J\\x1b]0;pwned\\x07 \\u202eexe.live\\u202c \\x9b31m" in out
+    assert "pod/\\x1b]0;title\\x07vllm" in out
+
+
+def test_explain_shows_escape_sequences_escaped(capsys, tmp_path):
+    log = tmp_path / "crash.log"
+    log.write_text(HOSTILE_LINE + "\n")
+    with pytest.raises(SystemExit):
+        cli_run(["explain", str(log)])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out
+    assert "\\x1b[2J" in out
+
+
+def test_markdown_evidence_cannot_close_its_code_fence(tmp_path):
+    from llmdoctor.findings import Finding, Severity
+    from llmdoctor.report import render_markdown
+    from llmdoctor.runner import Report
+
+    finding = Finding("x", Severity.WARNING, "s", [{"text": "```\n# injected heading"}])
+    text = render_markdown(Report("t", [finding], [], []))
+    assert "````text" in text and "\\x0a# injected heading" in text
+
+
+def test_the_fix_excerpt_includes_the_code_block_with_the_command():
+    from llmdoctor.report import fix_excerpt
+
+    fix = "1. Reset the GPU:\n\n   ```bash\n   nvidia-smi -r -i 0\n   ```\n2. Then restart.\n"
+    assert fix_excerpt(fix) == ["1. Reset the GPU:", "    nvidia-smi -r -i 0", "2. Then restart."]
+    long_block = "Run:\n```\n" + "".join(f"cmd {n}\n" for n in range(20)) + "```\n"
+    assert fix_excerpt(long_block)[-1] == "    …" and len(fix_excerpt(long_block)) == 10
+
+
+def test_a_diagnose_report_shows_the_command_of_the_fix(capsys):
+    with pytest.raises(SystemExit):
+        cli_run(["diagnose", "--bundle", str(EXAMPLES / "xid79-gpu-fallen-off-bus"), "--no-color"])
+    out = capsys.readouterr().out
+    assert "kubectl drain <node> --ignore-daemonsets" in out
+
+
+def test_piped_output_keeps_the_headline_whole_and_the_exit_code_under_head():
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "llmdoctor", "diagnose", "--bundle"]
+    args.append(str(EXAMPLES / "crashloop-cuda-oom"))
+    full = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert full.returncode == 2
+    assert all(len(line) <= 80 for line in full.stdout.splitlines()[:1]) is False
+    assert "crashloop-cuda-oom)  (" in full.stdout.splitlines()[0]
+    # the reader goes away before anything is written: the exit code is still the report's
+    proc = subprocess.Popen([*args, "--verbose"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    assert b"Error" not in err and b"Traceback" not in err

@@ -91,7 +91,12 @@ STYLE = {
 
 def render(result, console) -> None:
     """The terminal view: one block per entry with its lines and the first lines of its Fix."""
-    from rich.markup import escape
+    from rich.markup import escape as rich_escape
+
+    from llmdoctor.terminal_text import visible
+
+    def escape(text: object) -> str:  # log and wiki text: control characters shown, not obeyed
+        return rich_escape(visible(text))
 
     if result.how == "none":
         console.print(f"[bold]No runbook entry matches[/] {escape(result.source)}.")
