@@ -893,3 +893,94 @@ def test_line_capping_keeps_every_short_line_exact():
     lines = got.split(b"\n")
     assert [len(x) for x in lines] == [0, 5, 30, 31, 64, 64, 64, 3, 4]
     assert stream.lines_cut == 2
+
+
+# --- wiki add keeps what was typed; YAML round-trips ---------------------------------------------
+
+
+def wiki_add(*args: str, input: str | None = None):
+    from typer.testing import CliRunner
+
+    from llmdoctor.cli import build_app
+
+    return CliRunner().invoke(build_app(("wiki",)), ["wiki", "add", *args], input=input)
+
+
+def saved_draft(output: str) -> Path:
+    return Path(output.split("saved in ")[1].split()[0])
+
+
+def test_ctrl_d_in_the_fix_keeps_the_fix_lines_typed(tmp_path):
+    typed = "\n".join(
+        [
+            "disk-full",
+            "Model cache disk is full",
+            "warning",
+            "storage",
+            "",
+            "No space left on device",
+            "",
+            "Downloads stop with Errno 28.",
+            "",
+            "The emptyDir is too small.",
+            "",
+            "Mount a 200Gi PVC at /root/.cache/huggingface.",
+            "kubectl rollout restart deploy/vllm",
+        ]
+    )  # ... and Ctrl-D instead of the empty line that ends the Fix
+    result = wiki_add("--wiki", str(tmp_path / "team"), input=typed + "\n")
+    assert result.exit_code != 0
+    draft = saved_draft(result.output).read_text()
+    assert "Mount a 200Gi PVC" in draft and "kubectl rollout restart deploy/vllm" in draft
+    assert "No space left on device" in draft
+
+
+@pytest.mark.parametrize("signature", ["a{4294967296}", "x{99999999999999999999}"])
+def test_a_signature_with_an_absurd_repeat_count_is_a_problem_and_the_draft_is_kept(
+    tmp_path, signature
+):
+    result = wiki_add(
+        *("--wiki", str(tmp_path / "team"), "--id", "absurd", "--title", "Absurd"),
+        *("--signature", signature, "--symptom", "s", "--cause", "c", "--fix", "f"),
+    )
+    assert result.exit_code == 3, result.output
+    assert "a signature cannot be compiled" in result.output
+    assert signature in saved_draft(result.output).read_text()
+    assert not (tmp_path / "team" / "absurd.md").exists()
+
+
+def test_yaml_special_values_come_back_exactly_as_typed(tmp_path):
+    from llmdoctor.wiki.entry import parse_entry_file
+
+    odd = [".inf", "0x1F", "=", "<<", "yes", "~", "null", "1e3", "- x", "a: b", "#c", "'q'"]
+    result = wiki_add(
+        *("--wiki", str(tmp_path / "team"), "--id", "odd-values", "--title", "<<"),
+        *[arg for value in odd for arg in ("--tag", value)],
+        *("--alias", "=", "--alias", ".NaN"),
+        *("--signature", r"'quoted' \\ back\slash: \[x\]", "--signature", "0x1F"),
+        *("--symptom", "s", "--cause", "c", "--fix", "f"),
+    )
+    assert result.exit_code == 0, result.output
+    entry = parse_entry_file(tmp_path / "team" / "odd-values.md")
+    assert entry.title == "<<"
+    assert entry.tags == odd
+    assert entry.aliases == ["=", ".NaN"]
+    assert entry.signatures == [r"'quoted' \\ back\slash: \[x\]", "0x1F"]
+
+
+def test_an_index_path_that_is_a_folder_is_a_one_line_error(capsys):
+    from llmdoctor.wiki.index import index_path, resolve_dirs
+
+    index_path(resolve_dirs(None)).mkdir(parents=True)
+    with pytest.raises(SystemExit) as done:
+        cli_run(["wiki", "search", "oom"])
+    err = capsys.readouterr().err
+    assert done.value.code == 3
+    assert "the wiki index is not a file" in err and "internal error" not in err
+
+
+def test_mdit_py_plugins_is_not_a_dependency():
+    import tomllib
+
+    pyproject = tomllib.loads((EXAMPLES.parent.parent / "pyproject.toml").read_text())
+    assert not any(d.startswith("mdit-py-plugins") for d in pyproject["project"]["dependencies"])

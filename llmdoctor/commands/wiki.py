@@ -498,10 +498,15 @@ def _ask_missing(draft, given: dict, folder, force: bool) -> None:
                 ]
             )
         if not given["signatures"]:
-            draft.signatures = _ask_lines("signatures: Python regexes, one log line each")
+            draft.signatures = []  # filled line by line: an interruption keeps what was typed
+            _ask_lines("signatures: Python regexes, one log line each", draft.signatures)
         for name in ("symptom", "cause", "fix"):
             if not given[name]:
-                setattr(draft, name, "\n".join(_ask_lines(f"{name}: {SECTION_HINTS[name]}")))
+                typed: list[str] = []
+                try:
+                    _ask_lines(f"{name}: {SECTION_HINTS[name]}", typed)
+                finally:
+                    setattr(draft, name, "\n".join(typed))
     except (typer.Abort, EOFError, KeyboardInterrupt):
         if not draft.is_empty():
             path = save_draft(render_entry(draft), draft.id)
@@ -509,9 +514,9 @@ def _ask_missing(draft, given: dict, folder, force: bool) -> None:
         raise typer.Abort() from None
 
 
-def _ask_lines(label: str) -> list[str]:
+def _ask_lines(label: str, lines: list[str]) -> list[str]:
+    """Append typed lines to `lines` until an empty one (in place, so Ctrl-D loses none)."""
     typer.echo(f"{label} (finish with an empty line):")
-    lines: list[str] = []
     while True:
         line = typer.prompt("", default="", show_default=False, prompt_suffix="> ")
         if not line.strip():
