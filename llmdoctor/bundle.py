@@ -35,6 +35,8 @@ def _is_log(rel: str) -> bool:
 
 
 def _check_member_name(name: str) -> str:
+    if not name or any(ord(c) < 0x20 for c in name):
+        raise BadBundle(f"bundle member {name!r} has an empty name or control characters; refusing")
     p = PurePosixPath(name)
     if name.startswith("/") or p.is_absolute() or (len(name) > 1 and name[1] == ":"):
         raise BadBundle(f"bundle member {name!r} has an absolute path; refusing to read it")

@@ -107,7 +107,8 @@ def parse_scrape(key: str, text: str, at: float | None = None) -> Scrape:
             for sample in family.samples:
                 _add_sample(scrape, sample.name, dict(sample.labels), float(sample.value))
     except ValueError as exc:  # raised mid-iteration on a bad line
-        scrape.error = f"{key}: not valid Prometheus text ({str(exc).splitlines()[0][:120]})"
+        detail = (str(exc).splitlines() or ["a line it cannot parse"])[0][:120]
+        scrape.error = f"{key}: not valid Prometheus text ({detail})"
     return scrape
 
 
