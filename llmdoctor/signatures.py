@@ -298,7 +298,7 @@ class SignatureSet:
             for sig in entry.signatures:
                 try:
                     compiled = re.compile(sig)
-                except re.error as exc:
+                except (re.error, OverflowError, RecursionError) as exc:  # a{4294967296}
                     self.invalid.append((entry.id, sig, str(exc)))
                     continue
                 if compiled.search(""):

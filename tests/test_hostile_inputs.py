@@ -944,7 +944,7 @@ def test_a_signature_with_an_absurd_repeat_count_is_a_problem_and_the_draft_is_k
         *("--signature", signature, "--symptom", "s", "--cause", "c", "--fix", "f"),
     )
     assert result.exit_code == 3, result.output
-    assert "a signature cannot be compiled" in result.output
+    assert "repetition number is too large" in result.output
     assert signature in saved_draft(result.output).read_text()
     assert not (tmp_path / "team" / "absurd.md").exists()
 
@@ -984,3 +984,45 @@ def test_mdit_py_plugins_is_not_a_dependency():
 
     pyproject = tomllib.loads((EXAMPLES.parent.parent / "pyproject.toml").read_text())
     assert not any(d.startswith("mdit-py-plugins") for d in pyproject["project"]["dependencies"])
+
+
+ABSURD_ENTRY = """---
+id: absurd-repeat
+title: A signature past the regex compiler's repeat limit
+severity: warning
+signatures:
+  - 'a{4294967296}'
+---
+## Symptom
+s
+## Cause
+c
+## Fix
+f
+"""
+
+
+def test_lint_explain_and_diagnose_name_a_signature_with_an_absurd_repeat_count(capsys, tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "absurd-repeat.md").write_text(ABSURD_ENTRY)
+    log = tmp_path / "crash.log"
+    log.write_text(OOM_LINE + "\n")
+    runs = {
+        "lint": (["wiki", "lint", str(team)], 1),
+        "explain": (["explain", str(log), "--wiki", str(team)], 2),
+        "diagnose": (
+            ["diagnose", "--bundle", str(EXAMPLES / "crashloop-cuda-oom"), "--wiki", str(team)],
+            2,
+        ),
+    }
+    for name, (args, expected) in runs.items():
+        with pytest.raises(SystemExit) as done:
+            cli_run(args)
+        out = capsys.readouterr()
+        assert "internal error" not in out.err, name
+        assert done.value.code == expected, (name, out.err)
+    # lint says which line and why
+    with pytest.raises(SystemExit):
+        cli_run(runs["lint"][0])
+    assert "repetition number is too large" in capsys.readouterr().out

@@ -85,7 +85,7 @@ def signature_problem(signature: str) -> str | None:
     """Why a signature is unusable (does not compile, or can match the empty string), or None."""
     try:
         pattern = re.compile(signature)
-    except re.error as exc:
+    except (re.error, OverflowError, RecursionError) as exc:  # a{4294967296}
         return f"signature {signature!r} is not a valid Python regex: {exc}"
     if pattern.search("") is not None:
         return f"signature {signature!r} matches the empty string, so it would fire on every line"
