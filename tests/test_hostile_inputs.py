@@ -1026,3 +1026,20 @@ def test_lint_explain_and_diagnose_name_a_signature_with_an_absurd_repeat_count(
     with pytest.raises(SystemExit):
         cli_run(runs["lint"][0])
     assert "repetition number is too large" in capsys.readouterr().out
+
+
+def test_wiki_show_search_and_list_escape_a_team_entrys_control_characters(capsys, tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "kestrel-title.md").write_text(
+        '---\nid: kestrel-title\ntitle: "Kestrel \\e]0;pwned\\a gateway \\u202Eevil"\n'
+        "severity: warning\ntags: [kestrel]\n---\n## Symptom\nkestrel \x1b[2J clears\n"
+        "## Cause\nc\n## Fix\nf\n"
+    )
+    for args in (["show", "kestrel-title"], ["search", "kestrel"], ["list"]):
+        with pytest.raises(SystemExit) as done:
+            cli_run(["wiki", *args, "--wiki", str(team)])
+        out = capsys.readouterr().out
+        assert done.value.code == 0, args
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, args
+        assert "\\x1b]0;pwned\\x07" in out, args

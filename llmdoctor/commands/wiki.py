@@ -30,13 +30,16 @@ def _use_color(no_color: bool) -> bool:
 
 
 def _highlight(text: str, spans: list[tuple[int, int]], color: bool) -> str:
+    """The snippet with its matched words highlighted; its own control characters escaped."""
+    from llmdoctor.terminal_text import visible
+
     if not color or not spans:
-        return text
+        return visible(text)
     out, last = [], 0
     for start, end in spans:
-        out += [text[last:start], "\x1b[1;33m", text[start:end], "\x1b[0m"]
+        out += [visible(text[last:start]), "\x1b[1;33m", visible(text[start:end]), "\x1b[0m"]
         last = end
-    out.append(text[last:])
+    out.append(visible(text[last:]))
     return "".join(out)
 
 
@@ -90,11 +93,14 @@ def search_command(
     if not results:
         typer.echo("no runbook entry matches" + (f" with tag {tag!r}" if tag else ""))
         raise typer.Exit(0)
+    from llmdoctor.terminal_text import visible
+
     color = _use_color(no_color)
     bold, dim, reset = ("\x1b[1m", "\x1b[2m", "\x1b[0m") if color else ("", "", "")
     for n, r in enumerate(results, 1):
         typer.echo(
-            f"{n:>2}. {bold}{r.id}{reset}  {r.title}  {dim}[{r.severity}] {r.score:g}{reset}"
+            f"{n:>2}. {bold}{visible(r.id)}{reset}  {visible(r.title)}  "
+            f"{dim}[{visible(r.severity)}] {r.score:g}{reset}"
         )
         if r.snippet:
             typer.echo(f"    {_highlight(r.snippet, r.highlights, color)}")
@@ -170,11 +176,13 @@ def _render_entry(entry, record, is_builtin: bool, overridden_builtin: list[str]
     from rich.markdown import Markdown
     from rich.text import Text
 
+    from llmdoctor.terminal_text import visible
+
     console = Console(no_color=no_color or "NO_COLOR" in os.environ, highlight=False)
     style = {"critical": "bold red", "warning": "bold yellow"}.get(entry.severity, "bold blue")
     head = Text()
-    head.append(entry.title, style="bold")
-    head.append(f"  [{entry.severity}]", style=style)
+    head.append(visible(entry.title), style="bold")
+    head.append(f"  [{visible(entry.severity)}]", style=style)
     console.print(head)
     facts = [("id", entry.id), ("file", record.path + ("  (built-in)" if is_builtin else ""))]
     if overridden_builtin:
@@ -189,14 +197,15 @@ def _render_entry(entry, record, is_builtin: bool, overridden_builtin: list[str]
         facts.append(("detected by", ", ".join(entry.detected_by)))
     for name, value in facts:
         line = Text(f"{name:>12}: ", style="dim")
-        line.append(value)
+        line.append(visible(value))
         console.print(line, soft_wrap=True)  # paths and regexes stay whole, copyable
     for signature in entry.signatures:
         line = Text(f"{'signature':>12}: ", style="dim")
-        line.append(signature, style="cyan")
+        line.append(visible(signature), style="cyan")
         console.print(line, soft_wrap=True)
     console.print()
-    console.print(Markdown(entry.body, code_theme="ansi_dark", justify="left"))
+    body = "\n".join(visible(line) for line in entry.body.split("\n"))
+    console.print(Markdown(body, code_theme="ansi_dark", justify="left"))
 
 
 @wiki_app.command("list")
@@ -215,9 +224,11 @@ def list_command(
         typer.echo(json.dumps({"entries": [e.to_json() for e in entries]}, ensure_ascii=False))
         raise typer.Exit(0)
     width = max((len(e.id) for e in entries), default=0)
+    from llmdoctor.terminal_text import visible
+
     for e in entries:
         note = "  (overrides a built-in entry)" if e.overrides else ""
-        typer.echo(f"{e.id:<{width}}  {e.severity:<8}  {e.title}{note}")
+        typer.echo(visible(f"{e.id:<{width}}  {e.severity:<8}  {e.title}{note}"))
     typer.echo(f"{len(entries)} entries" + (f" tagged {tag!r}" if tag else ""), err=True)
     raise typer.Exit(0)
 
