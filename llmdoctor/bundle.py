@@ -376,6 +376,33 @@ def check_destination(dest: str | Path, force: bool = False) -> Path:
     return dest
 
 
+def _write_tree(
+    dest: Path, name: str, as_archive: bool, manifest: dict, documents: dict[str, bytes]
+) -> None:
+    """Build the bundle in a temporary folder next to dest, then rename it into place."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".llmdoctor-collect-", dir=dest.parent) as tmp:
+        root = Path(tmp) / name.removesuffix(".tar.gz").removesuffix(".tgz")
+        root.mkdir()
+        (root / "manifest.json").write_text(json.dumps(redact_json(manifest), indent=2) + "\n")
+        for key, data in documents.items():
+            _check_member_name(key)
+            out = root / key
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+        if as_archive:
+            partial = Path(tmp) / "bundle.tar.gz"
+            with tarfile.open(partial, "w:gz") as tar:
+                tar.add(root, arcname=root.name)
+            os.replace(partial, dest)
+        elif dest.exists():
+            # swap: the old bundle moves into the temporary folder and goes with it
+            os.replace(dest, Path(tmp) / "previous")
+            os.replace(root, dest)
+        else:
+            os.replace(root, dest)
+
+
 def write_bundle(
     facts: Facts, dest: str | Path, target: str, namespace: str | None = None, force: bool = False
 ) -> Path:
@@ -409,25 +436,8 @@ def write_bundle(
             documents[key] = data
     name = Path(os.path.abspath(dest)).name
     as_archive = name.endswith((".tar.gz", ".tgz"))
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".llmdoctor-collect-", dir=dest.parent) as tmp:
-        root = Path(tmp) / name.removesuffix(".tar.gz").removesuffix(".tgz")
-        root.mkdir()
-        (root / "manifest.json").write_text(json.dumps(redact_json(manifest), indent=2) + "\n")
-        for key, data in documents.items():
-            _check_member_name(key)
-            out = root / key
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(data)
-        if as_archive:
-            partial = Path(tmp) / "bundle.tar.gz"
-            with tarfile.open(partial, "w:gz") as tar:
-                tar.add(root, arcname=root.name)
-            os.replace(partial, dest)
-        elif dest.exists():
-            # swap: the old bundle moves into the temporary folder and goes with it
-            os.replace(dest, Path(tmp) / "previous")
-            os.replace(root, dest)
-        else:
-            os.replace(root, dest)
+    try:
+        _write_tree(dest, name, as_archive, manifest, documents)
+    except OSError as exc:  # a read-only folder, a full disk: nothing half-written is left
+        raise BadBundle(f"cannot write {dest}: {exc.strerror or exc}") from None
     return dest

@@ -1045,3 +1045,14 @@ def test_wiki_show_search_and_list_escape_a_team_entrys_control_characters(capsy
         assert done.value.code == 0, args
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, args
         assert "\\x1b]0;pwned\\x07" in out, args
+
+
+def test_a_bundle_into_an_unwritable_folder_is_a_one_line_refusal(tmp_path):
+    from llmdoctor.bundle import write_bundle
+    from llmdoctor.errors import BadBundle
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(BadBundle, match="cannot write"):
+        write_bundle(small_facts(), blocker / "incident.tar.gz", target="pod/x")
+    assert blocker.read_text() == "not a folder"
