@@ -178,7 +178,7 @@ def call_with_deadline(fn: Callable, arg: Any, seconds: float, name: str):
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
-        raise CheckTimedOut(f"timed out after {seconds:g}s")
+        raise CheckTimedOut(f"timed out after {seconds:g}s (a longer --timeout gives it more)")
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")
