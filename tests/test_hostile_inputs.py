@@ -1082,3 +1082,16 @@ def test_a_parser_stuck_on_a_document_times_out_like_a_check():
         release.set()
     assert facts.missing_reason("fuzz/stuck").startswith("parsing timed out after 0.3s")
     assert "parse fuzz/stuck" in facts.collector_errors
+
+
+def test_wiki_search_from_an_endless_pipe_stops_at_the_cap(monkeypatch):
+    from typer.testing import CliRunner
+
+    from llmdoctor.cli import build_app
+    from llmdoctor.commands import wiki as wiki_command
+
+    monkeypatch.setattr(wiki_command, "MAX_SEARCH_INPUT", 1 << 20)
+    piped = "\0" * (3 << 20) + OOM_LINE + "\n"  # the match lies past the cap
+    result = CliRunner().invoke(build_app(("wiki",)), ["wiki", "search", "-"], input=piped)
+    assert "searched the end of the first 1 MiB of stdin" in result.output
+    assert "nothing to search for" in str(result.exception)  # exit 3 through llmdoctor.cli

@@ -43,12 +43,22 @@ def _highlight(text: str, spans: list[tuple[int, int]], color: bool) -> str:
     return "".join(out)
 
 
-def _read_tail(stream, keep: int = 200_000) -> str:
-    """The last `keep` characters of a stream (a piped log can be any size)."""
-    tail = ""
-    while chunk := stream.read(1 << 20):
+MAX_SEARCH_INPUT = 64 * 1024 * 1024  # characters read from stdin at most (`cat /dev/zero | …`)
+
+
+def _read_tail(stream, keep: int = 200_000, limit: int | None = None) -> str:
+    """The last `keep` characters of a stream (a piped log can be any size), reading at most
+    `limit` characters so an endless pipe cannot keep the search waiting."""
+    limit = MAX_SEARCH_INPUT if limit is None else limit
+    tail, read = "", 0
+    while read < limit and (chunk := stream.read(min(1 << 20, limit - read))):
+        read += len(chunk)
         tail = (tail + chunk)[-keep:]
-    return tail
+    if read >= limit and stream.read(1):
+        typer.echo(
+            f"llmdoctor: note: searched the end of the first {limit >> 20} MiB of stdin", err=True
+        )
+    return tail.replace("\x00", "")
 
 
 @wiki_app.command("search")
