@@ -1095,3 +1095,12 @@ def test_wiki_search_from_an_endless_pipe_stops_at_the_cap(monkeypatch):
     result = CliRunner().invoke(build_app(("wiki",)), ["wiki", "search", "-"], input=piped)
     assert "searched the end of the first 1 MiB of stdin" in result.output
     assert "nothing to search for" in str(result.exception)  # exit 3 through llmdoctor.cli
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "folder"])
+def test_wiki_add_from_a_device_or_folder_is_refused_at_once(capsys, tmp_path, source):
+    path = str(tmp_path) if source == "folder" else source
+    with pytest.raises(SystemExit) as done:
+        cli_run(["wiki", "add", "--wiki", str(tmp_path / "team"), "--from-file", path])
+    err = capsys.readouterr().err
+    assert done.value.code == 3 and "not a regular file" in err

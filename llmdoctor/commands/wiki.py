@@ -43,6 +43,7 @@ def _highlight(text: str, spans: list[tuple[int, int]], color: bool) -> str:
     return "".join(out)
 
 
+MAX_ENTRY_CHARS = 1024 * 1024  # `wiki add --from-file`: an entry is a page, not a log
 MAX_SEARCH_INPUT = 64 * 1024 * 1024  # characters read from stdin at most (`cat /dev/zero | …`)
 
 
@@ -441,12 +442,22 @@ def _draft_from_flags(given: dict):
 def _read_entry_file(name: str) -> str:
     from llmdoctor.errors import BadInput
 
+    limit = MAX_ENTRY_CHARS
     if name == "-":
-        return sys.stdin.read()
-    try:
-        return Path(name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"--from-file {name}: {getattr(exc, 'strerror', None) or exc}") from None
+        if sys.stdin is None:
+            raise BadInput("--from-file -: standard input is closed")
+        text = sys.stdin.read(limit + 1)
+    else:
+        try:
+            if not Path(name).is_file():  # a folder, a device (/dev/zero), a FIFO
+                raise BadInput(f"--from-file {name}: not a regular file")
+            with open(name, encoding="utf-8") as fh:
+                text = fh.read(limit + 1)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"--from-file {name}: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(text) > limit:
+        raise BadInput(f"--from-file {name}: over {limit >> 10} KiB; a runbook entry is shorter")
+    return text
 
 
 def _edit_template(draft) -> Path:
