@@ -184,6 +184,10 @@ class Bundle:
             raise BadBundle(f"{self.path}: no such file or folder")
         if self.path.is_dir():
             self.root = self.path
+        elif not self.path.is_file():  # /dev/zero, a FIFO: would be read forever
+            raise BadBundle(
+                f"{self.path}: not a regular file or folder; give a bundle folder or .tar.gz"
+            )
         else:
             self._tmp = tempfile.TemporaryDirectory(prefix="llmdoctor-bundle-")
         try:

@@ -1104,3 +1104,13 @@ def test_wiki_add_from_a_device_or_folder_is_refused_at_once(capsys, tmp_path, s
         cli_run(["wiki", "add", "--wiki", str(tmp_path / "team"), "--from-file", path])
     err = capsys.readouterr().err
     assert done.value.code == 3 and "not a regular file" in err
+
+
+def test_a_bundle_that_is_a_device_or_fifo_is_refused_at_once(capsys, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        with pytest.raises(SystemExit) as done:
+            cli_run(["diagnose", "--bundle", path])
+        err = capsys.readouterr().err
+        assert done.value.code == 3 and "not a regular file or folder" in err
