@@ -1114,3 +1114,13 @@ def test_a_bundle_that_is_a_device_or_fifo_is_refused_at_once(capsys, tmp_path):
             cli_run(["diagnose", "--bundle", path])
         err = capsys.readouterr().err
         assert done.value.code == 3 and "not a regular file or folder" in err
+
+
+def test_a_model_config_that_is_a_device_or_deeply_nested_is_one_line(capsys, tmp_path):
+    deep = tmp_path / "config.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    for path, says in (("/dev/zero", "not a regular file"), (str(deep), "nested too deeply")):
+        with pytest.raises(SystemExit) as done:
+            cli_run(["capacity", "--model-config", path, "--gpu", "H100"])
+        err = capsys.readouterr().err
+        assert done.value.code == 3 and says in err and len(err.strip().splitlines()) == 1
