@@ -365,7 +365,7 @@ LOGS = seeds("tests/fixtures/logs/*.log", "tests/fixtures/kernel/*.log")
 def test_log_stream_reads_anything_with_every_line_capped(text, junk, encoding, max_line):
     import gzip
 
-    from llmdoctor.textsource import LogStream
+    from llmdoctor.log_input import LogStream
 
     data = text.encode("utf-8", errors="replace") + junk
     if encoding == "gzip":

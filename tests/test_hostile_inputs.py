@@ -826,9 +826,9 @@ def test_dev_zero_is_refused_at_once(capsys):
 
 
 def test_endless_nul_bytes_on_stdin_stop_with_a_reason(capsys, monkeypatch):
-    from llmdoctor import textsource
+    from llmdoctor import log_input
 
-    monkeypatch.setattr(textsource, "MAX_NUL_PREFIX", 1 << 20)
+    monkeypatch.setattr(log_input, "MAX_NUL_PREFIX", 1 << 20)
     code, _, err = explain_cli(capsys, "-", stdin=b"\0" * (3 << 20), monkeypatch=monkeypatch)
     assert code == 3 and "NUL bytes and nothing else" in err
 
@@ -836,9 +836,9 @@ def test_endless_nul_bytes_on_stdin_stop_with_a_reason(capsys, monkeypatch):
 def test_a_fifo_without_a_writer_is_refused_after_a_wait(capsys, tmp_path, monkeypatch):
     import time
 
-    from llmdoctor import textsource
+    from llmdoctor import log_input
 
-    monkeypatch.setattr(textsource, "FIFO_WRITER_WAIT", 0.3)
+    monkeypatch.setattr(log_input, "FIFO_WRITER_WAIT", 0.3)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     started = time.monotonic()
@@ -848,9 +848,9 @@ def test_a_fifo_without_a_writer_is_refused_after_a_wait(capsys, tmp_path, monke
 
 
 def test_a_gzip_bomb_is_refused_by_its_ratio(capsys, tmp_path, monkeypatch):
-    from llmdoctor import textsource
+    from llmdoctor import log_input
 
-    monkeypatch.setattr(textsource, "GZIP_RATIO_FROM", 1 << 20)
+    monkeypatch.setattr(log_input, "GZIP_RATIO_FROM", 1 << 20)
     bomb = tmp_path / "vllm.log.1.gz"
     bomb.write_bytes(gzip.compress(b"INFO x\n" * (4 << 20), 9))  # 28 MiB from ~50 KiB
     code, _, err = explain_cli(capsys, str(bomb))
@@ -858,9 +858,9 @@ def test_a_gzip_bomb_is_refused_by_its_ratio(capsys, tmp_path, monkeypatch):
 
 
 def test_a_stream_of_unknown_size_is_read_up_to_the_cap_and_says_so(capsys, monkeypatch):
-    from llmdoctor import textsource
+    from llmdoctor import log_input
 
-    monkeypatch.setattr(textsource, "MAX_STREAM_BYTES", 1 << 20)
+    monkeypatch.setattr(log_input, "MAX_STREAM_BYTES", 1 << 20)
     data = (OOM_LINE + "\n").encode() + b"INFO fine\n" * 300_000
     code, _, err = explain_cli(capsys, "-", stdin=data, monkeypatch=monkeypatch)
     assert code == 2
@@ -868,6 +868,7 @@ def test_a_stream_of_unknown_size_is_read_up_to_the_cap_and_says_so(capsys, monk
 
 
 def test_a_huge_line_is_cut_and_said_so_in_linear_time(capsys, tmp_path):
+    # 192 MiB on one line: before, the block reader re-copied the growing line (quadratic)
     import time
 
     log = tmp_path / "one-line.log"
@@ -886,7 +887,7 @@ def test_a_huge_line_is_cut_and_said_so_in_linear_time(capsys, tmp_path):
 def test_line_capping_keeps_every_short_line_exact():
     import io
 
-    from llmdoctor.textsource import LogStream
+    from llmdoctor.log_input import LogStream
 
     text = b"".join(b"x" * n + b"\n" for n in (0, 5, 30, 31, 64, 65, 200, 3)) + b"tail"
     stream = LogStream(io.BufferedReader(io.BytesIO(text)), "t", max_line=64)

@@ -52,12 +52,13 @@ def explain_command(
 
     from llmdoctor.errors import BadInput
     from llmdoctor.explain import explain
+    from llmdoctor.log_input import open_log, open_log_stdin
     from llmdoctor.terminal_text import visible
-    from llmdoctor.textsource import TextSource, open_log, open_log_stdin
+    from llmdoctor.textsource import TextSource
     from llmdoctor.wiki.library import load_library
 
     entries = load_library(wiki).entries
-    # bounded reading (textsource): gzip ratio, stream size, line length, FIFO writer wait
+    # bounded reading (log_input): gzip ratio, stream size, line length, FIFO writer wait
     if file == "-":
         stdin = sys.stdin.buffer if sys.stdin is not None else None
         if stdin is not None and sys.stdin.isatty():
