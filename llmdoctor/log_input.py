@@ -23,7 +23,7 @@ MAX_LINE_BYTES = 1024 * 1024  # a longer line is cut here (and the cut is report
 MAX_STREAM_BYTES = 8 * 1024**3  # read at most this much from a pipe, a FIFO or a gzip file
 MAX_GZIP_RATIO = 200  # real logs compress 5-50x; far more than this is a decompression bomb
 GZIP_RATIO_FROM = 64 * 1024 * 1024  # ... judged once this much has come out
-MAX_NUL_PREFIX = 64 * 1024 * 1024  # that many NUL bytes and nothing else: not a log
+MAX_NUL_PREFIX = 64 * 1024 * 1024  # from a pipe, that many NUL bytes and nothing else: not a log
 FIFO_WRITER_WAIT = 10.0  # seconds a named pipe may go without a writer
 SNIFF_BYTES = 64 * 1024
 BLOCK = 8 * 1024 * 1024
@@ -152,6 +152,8 @@ class LogStream:
                 if not chunk:
                     self._eof = True
                     return b""
+            if b"\x00" in chunk:  # copytruncate's NUL runs carry no text; drop them
+                chunk = chunk.replace(b"\x00", b"")
             out = self._cap_lines(chunk)
             if out:
                 return out
@@ -174,7 +176,7 @@ class LogStream:
                 raise
             raise BadInput(f"{self.name}: cannot be read (corrupt gzip data: {exc})") from None
         self.read_bytes += len(data)
-        if not self._seen_text:
+        if not self._seen_text and not self._bounded:  # a file of known size ends anyway
             if data.strip(b"\x00"):
                 self._seen_text = True
             elif self.read_bytes >= MAX_NUL_PREFIX:

@@ -1125,3 +1125,13 @@ def test_a_model_config_that_is_a_device_or_deeply_nested_is_one_line(capsys, tm
             cli_run(["capacity", "--model-config", path, "--gpu", "H100"])
         err = capsys.readouterr().err
         assert done.value.code == 3 and says in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_copytruncated_log_file_with_a_long_nul_run_is_still_read(capsys, tmp_path, monkeypatch):
+    from llmdoctor import log_input
+
+    monkeypatch.setattr(log_input, "MAX_NUL_PREFIX", 1 << 20)
+    log = tmp_path / "vllm.log"
+    log.write_bytes(b"\0" * (3 << 20) + (OOM_LINE + "\n").encode())
+    code, out, _ = explain_cli(capsys, str(log), "--json")
+    assert code == 2 and json.loads(out)["matches"][0]["id"] == "cuda-oom-runtime"
