@@ -29,7 +29,7 @@ EXAMPLES = ROOT / "examples" / "bundles"
 
 FUZZ = settings(
     max_examples=120,
-    deadline=3000,  # ms per example: generous for a loaded 2-core machine, still a hang guard
+    deadline=10_000,  # ms per example: a slowness guard that a loaded 2-core machine still passes
     database=None,  # nothing written into the working tree
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
