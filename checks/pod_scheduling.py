@@ -13,8 +13,10 @@ from llmdoctor.facts import Facts
 from llmdoctor.findings import Finding, critical, evidence, info, ok
 from llmdoctor.parsers.k8s_pod import (
     GPU,
+    dicts,
     event_items,
     event_line,
+    field_dict,
     gpus_requested,
     quantity,
     require_pod,
@@ -27,7 +29,7 @@ AUTOSCALER = ("NotTriggerScaleUp", "TriggeredScaleUp", "FailedScaleUp")
 
 
 def _scheduled_condition(pod: dict) -> dict:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
+    for cond in dicts(field_dict(pod, "status").get("conditions")):
         if cond.get("type") == "PodScheduled":
             return cond
     return {}
@@ -83,13 +85,13 @@ def _node_summary(facts: Facts, requested: int) -> tuple[str, list[dict]]:
 )
 def pod_scheduling(facts: Facts) -> Finding:
     pod = require_pod(facts)
-    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    spec, status = field_dict(pod, "spec"), field_dict(pod, "status")
     requested = gpus_requested(pod)
     node_name = spec.get("nodeName")
     if node_name:
-        node = facts.get("k8s/node.json") or {}
-        allocatable = ((node.get("status") or {}).get("allocatable") or {}).get(GPU)
-        product = ((node.get("metadata") or {}).get("labels") or {}).get("nvidia.com/gpu.product")
+        node = facts.get("k8s/node.json")
+        allocatable = field_dict(field_dict(node, "status"), "allocatable").get(GPU)
+        product = field_dict(field_dict(node, "metadata"), "labels").get("nvidia.com/gpu.product")
         detail = f" ({allocatable} GPUs allocatable, {product})" if allocatable else ""
         return ok(
             "pod-scheduling",

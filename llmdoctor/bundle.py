@@ -35,6 +35,8 @@ def _is_log(rel: str) -> bool:
 
 
 def _check_member_name(name: str) -> str:
+    if not name or any(ord(c) < 0x20 for c in name):
+        raise BadBundle(f"bundle member {name!r} has an empty name or control characters; refusing")
     p = PurePosixPath(name)
     if name.startswith("/") or p.is_absolute() or (len(name) > 1 and name[1] == ":"):
         raise BadBundle(f"bundle member {name!r} has an absolute path; refusing to read it")
@@ -43,15 +45,24 @@ def _check_member_name(name: str) -> str:
     return str(p)
 
 
-def _extract_archive(path: Path, dest: Path) -> Path:
-    """Safely extract a .tar(.gz) into dest; return the bundle root (folder holding manifest)."""
+def _archive_error(path: Path, exc: BaseException) -> BadBundle:
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return BadBundle(f"{path}: corrupt or truncated archive ({detail})")
+
+
+def _plan_extraction(path: Path) -> list[tuple[str, str]]:
+    """Read every member header of an archive before anything is written: refuse unsafe
+    names, links outside, devices, and members or totals over the caps; return
+    (member name, kind) pairs, kind being "dir" or "file", for the extraction pass.
+
+    An archive that unpacks to more than the cap is refused having written nothing.
+    """
     total = 0
-    count = 0
+    plan: list[tuple[str, str]] = []
     try:
         with tarfile.open(path, "r:*") as tar:
             for member in tar:
-                count += 1
-                if count > MAX_MEMBERS:
+                if len(plan) >= MAX_MEMBERS:
                     raise BadBundle(f"{path}: more than {MAX_MEMBERS} members; refusing")
                 name = _check_member_name(member.name)
                 if member.issym() or member.islnk():
@@ -65,7 +76,7 @@ def _extract_archive(path: Path, dest: Path) -> Path:
                         )
                     continue  # in-bundle links are not needed by any reader; ignore them
                 if member.isdir():
-                    (dest / name).mkdir(parents=True, exist_ok=True)
+                    plan.append((name, "dir"))
                     continue
                 if not member.isfile():
                     raise BadBundle(f"bundle member {name!r} is not a regular file; refusing")
@@ -76,23 +87,64 @@ def _extract_archive(path: Path, dest: Path) -> Path:
                     )
                 total += member.size
                 if total > MAX_TOTAL_BYTES:
-                    raise BadBundle(f"{path}: unpacks to more than {MAX_TOTAL_BYTES >> 30} GiB")
+                    raise BadBundle(
+                        f"{path}: unpacks to more than {MAX_TOTAL_BYTES >> 30} GiB; refusing "
+                        "(nothing was written)"
+                    )
+                plan.append((name, "file"))
+    except BadBundle:
+        raise
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        raise _archive_error(path, exc) from None
+    return plan
+
+
+def _extract_archive(path: Path, dest: Path) -> Path:
+    """Safely extract a .tar(.gz) into dest; return the bundle root (folder holding manifest).
+
+    Two passes: the headers are checked first (see _plan_extraction), then the planned
+    members are copied; a member whose data differs from its header's size is refused.
+    """
+    planned = dict(_plan_extraction(path))
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            for member in tar:
+                name = _check_member_name(member.name)
+                kind = planned.get(name)
+                if kind == "dir":
+                    (dest / name).mkdir(parents=True, exist_ok=True)
+                    continue
+                if kind != "file" or not member.isfile():
+                    continue
                 target = dest / name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 src = tar.extractfile(member)
                 if src is None:
                     raise BadBundle(f"bundle member {name!r} cannot be read")
                 with src, open(target, "wb") as out:
-                    shutil.copyfileobj(src, out, 1024 * 1024)
+                    # never more than the header said (checked against the caps above)
+                    shutil.copyfileobj(_Capped(src, member.size), out, 1024 * 1024)
     except BadBundle:
         raise
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise BadBundle(f"{path}: corrupt or truncated archive ({detail})") from None
+        raise _archive_error(path, exc) from None
     manifests = [p for p in dest.rglob("manifest.json") if len(p.relative_to(dest).parts) <= 2]
     if not manifests:
         raise BadBundle(f"{path}: no manifest.json in the archive; not an llmdoctor bundle")
     return sorted(manifests, key=lambda p: len(p.parts))[0].parent
+
+
+class _Capped:
+    """A read-only view of at most `limit` bytes of a file object."""
+
+    def __init__(self, raw, limit: int):
+        self.raw, self.left = raw, limit
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n is None or n < 0 else min(n, self.left)
+        data = self.raw.read(n) if n else b""
+        self.left -= len(data)
+        return data
 
 
 def read_manifest(root: Path, shown: Path) -> dict[str, Any]:
@@ -103,6 +155,8 @@ def read_manifest(root: Path, shown: Path) -> dict[str, Any]:
         manifest = json.loads(mpath.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadBundle(f"{shown}/manifest.json: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise BadBundle(f"{shown}/manifest.json: nested too deeply to read") from None
     if not isinstance(manifest, dict):
         raise BadBundle(f"{shown}/manifest.json: must be a JSON object")
     fmt = manifest.get("format")
@@ -130,10 +184,19 @@ class Bundle:
             raise BadBundle(f"{self.path}: no such file or folder")
         if self.path.is_dir():
             self.root = self.path
+        elif not self.path.is_file():  # /dev/zero, a FIFO: would be read forever
+            raise BadBundle(
+                f"{self.path}: not a regular file or folder; give a bundle folder or .tar.gz"
+            )
         else:
             self._tmp = tempfile.TemporaryDirectory(prefix="llmdoctor-bundle-")
-            self.root = _extract_archive(self.path, Path(self._tmp.name))
-        self.manifest = read_manifest(self.root, self.path)
+        try:
+            if self._tmp is not None:
+                self.root = _extract_archive(self.path, Path(self._tmp.name))
+            self.manifest = read_manifest(self.root, self.path)
+        except BaseException:  # a refusal, Ctrl-C or SIGTERM: nothing stays in the temp folder
+            self.close()
+            raise
 
     def __enter__(self) -> Bundle:
         return self
@@ -147,17 +210,29 @@ class Bundle:
             self._tmp = None
 
     def files(self) -> list[str]:
-        """Relative paths of the regular files inside the bundle (links outside are refused)."""
+        """Relative paths of the regular files inside the bundle.
+
+        Linked folders are not entered; a link to a file outside the bundle, or a link loop,
+        is refused.
+        """
         root = self.root.resolve()
         out = []
-        for p in sorted(self.root.rglob("*")):
-            rel = p.relative_to(self.root).as_posix()
-            if p.is_symlink():
-                target = p.resolve()
-                if not target.is_relative_to(root):
-                    raise BadBundle(f"{self.path}: {rel} links outside the bundle; refusing")
-            if p.is_file() and rel != "manifest.json":
-                out.append(rel)
+        for folder, dirs, names in os.walk(self.root, followlinks=False, onerror=None):
+            dirs.sort()
+            for name in sorted(names):
+                p = Path(folder) / name
+                rel = p.relative_to(self.root).as_posix()
+                if p.is_symlink():
+                    try:
+                        target = p.resolve(strict=True)
+                    except FileNotFoundError:
+                        continue  # a dangling link holds nothing
+                    except (OSError, RuntimeError):
+                        raise BadBundle(f"{self.path}: {rel} is a link loop; refusing") from None
+                    if not target.is_relative_to(root):
+                        raise BadBundle(f"{self.path}: {rel} links outside the bundle; refusing")
+                if p.is_file() and rel != "manifest.json":
+                    out.append(rel)
         return out
 
     def to_facts(self) -> Facts:
@@ -178,6 +253,10 @@ class Bundle:
                     facts.set(rel, json.loads(text))
                 except json.JSONDecodeError as exc:
                     reason = f"not valid JSON (line {exc.lineno}: {exc.msg})"
+                    facts.mark_missing(rel, reason)
+                    facts.collector_errors[f"bundle {rel}"] = reason
+                except RecursionError:
+                    reason = "JSON nested too deeply to read"
                     facts.mark_missing(rel, reason)
                     facts.collector_errors[f"bundle {rel}"] = reason
             else:
@@ -209,17 +288,135 @@ def _serialize(key: str, value: Any) -> bytes | None:
     return None
 
 
+BUNDLE_FOLDERS = ("k8s", "logs", "vllm", "node")
+BUNDLE_ROOT_FILES = ("manifest.json", "tokenizer.json")
+
+
+def is_bundle_archive(path: Path) -> bool:
+    """True when `path` is a .tar.gz whose manifest.json says llmdoctor-bundle/1."""
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            for n, member in enumerate(tar):
+                if n > MAX_MEMBERS:
+                    return False
+                if PurePosixPath(member.name).name == "manifest.json" and member.isfile():
+                    if member.size > MAX_DOCUMENT_BYTES:
+                        return False
+                    src = tar.extractfile(member)
+                    manifest = json.loads(src.read()) if src is not None else None
+                    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
+    except (tarfile.TarError, EOFError, zlib.error, OSError, ValueError, RecursionError):
+        return False
+    return False
+
+
+def foreign_files(folder: Path) -> list[str]:
+    """Files in a folder that an llmdoctor bundle does not hold (all of them when it has no
+    llmdoctor manifest): what overwriting the folder would destroy.
+    """
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        manifest = None
+    if not (isinstance(manifest, dict) and manifest.get("format") == FORMAT):
+        return sorted(p.name for p in folder.iterdir()) or []
+    try:
+        return sorted(
+            rel.as_posix() for p in folder.rglob("*") if not _ours(rel := p.relative_to(folder), p)
+        )
+    except OSError as exc:  # a link loop, an unreadable sub-folder: not ours to delete
+        return [f"({exc.strerror or exc})"]
+
+
+def _ours(rel: PurePosixPath | Path, p: Path) -> bool:
+    """Whether a path inside a bundle folder is one a bundle holds (and may be replaced)."""
+    if p.is_symlink():
+        return False
+    if p.is_dir():
+        return len(rel.parts) == 1 and rel.name in BUNDLE_FOLDERS
+    if not p.is_file():
+        return False
+    if len(rel.parts) == 1:
+        return rel.name in BUNDLE_ROOT_FILES
+    return len(rel.parts) == 2 and rel.parts[0] in BUNDLE_FOLDERS
+
+
+def check_destination(dest: str | Path, force: bool = False) -> Path:
+    """Where a bundle may be written: a new path, or with `force` an existing llmdoctor bundle.
+
+    Nothing else is ever replaced: not a device (/dev/null), not the current folder, not a
+    folder holding other files (earlier incidents, notes), not a file that is not a bundle.
+    """
+    dest = Path(dest)
+    if os.path.basename(os.path.normpath(str(dest))) in ("", ".", "..", "/"):
+        raise BadBundle(
+            f"-o {dest}: give a file or folder name for the bundle, e.g. incident.tar.gz"
+        )
+    if not dest.exists() and not dest.is_symlink():
+        return dest
+    if not force:
+        raise BadBundle(f"{dest} already exists; choose another name or pass --force")
+    if dest.is_symlink():
+        raise BadBundle(f"{dest} is a symbolic link; refusing to overwrite it")
+    if dest.is_dir():
+        if dest.resolve() == Path.cwd().resolve():
+            raise BadBundle(f"-o {dest} is the current folder; refusing to overwrite it")
+        foreign = foreign_files(dest)
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (
+                f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+            )
+            raise BadBundle(
+                f"{dest} is a folder that is not only an llmdoctor bundle ({shown}); "
+                "refusing to overwrite it, even with --force"
+            )
+        return dest
+    if not dest.is_file():
+        raise BadBundle(f"{dest} is not a regular file or folder; refusing to write a bundle there")
+    if not is_bundle_archive(dest):
+        raise BadBundle(
+            f"{dest} exists and is not an llmdoctor bundle; refusing to overwrite it, even with --force"
+        )
+    return dest
+
+
+def _write_tree(
+    dest: Path, name: str, as_archive: bool, manifest: dict, documents: dict[str, bytes]
+) -> None:
+    """Build the bundle in a temporary folder next to dest, then rename it into place."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".llmdoctor-collect-", dir=dest.parent) as tmp:
+        root = Path(tmp) / name.removesuffix(".tar.gz").removesuffix(".tgz")
+        root.mkdir()
+        (root / "manifest.json").write_text(json.dumps(redact_json(manifest), indent=2) + "\n")
+        for key, data in documents.items():
+            _check_member_name(key)
+            out = root / key
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+        if as_archive:
+            partial = Path(tmp) / "bundle.tar.gz"
+            with tarfile.open(partial, "w:gz") as tar:
+                tar.add(root, arcname=root.name)
+            os.replace(partial, dest)
+        elif dest.exists():
+            # swap: the old bundle moves into the temporary folder and goes with it
+            os.replace(dest, Path(tmp) / "previous")
+            os.replace(root, dest)
+        else:
+            os.replace(root, dest)
+
+
 def write_bundle(
     facts: Facts, dest: str | Path, target: str, namespace: str | None = None, force: bool = False
 ) -> Path:
     """Write the file-shaped facts as a bundle folder or .tar.gz (chosen by dest's suffix).
 
-    Secrets are redacted. An existing dest is never overwritten unless force is set; the
-    archive is written to a temporary name and renamed, so a failure leaves nothing half-done.
+    Secrets are redacted. An existing dest is replaced only with `force`, and only when it is
+    itself an llmdoctor bundle (see check_destination). The bundle is built next to dest and
+    renamed into place, so a failure leaves the old one (or nothing) rather than half of one.
     """
-    dest = Path(dest)
-    if dest.exists() and not force:
-        raise BadBundle(f"{dest} already exists; choose another name or pass --force")
+    dest = check_destination(dest, force)
     manifest = {
         "format": FORMAT,
         "target": target,
@@ -241,24 +438,10 @@ def write_bundle(
         data = _serialize(key, value)
         if data is not None:
             documents[key] = data
-    as_archive = dest.name.endswith((".tar.gz", ".tgz"))
-    with tempfile.TemporaryDirectory(prefix="llmdoctor-collect-") as tmp:
-        root = Path(tmp) / dest.name.removesuffix(".tar.gz").removesuffix(".tgz")
-        root.mkdir()
-        (root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        for key, data in documents.items():
-            _check_member_name(key)
-            out = root / key
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(data)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if as_archive:
-            partial = dest.with_name(f".{dest.name}.partial")
-            with tarfile.open(partial, "w:gz") as tar:
-                tar.add(root, arcname=root.name)
-            os.replace(partial, dest)
-        else:
-            if dest.exists():
-                shutil.rmtree(dest)
-            shutil.copytree(root, dest)
+    name = Path(os.path.abspath(dest)).name
+    as_archive = name.endswith((".tar.gz", ".tgz"))
+    try:
+        _write_tree(dest, name, as_archive, manifest, documents)
+    except OSError as exc:  # a read-only folder, a full disk: nothing half-written is left
+        raise BadBundle(f"cannot write {dest}: {exc.strerror or exc}") from None
     return dest

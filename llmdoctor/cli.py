@@ -78,12 +78,80 @@ def __getattr__(name: str):
 
 def fail(message: str) -> None:
     """Print a one-line error to stderr and exit 3."""
-    sys.stderr.write(f"llmdoctor: {message}\n")
+    from llmdoctor.terminal_text import visible
+
+    sys.stderr.write(f"llmdoctor: {visible(message)}\n")
     raise SystemExit(int(ExitCode.CANNOT_RUN))
+
+
+class PipeSafeStdout:
+    """stdout that survives its reader going away (`llmdoctor ... | head`).
+
+    The first BrokenPipeError switches writing to /dev/null, so the command finishes and
+    exits with its own code rather than 1 or 120 from a failed flush at exit.
+    """
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.broken = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())  # the interpreter's final flush goes nowhere
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _terminated(signum, frame) -> None:
+    # SIGTERM unwinds like Ctrl-C: `finally` blocks and context managers (an unpacked bundle's
+    # temporary folder, a half-written archive) clean up before the process ends
+    raise SystemExit(128 + signum)
 
 
 def run(argv: list[str] | None = None) -> None:
     """Run the app: user errors become one line and exit 3, never a traceback."""
+    import signal
+    import threading
+
+    previous = None
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    stdout = sys.stdout
+    if stdout is not None and not isinstance(stdout, PipeSafeStdout):
+        sys.stdout = PipeSafeStdout(stdout)
+    try:
+        _run(argv)
+    finally:
+        if sys.stdout is not stdout and isinstance(sys.stdout, PipeSafeStdout):
+            sys.stdout.flush()
+            sys.stdout = stdout
+        if in_main and previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(argv: list[str] | None) -> None:
     from llmdoctor.errors import LlmdoctorError
 
     args = sys.argv[1:] if argv is None else argv
@@ -105,8 +173,8 @@ def run(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.stderr.write("llmdoctor: interrupted\n")
         raise SystemExit(130) from None
-    except BrokenPipeError:
-        raise SystemExit(0) from None
+    except RecursionError:
+        fail("the input is nested too deeply to read")
     except Exception as exc:
         if os.environ.get("LLMDOCTOR_DEBUG"):
             raise

@@ -43,7 +43,13 @@ def load_parsers() -> None:
 
 
 def derive_all(facts: Facts) -> None:
-    """Compute every derived fact whose inputs are present; record why the others are missing."""
+    """Compute every derived fact whose inputs are present; record why the others are missing.
+
+    Each parser runs under the run's --timeout (the fact settings/timeout), like a check.
+    """
+    from llmdoctor.runner import DEFAULT_CHECK_TIMEOUT, CheckTimedOut, call_with_deadline
+
+    timeout = facts.get("settings/timeout") or DEFAULT_CHECK_TIMEOUT
     load_parsers()
     for d in _DERIVATIONS:
         if facts.has(d.key):
@@ -53,9 +59,13 @@ def derive_all(facts: Facts) -> None:
             facts.mark_missing(d.key, facts.missing_reason(absent[0]))
             continue
         try:
-            facts.set(d.key, d.fn(facts))
+            facts.set(d.key, call_with_deadline(d.fn, facts, timeout, d.key))
         except FactMissing as exc:
             facts.mark_missing(d.key, exc.reason)
+        except CheckTimedOut as exc:  # a parser stuck on a hostile document
+            reason = f"parsing {exc}"
+            facts.mark_missing(d.key, reason)
+            facts.collector_errors.setdefault(f"parse {d.key}", reason)
         except Exception as exc:  # a bad document must not stop the other derivations
             reason = f"could not parse: {type(exc).__name__}: {exc}"
             facts.mark_missing(d.key, reason)

@@ -7,7 +7,13 @@ import time
 from typing import Any
 
 from llmdoctor.facts import Facts
-from llmdoctor.runner import CollectContext, Report, finding_order, run_checks
+from llmdoctor.runner import (
+    DEFAULT_CHECK_TIMEOUT,
+    CollectContext,
+    Report,
+    finding_order,
+    run_checks,
+)
 from llmdoctor.target import Target
 
 # Live collection per target kind: module exposing collect(target, ctx) -> Facts | list[Facts]
@@ -36,13 +42,17 @@ def add_settings(facts: Facts, settings: dict[str, Any]) -> None:
 
 
 def gather(target: Target, ctx: CollectContext) -> list[Facts]:
-    """Facts for the target: read from a bundle, or collected live (one Facts per pod)."""
+    """Facts for the target: read from a bundle, or collected live (one Facts per pod).
+
+    ctx.timeout is kept as the fact settings/timeout: the checks run under the same deadline.
+    """
     if target.kind == "bundle":
         from llmdoctor.bundle import Bundle
 
         bundle = Bundle(target.name)
         facts = bundle.to_facts()
         facts.bundle = bundle  # kept open until the checks have read its logs
+        facts.set("settings/timeout", ctx.timeout)
         return [facts]
     module_name = LIVE_COLLECTORS.get(target.kind)
     if module_name is None:
@@ -57,6 +67,7 @@ def gather(target: Target, ctx: CollectContext) -> list[Facts]:
             facts.set("time/now", time.time())
         if not facts.has("target"):
             facts.set("target", str(target))
+        facts.set("settings/timeout", ctx.timeout)
     return result
 
 
@@ -70,8 +81,13 @@ def diagnose(
     wiki_dirs: list[str] | None = None,
     settings: dict[str, Any] | None = None,
     checks_dirs: list[str] | None = None,
+    check_timeout: float | None = None,
 ) -> Report:
-    """Derive facts, run the checks of `scopes`, and merge per-pod reports into one."""
+    """Derive facts, run the checks of `scopes`, and merge per-pod reports into one.
+
+    Each check runs within `check_timeout` seconds, by default the --timeout the facts were
+    gathered with.
+    """
     from llmdoctor.derive import derive_all
     from llmdoctor.registry import checks_for_scopes, load_checks_dir
 
@@ -96,7 +112,8 @@ def diagnose(
         add_wiki(facts, library)
         add_settings(facts, settings or {})
         derive_all(facts)
-        reports.append(run_checks(facts, checks, target, only or [], skip or []))
+        timeout = check_timeout or facts.get("settings/timeout") or DEFAULT_CHECK_TIMEOUT
+        reports.append(run_checks(facts, checks, target, only or [], skip or [], timeout=timeout))
         if facts.bundle is not None:
             facts.bundle.close()
     if len(reports) == 1:

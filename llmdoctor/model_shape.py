@@ -125,6 +125,8 @@ def load_model_config(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
+    if p.exists() and not p.is_file():  # /dev/zero or a FIFO would be read until memory runs out
+        raise BadInput(f"{p}: not a regular file")
     try:
         with open(p, encoding="utf-8") as fh:
             config = json.load(fh)
@@ -134,6 +136,8 @@ def load_model_config(path: str | Path) -> dict[str, Any]:
         raise BadInput(f"{p}: cannot be read ({exc})") from None
     except json.JSONDecodeError as exc:
         raise BadInput(f"{p}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise BadInput(f"{p}: JSON nested too deeply to read") from None
     if not isinstance(config, dict):
         raise BadInput(f"{p}: not a JSON object")
     return config

@@ -12,12 +12,19 @@ def make_console(no_color: bool = False, stderr: bool = False):
     from rich.console import Console
 
     no_color = no_color or bool(os.environ.get("NO_COLOR"))
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        on_terminal = bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError):
+        on_terminal = False
     return Console(
         no_color=no_color,
         highlight=False,
         stderr=stderr,
         color_system=None if no_color else "auto",
-        soft_wrap=False,
+        # wrapped to the terminal's width on screen; in a pipe or file every line stays whole
+        # (rich would wrap at 80 columns and split the headline a grep looks for)
+        soft_wrap=not on_terminal,
     )
 
 
@@ -37,7 +44,9 @@ def emit(report, *, as_json: bool, as_markdown: bool, no_color: bool, verbose: b
             {s["reason"] for s in report.skipped} | {e["message"] for e in report.errors}
         )
         detail = "; ".join(reasons[:3]) or "no checks selected"
-        sys.stderr.write(f"llmdoctor: nothing could be checked: {detail}\n")
+        from llmdoctor.terminal_text import visible
+
+        sys.stderr.write(f"llmdoctor: nothing could be checked: {visible(detail)}\n")
     return code
 
 
@@ -55,10 +64,12 @@ def diagnose_and_exit(
     as_markdown: bool = False,
     no_color: bool = False,
     verbose: bool = False,
+    timeout: float | None = None,
 ):
     """Run the checks of `scopes` over the facts, print the report, exit with its code.
 
-    The common tail of diagnose, node and probe.
+    The common tail of diagnose, node and probe. Each check gets `timeout` seconds; by
+    default the --timeout the facts were gathered with.
     """
     import typer
 
@@ -73,6 +84,7 @@ def diagnose_and_exit(
         wiki_dirs=wiki,
         settings=settings,
         checks_dirs=checks_dir,
+        check_timeout=timeout,
     )
     code = emit(
         report, as_json=as_json, as_markdown=as_markdown, no_color=no_color, verbose=verbose

@@ -7,7 +7,10 @@ from typing import Any
 
 REDACTED = "<redacted>"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+# scheme://user:password@host — the password part of a URL's userinfo
+URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+@")
 SECRET_TEXT = [
+    (URL_PASSWORD, r"\1" + REDACTED + "@"),
     (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), "hf_" + REDACTED),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), "sk-" + REDACTED),
     (
@@ -27,6 +30,11 @@ def redact_text(text: str) -> str:
     for pattern, replacement in SECRET_TEXT:
         text = pattern.sub(replacement, text)
     return text
+
+
+def redact_url(url: str) -> str:
+    """A URL with the password of its userinfo masked: http://user:<redacted>@host."""
+    return URL_PASSWORD.sub(r"\1" + REDACTED + "@", url)
 
 
 def redact_json(value: Any) -> Any:

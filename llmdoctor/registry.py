@@ -35,6 +35,19 @@ class CheckSpec:
 _CHECKS: dict[str, CheckSpec] = {}
 
 
+class DuplicateCheck(BadInput):
+    """Two check functions claim the same id."""
+
+
+def _origin(fn: Callable) -> tuple[str, str]:
+    return (getattr(fn, "__module__", ""), _source_file(fn))
+
+
+def _source_file(fn: Callable) -> str:
+    code = getattr(fn, "__code__", None)
+    return code.co_filename if code is not None else repr(fn)
+
+
 def check(
     id: str,
     *,
@@ -63,8 +76,13 @@ def check(
 
     def register(fn: Callable) -> Callable:
         existing = _CHECKS.get(id)
-        if existing is not None and existing.fn.__qualname__ != fn.__qualname__:
-            raise ValueError(f"check id {id!r} is registered twice")
+        if existing is not None and _origin(existing.fn) != _origin(fn):
+            # the same module imported again (a second --checks-dir of one folder) re-registers;
+            # another file claiming the id is the user's mistake, named with both files
+            raise DuplicateCheck(
+                f"check id {id!r} is defined twice: in {_source_file(existing.fn)} and in "
+                f"{_source_file(fn)}; rename one of them"
+            )
         _CHECKS[id] = CheckSpec(
             id, fn, title, scope, tuple(needs), tuple(runbooks), tuple(supersedes), kind
         )
@@ -95,6 +113,8 @@ def load_checks_dir(directory: str | Path) -> None:
         sys.modules[name] = module
         try:
             spec.loader.exec_module(module)
+        except DuplicateCheck:
+            raise
         except Exception as exc:
             raise BadInput(f"{path}: failed to import: {type(exc).__name__}: {exc}") from None
 

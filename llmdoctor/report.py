@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from llmdoctor.exit_codes import ExitCode
 from llmdoctor.findings import Finding, Severity
 from llmdoctor.runner import Report
+from llmdoctor.terminal_text import visible
 from llmdoctor.wiki.links import page_url
 
 SCHEMA = "llmdoctor/1"
@@ -86,9 +88,48 @@ def headline(report: Report) -> str:
     return report.status.upper()
 
 
+def fix_excerpt(fix: str, max_lines: int = 4, max_code_lines: int = 8) -> list[str]:
+    """The first lines of a Fix section for the report, with a code block it reaches shown
+    whole (fences dropped, code indented; cut with "…" past `max_code_lines`): the command
+    is usually in the code block, after the line that introduces it.
+    """
+    out: list[str] = []
+    prose = code = 0
+    in_code = False
+    for raw in fix.splitlines():
+        stripped = raw.strip()
+        if stripped.startswith(("```", "~~~")):
+            in_code = not in_code
+            code = 0
+            if not in_code and prose >= max_lines:
+                break
+            continue
+        if in_code:
+            code += 1
+            if code <= max_code_lines:
+                out.append("    " + stripped)
+            elif code == max_code_lines + 1:
+                out.append("    …")
+            continue
+        if not stripped:
+            continue
+        if prose >= max_lines:
+            break
+        out.append(raw.rstrip())
+        prose += 1
+    return out
+
+
 def render_terminal(report: Report, console, verbose: bool = False) -> None:
-    """Print the report with rich; problems first, each with evidence and the runbook's Fix."""
-    from rich.markup import escape
+    """Print the report with rich; problems first, each with evidence and the runbook's Fix.
+
+    Text that llmdoctor did not write (targets, log lines, wiki entries) is printed with its
+    control characters escaped (see terminal_text).
+    """
+    from rich.markup import escape as rich_escape
+
+    def escape(text: object) -> str:
+        return rich_escape(visible(text))
 
     entries = _entries(report)
     style = STYLE.get(report.status, "bold")
@@ -166,17 +207,25 @@ def _print_finding(console, f: Finding, entries: dict, escape, fixes_shown: set[
             console.print("      [dim](its Fix is shown above)[/]")
             continue
         fixes_shown.add(rid)
-        for n, line in enumerate(entry.fix_excerpt()):
+        for n, line in enumerate(fix_excerpt(entry.fix)):
             label = "Fix: " if n == 0 else "     "
             console.print(f"      [dim]{label}[/]{escape(line)}", soft_wrap=True)
         console.print(f"      [dim]more: llmdoctor wiki show {escape(rid)}[/]")
 
 
+def _fence(lines: list[str]) -> str:
+    """A code fence longer than any run of backticks in the lines, so none can close it."""
+    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def render_markdown(report: Report) -> str:
-    """Markdown for pasting into an incident document or a retro."""
+    """Markdown for pasting into an incident document or a retro (control characters in
+    what llmdoctor did not write are escaped, as on the terminal)."""
     entries = _entries(report)
+    v = visible
     out = [
-        f"## llmdoctor: {report.target}",
+        f"## llmdoctor: {v(report.target)}",
         "",
         f"**Status: {headline(report)}** ({_counts(report)})",
         "",
@@ -187,33 +236,40 @@ def render_markdown(report: Report) -> str:
     if problems:
         out += ["### Findings", ""]
         for f in problems:
-            subject = f" [{f.subject}]" if f.subject else ""
-            out.append(f"- **{str(f.severity).upper()}** `{f.check}`{subject}: {f.summary}")
+            subject = f" [{v(f.subject)}]" if f.subject else ""
+            out.append(f"- **{str(f.severity).upper()}** `{v(f.check)}`{subject}: {v(f.summary)}")
             if f.evidence:
+                lines = [v(_evidence_line(i)) for i in f.evidence[:MAX_EVIDENCE]]
+                fence = _fence(lines)
                 out.append("")
-                out.append("  ```text")
-                out += [f"  {_evidence_line(i)}" for i in f.evidence[:MAX_EVIDENCE]]
-                out.append("  ```")
+                out.append(f"  {fence}text")
+                out += [f"  {line}" for line in lines]
+                out.append(f"  {fence}")
             for rid in f.runbooks:
                 entry = entries.get(rid)
-                title = f": {entry.title}" if entry else ""
+                title = f": {v(entry.title)}" if entry else ""
                 url = page_url(rid)
                 out.append(
-                    f"  - runbook [`{rid}`]({url}){title}" if url else f"  - runbook `{rid}`{title}"
+                    f"  - runbook [`{v(rid)}`]({url}){title}"
+                    if url
+                    else f"  - runbook `{v(rid)}`{title}"
                 )
                 if entry and rid not in fixes_shown:
                     fixes_shown.add(rid)
-                    out += [f"    > {line}" for line in entry.fix_excerpt()]
+                    out += [f"    > {v(line)}" for line in fix_excerpt(entry.fix)]
             out.append("")
     if fine:
         out += ["### Checked and fine", ""]
-        out += [f"- `{f.check}`{f' [{f.subject}]' if f.subject else ''}: {f.summary}" for f in fine]
+        out += [
+            f"- `{v(f.check)}`{f' [{v(f.subject)}]' if f.subject else ''}: {v(f.summary)}"
+            for f in fine
+        ]
         out.append("")
     if report.skipped or report.errors:
         out += ["### Not checked", ""]
-        out += [f"- {reason}: {checks}" for reason, checks in group_skipped(report.skipped)]
+        out += [f"- {v(reason)}: {v(checks)}" for reason, checks in group_skipped(report.skipped)]
         for e in report.errors:
             name = e.get("check") or f"collector {e.get('collector')}"
-            out.append(f"- `{name}`: error: {e['message']}")
+            out.append(f"- `{v(name)}`: error: {v(e['message'])}")
         out.append("")
     return "\n".join(out)

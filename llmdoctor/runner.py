@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from llmdoctor.errors import BadInput
 from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import Finding, Severity
 from llmdoctor.registry import KINDS, CheckSpec, check_kind
@@ -27,6 +29,22 @@ class CollectContext:
     target: Any
     timeout: float
     options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.timeout = valid_timeout(self.timeout)
+
+
+DEFAULT_CHECK_TIMEOUT = 10.0
+MAX_TIMEOUT = 24 * 3600.0
+
+
+def valid_timeout(seconds: float) -> float:
+    """A usable --timeout: a finite, positive number of seconds (BadInput otherwise)."""
+    if not isinstance(seconds, int | float) or math.isnan(seconds) or seconds <= 0:
+        raise BadInput(f"--timeout {seconds}: must be a positive number of seconds")
+    if math.isinf(seconds) or seconds > MAX_TIMEOUT:
+        raise BadInput(f"--timeout {seconds:g}: must be at most {MAX_TIMEOUT:g} seconds (a day)")
+    return float(seconds)
 
 
 @dataclass(frozen=True)
@@ -138,14 +156,48 @@ def drop_superseded(findings: list[Finding], specs: dict[str, CheckSpec]) -> lis
     ]
 
 
+class CheckTimedOut(Exception):
+    """A check did not return within its deadline; its thread is abandoned."""
+
+
+def call_with_deadline(fn: Callable, arg: Any, seconds: float, name: str):
+    """fn(arg) on a daemon thread; its result, its exception re-raised, or CheckTimedOut.
+
+    A check is a pure function, but a pathological input (a regex on a huge line, a parser
+    loop) can still take forever; the thread is abandoned so the report completes.
+    """
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = fn(arg)
+        except BaseException as exc:  # handed to the caller, which decides what it means
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=work, name=f"check-{name}", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise CheckTimedOut(f"timed out after {seconds:g}s (a longer --timeout gives it more)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
 def run_checks(
     facts: Facts,
     checks: Iterable[CheckSpec],
     target: str,
     only: Iterable[str] = (),
     skip: Iterable[str] = (),
+    timeout: float = DEFAULT_CHECK_TIMEOUT,
 ) -> Report:
-    """Run every selected check; a missing fact skips it, an exception records an error."""
+    """Run every selected check, each under `timeout` seconds.
+
+    A missing fact skips a check, an exception or a timeout records an error; neither stops
+    the others.
+    """
+    timeout = valid_timeout(timeout)
     checks = list(checks)
     only, skip = set(only), set(skip)
     findings: list[Finding] = []
@@ -164,9 +216,15 @@ def run_checks(
             )
             continue
         try:
-            produced = spec.fn(facts)
+            produced = call_with_deadline(spec.fn, facts, timeout, spec.id)
         except FactMissing as exc:
             skipped.append({"check": spec.id, "reason": f"{exc.key}: {exc.reason}"})
+            continue
+        except CheckTimedOut as exc:
+            errors.append({"check": spec.id, "message": str(exc)})
+            continue
+        except RecursionError:
+            errors.append({"check": spec.id, "message": "input nested too deeply to read"})
             continue
         except Exception as exc:
             errors.append({"check": spec.id, "message": one_line(exc)})

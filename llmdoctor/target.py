@@ -34,7 +34,9 @@ class Target:
 
     def __str__(self) -> str:
         if self.kind == "http":
-            return self.url
+            from llmdoctor.redact import redact_url
+
+            return redact_url(self.url)
         if self.kind in ("node", "bundle"):
             return self.kind if not self.name else f"{self.kind}:{self.name}"
         return f"{self.kind}/{self.name}"
@@ -54,7 +56,10 @@ def parse_target(text: str | None, bundle: str | None = None) -> Target:
     if text.startswith(("http://", "https://")):
         from urllib.parse import urlsplit
 
-        parts = urlsplit(text)
+        try:
+            parts = urlsplit(text)
+        except ValueError as exc:  # "Invalid IPv6 URL" for http://[::1
+            raise BadTarget(f"{text!r}: not a valid URL ({exc})") from None
         if not parts.hostname:
             raise BadTarget(f"{text!r}: the URL has no host; expected http(s)://HOST:PORT")
         try:

@@ -6,13 +6,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+MAX_LINE_CHARS = 1024 * 1024  # lines() cuts a longer line here
+
 
 @dataclass(frozen=True)
 class TextSource:
     """A log held either in memory (`text`) or in a file (`path`), read lazily.
 
-    Lines are yielded without their trailing newline; undecodable bytes are replaced, so a
-    binary blob inside a log never stops a scan.
+    Lines are yielded without their trailing newline, at most MAX_LINE_CHARS long; undecodable
+    bytes are replaced, so a binary blob inside a log never stops a scan.
     """
 
     name: str
@@ -33,7 +35,11 @@ class TextSource:
             return
         assert self.path is not None
         with open(self.path, encoding="utf-8", errors="replace", newline="") as fh:
-            for raw in fh:
+            while raw := fh.readline(MAX_LINE_CHARS):
+                if len(raw) == MAX_LINE_CHARS and not raw.endswith(("\n", "\r")):
+                    # an over-long line is cut here; its rest is skipped, never held whole
+                    while (rest := fh.readline(MAX_LINE_CHARS)) and not rest.endswith(("\n", "\r")):
+                        pass
                 yield raw.rstrip("\r\n")
 
     def open_binary(self):

@@ -112,9 +112,15 @@ def test_collect_refuses_to_overwrite_without_force(cluster, tmp_path, capsys):
         cli_run(args)
     assert done.value.code == 3 and "already exists" in capsys.readouterr().err
     assert out.read_text() == "keep me"
-    with pytest.raises(SystemExit) as done:
+    with pytest.raises(SystemExit) as done:  # --force replaces only an llmdoctor bundle
         cli_run([*args, "--force", "--no-exec"])
-    assert done.value.code == 0 and tarfile.is_tarfile(out)
+    assert done.value.code == 3 and "is not an llmdoctor bundle" in capsys.readouterr().err
+    assert out.read_text() == "keep me"
+    out.unlink()
+    for extra in ([], ["--force"]):
+        with pytest.raises(SystemExit) as done:
+            cli_run([*args, "--no-exec", *extra])
+        assert done.value.code == 0 and tarfile.is_tarfile(out)
 
 
 def test_deployment_gives_one_bundle_per_pod(cluster, tmp_path, capsys):

@@ -32,7 +32,12 @@ def collect_command(
     output: Annotated[
         str, typer.Option("-o", "--output", help="The bundle to write: FILE.tar.gz or a folder.")
     ] = "",
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing bundle.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Replace an existing llmdoctor bundle (never any other file or folder)."
+        ),
+    ] = False,
     timeout: opt.Timeout = 10.0,
     model_config: Annotated[
         str | None,
@@ -51,7 +56,7 @@ def collect_command(
 
       llmdoctor diagnose --bundle incident.tar.gz
     """
-    from llmdoctor.bundle import write_bundle
+    from llmdoctor.bundle import check_destination, write_bundle
     from llmdoctor.commands.diagnose import parse_live_target
     from llmdoctor.diagnosis import gather
     from llmdoctor.errors import BadInput, BadTarget
@@ -67,13 +72,13 @@ def collect_command(
     parsed = parse_live_target(target, kube.selector)
     if parsed.kind == "bundle":
         raise BadTarget("collect reads a live target, not a bundle")
+    check_destination(output, force)  # before minutes of collection, not after
     ctx = CollectContext(target=parsed, timeout=timeout, options=kube.collection())
     facts_list = gather(parsed, ctx)
     names = [str(f.get("target") or parsed).split("/", 1)[-1] for f in facts_list]
     paths = bundle_paths(output, names)
-    existing = [p for p in paths if p.exists()]
-    if existing and not force:
-        raise BadInput(f"{existing[0]} already exists; choose another name or pass --force")
+    for path in paths:  # every destination is checked before the first is written
+        check_destination(path, force)
     for facts, path in zip(facts_list, paths, strict=True):
         if config is not None:
             facts.set("model/config.json", config)

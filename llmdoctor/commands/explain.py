@@ -56,30 +56,35 @@ def explain_command(
     import zlib
 
     from llmdoctor.errors import BadInput
-    from llmdoctor.explain import explain, open_input, open_stdin
+    from llmdoctor.explain import explain
+    from llmdoctor.log_input import open_log, open_log_stdin
+    from llmdoctor.terminal_text import visible
     from llmdoctor.textsource import TextSource
     from llmdoctor.wiki.library import load_library
 
     entries = load_library(wiki).entries
+    # bounded reading (log_input): gzip ratio, stream size, line length, FIFO writer wait
     if file == "-":
         stdin = sys.stdin.buffer if sys.stdin is not None else None
         if stdin is not None and sys.stdin.isatty():
             print("reading a log from the terminal: paste it, then Ctrl-D", file=sys.stderr)
-        source, name, workers = open_stdin(stdin), "<stdin>", 1
+        source, name, workers = open_log_stdin(stdin), "<stdin>", 1
     else:
-        source, name = open_input(file), file
+        source, name = open_log(file), file
         workers = jobs or min(os.cpu_count() or 1, MAX_WORKERS)
         if not isinstance(source, TextSource) or source.size_bytes() < PARALLEL_FROM_BYTES:
             workers = 1
     try:
         result = explain(source, entries, limit=limit, wiki_dirs=wiki, workers=workers, name=name)
     except (OSError, EOFError, zlib.error) as exc:
-        # a truncated or corrupt gzip file, or a read error half-way through
+        # a read error half-way through
         raise BadInput(
             f"{name}: cannot be read ({getattr(exc, 'strerror', None) or exc})"
         ) from None
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    for note in getattr(source, "notes", list)():
+        print(f"llmdoctor: note: {visible(note)}", file=sys.stderr)
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
     else:
@@ -98,7 +103,12 @@ STYLE = {
 
 def render(result, console) -> None:
     """The terminal view: one block per entry with its lines and the first lines of its Fix."""
-    from rich.markup import escape
+    from rich.markup import escape as rich_escape
+
+    from llmdoctor.terminal_text import visible
+
+    def escape(text: object) -> str:  # log and wiki text: control characters shown, not obeyed
+        return rich_escape(visible(text))
 
     from llmdoctor.explain import CONFIDENT
     from llmdoctor.wiki.links import page_url

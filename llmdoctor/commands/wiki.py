@@ -25,6 +25,9 @@ wiki_app = typer.Typer(
 TagOption = Annotated[str | None, typer.Option("--tag", help="Only entries with this tag.")]
 
 
+MAX_ENTRY_CHARS = 1024 * 1024  # `wiki add --from-file`: an entry is a page, not a log
+
+
 @wiki_app.command("search")
 def search_command(
     query: Annotated[
@@ -131,11 +134,13 @@ def _render_entry(entry, record, is_builtin: bool, overridden_builtin: list[str]
     from rich.markdown import Markdown
     from rich.text import Text
 
+    from llmdoctor.terminal_text import visible
+
     console = Console(no_color=no_color or "NO_COLOR" in os.environ, highlight=False)
     style = {"critical": "bold red", "warning": "bold yellow"}.get(entry.severity, "bold blue")
     head = Text()
-    head.append(entry.title, style="bold")
-    head.append(f"  [{entry.severity}]", style=style)
+    head.append(visible(entry.title), style="bold")
+    head.append(f"  [{visible(entry.severity)}]", style=style)
     console.print(head)
     facts = [("id", entry.id), ("file", record.path + ("  (built-in)" if is_builtin else ""))]
     if overridden_builtin:
@@ -150,14 +155,15 @@ def _render_entry(entry, record, is_builtin: bool, overridden_builtin: list[str]
         facts.append(("detected by", ", ".join(entry.detected_by)))
     for name, value in facts:
         line = Text(f"{name:>12}: ", style="dim")
-        line.append(value)
+        line.append(visible(value))
         console.print(line, soft_wrap=True)  # paths and regexes stay whole, copyable
     for signature in entry.signatures:
         line = Text(f"{'signature':>12}: ", style="dim")
-        line.append(signature, style="cyan")
+        line.append(visible(signature), style="cyan")
         console.print(line, soft_wrap=True)
     console.print()
-    console.print(Markdown(entry.body, code_theme="ansi_dark", justify="left"))
+    body = "\n".join(visible(line) for line in entry.body.split("\n"))
+    console.print(Markdown(body, code_theme="ansi_dark", justify="left"))
 
 
 @wiki_app.command("list")
@@ -176,9 +182,11 @@ def list_command(
         typer.echo(json.dumps({"entries": [e.to_json() for e in entries]}, ensure_ascii=False))
         raise typer.Exit(0)
     width = max((len(e.id) for e in entries), default=0)
+    from llmdoctor.terminal_text import visible
+
     for e in entries:
         note = "  (overrides a built-in entry)" if e.overrides else ""
-        typer.echo(f"{e.id:<{width}}  {e.severity:<8}  {e.title}{note}")
+        typer.echo(visible(f"{e.id:<{width}}  {e.severity:<8}  {e.title}{note}"))
     typer.echo(f"{len(entries)} entries" + (f" tagged {tag!r}" if tag else ""), err=True)
     raise typer.Exit(0)
 
@@ -396,12 +404,22 @@ def _draft_from_flags(given: dict):
 def _read_entry_file(name: str) -> str:
     from llmdoctor.errors import BadInput
 
+    limit = MAX_ENTRY_CHARS
     if name == "-":
-        return sys.stdin.read()
-    try:
-        return Path(name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"--from-file {name}: {getattr(exc, 'strerror', None) or exc}") from None
+        if sys.stdin is None:
+            raise BadInput("--from-file -: standard input is closed")
+        text = sys.stdin.read(limit + 1)
+    else:
+        try:
+            if not Path(name).is_file():  # a folder, a device (/dev/zero), a FIFO
+                raise BadInput(f"--from-file {name}: not a regular file")
+            with open(name, encoding="utf-8") as fh:
+                text = fh.read(limit + 1)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"--from-file {name}: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(text) > limit:
+        raise BadInput(f"--from-file {name}: over {limit >> 10} KiB; a runbook entry is shorter")
+    return text
 
 
 def _edit_template(draft) -> Path:
@@ -474,10 +492,15 @@ def _ask_missing(draft, given: dict, folder, force: bool) -> None:
                 ]
             )
         if not given["signatures"]:
-            draft.signatures = _ask_lines("signatures: Python regexes, one log line each")
+            draft.signatures = []  # filled line by line: an interruption keeps what was typed
+            _ask_lines("signatures: Python regexes, one log line each", draft.signatures)
         for name in ("symptom", "cause", "fix"):
             if not given[name]:
-                setattr(draft, name, "\n".join(_ask_lines(f"{name}: {SECTION_HINTS[name]}")))
+                typed: list[str] = []
+                try:
+                    _ask_lines(f"{name}: {SECTION_HINTS[name]}", typed)
+                finally:
+                    setattr(draft, name, "\n".join(typed))
     except (typer.Abort, EOFError, KeyboardInterrupt):
         if not draft.is_empty():
             path = save_draft(render_entry(draft), draft.id)
@@ -485,9 +508,9 @@ def _ask_missing(draft, given: dict, folder, force: bool) -> None:
         raise typer.Abort() from None
 
 
-def _ask_lines(label: str) -> list[str]:
+def _ask_lines(label: str, lines: list[str]) -> list[str]:
+    """Append typed lines to `lines` until an empty one (in place, so Ctrl-D loses none)."""
     typer.echo(f"{label} (finish with an empty line):")
-    lines: list[str] = []
     while True:
         line = typer.prompt("", default="", show_default=False, prompt_suffix="> ")
         if not line.strip():

@@ -27,8 +27,6 @@ SECTION_HINTS = {
     "fix": "Concrete steps: commands, flags with their values, manifest snippets.",
     "verify": "Optional: how to know the fix worked.",
 }
-_PLAIN_YAML = re.compile(r"[^\s\[\]{},:#'\"&*!|>%@`?\-][^\[\]{},:#'\"]*")
-_YAML_WORDS = {"yes", "no", "true", "false", "on", "off", "null", "y", "n", "~"}
 _COMMENT_LINE = re.compile(r"^[ \t]*<!--(?:(?!-->).)*-->[ \t]*(?:\n|$)", re.DOTALL | re.MULTILINE)
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
@@ -59,45 +57,39 @@ class EntryDraft:
         return not any((*fields, *sections))
 
 
-def yaml_scalar(text: str) -> str:
-    """A one-line YAML scalar: plain when that is unambiguous, else single-quoted."""
-    text = " ".join(text.split())
-    plain = (
-        _PLAIN_YAML.fullmatch(text)
-        and text.lower() not in _YAML_WORDS
-        and not re.fullmatch(r"[-+.\d][\d_.eE+-]*", text)
-    )
-    return text if plain else "'" + text.replace("'", "''") + "'"
+def _yaml_field(key: str, value, block: bool = False) -> str:
+    """One front-matter field as YAML, by yaml.safe_dump: every value comes back as typed
+    (`.inf`, `0x1F`, `=`, `<<`, `yes`, quotes and backslashes included)."""
+    import yaml
 
-
-def _flow_list(items: list[str]) -> str:
-    return "[" + ", ".join(yaml_scalar(i) for i in items) + "]"
+    options = {"allow_unicode": True, "sort_keys": False, "width": 1 << 30}  # never folded
+    if isinstance(value, list) and not block:  # tags: [a, b]
+        return f"{key}: " + yaml.safe_dump(value, default_flow_style=True, **options).strip()
+    return yaml.safe_dump({key: value}, default_flow_style=False, **options).rstrip("\n")
 
 
 def render_entry(draft: EntryDraft, template: bool = False) -> str:
     """The markdown file for a draft; `template` adds the editor's help comments."""
+
+    def hint(text: str) -> str:
+        return f"   # {text}" if template else ""
+
     lines = [
         "---",
-        f"id: {yaml_scalar(draft.id) if draft.id else ''}".rstrip(),
-        f"title: {yaml_scalar(draft.title) if draft.title else ''}".rstrip(),
-        f"severity: {draft.severity or 'warning'}"
-        + ("   # info, warning or critical" if template else ""),
-        f"tags: {_flow_list(draft.tags)}",
-        f"aliases: {_flow_list(draft.aliases)}"
-        + ("   # other words people search for: 显存, 排队, ..." if template else ""),
+        *(  # an empty id or title stays a bare "key:" line, for the editor to fill in
+            _yaml_field(key, " ".join(value.split())) if value.strip() else f"{key}:"
+            for key, value in (("id", draft.id), ("title", draft.title))
+        ),
+        _yaml_field("severity", draft.severity or "warning") + hint("info, warning or critical"),
+        _yaml_field("tags", list(draft.tags)),
+        _yaml_field("aliases", list(draft.aliases))
+        + hint("other words people search for: 显存, 排队, ..."),
     ]
-    if draft.signatures:
-        lines.append(
-            "signatures:" + ("   # Python regexes, each matching one log line" if template else "")
-        )
-        lines += [f"  - '{s.replace(chr(39), chr(39) * 2)}'" for s in draft.signatures]
-    else:
-        lines.append(
-            "signatures: []"
-            + ("   # Python regexes, each matching one log line" if template else "")
-        )
+    signatures = _yaml_field("signatures", list(draft.signatures), block=True).split("\n")
+    signatures[0] += hint("Python regexes, each matching one log line")
+    lines += signatures
     if draft.detected_by:
-        lines.append(f"detected_by: {_flow_list(draft.detected_by)}")
+        lines.append(_yaml_field("detected_by", list(draft.detected_by)))
     lines.append("---")
     if template:
         lines.append(EDITOR_HELP)
@@ -132,8 +124,16 @@ def split_list(text: str) -> list[str]:
 def validate(
     text: str, label: str, draft: EntryDraft | None = None
 ) -> tuple[RunbookEntry | None, list[LintProblem]]:
-    """The lint rules for a new entry (`label` names it in messages); no problems: may be written."""
-    entry, problems = lint_text(text, label, None, registered_check_ids)
+    """The lint rules for a new entry (`label` names it in messages); no problems: may be written.
+
+    A signature that breaks the regex compiler itself (a repeat count past its limit, nesting
+    past the recursion limit) is a problem like any other, so the draft is kept.
+    """
+    try:
+        entry, problems = lint_text(text, label, None, registered_check_ids)
+    except (OverflowError, RecursionError, MemoryError) as exc:
+        reason = str(exc) or type(exc).__name__
+        return None, [LintProblem(label, 1, f"a signature cannot be compiled: {reason}")]
     if entry is not None and draft is not None and not problems:
         for name in ("id", "title", "tags", "aliases", "signatures", "detected_by"):
             want = getattr(draft, name)

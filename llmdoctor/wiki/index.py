@@ -130,6 +130,10 @@ def ensure_index(wiki_dirs: list[str | Path] | None = None, *, rebuild: bool = F
     """
     dirs = resolve_dirs(wiki_dirs)
     path = index_path(dirs)
+    if os.path.lexists(path) and not path.is_file():
+        from llmdoctor.errors import BadInput
+
+        raise BadInput(f"{path}: the wiki index is not a file; remove it (it is only a cache)")
     folders = _folder_state(dirs)
     if not rebuild and _recently_verified(path, folders):
         return path

@@ -93,7 +93,7 @@ def signature_problem(signature: str) -> str | None:
 
     try:
         re.compile(signature)  # compiling is safe; matching is left to RE2 (linear time)
-    except re.error as exc:
+    except (re.error, OverflowError) as exc:  # a{4294967296}
         return f"signature {signature!r} is not a valid Python regex: {exc}"
     except RecursionError:
         return f"signature {signature!r} is nested too deeply to compile"

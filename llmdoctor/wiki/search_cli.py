@@ -23,22 +23,34 @@ def use_color(no_color: bool) -> bool:
 
 
 def highlight(text: str, spans: list[tuple[int, int]], color: bool) -> str:
+    """The snippet with its matched words highlighted; its own control characters escaped."""
+    from llmdoctor.terminal_text import visible
+
     if not color or not spans:
-        return text
+        return visible(text)
     out, last = [], 0
     for start, end in spans:
-        out += [text[last:start], "\x1b[1;33m", text[start:end], "\x1b[0m"]
+        out += [visible(text[last:start]), "\x1b[1;33m", visible(text[start:end]), "\x1b[0m"]
         last = end
-    out.append(text[last:])
+    out.append(visible(text[last:]))
     return "".join(out)
 
 
-def read_tail(stream, keep: int = 200_000) -> str:
-    """The last `keep` characters of a stream (a piped log can be any size)."""
-    tail = ""
-    while chunk := stream.read(1 << 20):
+MAX_SEARCH_INPUT = 64 * 1024 * 1024  # characters read from stdin at most (`cat /dev/zero | …`)
+
+
+def read_tail(stream, keep: int = 200_000, limit: int = MAX_SEARCH_INPUT) -> str:
+    """The last `keep` characters of a stream (a piped log can be any size), reading at most
+    `limit` characters so an endless pipe cannot keep the search waiting."""
+    tail, read = "", 0
+    while read < limit and (chunk := stream.read(min(1 << 20, limit - read))):
+        read += len(chunk)
         tail = (tail + chunk)[-keep:]
-    return tail
+    if read >= limit and stream.read(1):
+        sys.stderr.write(
+            f"llmdoctor: note: searched the end of the first {limit >> 20} MiB of stdin\n"
+        )
+    return tail.replace("\x00", "")
 
 
 def run_search(
@@ -75,15 +87,18 @@ def run_search(
     if not results:
         out.write("no runbook entry matches" + (f" with tag {tag!r}" if tag else "") + "\n")
         return 0
+    from llmdoctor.terminal_text import visible
+
     color = use_color(no_color)
     bold, dim, reset = ("\x1b[1m", "\x1b[2m", "\x1b[0m") if color else ("", "", "")
     for n, r in enumerate(results, 1):
         out.write(
-            f"{n:>2}. {bold}{r.id}{reset}  {r.title}  {dim}[{r.severity}] {r.score:g}{reset}\n"
+            f"{n:>2}. {bold}{visible(r.id)}{reset}  {visible(r.title)}  "
+            f"{dim}[{visible(r.severity)}] {r.score:g}{reset}\n"
         )
         if r.snippet:
             out.write(f"    {highlight(r.snippet, r.highlights, color)}\n")
-    out.write(f"{dim}details: llmdoctor wiki show {results[0].id}{reset}\n")
+    out.write(f"{dim}details: llmdoctor wiki show {visible(results[0].id)}{reset}\n")
     return 0
 
 
