@@ -339,7 +339,14 @@ def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:
         else:
             return None, [], None
     else:
-        head = source.read(CLEAN_BYTES + 1)
+        parts, size = [], 0
+        while size <= CLEAN_BYTES:  # a stream may answer in short reads (pipes, LogStream)
+            chunk = source.read(CLEAN_BYTES + 1 - size)
+            if not chunk:
+                break
+            parts.append(chunk)
+            size += len(chunk)
+        head = b"".join(parts)
         if len(head) > CLEAN_BYTES:
             return None, [], _Rejoined(head, source)
         raw = head.decode("utf-8", errors="replace")

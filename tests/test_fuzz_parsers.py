@@ -155,10 +155,11 @@ KERNEL = seeds("tests/fixtures/kernel/*.log", "examples/bundles/*/node/kernel.lo
 @FUZZ
 @given(text=documents(KERNEL), junk=st.binary(max_size=300))
 def test_kernel_log_scanner_takes_anything(text, junk):
-    from llmdoctor.parsers.xid import parse_xid_line, scan_bytes
+    from llmdoctor.parsers.xid import parse_xid_line, scan_xid
+    from llmdoctor.textsource import TextSource
 
     data = text.encode("utf-8", errors="surrogatepass") + junk
-    scan = scan_bytes(data)
+    scan = scan_xid(TextSource.from_text("kernel.log", data.decode("utf-8", errors="replace")))
     assert scan.lines >= 0
     for n, line in enumerate(text.splitlines()[:50], 1):
         parse_xid_line(line, n)

@@ -246,3 +246,38 @@ def test_serve_serves_the_site_and_rebuilds_when_an_entry_changes(tmp_path, team
         stop.set()
         thread.join(10)
     assert not thread.is_alive()
+
+
+def test_the_deploy_examples_commands_build_a_site(tmp_path, team_wiki, capsys):
+    # deploy/wiki-site.yaml (init container) and deploy/wiki-site-gitlab-ci.yml run real commands
+    import shlex
+
+    import yaml
+
+    deploy = ROOT / "deploy"
+    docs = [d for d in yaml.safe_load_all((deploy / "wiki-site.yaml").read_text()) if d]
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    (init,) = deployment["spec"]["template"]["spec"]["initContainers"]
+    shell = init["args"][0]
+    words = shlex.split(shell.split("python -m llmdoctor", 1)[1])
+    settings = next(d for d in docs if d["kind"] == "ConfigMap")["data"]
+    words = [
+        w.replace("$(WIKI_BASE_URL)", settings["WIKI_BASE_URL"])
+        .replace("/team-runbooks", str(team_wiki))
+        .replace("/site/public", str(tmp_path / "k8s-site"))
+        for w in words
+    ]
+    code, _, err = cli(capsys, *words)
+    assert code == 0, err
+    assert (tmp_path / "k8s-site" / "redis-timeout.html").is_file()
+    job = yaml.safe_load((deploy / "wiki-site-gitlab-ci.yml").read_text())["pages"]
+    commands = [shlex.split(line)[1:] for line in job["script"] if line.startswith("llmdoctor ")]
+    assert [c[:2] for c in commands] == [["wiki", "lint"], ["wiki", "site"]]
+    for argv in commands:
+        argv = [str(team_wiki) if a == "runbooks" or a == "runbooks/" else a for a in argv]
+        argv = [str(tmp_path / "public") if a == "public" else a for a in argv]
+        argv = ["https://team.gitlab.io/runbooks" if a == "$CI_PAGES_URL" else a for a in argv]
+        code, _, err = cli(capsys, *argv)
+        assert code == 0, (argv, err)
+    urls = json.loads((tmp_path / "public" / "urls.json").read_text())
+    assert urls["redis-timeout"] == "https://team.gitlab.io/runbooks/redis-timeout.html"

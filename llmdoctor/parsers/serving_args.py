@@ -164,7 +164,10 @@ def _convert(field: str, raw: str) -> Any:
         "block_size",
         "port",
     ):
-        return int(raw) if raw.strip().lstrip("-").isdigit() else None
+        try:
+            return int(raw)
+        except ValueError:  # "2x", "²" (a digit to isdigit(), not to int())
+            return None
     if field == "gpu_memory_utilization":
         try:
             return float(raw)

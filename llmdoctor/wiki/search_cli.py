@@ -39,9 +39,10 @@ def highlight(text: str, spans: list[tuple[int, int]], color: bool) -> str:
 MAX_SEARCH_INPUT = 64 * 1024 * 1024  # characters read from stdin at most (`cat /dev/zero | …`)
 
 
-def read_tail(stream, keep: int = 200_000, limit: int = MAX_SEARCH_INPUT) -> str:
+def read_tail(stream, keep: int = 200_000, limit: int | None = None) -> str:
     """The last `keep` characters of a stream (a piped log can be any size), reading at most
     `limit` characters so an endless pipe cannot keep the search waiting."""
+    limit = MAX_SEARCH_INPUT if limit is None else limit
     tail, read = "", 0
     while read < limit and (chunk := stream.read(min(1 << 20, limit - read))):
         read += len(chunk)
