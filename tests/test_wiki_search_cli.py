@@ -1,0 +1,97 @@
+"""`wiki search` has two front doors: the fast one (llmdoctor.__main__, no CLI framework) and the
+typer command. They must accept the same options and print the same thing."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+
+from llmdoctor.cli import build_app, run
+from llmdoctor.wiki.search_cli import FLAGS, OPTIONS_WITH_VALUE, fast_main
+
+CASES = [
+    ["OOM"],
+    ["CUDA", "out", "of", "memory", "--limit", "3"],
+    ["--limit=2", "显存"],
+    ["nccl", "--json"],
+    ["xid", "79", "--no-color", "--tag", "hardware"],
+    ["--tag=memory", "--json", "fragmentation"],
+    ["no-such-word-anywhere"],
+    ["OOM", "--wiki-url", "https://runbooks.example.com", "--json", "--limit", "1"],
+]
+
+
+def typer_path(capsys, args):
+    with pytest.raises(SystemExit) as exc:
+        run(["wiki", "search", *args])
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def fast_path(capsys, args):
+    code = fast_main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("args", CASES, ids=[" ".join(c) for c in CASES])
+def test_both_paths_print_the_same(capsys, monkeypatch, args):
+    monkeypatch.delenv("LLMDOCTOR_WIKI_URL", raising=False)
+    fast = fast_path(capsys, args)
+    monkeypatch.delenv("LLMDOCTOR_WIKI_URL", raising=False)
+    slow = typer_path(capsys, args)
+    assert fast[0] is not None, "the fast path should have handled these arguments"
+    assert fast == slow
+
+
+def test_the_fast_path_knows_every_option_of_the_command():
+    # an option added to the typer command must be added to the fast parser too
+    import typer.main
+
+    group = typer.main.get_command(build_app(("wiki",)))
+    command = group.commands["wiki"].commands["search"]
+    names = {opt for p in command.params for opt in p.opts if opt.startswith("--")}
+    assert names - {"--help"} == set(OPTIONS_WITH_VALUE) | set(FLAGS)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["-h"],
+        ["OOM", "--limit", "0"],
+        ["OOM", "--limit", "x"],
+        ["OOM", "--bogus"],
+        ["--tag"],
+        [],
+        ["OOM", "--wiki-url", "ftp://nope"],
+    ],
+)
+def test_what_the_fast_path_does_not_handle_goes_to_typer(capsys, monkeypatch, args):
+    monkeypatch.delenv("LLMDOCTOR_WIKI_URL", raising=False)
+    assert fast_path(capsys, args)[0] is None
+    code, out, err = typer_path(capsys, args)
+    assert code in (0, 3)  # help, or a one-line usage error: never a traceback
+    assert "Traceback" not in out + err
+
+
+def test_bad_input_is_one_line_and_exit_3_on_the_fast_path(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("   \n"))
+    code, _out, err = fast_path(capsys, ["-"])
+    assert code == 3 and err.startswith("llmdoctor: nothing to search for")
+
+
+def test_the_installed_command_takes_the_fast_path():
+    # the console script runs llmdoctor.__main__.main: no typer import for a plain search
+    code = (
+        "import sys; sys.argv = ['llmdoctor', 'wiki', 'search', 'OOM', '--limit', '1'];"
+        "from llmdoctor.__main__ import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+        "assert 'typer' not in sys.modules, 'typer was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "cuda-oom-runtime" in done.stdout
