@@ -6,16 +6,20 @@ $XDG_CACHE_HOME/llmdoctor (default ~/.cache/llmdoctor). Everything here can be d
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (3 ms per search)
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
-def cache_dir() -> Path:
-    """The llmdoctor cache folder (created on demand; falls back to the temp folder)."""
+def cache_dir_path() -> str:
+    """The llmdoctor cache folder as a string (plain os.path: `wiki search` needs no pathlib)."""
     base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
-    folder = root / "llmdoctor"
+    root = base if base and os.path.isabs(base) else os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(root, "llmdoctor")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
         if os.access(folder, os.W_OK):
             return folder
     except OSError:
@@ -24,9 +28,16 @@ def cache_dir() -> Path:
     import tempfile
 
     uid = os.getuid() if hasattr(os, "getuid") else 0
-    folder = Path(tempfile.gettempdir()) / f"llmdoctor-{uid}"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = os.path.join(tempfile.gettempdir(), f"llmdoctor-{uid}")
+    os.makedirs(folder, exist_ok=True)
     return folder
+
+
+def cache_dir() -> Path:
+    """The llmdoctor cache folder (created on demand; falls back to the temp folder)."""
+    from pathlib import Path
+
+    return Path(cache_dir_path())
 
 
 def drafts_dir() -> Path:

@@ -10,6 +10,7 @@ import json
 import re
 
 from llmdoctor.wiki.cjk import document_grams, separate_scripts
+from llmdoctor.wiki.query import exact_name
 
 _FENCE = re.compile(r"^\s*(```|~~~).*$", re.MULTILINE)
 _LINK = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
@@ -45,6 +46,10 @@ def document_row(entry, overrides: list[str]) -> dict:
         "signature_lines": "\n".join(" ".join(s.splitlines()) for s in entry.signatures),
         "detected_by_json": json.dumps(entry.detected_by, ensure_ascii=False),
         "overrides_json": json.dumps(overrides, ensure_ascii=False),
+        # the id, title and aliases as a typed query is compared with them (one per line)
+        "exact_names": "\n".join(
+            sorted({exact_name(n) for n in [entry.id, entry.title, *entry.aliases]})
+        ),
         "name": entry.id.replace("-", " ").replace("_", " "),
         "title": separate_scripts(entry.title),
         "aliases": separate_scripts(" ; ".join(entry.aliases)),

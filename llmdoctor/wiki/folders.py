@@ -6,57 +6,82 @@ Kept free of parsing imports: `wiki search` needs the folder list on every call.
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (3 ms per search)
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 ENV_WIKI = "LLMDOCTOR_WIKI"
 
 
-def builtin_dir() -> Path:
+def builtin_dir_path() -> str:
     """The folder of the shipped runbooks (the repo's runbooks/ when installed editable)."""
     # importing the (empty) package is cheaper than importlib.util.find_spec on every search
     import llmdoctor.builtin_runbooks as package
 
     locations = list(getattr(package, "__path__", []))
     if locations:
-        return Path(locations[0])
+        return str(locations[0])
     from importlib.resources import files  # pragma: no cover - unusual installs only
 
-    return Path(str(files("llmdoctor.builtin_runbooks")))
+    return str(files("llmdoctor.builtin_runbooks"))
+
+
+def builtin_dir() -> Path:
+    """The folder of the shipped runbooks, as a Path."""
+    from pathlib import Path
+
+    return Path(builtin_dir_path())
+
+
+def configured_dir_paths() -> list[str]:
+    """The LLMDOCTOR_WIKI folders (os.pathsep-separated), in order."""
+    env = os.environ.get(ENV_WIKI, "")
+    return [p for p in env.split(os.pathsep) if p.strip()]
 
 
 def configured_dirs() -> list[Path]:
-    """The LLMDOCTOR_WIKI folders (os.pathsep-separated), in order."""
-    env = os.environ.get(ENV_WIKI, "")
-    return [Path(p) for p in env.split(os.pathsep) if p.strip()]
+    from pathlib import Path
+
+    return [Path(p) for p in configured_dir_paths()]
 
 
-def wiki_dirs(extra: list[str | Path] | None = None) -> list[Path]:
-    """Built-in folder first, then LLMDOCTOR_WIKI folders, then --wiki folders (later wins)."""
-    dirs = [builtin_dir(), *configured_dirs(), *(Path(p) for p in extra or [])]
+def wiki_dir_paths(extra: list[str | Path] | None = None) -> list[str]:
+    """Built-in folder first, then LLMDOCTOR_WIKI folders, then --wiki folders (later wins);
+    plain strings, so the search path needs no pathlib."""
+    dirs = [builtin_dir_path(), *configured_dir_paths(), *(os.fspath(p) for p in extra or [])]
     _warn_missing(dirs[1:])
-    seen: set[Path] = set()
+    seen: set[str] = set()
     unique = []
     for d in dirs:
-        key = d.resolve() if d.exists() else d
+        key = os.path.realpath(d) if os.path.exists(d) else os.path.normpath(d)
         if key not in seen:
             seen.add(key)
             unique.append(d)
     return unique
 
 
+def wiki_dirs(extra: list[str | Path] | None = None) -> list[Path]:
+    """Built-in folder first, then LLMDOCTOR_WIKI folders, then --wiki folders (later wins)."""
+    from pathlib import Path
+
+    return [Path(d) for d in wiki_dir_paths(extra)]
+
+
 _warned: set[str] = set()
 
 
-def _warn_missing(dirs: list[Path]) -> None:
+def _warn_missing(dirs: list[str]) -> None:
     """One stderr line per missing team folder: a typo in --wiki or LLMDOCTOR_WIKI must not
     silently leave the team's runbooks out of a search at 3 a.m."""
     import sys
 
     for d in dirs:
-        if d.is_dir() or str(d) in _warned:
+        if os.path.isdir(d) or str(d) in _warned:
             continue
         _warned.add(str(d))
-        what = "is not a folder" if d.exists() else "does not exist"
+        what = "is not a folder" if os.path.exists(d) else "does not exist"
         print(
             f"llmdoctor: warning: wiki folder {d} {what}; its entries are left out", file=sys.stderr
         )

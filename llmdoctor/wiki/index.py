@@ -20,15 +20,21 @@ import os
 import sqlite3
 import time
 import zlib
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from stat import S_ISREG
-from typing import TypeVar
 
-from llmdoctor.wiki.cache import cache_dir
-from llmdoctor.wiki.folders import wiki_dirs as configured_wiki_dirs
+from llmdoctor.wiki.cache import cache_dir_path
+from llmdoctor.wiki.folders import wiki_dir_paths
 
-SCHEMA_VERSION = "3"
+# the read path (`wiki search`) uses plain os.path strings: pathlib and typing cost ~12 ms there
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+    from typing import TypeVar
+
+    T = TypeVar("T")
+
+SCHEMA_VERSION = "4"
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # FTS5 columns and their bm25 weights: names, titles, aliases and tags count most, then what the
 # on-call sees (symptom, log signatures), then the explanation (cause, fix).
@@ -48,25 +54,38 @@ FTS_COLUMNS = tuple(FTS_WEIGHTS)
 PARALLEL_PARSE_MIN_FILES = 400
 STALE_TEMP_SECONDS = 600
 
-T = TypeVar("T")
-
 
 # One *.md file as the freshness check sees it: (folder index, path, mtime_ns, size).
 WikiFile = tuple[int, str, int, int]
 
 
+def resolve_dir_paths(extra_dirs: list[str | Path] | None = None) -> list[str]:
+    """The wiki folders searched, absolute, in override order: built-in, LLMDOCTOR_WIKI, --wiki."""
+    return [os.path.abspath(d) for d in wiki_dir_paths(extra_dirs)]
+
+
 def resolve_dirs(extra_dirs: list[str | Path] | None = None) -> list[Path]:
     """The wiki folders searched, in override order: built-in, LLMDOCTOR_WIKI, then --wiki."""
-    return [Path(os.path.abspath(d)) for d in configured_wiki_dirs(extra_dirs)]
+    from pathlib import Path
+
+    return [Path(d) for d in resolve_dir_paths(extra_dirs)]
 
 
 def _checksum(data: bytes) -> str:
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
+def index_file(dirs: list[str | Path]) -> str:
+    """The database file for this ordered set of (absolute) folders."""
+    key = _checksum(os.pathsep.join(map(str, dirs)).encode())
+    return os.path.join(cache_dir_path(), f"wiki-{key}.sqlite3")
+
+
 def index_path(dirs: list[Path]) -> Path:
-    """The database file for this ordered set of folders."""
-    return cache_dir() / f"wiki-{_checksum(os.pathsep.join(map(str, dirs)).encode())}.sqlite3"
+    """The database file for this ordered set of folders, as a Path."""
+    from pathlib import Path
+
+    return Path(index_file(dirs))
 
 
 def scan(dirs: list[Path]) -> list[WikiFile]:
@@ -100,14 +119,16 @@ def fingerprint(files: list[WikiFile]) -> str:
     return f"{SCHEMA_VERSION}:{len(files)}:{_checksum(marshal.dumps(files))}"
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: str | Path) -> sqlite3.Connection:
     """A read-only connection; `immutable` because a published index file is never changed."""
-    return sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True)
+    # an SQLite URI: only %, ? and # are special in a file name
+    name = os.path.abspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return sqlite3.connect(f"file:{name}?mode=ro&immutable=1", uri=True)
 
 
-def _stored_fingerprint(path: Path) -> str | None:
+def _stored_fingerprint(path: str | Path) -> str | None:
     """The fingerprint recorded in the index, or None when it is missing, foreign or corrupt."""
-    if not path.is_file():
+    if not os.path.isfile(path):
         return None
     try:
         conn = connect(path)
@@ -128,9 +149,15 @@ def ensure_index(wiki_dirs: list[str | Path] | None = None, *, rebuild: bool = F
     checked a moment ago, one stat per folder; see LARGE_WIKI_FILES). `rebuild` ignores what
     exists and builds from scratch.
     """
-    dirs = resolve_dirs(wiki_dirs)
-    path = index_path(dirs)
-    if os.path.lexists(path) and not path.is_file():
+    from pathlib import Path
+
+    return Path(_ensure(wiki_dirs, rebuild))
+
+
+def _ensure(wiki_dirs: list[str | Path] | None, rebuild: bool) -> str:
+    dirs = resolve_dir_paths(wiki_dirs)
+    path = index_file(dirs)
+    if os.path.lexists(path) and not os.path.isfile(path):
         from llmdoctor.errors import BadInput
 
         raise BadInput(f"{path}: the wiki index is not a file; remove it (it is only a cache)")
@@ -157,7 +184,7 @@ LARGE_WIKI_FILES = 2000
 FULL_CHECK_SECONDS = 2.0
 
 
-def _folder_state(dirs: list[Path]) -> list[list]:
+def _folder_state(dirs: list[str]) -> list[list]:
     state = []
     for d in dirs:
         try:
@@ -168,11 +195,11 @@ def _folder_state(dirs: list[Path]) -> list[list]:
     return state
 
 
-def _verified_path(path: Path) -> Path:
-    return path.with_name(path.name + ".verified")
+def _verified_path(path: str) -> str:
+    return path + ".verified"
 
 
-def _recently_verified(path: Path, folders: list[list]) -> bool:
+def _recently_verified(path: str, folders: list[list]) -> bool:
     """The index was checked file by file less than FULL_CHECK_SECONDS ago, against these same
     folders, and is still the file that check saw."""
     try:
@@ -189,7 +216,7 @@ def _recently_verified(path: Path, folders: list[list]) -> bool:
     return 0.0 <= age < FULL_CHECK_SECONDS
 
 
-def _write_verified(path: Path, folders: list[list], digest: str) -> None:
+def _write_verified(path: str, folders: list[list], digest: str) -> None:
     try:
         st = os.stat(path)
         stamp = {
@@ -198,7 +225,7 @@ def _write_verified(path: Path, folders: list[list], digest: str) -> None:
             "digest": digest,
             "at": time.time(),
         }
-        tmp = _verified_path(path).with_name(f"{path.name}.verified-{os.getpid()}")
+        tmp = f"{path}.verified-{os.getpid()}"
         with open(tmp, "wb") as fh:
             fh.write(marshal.dumps(stamp))
         os.replace(tmp, _verified_path(path))
@@ -208,15 +235,15 @@ def _write_verified(path: Path, folders: list[list], digest: str) -> None:
 
 def with_index(wiki_dirs: list[str | Path] | None, read: Callable[[sqlite3.Connection], T]) -> T:
     """Run `read` on a fresh index; a corrupt index is rebuilt and `read` tried once more."""
-    path = ensure_index(wiki_dirs)
+    path = _ensure(wiki_dirs, False)
     try:
         return _read(path, read)
     except sqlite3.DatabaseError:
-        path = ensure_index(wiki_dirs, rebuild=True)
+        path = _ensure(wiki_dirs, True)
         return _read(path, read)
 
 
-def _read(path: Path, read: Callable[[sqlite3.Connection], T]) -> T:
+def _read(path: str | Path, read: Callable[[sqlite3.Connection], T]) -> T:
     conn = connect(path)
     try:
         return read(conn)
@@ -228,11 +255,17 @@ def _read(path: Path, read: Callable[[sqlite3.Connection], T]) -> T:
 
 
 def _publish(
-    path: Path, dirs: list[Path], files: list[WikiFile], digest: str, start_from: Path | None
+    path: str | Path,
+    dirs: list[str],
+    files: list[WikiFile],
+    digest: str,
+    start_from: str | Path | None,
 ) -> None:
     """Build the new index in a private temp file, then rename it over `path` (atomic)."""
     import shutil
+    from pathlib import Path
 
+    path = Path(path)
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
     try:
         built = False
@@ -286,6 +319,7 @@ def _create_schema(db) -> None:
         "signature_lines": str,
         "detected_by_json": str,
         "overrides_json": str,
+        "exact_names": str,
     }
     columns.update({name: str for name in FTS_COLUMNS if name not in columns})
     db["docs"].create(columns)

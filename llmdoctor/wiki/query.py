@@ -174,3 +174,8 @@ def parse_query(text: str) -> Query:
             if short and word in SYMPTOMS:
                 query.alternatives[word] = SYMPTOMS[word]
     return query
+
+
+def exact_name(text: str) -> str:
+    """A name as compared with a typed query: its words, lower case ("CUDA-OOM" = "cuda oom")."""
+    return " ".join(WORD.findall(text.lower()))

@@ -16,11 +16,14 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from pathlib import Path
 
 from llmdoctor.wiki.cjk import run_grams
 from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS, with_index
-from llmdoctor.wiki.query import Query, parse_query
+from llmdoctor.wiki.query import Query, exact_name, parse_query
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MIN_CANDIDATES = 20  # entries ranked by bm25 whose signatures are tried on the query
 MAX_WORD_BY_WORD_TERMS = 12  # a short query with up to this many terms is ranked word by word
@@ -32,7 +35,6 @@ SNIPPET_COLUMNS = ("symptom", "cause", "fix", "aliases", "signatures", "title")
 OPEN, CLOSE = "\x02", "\x03"
 _ESCAPE = re.compile(r"\\.")
 _LITERAL_WORD = re.compile(r"[A-Za-z]{4,}")
-_NAME_WORD = re.compile(r"[^\W_]+")
 
 
 class SearchResult:
@@ -103,7 +105,7 @@ def _rank(
     docs = {
         row[0]: row[1:]
         for row in conn.execute(
-            "SELECT rowid, id, heading, severity, path, signature_lines, aliases_json FROM docs "
+            "SELECT rowid, id, heading, severity, path, signature_lines, exact_names FROM docs "
             f"WHERE rowid IN ({marks})",
             [c.rowid for c in ranked],
         )
@@ -117,9 +119,7 @@ def _rank(
     for c in ranked:
         c.signature_matched = docs[c.rowid][0] in matched
         if typed:
-            entry_id, title, *_, aliases = docs[c.rowid]
-            names = [entry_id, title, *_json_list(aliases)]
-            c.exact = any(exact_name(n) == typed for n in names)
+            c.exact = typed in (docs[c.rowid][5] or "").split("\n")
     ranked.sort(key=lambda c: docs[c.rowid][0])  # equals stay in id order: the sorts are stable
     ranked.sort(key=lambda c: (c.tier, c.relevance), reverse=True)
     # the score keeps that order: each tier above the lowest adds more than any relevance
@@ -151,17 +151,6 @@ class _Candidate:
     @property
     def tier(self) -> tuple[bool, bool, bool, int]:
         return (self.signature_matched, bool(self.covers_all), self.exact, self.names)
-
-
-def _json_list(text: str | None) -> list[str]:
-    import json  # only a typed query needs it
-
-    return json.loads(text or "[]")
-
-
-def exact_name(text: str) -> str:
-    """A name as compared with a typed query: its words, lower case ("CUDA-OOM" = "cuda oom")."""
-    return " ".join(_NAME_WORD.findall(text.lower()))
 
 
 def _rank_all_words(

@@ -16,7 +16,6 @@ import sqlite3
 from collections import defaultdict
 
 from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS
-from llmdoctor.wiki.search import exact_name
 
 HEAD_COLUMNS = ("name", "title", "aliases", "tags", "cjk_title")
 SNIPPET_CHARS = 220
@@ -25,13 +24,13 @@ SNIPPET_CHARS = 220
 def build_search_data(conn: sqlite3.Connection) -> dict:
     """The index as plain data (JSON-able): docs, postings, sizes, heads, signatures."""
     rows = conn.execute(
-        "SELECT rowid, id, heading, severity, signature_lines, symptom, aliases_json FROM docs "
+        "SELECT rowid, id, heading, severity, signature_lines, symptom, exact_names FROM docs "
         "ORDER BY id"
     ).fetchall()
     position = {row[0]: n for n, row in enumerate(rows)}
     docs = [[r[1], r[2], r[3], _snippet(r[5] or "")] for r in rows]
     signatures = [[s for s in (r[4] or "").splitlines() if s.strip()] for r in rows]
-    names = [sorted({exact_name(n) for n in [r[1], r[2], *json.loads(r[6] or "[]")]}) for r in rows]
+    names = [(r[6] or "").split("\n") for r in rows]
     conn.execute("DROP TABLE IF EXISTS temp.llmdoctor_vocab")
     conn.execute(
         "CREATE VIRTUAL TABLE temp.llmdoctor_vocab USING fts5vocab(main, 'docs_fts', 'instance')"
