@@ -7,7 +7,10 @@ Chinese aliases) in a temp folder, then measures whole processes, as an on-call 
 * search: `llmdoctor wiki search QUERY --wiki DIR` on the warm index, median wall time of several
   runs per query, and the highest peak RSS of any run (os.wait4 rusage of each child)
 
-Targets: build < 10 s, search < 150 ms, peak RSS < 80 MB.
+Targets: build < 10 s, search < 150 ms, peak RSS < 80 MB, and a search at most 2.5x a bare
+`python -c pass` of the same interpreter, run interleaved with it (the yardstick moves with the
+machine's load). Run it with an installed wheel's interpreter to measure what users run: an
+editable install adds its import hook to both sides.
 
     .venv/bin/python benchmarks/wiki_search.py [--entries 10000] [--runs 9]
 """
@@ -29,6 +32,7 @@ from pathlib import Path
 TARGET_BUILD_S = 10.0
 TARGET_SEARCH_MS = 150.0
 TARGET_RSS_MB = 80.0
+TARGET_RATIO = 2.5
 
 COMPONENTS = {
     "vllm": ["vllm", "engine", "scheduler", "api-server"],
@@ -239,7 +243,9 @@ def main() -> int:
     parser.add_argument("--entries", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=9, help="search runs per query")
     args = parser.parse_args()
-    llmdoctor = [sys.executable, "-m", "llmdoctor"]
+    script = Path(sys.executable).with_name("llmdoctor")  # the console script, as users run it
+    llmdoctor = [str(script)] if script.exists() else [sys.executable, "-m", "llmdoctor"]
+    bare = [sys.executable, "-c", "pass"]
     with tempfile.TemporaryDirectory(prefix="llmdoctor-bench-") as tmp:
         wiki = Path(tmp) / "wiki"
         wiki.mkdir()
@@ -270,39 +276,49 @@ def main() -> int:
             f"{build_rss:.0f} MB, index {db.stat().st_size / 1e6:.1f} MB"
         )
         run_measured([*llmdoctor, "wiki", "search", "warm-up", "--wiki", str(wiki)], env)
-        medians = []
+        medians, ratios = [], []
         peak = 0.0
         for query in QUERIES:
-            times, cpus = [], []
+            times, cpus, pairs = [], [], []
             for _ in range(args.runs):
                 wall, rss, rc, cpu = run_measured(
                     [*llmdoctor, "wiki", "search", query, "--wiki", str(wiki)], env
                 )
                 if rc != 0:
                     return rc
+                yardstick = run_measured(bare, env)[0]
                 times.append(wall * 1000)
                 cpus.append(cpu * 1000)
+                pairs.append(wall / yardstick)
                 peak = max(peak, rss)
             medians.append(statistics.median(times))
+            ratios.append(statistics.median(pairs))
             print(
                 f"  search {query[:48]!r:52} median {medians[-1]:6.1f} ms wall, "
-                f"{statistics.median(cpus):6.1f} ms CPU"
+                f"{statistics.median(cpus):6.1f} ms CPU, {ratios[-1]:.2f}x python -c pass"
             )
         worst = max(medians)
+        print(
+            f"search vs a bare `python -c pass` (interleaved, median of pairs): "
+            f"{min(ratios):.2f}-{max(ratios):.2f}x (target <= {TARGET_RATIO}x)"
+        )
         print(
             f"search: median per query {min(medians):.0f}-{worst:.0f} ms "
             f"(target < {TARGET_SEARCH_MS:.0f} ms), peak RSS {peak:.0f} MB "
             f"(target < {TARGET_RSS_MB:.0f} MB)"
         )
-        import typer
-
         print(
             f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python "
-            f"{platform.python_version()}, typer {typer.__version__}, load average at start "
-            f"{load:.2f}"
+            f"{platform.python_version()}, load average at start {load:.2f}, "
+            f"at end {os.getloadavg()[0]:.2f}"
         )
         shutil.rmtree(cache, ignore_errors=True)
-        ok = build_s < TARGET_BUILD_S and worst < TARGET_SEARCH_MS and peak < TARGET_RSS_MB
+        ok = (
+            build_s < TARGET_BUILD_S
+            and worst < TARGET_SEARCH_MS
+            and peak < TARGET_RSS_MB
+            and max(ratios) <= TARGET_RATIO
+        )
         print("all targets met" if ok else "TARGET MISSED")
         return 0 if ok else 1
 
