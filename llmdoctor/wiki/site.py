@@ -159,6 +159,9 @@ class _Renderer:
         for cause, effects in self.explains.items():
             for effect in effects:
                 self.explained_by.setdefault(effect, []).append(cause)
+        from llmdoctor.wiki.folders import builtin_dir_path
+
+        self.builtin = os.path.realpath(builtin_dir_path())
         self.checks: dict[str, list[str]] = {}
         for spec in all_checks():
             for runbook in spec.runbooks:
@@ -321,13 +324,8 @@ class _Renderer:
         return f'<section id="related"><h2>Related</h2><dl>{"".join(rows)}</dl></section>'
 
     def _source(self, entry) -> str:
-        from llmdoctor.wiki.folders import builtin_dir
-
         path = Path(entry.path)
-        try:
-            builtin = path.resolve().is_relative_to(builtin_dir().resolve())
-        except OSError:
-            builtin = False
+        builtin = os.path.dirname(os.path.realpath(path)) == self.builtin
         where = f"runbooks/{path.name} (built into llmdoctor)" if builtin else str(path)
         note = ""
         if self.overridden.get(entry.id):
