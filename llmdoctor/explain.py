@@ -15,8 +15,11 @@ One ranking fuses the evidence (`fuse`), as data rather than special cases:
   consequence ranks just below its cause;
 * recency: the later of two otherwise equal entries first.
 
-A text-only match is at most a warning and at most TEXT_ONLY confident; below CONFIDENT explain
-abstains and returns the salient lines instead. No typer or rich here: the command renders.
+A signature hit always ranks above a text-only match; text-only matches keep the wiki search's
+order, so explain never ranks worse than `wiki search` of the same text. A text-only match is at
+most a warning and at most TEXT_ONLY confident; when no match reaches CONFIDENT explain abstains:
+it returns the salient lines, and names the closest entries only as too weak to be sure of
+(`below_threshold`). No typer or rich here: the command renders.
 """
 
 from __future__ import annotations
@@ -162,10 +165,12 @@ SIGNATURE_TEXT = 0.15  # ... plus this much for text that agrees
 RECENCY = 0.05  # the later of two otherwise equal entries ranks first
 TEXT_ONLY = 0.5  # the most a text-only match can reach
 # A text-only match is confident only when the entry holds most of the error's informative
-# words (coverage, rarity-weighted) AND the search found much of its text (its score):
-# coverage x score at TEXT_EVIDENCE counts as full. Generic errors ("Connection refused") an
-# entry merely mentions score low on both.
-TEXT_EVIDENCE = 18.0
+# words (coverage, rarity-weighted) AND the search found much of its text (its score, times its
+# lead over the runner-up for the first entry): coverage x score at TEXT_EVIDENCE counts as
+# full. Generic errors ("Connection refused") that an entry merely mentions score low on all.
+TEXT_EVIDENCE = 30.0
+LEAD_POWER = 1.0  # how much the first entry's lead over the second adds to its score
+LEAD_CAP = 3.0  # ... counted up to this ratio
 PLACE_POWER = 0.5  # a text-only match lower in the search's ranking is less likely
 CONFIDENT = 0.3  # below this, explain abstains ("no entry explains this")
 MAYBE_SEVERITY = "warning"  # a text-only match is at most a warning, shown as MAYBE
@@ -251,6 +256,10 @@ class Explanation:
             "matches": [m.to_json() for m in self.matches],
             "salient": [e.to_json() for e in self.salient],
             "warnings": self.warnings,
+            # the closest entries below the threshold (named, never asserted)
+            "below_threshold": [
+                {"id": m.id, "confidence": m.confidence, "how": m.how} for m in self.below_threshold
+            ],
         }
 
 
@@ -584,7 +593,10 @@ def text_relevance(
         if stems is None:
             continue
         coverage = sum(r for w, r in rarity.items() if w in stems) / mass
-        out[result.id] = (coverage, 1 / (1 + rank), max(float(result.score), 0.0))
+        found = max(float(result.score), 0.0)
+        if rank == 0 and len(results) > 1 and results[1].score > 0:
+            found *= min(result.score / results[1].score, LEAD_CAP) ** LEAD_POWER
+        out[result.id] = (coverage, 1 / (1 + rank), found)
     return out
 
 
