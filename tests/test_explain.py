@@ -424,3 +424,12 @@ def test_a_team_signature_with_nested_quantifiers_cannot_hang_explain(tmp_path):
     doc = json.loads(done.stdout)
     assert doc["matches"][0]["id"] == "team-hang"
     assert [e["line"] for e in doc["matches"][0]["evidence"]] == [2]
+
+
+def test_an_abstention_names_its_closest_entries_only_below_the_threshold(entries):
+    # a real failure no entry covers (tests/fixtures/from_log/SOURCES.md)
+    text = fixture_text(FIXTURES / "from_log" / "vllm-c-undefined-symbol-issue5501.log")
+    out = run_text(text, entries).to_json()
+    assert out["how"] == "none" and out["matches"] == []
+    assert out["below_threshold"], "the closest entries are named"
+    assert all(m["confidence"] < out["threshold"] for m in out["below_threshold"])
