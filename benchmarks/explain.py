@@ -67,9 +67,13 @@ def healthy_lines() -> tuple[list[str], list[str]]:
 
 
 def error_lines() -> list[str]:
-    """Real error lines from the explain corpus (the first line of each excerpt)."""
+    """Real error lines from the explain corpus (the last line of each failure excerpt; the
+    `_healthy/` and `_unknown/` folders are not failures an entry explains).
+    """
     out = []
     for path in sorted(CORPUS.glob("*/*.log")):
+        if path.parent.name.startswith("_"):
+            continue
         lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
         if lines:
             out.append(lines[-1])

@@ -18,7 +18,10 @@ alarms on healthy excerpts, abstentions on unknown ones, for both. Results are r
 benchmarks/results/explain_accuracy.json.
 
     .venv/bin/python benchmarks/explain_accuracy.py
-    .venv/bin/python benchmarks/explain_accuracy.py --verbose    # every excerpt, ranked ids
+    .venv/bin/python benchmarks/explain_accuracy.py --verbose    # every tune excerpt, ranked ids
+
+Only `tune` files are listed by default (the held-out half is reported as figures only);
+`--show-heldout` lists those too, once, for the final report.
 """
 
 from __future__ import annotations
@@ -67,7 +70,9 @@ def _read(path: Path) -> str:
     return path.read_bytes().decode("utf-8", errors="replace")
 
 
-def evaluate(corpus: Path = CORPUS, wiki_dirs: list[str] | None = None) -> dict:
+def evaluate(
+    corpus: Path = CORPUS, wiki_dirs: list[str] | None = None, halves: tuple = HALVES
+) -> dict:
     """Rank entries for every excerpt with explain and with wiki search; figures per half."""
     sys.path.insert(0, str(ROOT))
     from llmdoctor.explain import explain
@@ -79,19 +84,24 @@ def evaluate(corpus: Path = CORPUS, wiki_dirs: list[str] | None = None) -> dict:
     outcomes = []
     files = corpus_files(corpus) + (extra_files() if corpus == CORPUS else [])
     for expected, path in files:
+        if half(path.parent.name, path.name) not in halves:
+            continue
         text = _read(path)
         result = explain(
             TextSource.from_text(path.name, text), entries, limit=5, wiki_dirs=wiki_dirs
         )
-        ranked = [m.id for m in result.matches]
+        # the ranking explain shows: its confident matches, then (when it abstains, or below
+        # them) the closest entries it names as too weak to be sure of
+        shown = [*result.matches, *result.below_threshold][:5]
         searched = [r.id for r in search(text, limit=5, wiki_dirs=wiki_dirs)]
         outcomes.append(
             {
                 "file": f"{expected}/{path.name}",
                 "half": half(path.parent.name, path.name),
                 "expected": expected,
-                "ranked": ranked,
-                "confidence": [m.confidence for m in result.matches],
+                "ranked": [m.id for m in shown],
+                "answered": [m.id for m in result.matches],
+                "confidence": [m.confidence for m in shown],
                 "how": result.how,
                 "severities": [m.severity for m in result.matches],
                 "search": searched,
@@ -104,8 +114,13 @@ def evaluate(corpus: Path = CORPUS, wiki_dirs: list[str] | None = None) -> dict:
     report["misses"] = [
         o for o in outcomes if o["expected"] not in (HEALTHY, UNKNOWN) and not _top(o, 1)
     ]
-    report["false_alarms"] = [o for o in outcomes if o["expected"] == HEALTHY and o["ranked"]]
-    report["not_abstained"] = [o for o in outcomes if o["expected"] == UNKNOWN and o["ranked"]]
+    report["unsure"] = [  # first in the ranking, but not confidently
+        o
+        for o in outcomes
+        if o["expected"] not in (HEALTHY, UNKNOWN) and _top(o, 1) and not o["answered"]
+    ]
+    report["false_alarms"] = [o for o in outcomes if o["expected"] == HEALTHY and o["answered"]]
+    report["not_abstained"] = [o for o in outcomes if o["expected"] == UNKNOWN and o["answered"]]
     report["outcomes"] = outcomes
     return report
 
@@ -127,15 +142,18 @@ def figures(outcomes: list[dict]) -> dict:
         "excerpts": len(known),
         "top1": share(known, lambda o: _top(o, 1)),
         "top3": share(known, lambda o: _top(o, 3)),
+        # named first AND confident (no "too weak to name"): what explain asserts
+        "confident_top1": share(known, lambda o: _top(o, 1, "answered")),
+        "confident_wrong": sum(1 for o in known if o["answered"] and not _top(o, 1, "answered")),
         "search_top1": share(known, lambda o: _top(o, 1, "search")),
         "search_top3": share(known, lambda o: _top(o, 3, "search")),
         "healthy": len(healthy),
         "healthy_criticals": sum(1 for o in healthy if "critical" in o["severities"]),
-        "healthy_alarms": sum(1 for o in healthy if o["ranked"]),
-        "healthy_quiet": share(healthy, lambda o: not o["ranked"]),
+        "healthy_alarms": sum(1 for o in healthy if o["answered"]),
+        "healthy_quiet": share(healthy, lambda o: not o["answered"]),
         "search_healthy_quiet": share(healthy, lambda o: not o["search"]),
         "unknown": len(unknown),
-        "abstained": share(unknown, lambda o: not o["ranked"]),
+        "abstained": share(unknown, lambda o: not o["answered"]),
         "search_abstained": share(unknown, lambda o: not o["search"]),
     }
 
@@ -144,17 +162,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="print every excerpt")
     parser.add_argument("--no-record", action="store_true", help="do not write results json")
+    parser.add_argument(
+        "--show-heldout",
+        action="store_true",
+        help="also list held-out files (only for the final report: tuning looks at `tune` only)",
+    )
+    parser.add_argument("--tune-only", action="store_true", help="evaluate the tune half only")
     args = parser.parse_args(argv)
-    report = evaluate()
+    report = evaluate(halves=("tune",) if args.tune_only else HALVES)
     rows = (
         report["outcomes"]
         if args.verbose
-        else report["misses"] + report["false_alarms"] + report["not_abstained"]
+        else report["misses"] + report["unsure"] + report["false_alarms"] + report["not_abstained"]
     )
+    if not args.show_heldout:
+        rows = [o for o in rows if o["half"] == "tune"]
     for o in rows:
         mark = "ok  " if _top(o, 1) else ("top3" if _top(o, 3) else "MISS")
         if o["expected"] in (HEALTHY, UNKNOWN):
-            mark = "ok  " if not o["ranked"] else "ALARM"
+            mark = "ok  " if not o["answered"] else "ALARM"
+        elif o["ranked"] and not o["answered"]:
+            mark = mark.strip() + "?"  # right or wrong, but abstained: named as too weak
         ranked = " > ".join(
             f"{i}:{c}" for i, c in zip(o["ranked"][:3], o["confidence"], strict=False)
         )
@@ -164,15 +192,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{report['files']} files")
     for name in (*HALVES, "all"):
         f = report[name]
+        if not f["excerpts"]:
+            continue
         print(
             f"{name:8} {f['excerpts']:4} excerpts: top-1 {f['top1']:.1%} top-3 {f['top3']:.1%} "
+            f"(confident and right {f['confident_top1']:.1%}, "
+            f"confident and wrong {f['confident_wrong']}) "
             f"(wiki search {f['search_top1']:.1%} / {f['search_top3']:.1%}); "
             f"healthy {f['healthy']}: {f['healthy_criticals']} critical, "
             f"{f['healthy_alarms']} alarms (search quiet {f['search_healthy_quiet']:.0%}); "
             f"unknown {f['unknown']}: abstained {f['abstained']:.0%} "
             f"(search {f['search_abstained']:.0%})"
         )
-    if not args.no_record:
+    if not args.no_record and not args.tune_only:
         record = {k: v for k, v in report.items() if k != "outcomes"}
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

@@ -15,8 +15,11 @@ One ranking fuses the evidence (`fuse`), as data rather than special cases:
   consequence ranks just below its cause;
 * recency: the later of two otherwise equal entries first.
 
-A text-only match is at most a warning and at most TEXT_ONLY confident; below CONFIDENT explain
-abstains and returns the salient lines instead. No typer or rich here: the command renders.
+A signature hit always ranks above a text-only match; text-only matches keep the wiki search's
+order, so explain never ranks worse than `wiki search` of the same text. A text-only match is at
+most a warning and at most TEXT_ONLY confident; when no match reaches CONFIDENT explain abstains:
+it returns the salient lines, and names the closest entries only as too weak to be sure of
+(`below_threshold`). No typer or rich here: the command renders.
 """
 
 from __future__ import annotations
@@ -128,7 +131,21 @@ SALIENT_PATTERNS = (
     r"[Oo]ut of memory",
     r"#queue-req: [1-9]",
     r"token usage: 0\.9",
+    # limits and stalls said without an error word (HTTP error bodies, NCCL warnings, queues)
+    r"[Ee]xceed",
+    r"(longer|larger|greater) than",
+    r"[Tt]oo (long|large|many|old)",
+    r"Bad Request",
+    r"\"object\": ?\"error\"",
+    r" WARN ",
+    r"[Nn]o available",
+    r"(Status|Phase): +Pending",
+    r"FailedScheduling",
+    r"Waiting: [1-9][0-9]+ reqs",
+    r"KV cache usage: (8[5-9]|9[0-9]|100)\.",
 )
+# a line that gives advice ("If you are running out of memory, consider ...") is not an error
+ADVICE = re.compile(r"\b[Ii]f you\b.*\b(consider|try|please|set|use)\b")
 SALIENT_ID = "\x00salient"
 FIRST, LAST = 3, 2  # evidence lines kept per entry
 SALIENT_KEPT = 40  # salient lines kept (the last ones: the end of a log explains it)
@@ -139,15 +156,23 @@ MAX_TEXT = 2000  # characters of one evidence line kept
 SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1}
 
 # How the evidence is fused into one confidence in [0, 1] (tuned on the `tune` half only).
+# A signature hit always ranks above a text-only match: [SIGNATURE_BASE, 1] against
+# [0, TEXT_ONLY], TEXT_ONLY <= SIGNATURE_BASE.
 SPECIFIC_CHARS = 30  # a signature pinning this many literal characters is fully specific
-SIGNATURE_BASE = 0.35  # a signature hit, however weak
-SIGNATURE_SPECIFIC = 0.4  # ... plus this much for a fully specific signature
-SIGNATURE_TEXT = 0.25  # ... plus this much for text that agrees
-TEXT_ONLY = 0.55  # the most a text-only match can reach: never above a real signature's floor
-RECENCY = 0.03  # the later of two otherwise equal entries ranks first
+SIGNATURE_BASE = 0.5  # a signature hit, however weak
+SIGNATURE_SPECIFIC = 0.3  # ... plus this much for a fully specific signature
+SIGNATURE_TEXT = 0.15  # ... plus this much for text that agrees
+RECENCY = 0.05  # the later of two otherwise equal entries ranks first
+TEXT_ONLY = 0.5  # the most a text-only match can reach
+# A text-only match is confident only when the entry holds most of the error's informative
+# words (coverage, rarity-weighted) AND the search found much of its text (its score, times its
+# lead over the runner-up for the first entry): coverage x score at TEXT_EVIDENCE counts as
+# full. Generic errors ("Connection refused") that an entry merely mentions score low on all.
+TEXT_EVIDENCE = 30.0
+LEAD_POWER = 1.0  # how much the first entry's lead over the second adds to its score
+LEAD_CAP = 3.0  # ... counted up to this ratio
 PLACE_POWER = 0.5  # a text-only match lower in the search's ranking is less likely
-COVERAGE_SCALE = 2.0  # covering half of the error's informative words counts as full
-CONFIDENT = 0.35  # below this, explain abstains ("no entry explains this")
+CONFIDENT = 0.3  # below this, explain abstains ("no entry explains this")
 MAYBE_SEVERITY = "warning"  # a text-only match is at most a warning, shown as MAYBE
 
 
@@ -231,6 +256,10 @@ class Explanation:
             "matches": [m.to_json() for m in self.matches],
             "salient": [e.to_json() for e in self.salient],
             "warnings": self.warnings,
+            # the closest entries below the threshold (named, never asserted)
+            "below_threshold": [
+                {"id": m.id, "confidence": m.confidence, "how": m.how} for m in self.below_threshold
+            ],
         }
 
 
@@ -309,7 +338,8 @@ def read_input(
         line = numbers[m.line - 1] if numbers else m.line
         ids = m.entry_ids
         if SALIENT_ID in ids:
-            salient.append(Evidence(line, m.text[:MAX_TEXT]))
+            if not ADVICE.search(m.text):
+                salient.append(Evidence(line, m.text[:MAX_TEXT]))
             ids = tuple(i for i in ids if i != SALIENT_ID)
             if not ids:
                 continue
@@ -400,7 +430,7 @@ def explain(
     query = _query(reading)
     searched = _search_text(reading, query)
     results = _search(searched, max(limit, 10) * 2, wiki_dirs) if searched else []
-    ranked = fuse(reading, entries, results, query)
+    ranked = fuse(reading, entries, results, query or searched)
     confident = [m for m in ranked if m.confidence >= CONFIDENT]
     weak = [m for m in ranked if m.confidence < CONFIDENT]
     how = "none"
@@ -434,7 +464,8 @@ def _search_text(reading: _Reading, query: str) -> str:
     """What the wiki search ranks: a short paste whole, exactly as `wiki search -` would get
     it, so explain never ranks worse than that search; a long log by its salient lines.
     """
-    if query and reading.text is not None and len(reading.text) <= WHOLE_QUERY_CHARS:
+    has_error = query or reading.salient  # a bare "Traceback" line counts
+    if has_error and reading.text is not None and len(reading.text) <= WHOLE_QUERY_CHARS:
         return reading.text
     return query
 
@@ -451,20 +482,20 @@ def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Ma
         entry = entries.get(entry_id)
         if entry is None:
             continue
-        coverage, place = text.get(entry_id, (0.0, 0.0))
-        relevance = (coverage + place) / 2
+        coverage, place, found = text.get(entry_id, (0.0, 0.0, 0.0))
         h = hits.get(entry_id)
         if h is not None:
             specific = min(h.weight, SPECIFIC_CHARS) / SPECIFIC_CHARS
             confidence = (
                 SIGNATURE_BASE
                 + SIGNATURE_SPECIFIC * specific
-                + SIGNATURE_TEXT * relevance
+                + SIGNATURE_TEXT * min(coverage * found / TEXT_EVIDENCE, 1.0)
                 + RECENCY * lateness[entry_id]
             )
             severity, how = entry.severity, "signature"
         else:
-            confidence = TEXT_ONLY * coverage * place**PLACE_POWER
+            evidence = min(coverage * found / TEXT_EVIDENCE, 1.0)
+            confidence = TEXT_ONLY * evidence * place**PLACE_POWER
             severity = _at_most_warning(entry.severity)
             how = "search"
         matches.append(
@@ -482,10 +513,21 @@ def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Ma
             )
         )
     _causes_first(matches, explains_table(entries))
+    _search_order(matches, {entry_id: t[1] for entry_id, t in text.items()})
     for m in matches:
         m.score = round(100 * m.confidence, 1)
-    matches.sort(key=lambda m: (-m.confidence, m.id))
+    matches.sort(key=lambda m: (-m.confidence, -text.get(m.id, (0, 0))[1], m.id))
     return matches
+
+
+def _search_order(matches: list[Match], places: dict[str, float]) -> None:
+    """Text-only matches keep the wiki search's order (explain never ranks them worse than the
+    search does): each is at most as confident as the one the search put before it.
+    """
+    ceiling = 1.0
+    for m in sorted((m for m in matches if m.how == "search"), key=lambda m: -places[m.id]):
+        m.confidence = round(max(min(m.confidence, ceiling), 0.0), 3)
+        ceiling = m.confidence
 
 
 def _at_most_warning(severity: str) -> str:
@@ -528,12 +570,14 @@ def _stems(text: str) -> set[str]:
     return {w.lower()[:STEM] for w in WORD.findall(text)}
 
 
-def text_relevance(query: str, entries: dict, results: list) -> dict[str, tuple[float, float]]:
-    """Per entry found by the wiki search: (coverage, place), both in [0, 1]. Coverage is the
+def text_relevance(
+    query: str, entries: dict, results: list
+) -> dict[str, tuple[float, float, float]]:
+    """Per entry found by the wiki search: (coverage, place, score). Coverage, in [0, 1], is the
     share of the salient lines' informative words (weighted by rarity in the wiki, words the
     wiki does not know included) that the entry holds: an error no entry knows covers little
-    of any entry; for the search's first entry, at least its lead over the second (1 - second
-    score / first score). Place is 1 / (1 + its rank in the wiki search's results).
+    of any entry. Place is 1 / (1 + its rank in the wiki search's results); score is the
+    search's own (how much matching text it found).
     """
     if not query or not results:
         return {}
@@ -550,16 +594,16 @@ def text_relevance(query: str, entries: dict, results: list) -> dict[str, tuple[
         for w, n in known.items()
     }
     mass = sum(rarity.values()) or 1.0
-    out: dict[str, float] = {}
+    out: dict[str, tuple[float, float, float]] = {}
     for rank, result in enumerate(results):
         stems = vocab.get(result.id)
         if stems is None:
             continue
         coverage = sum(r for w, r in rarity.items() if w in stems) / mass
-        if rank == 0 and len(results) > 1 and result.score > 0:
-            # a search whose first entry stands far above the rest is evidence in itself
-            coverage = max(coverage, (1 - results[1].score / result.score) / COVERAGE_SCALE)
-        out[result.id] = (min(coverage * COVERAGE_SCALE, 1.0), 1 / (1 + rank))
+        found = max(float(result.score), 0.0)
+        if rank == 0 and len(results) > 1 and results[1].score > 0:
+            found *= min(result.score / results[1].score, LEAD_CAP) ** LEAD_POWER
+        out[result.id] = (coverage, 1 / (1 + rank), found)
     return out
 
 
