@@ -16,7 +16,18 @@ import typer
 from llmdoctor import __version__
 from llmdoctor.exit_codes import ExitCode
 
-COMMANDS = ("diagnose", "node", "probe", "explain", "wiki", "collect", "capacity")
+COMMANDS = (
+    "diagnose",
+    "node",
+    "probe",
+    "explain",
+    "wiki",
+    "collect",
+    "capacity",
+    "alerts",
+    "exporter",
+    "mcp",
+)
 
 HELP = """Diagnose vLLM inference services on NVIDIA GPUs and Kubernetes, and keep the team's runbooks.
 
