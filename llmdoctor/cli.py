@@ -27,6 +27,7 @@ COMMANDS = (
     "alerts",
     "exporter",
     "mcp",
+    "completion",
 )
 
 HELP = """Diagnose vLLM inference services on NVIDIA GPUs and Kubernetes, and keep the team's runbooks.
@@ -98,6 +99,10 @@ def run(argv: list[str] | None = None) -> None:
     from llmdoctor.errors import LlmdoctorError
 
     args = sys.argv[1:] if argv is None else argv
+    if os.environ.get("_LLMDOCTOR_COMPLETE") or os.environ.get("_KUBECTL_LLMDOCTOR_COMPLETE"):
+        from llmdoctor.completion import enable_shell_completion
+
+        enable_shell_completion()  # the shell asks for completions (llmdoctor completion SHELL)
     commands = (args[0],) if args and args[0] in COMMANDS else COMMANDS
     try:
         application = build_app(commands)
