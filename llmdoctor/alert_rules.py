@@ -170,7 +170,8 @@ def build_rules(*, ttft_p95_seconds: float = 2.0, itl_p95_seconds: float = 0.2) 
         match = " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {c}" for c in codes)
         rules.append(
             AlertRule(
-                "DcgmXidCritical" + "".join(p.title() for p in runbook.split("-")[1:]),
+                "DcgmXidCritical"
+                + "".join(p.title() for p in runbook.removeprefix("xid-").split("-")),
                 match,
                 "0m",
                 "critical",
