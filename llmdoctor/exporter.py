@@ -250,11 +250,14 @@ class ProbeExporter:
         model = (query.get("model") or [None])[0] or None
         chat = (query.get("chat") or ["0"])[0].lower() in ("1", "true", "yes")
         timeout, window = self.settings.budget(scrape_timeout)
-        if not self.slots.acquire(timeout=self.settings.queue_wait):
+        wait = self.settings.queue_wait
+        if scrape_timeout is not None:  # wait for a slot only as long as the scrape can afford
+            wait = min(wait, max(0.0, scrape_timeout - 0.5 - (window + 1.5 * timeout)))
+        if not self.slots.acquire(timeout=wait):
             self.refused.labels("busy").inc()
             return 503, (
                 f"{self.settings.max_concurrent} probes already running; none finished within "
-                f"{self.settings.queue_wait:g}s\n"
+                f"{wait:g}s\n"
             ).encode()
         try:
             with self._lock:

@@ -157,6 +157,20 @@ def test_scrapes_that_find_no_free_slot_in_time_get_503_not_a_pile_up():
     assert own['llmdoctor_exporter_probes_refused_total{reason="busy"}'] == codes.count(503)
 
 
+def test_a_scrape_waits_for_a_slot_no_longer_than_its_own_timeout_allows():
+    # Prometheus' 2 s scrape timeout leaves no time to queue behind a probe of ~1.5 s
+    scenario = Scenario(routes={"POST /v1/completions": Blackhole()})
+    settings = ProbeSettings(timeout=1.0, window=0.05, max_concurrent=1, queue_wait=30.0)
+    with FakeVllmServer(scenario) as srv, Running(settings) as ex:
+        query = urllib.parse.urlencode({"target": srv.url})
+        exporter = ex.exporter
+        with ThreadPoolExecutor(2) as pool:
+            results = list(
+                pool.map(lambda _: exporter.probe(urllib.parse.parse_qs(query), 2.0), range(2))
+            )
+    assert sorted(status for status, _ in results) == [200, 503]
+
+
 @pytest.mark.parametrize("query", ["", "target=", "target=ftp://vllm:21", "target=pod/vllm-0"])
 def test_a_probe_without_a_usable_target_is_400(query):
     with Running() as ex:
