@@ -30,15 +30,18 @@ VLLM = {
 }
 PROBE = {"job": "llmdoctor-probe", "instance": "http://vllm.serving:8000"}
 NODE = {"job": "node-exporter", "instance": "gpu-node-1:9100"}
-# dcgm-exporter's labels on DCGM_FI_DEV_XID_ERRORS
+# the labels dcgm-exporter puts on DCGM_FI_DEV_XID_ERRORS ("Value of the last XID error
+# encountered.", a gauge), as in its published /metrics pages; the values here are made up
 DCGM = {
     "job": "dcgm-exporter",
     "instance": "10.0.1.7:9400",
     "gpu": "0",
     "UUID": "GPU-5c2e6b51-7b3e-2b7c-1d8f-6f1c2d7e9a10",
+    "pci_bus_id": "00000000:18:00.0",
     "device": "nvidia0",
     "modelName": "NVIDIA H100 80GB HBM3",
     "Hostname": "gpu-node-1",
+    "DCGM_FI_DRIVER_VERSION": "550.90.07",
 }
 KSM = {"job": "kube-state-metrics", "instance": "10.0.2.3:8080"}
 
