@@ -368,3 +368,8 @@ def test_promtool_fires_each_alert_on_failing_series_and_not_on_healthy_ones(tmp
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "SUCCESS" in done.stdout
+
+
+def test_an_unknown_format_is_one_line_and_exit_3(capsys):
+    code, out, err = cli(["alerts", "--wiki-url", WIKI, "--format", "json"], capsys)
+    assert code == 3 and out == "" and "expected one of prometheusrule, rules" in err
