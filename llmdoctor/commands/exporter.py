@@ -54,8 +54,10 @@ def exporter_command(
         ),
     ] = 10.0,
 ) -> None:
-    """Serve `GET /probe?target=http://vllm:8000[&model=NAME][&chat=1]`: health, one real
-    generation (TTFT, total latency) and the target's queue/KV figures as Prometheus metrics.
+    """Serve the generation probe to Prometheus, blackbox_exporter style.
+
+    `GET /probe?target=http://vllm:8000[&model=NAME][&chat=1]` answers health, one real
+    generation (TTFT, total latency) and the target's queue/KV figures as metrics.
 
     A probe takes at most window + 1.5 x timeout (less when Prometheus sends its scrape timeout);
     keep the scrape_timeout of the job above that. The exporter's own metrics are on /metrics.
