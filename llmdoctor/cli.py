@@ -16,7 +16,19 @@ import typer
 from llmdoctor import __version__
 from llmdoctor.exit_codes import ExitCode
 
-COMMANDS = ("diagnose", "node", "probe", "explain", "wiki", "collect", "capacity")
+COMMANDS = (
+    "diagnose",
+    "node",
+    "probe",
+    "explain",
+    "wiki",
+    "collect",
+    "capacity",
+    "alerts",
+    "exporter",
+    "mcp",
+    "completion",
+)
 
 HELP = """Diagnose vLLM inference services on NVIDIA GPUs and Kubernetes, and keep the team's runbooks.
 
@@ -155,6 +167,10 @@ def _run(argv: list[str] | None) -> None:
     from llmdoctor.errors import LlmdoctorError
 
     args = sys.argv[1:] if argv is None else argv
+    if os.environ.get("_LLMDOCTOR_COMPLETE") or os.environ.get("_KUBECTL_LLMDOCTOR_COMPLETE"):
+        from llmdoctor.completion import enable_shell_completion
+
+        enable_shell_completion()  # the shell asks for completions (llmdoctor completion SHELL)
     commands = (args[0],) if args and args[0] in COMMANDS else COMMANDS
     try:
         application = build_app(commands)

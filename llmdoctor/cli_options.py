@@ -79,9 +79,20 @@ Window = Annotated[
         "--window", min=0.0, help="Seconds between the two vLLM /metrics scrapes (0: one scrape)."
     ),
 ]
+
+
+def _complete_target(ctx: typer.Context, incomplete: str) -> list[str]:
+    from llmdoctor.completion import complete_target
+
+    return complete_target(ctx, incomplete)
+
+
 Target = Annotated[
     str | None,
-    typer.Argument(help="pod/NAME, deploy/NAME, sts/NAME, node, or http(s)://HOST:PORT"),
+    typer.Argument(
+        help="pod/NAME, deploy/NAME, sts/NAME, node, or http(s)://HOST:PORT",
+        autocompletion=_complete_target,
+    ),
 ]
 
 # vLLM serving arguments the checks compare with the GPU and the metrics (diagnose, node, probe)

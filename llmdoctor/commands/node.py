@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from typing import Annotated
 
 import typer
@@ -66,6 +67,14 @@ def node_command(
             "catalog).",
         ),
     ] = None,
+    prometheus_textfile: Annotated[
+        str | None,
+        typer.Option(
+            "--prometheus-textfile",
+            help="Also write the result as Prometheus metrics to this *.prom file (atomically), "
+            "for node-exporter's textfile collector.",
+        ),
+    ] = None,
     *,
     gpu: opt.GpuOptions,
     report: opt.ReportOptions,
@@ -81,6 +90,8 @@ def node_command(
       llmdoctor node --nvidia-smi-xml smi.xml --kernel-log dmesg.txt --json
 
       llmdoctor node --bundle examples/bundles/xid79-gpu-fallen-off-bus
+
+      llmdoctor node --json --prometheus-textfile /var/lib/node_exporter/textfile/llmdoctor.prom
     """
     from llmdoctor.diagnosis import gather
     from llmdoctor.errors import BadInput
@@ -94,6 +105,12 @@ def node_command(
 
         if shutil.which(python) is None:
             raise BadInput(f"--python {python}: not found or not executable")
+    textfile = None
+    if prometheus_textfile is not None:
+        from llmdoctor.node_metrics import validate_textfile_path
+
+        textfile = validate_textfile_path(prometheus_textfile)
+    started, clock = time.time(), time.monotonic()
     policy = policy_from_option(_existing_file("--xid-policy", xid_policy))
     settings = {**gpu.settings(), "xid_policy": policy}
     options = {
@@ -105,6 +122,8 @@ def node_command(
     target = Target("bundle", name=bundle) if bundle else Target("node")
     ctx = CollectContext(target=target, timeout=report.timeout, options=options)
     facts_list = gather(target, ctx)
+    if textfile is not None:
+        _report_with_textfile(facts_list, bundle, settings, report, textfile, started, clock)
     diagnose_and_exit(
         facts_list,
         "node" if not bundle else f"bundle {bundle}",
@@ -112,6 +131,32 @@ def node_command(
         settings=settings,
         **report.printing(),
     )
+
+
+def _report_with_textfile(facts_list, bundle, settings, report, textfile, started, clock):
+    """Run the node checks, write the metrics file, then print and exit like the others."""
+    import typer
+
+    from llmdoctor.diagnosis import diagnose
+    from llmdoctor.node_metrics import build_registry, write_textfile
+    from llmdoctor.output import emit
+    from llmdoctor.registry import checks_for_scopes
+
+    printing = report.printing()
+    result = diagnose(
+        facts_list,
+        "node" if not bundle else f"bundle {bundle}",
+        scopes=SCOPES,
+        only=printing.pop("only"),
+        skip=printing.pop("skip"),
+        wiki_dirs=printing.pop("wiki"),
+        settings=settings,
+        checks_dirs=printing.pop("checks_dir"),
+    )
+    check_ids = sorted({c.id for c in checks_for_scopes(SCOPES)})
+    registry = build_registry(result, check_ids, started=started, duration=time.monotonic() - clock)
+    write_textfile(textfile, registry)
+    raise typer.Exit(int(emit(result, **printing)))
 
 
 def register(app: typer.Typer) -> None:

@@ -60,10 +60,21 @@ def search_command(
     raise typer.Exit(code)
 
 
+def _complete_runbook_id(incomplete: str) -> list:
+    from llmdoctor.completion import complete_runbook_id
+
+    return complete_runbook_id(incomplete)
+
+
 @wiki_app.command("show")
 def show_command(
     entry_id: Annotated[
-        str, typer.Argument(metavar="ID", help="The entry id, e.g. cuda-oom-runtime.")
+        str,
+        typer.Argument(
+            metavar="ID",
+            help="The entry id, e.g. cuda-oom-runtime.",
+            autocompletion=_complete_runbook_id,
+        ),
     ],
     as_json: opt.Json = False,
     no_color: opt.NoColor = False,

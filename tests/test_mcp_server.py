@@ -1,0 +1,91 @@
+"""`llmdoctor mcp`: the tools, called with the MCP SDK's own client over stdio."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from vllm_server import FakeVllmServer
+
+pytest.importorskip("mcp", reason="the MCP SDK is the `mcp` extra (in the test extras)")
+
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+ROOT = Path(__file__).resolve().parents[1]
+LLMDOCTOR = str(Path(sys.executable).parent / "llmdoctor")
+OOM_BUNDLE = ROOT / "examples" / "bundles" / "crashloop-cuda-oom"
+# the first lines of a real CUDA OOM, as in the example bundle's previous log
+QWEN_CONFIG = ROOT / "tests" / "fixtures" / "capacity" / "qwen2-7b-instruct-config.json"
+OOM_LOG = (OOM_BUNDLE / "logs" / "vllm.previous.log").read_text()
+
+
+def session_calls(calls: list[tuple[str, dict]]) -> tuple[list, list]:
+    """(tool names, results of each call) from one stdio session with `llmdoctor mcp`."""
+
+    async def main():
+        params = StdioServerParameters(command=LLMDOCTOR, args=["mcp"], cwd=str(ROOT))
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            tools = (await session.list_tools()).tools
+            results = [await session.call_tool(name, args) for name, args in calls]
+            return tools, results
+
+    return anyio.run(main)
+
+
+def payload(result) -> dict:
+    assert not result.isError, result.content
+    return json.loads(result.content[0].text)
+
+
+def test_tools_return_the_cli_json_and_are_read_only():
+    with FakeVllmServer() as srv:
+        tools, results = session_calls(
+            [
+                ("diagnose", {"bundle": str(OOM_BUNDLE)}),
+                ("diagnose", {"target": srv.url, "window": 0.1, "timeout": 3}),
+                ("explain", {"text": OOM_LOG}),
+                ("wiki_search", {"query": "CUDA out of memory"}),
+                ("wiki_show", {"entry_id": "cuda-oom-runtime"}),
+                ("capacity", {"config_json": str(QWEN_CONFIG), "gpu": "A100-80GB"}),
+            ]
+        )
+    by_name = {t.name: t for t in tools}
+    assert set(by_name) == {"diagnose", "explain", "wiki_search", "wiki_show", "capacity"}
+    assert all(t.annotations.readOnlyHint for t in tools)
+    bundle, url, explained, search, show, capacity = (payload(r) for r in results)
+    assert bundle["schema"] == "llmdoctor/1" and bundle["status"] == "critical"
+    assert "cuda-oom-runtime" in bundle["findings"][0]["runbooks"]
+    assert bundle["findings"][0]["evidence"]  # a verdict with evidence, not raw output
+    assert url["schema"] == "llmdoctor/1" and url["status"] == "ok"
+    assert explained["matches"][0]["id"] == "cuda-oom-runtime"
+    assert search["results"][0]["id"] == "cuda-oom-runtime"
+    assert show["id"] == "cuda-oom-runtime" and show["fix"]
+    cli = subprocess.run(
+        [LLMDOCTOR, "capacity", "--json", "--gpu", "A100-80GB", "--model-config", str(QWEN_CONFIG)],
+        capture_output=True,
+        text=True,
+    )
+    assert capacity == json.loads(cli.stdout)  # the very JSON of the command
+
+
+def test_what_the_cli_refuses_is_a_tool_error_with_its_one_line_reason():
+    _, results = session_calls(
+        [
+            ("wiki_show", {"entry_id": "no-such-entry"}),
+            ("diagnose", {"bundle": "/nonexistent/bundle"}),
+            ("diagnose", {"target": "--force"}),
+            ("diagnose", {}),
+        ]
+    )
+    assert all(r.isError for r in results)
+    texts = [r.content[0].text for r in results]
+    assert "no runbook entry 'no-such-entry'" in texts[0]
+    assert "/nonexistent/bundle" in texts[1]
+    assert "must not start with '-'" in texts[2]
+    assert "give a target" in texts[3]
