@@ -29,6 +29,7 @@ QUERIES = [
     "no kernel image is available for execution on the device",
     "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
     'SELECT * FROM "docs" AND NEAR( "', "0x7f3a 12345 /usr/lib/python3/site.py",
+    "requests are slow", "slow", "high latency", "hangs", "crashed", "gibberish", "ttft",
 ]  # fmt: skip
 CHROMIUM_ARGS = [
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -16,6 +16,7 @@ import sqlite3
 from collections import defaultdict
 
 from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS
+from llmdoctor.wiki.query import STOPWORDS, SYMPTOMS
 
 HEAD_COLUMNS = ("name", "title", "aliases", "tags", "cjk_title")
 SNIPPET_CHARS = 220
@@ -71,6 +72,8 @@ def build_search_data(conn: sqlite3.Connection) -> dict:
         "heads": heads,
         "signatures": signatures,
         "names": names,
+        "symptoms": {word: list(spellings) for word, spellings in SYMPTOMS.items()},
+        "stopwords": sorted(STOPWORDS),
     }
 
 

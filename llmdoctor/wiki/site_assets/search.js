@@ -28,11 +28,12 @@
   const WORD_RE = /[\p{L}\p{N}]+/gu;
   const ERRORISH =
     /error|exception|fail|fatal|critical|killed|refused|time[ds]? ?out|denied|invalid|cannot|unable|not found|xid|panic/i;
-  const STOPWORDS = new Set(
-    ("a an and are as at be by for from has have i in is it its of on or that the this to was " +
-      "were will with we you your please").split(" ")
-  );
+  // llmdoctor/wiki/query.py's STOPWORDS, copied into the index when the site is built
+  let STOPWORDS = new Set();
   const LITERAL_WORD = /[A-Za-z]{4,}/g;
+  // typed symptom words -> the words runbooks use (llmdoctor/wiki/query.py SYMPTOMS, copied into
+  // the index when the site is built, so there is one table)
+  let SYMPTOMS = {};
   const ESCAPE = /\\./g;
 
   // ---- SQLite FTS5's porter stemmer, on UTF-8 bytes as SQLite runs it -------------------------
@@ -226,7 +227,7 @@
 
   function parseQuery(raw) {
     const text = (raw || "").slice(-MAX_QUERY_CHARS);
-    const q = { text, words: [], cjkRuns: [], grams: [], short: false, phrase: [] };
+    const q = { text, words: [], cjkRuns: [], grams: [], short: false, phrase: [], alternatives: {} };
     const tokens = [];
     for (let line of candidateLines(text)) {
       line = line.replace(URL_RE, " ").replace(PATH_RE, " ");
@@ -271,6 +272,9 @@
         seen.add(word);
         q.words.push(word);
         budget -= 1;
+        if (short && Object.prototype.hasOwnProperty.call(SYMPTOMS, word)) {
+          q.alternatives[word] = SYMPTOMS[word];
+        }
       }
     }
     q.terms = q.words.concat(q.grams);
@@ -301,15 +305,13 @@
   }
 
   function makeIndex(data) {
+    SYMPTOMS = data.symptoms || {};
+    STOPWORDS = new Set(data.stopwords || []);
     const postings = data.postings; // stemmed term -> [doc, weighted freq, doc, freq, ...]
     const docs = data.docs; // [id, title, severity, snippet]
     const N = docs.length;
     const avgdl = N ? data.total_tokens / N : 1;
     const sizes = data.sizes;
-    function docFreq(token) {
-      const p = postings[token];
-      return p ? p.length / 2 : 0;
-    }
     function tfPart(f, d) {
       return (f * (K1 + 1)) / (f + K1 * (1 - B + (B * sizes[d]) / avgdl));
     }
@@ -348,36 +350,62 @@
       }
       return false;
     }
-    function namingCount(q, d) {
+    // the query as typed, tokenized once: its words as one phrase, its Chinese runs as grams
+    function naming(q) {
+      return {
+        phrase: [].concat(...q.phrase.map(tokenize)),
+        runs: q.cjkRuns.map((run) => runGrams(run).map(stem)),
+      };
+    }
+    function namingCount(named, d) {
       const heads = data.heads[d]; // token lists of name, title, aliases, tags, cjk_title
       let count = 0;
-      if (q.phrase.length) {
-        const phrase = [].concat(...q.phrase.map(tokenize));
-        for (let c = 0; c < 4; c++) if (hasPhrase(heads[c], phrase)) count += 1;
+      if (named.phrase.length) {
+        for (let c = 0; c < 4; c++) if (hasPhrase(heads[c], named.phrase)) count += 1;
       }
-      if (q.cjkRuns.length) {
-        const all = q.cjkRuns.every((run) => hasPhrase(heads[4], runGrams(run).map(stem)));
-        if (all) count += 1;
+      if (named.runs.length && named.runs.every((grams) => hasPhrase(heads[4], grams))) {
+        count += 1;
       }
       return count;
     }
+    // One query term and the words the runbooks use for it (SYMPTOMS in query.py: "slow" is
+    // searched as slow OR latency OR ttft OR throughput), as FTS5 sees `("slow" OR ...)`:
+    // rows holding any spelling; bm25 adds each spelling's own IDF x frequency part.
+    function termGroup(q, term) {
+      const spellings = [term, ...(q.alternatives[term] || [])].map(termHits);
+      const rows = new Set();
+      for (const m of spellings) for (const d of m.keys()) rows.add(d);
+      return { spellings, rows };
+    }
+    function groupBm25(group, d) {
+      let sum = 0;
+      for (const m of group.spellings) {
+        const f = m.get(d);
+        if (f !== undefined) sum += idfFts(m.size) * tfPart(f, d);
+      }
+      return sum;
+    }
     function rankWordByWord(q, wanted) {
-      const hitsPerTerm = q.terms.map(termHits);
-      const holding = hitsPerTerm.map((m) => m.size);
+      const groups = q.terms.map((t) => termGroup(q, t));
+      const holding = groups.map((g) => g.rows.size);
       const relevance = new Map();
       if (holding.reduce((a, b) => a + b, 0) <= MAX_WORD_BY_WORD_HITS) {
-        hitsPerTerm.forEach((m, i) => {
+        groups.forEach((g, i) => {
+          // search.py: each term's bm25 with FTS5's IDF replaced by log(1 + odds)
           const odds = (N - holding[i] + 0.5) / (holding[i] + 0.5);
-          const idf = Math.log1p(odds);
-          for (const [d, f] of m) relevance.set(d, (relevance.get(d) || 0) + idf * tfPart(f, d));
+          const scale = Math.log1p(odds) / idfFts(holding[i]);
+          for (const d of g.rows) relevance.set(d, (relevance.get(d) || 0) + scale * groupBm25(g, d));
         });
       } else {
-        orRelevance(hitsPerTerm, relevance);
+        for (const g of groups) {
+          for (const d of g.rows) relevance.set(d, (relevance.get(d) || 0) + groupBm25(g, d));
+        }
       }
+      const named = naming(q);
       const cands = [];
       for (const [d, rel] of relevance) {
-        const coversAll = hitsPerTerm.every((m) => m.has(d));
-        cands.push({ d, rel, coversAll, names: namingCount(q, d), sig: false });
+        const coversAll = groups.every((g) => g.rows.has(d));
+        cands.push({ d, rel, coversAll, names: namingCount(named, d), sig: false });
       }
       cands.sort(
         (a, b) =>
@@ -385,15 +413,12 @@
       );
       return cands.slice(0, wanted);
     }
-    function orRelevance(hitsPerTerm, relevance) {
-      hitsPerTerm.forEach((m) => {
-        const idf = idfFts(m.size);
-        for (const [d, f] of m) relevance.set(d, (relevance.get(d) || 0) + idf * tfPart(f, d));
-      });
-    }
     function rankAllWords(q, wanted) {
       const relevance = new Map();
-      orRelevance(q.terms.map(termHits), relevance);
+      for (const m of q.terms.map(termHits)) {
+        const idf = idfFts(m.size);
+        for (const [d, f] of m) relevance.set(d, (relevance.get(d) || 0) + idf * tfPart(f, d));
+      }
       const cands = [];
       for (const [d, rel] of relevance) cands.push({ d, rel, coversAll: false, names: 0, sig: false });
       cands.sort((a, b) => b.rel - a.rel || a.d - b.d);
@@ -458,6 +483,7 @@
     }
     return { search, stem, parseQuery };
   }
+  window.llmdoctorMakeIndex = makeIndex; // for tools and benchmarks
 
   // ---- the page ----------------------------------------------------------------------------
 
