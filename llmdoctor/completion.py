@@ -35,13 +35,18 @@ def cluster_names(
     resource: str, namespace: str | None, context: str | None, budget: float = CLUSTER_BUDGET
 ) -> list[str]:
     """Names of the pods / deployments / statefulsets of a namespace, or [] when the cluster
-    does not answer within `budget` seconds (the listing thread is left to die on its own)."""
+    does not answer within `budget` seconds of the client being loaded (the listing thread is
+    left to die on its own)."""
     found: list[str] = []
+    try:
+        # importing the client is local work of bounded length (slow on a busy machine); only
+        # the wait for the API server is held to the budget
+        from llmdoctor.collectors.k8s_client import connect, read_json
+    except Exception:
+        return []
 
     def work() -> None:
         try:
-            from llmdoctor.collectors.k8s_client import connect, read_json
-
             conn = connect(context, namespace, timeout=budget)
             call = {
                 "pods": lambda: conn.core().list_namespaced_pod,
