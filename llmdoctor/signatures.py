@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from llmdoctor.re2_patterns import re2_module, re2_options
 from llmdoctor.textsource import TextSource
 
 BLOCK_BYTES = 4 * 1024 * 1024
-RE2_MAX_MEM = 256 * 1024 * 1024  # budget of RE2's lazily built automata (not allocated upfront)
 
 
 @dataclass(frozen=True)
@@ -60,26 +60,11 @@ class InvalidSignature:
         return f"{where}signature {self.signature!r} ignored: {self.error}"
 
 
-def _re2():
-    import re2
-
-    return re2
-
-
-def _options(never_capture: bool = True):
-    re2 = _re2()
-    options = re2.Options()
-    options.max_mem = RE2_MAX_MEM
-    options.never_capture = never_capture
-    options.log_errors = False
-    return options
-
-
 def compile_problem(signature: str) -> str | None:
     """Why RE2 cannot use this signature (does not compile, or matches an empty line), or None."""
-    re2 = _re2()
+    re2 = re2_module()
     try:
-        pattern = re2.compile(signature, _options())
+        pattern = re2.compile(signature, re2_options())
     except re2.error as exc:
         return f"RE2 cannot compile it ({exc})"
     except (TypeError, ValueError) as exc:
@@ -87,17 +72,6 @@ def compile_problem(signature: str) -> str | None:
     if pattern.search("") is not None:
         return "it matches the empty string, so it would fire on every line"
     return None
-
-
-def line_pattern(signature: str):
-    """One signature compiled by RE2 for matching single lines (`.search(line)`), or None when
-    RE2 cannot compile it (`wiki lint` says why). Linear time, whatever the signature.
-    """
-    re2 = _re2()
-    try:
-        return re2.compile(signature, _options())
-    except re2.error:
-        return None
 
 
 def signature_line(path: str | Path, signature: str) -> int:
@@ -167,7 +141,7 @@ class SignatureSet:
         tail_keep: int = 0,
         before_lines: int = 0,
     ):
-        re2 = _re2()
+        re2 = re2_module()
         self.patterns: list[tuple[str, str]] = []  # (entry id, signature), in set index order
         self.invalid: list[InvalidSignature] = []
         for entry in entries:
@@ -231,7 +205,7 @@ class SignatureSet:
     def _searcher(self, index: int):
         found = self._searchers.get(index)
         if found is None:
-            found = self._re2.compile(f"(?m){self.patterns[index][1]}", _options())
+            found = self._re2.compile(f"(?m){self.patterns[index][1]}", re2_options())
             self._searchers[index] = found
         return found
 
@@ -427,8 +401,8 @@ class SignatureSet:
 
 
 def _compiled_set(patterns: Iterable[str]):
-    re2 = _re2()
-    compiled = re2.Set.SearchSet(_options())
+    re2 = re2_module()
+    compiled = re2.Set.SearchSet(re2_options())
     for pattern in patterns:
         compiled.Add(pattern)
     compiled.Compile()

@@ -89,7 +89,8 @@ def signature_problem(signature: str) -> str | None:
     """Why a signature is unusable (does not compile in RE2 or Python, or can match the empty
     string), or None.
     """
-    from llmdoctor.signatures import compile_problem, line_pattern
+    from llmdoctor.re2_patterns import line_pattern
+    from llmdoctor.signatures import compile_problem
 
     try:
         re.compile(signature)  # compiling is safe; matching is left to RE2 (linear time)

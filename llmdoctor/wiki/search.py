@@ -263,7 +263,7 @@ def _signature_matches(query: Query, candidates: list[tuple[str, str]]) -> set[s
             words = _LITERAL_WORD.findall(_ESCAPE.sub(" ", signature))
             if words and not any(w.lower() in lowered for w in words):
                 continue
-            from llmdoctor.signatures import line_pattern  # RE2: a signature cannot hang a search
+            from llmdoctor.re2_patterns import line_pattern  # RE2: a signature cannot hang a search
 
             pattern = line_pattern(signature)
             if pattern is None:
