@@ -1,0 +1,328 @@
+"""`llmdoctor wiki add` — write a new runbook entry: prompts, flags, a file, $EDITOR or a log.
+
+What the user typed is never lost: an entry that is not written is kept as a draft (see
+llmdoctor/wiki/authoring.py).
+"""
+
+# no `from __future__ import annotations` here: typer would eval every annotation string on
+# each run; real annotation objects are cheaper.
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from llmdoctor import cli_options as opt
+
+MAX_ENTRY_CHARS = 1024 * 1024  # `wiki add --from-file`: an entry is a page, not a log
+
+
+ListOption = list[str] | None
+
+
+def add_command(
+    entry_id: Annotated[str | None, typer.Option("--id", help="Entry id = file name.")] = None,
+    title: Annotated[str | None, typer.Option("--title", help="One-line title.")] = None,
+    severity: Annotated[
+        str | None, typer.Option("--severity", help="info, warning or critical.")
+    ] = None,
+    tags: Annotated[ListOption, typer.Option("--tag", help="A tag (repeatable, or a,b).")] = None,
+    aliases: Annotated[
+        ListOption, typer.Option("--alias", help="Another search word, any language (repeatable).")
+    ] = None,
+    signatures: Annotated[
+        ListOption,
+        typer.Option("--signature", help="A Python regex for one log line (repeatable)."),
+    ] = None,
+    detected_by: Annotated[
+        ListOption, typer.Option("--detected-by", help="A check id that finds this (repeatable).")
+    ] = None,
+    symptom: Annotated[str | None, typer.Option("--symptom", help="What the on-call sees.")] = None,
+    cause: Annotated[str | None, typer.Option("--cause", help="Why it happens.")] = None,
+    fix: Annotated[str | None, typer.Option("--fix", help="What to do, concretely.")] = None,
+    verify: Annotated[str | None, typer.Option("--verify", help="How to know it worked.")] = None,
+    from_file: Annotated[
+        str | None, typer.Option("--from-file", help="A complete entry file ('-' = stdin).")
+    ] = None,
+    editor: Annotated[
+        bool, typer.Option("--editor", help="Write the entry in $EDITOR, from a filled template.")
+    ] = False,
+    from_log: Annotated[
+        str | None,
+        typer.Option("--from-log", help="Pre-fill from an incident log or bundle explain missed."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing entry file.")] = False,
+    as_json: opt.Json = False,
+    wiki: opt.WikiDirs = None,
+) -> None:
+    """Record a lesson after a retro: a new entry in the team's wiki folder.
+
+    Asks for each field unless given by flags; --editor opens $EDITOR on a template;
+    --from-file takes a whole entry. Validates like `wiki lint` before writing; on a problem
+    the draft is kept and its path printed. Writes to the first --wiki folder, else the first
+    LLMDOCTOR_WIKI folder.
+
+    Examples:
+
+    \b
+      llmdoctor wiki add --wiki ~/team-runbooks
+      llmdoctor wiki add --wiki ~/team-runbooks --editor
+      llmdoctor wiki add --wiki ~/team-runbooks --from-file lesson.md
+      llmdoctor wiki add --wiki ~/team-runbooks --from-log incident.log --editor
+      llmdoctor wiki add --wiki ~/team-runbooks --id redis-timeout \\
+        --title "Gateway times out on Redis" --severity warning --tag gateway \\
+        --symptom "..." --cause "..." --fix "..."
+    """
+    from llmdoctor.wiki.authoring import EntryDraft, render_entry, target_folder
+
+    folder = target_folder(wiki)  # before any prompt: a missing folder must not waste typing
+    given = {
+        "entry_id": entry_id,
+        "title": title,
+        "severity": severity,
+        "tags": tags,
+        "aliases": aliases,
+        "signatures": signatures,
+        "detected_by": detected_by,
+        "symptom": symptom,
+        "cause": cause,
+        "fix": fix,
+        "verify": verify,
+    }
+    log_draft = None
+    if from_log:
+        from llmdoctor.wiki.from_log import prefill
+
+        log_draft = prefill(from_log, given, wiki)
+    draft: EntryDraft | None = None
+    source: Path | None = None  # the file the text came from, if any: it is the draft
+    if from_file:
+        source = None if from_file == "-" else Path(from_file)
+        text = _read_entry_file(from_file)
+    elif editor:
+        source = _edit_template(_draft_from_flags(given))
+        text = source.read_text(encoding="utf-8")
+    else:
+        draft = _draft_from_flags(given)
+        if not all([draft.id, draft.title, draft.symptom, draft.cause, draft.fix]):
+            _ask_missing(draft, given=given, folder=folder, force=force)
+        text = render_entry(draft)
+    try:
+        _write_validated(text, draft, folder, force, source, as_json, wiki)
+    except typer.Exit as done:
+        if log_draft is not None and done.exit_code == 0:
+            log_draft.keep_examples(folder, text)
+        raise
+
+
+def _split(values: list[str] | None) -> list[str]:
+    from llmdoctor.wiki.authoring import split_list
+
+    return [item for value in values or [] for item in split_list(value)]
+
+
+def _draft_from_flags(given: dict):
+    from llmdoctor.wiki.authoring import EntryDraft
+
+    return EntryDraft(
+        id=(given["entry_id"] or "").strip(),
+        title=(given["title"] or "").strip(),
+        severity=(given["severity"] or "warning").strip().lower(),
+        tags=_split(given["tags"]),
+        aliases=_split(given["aliases"]),
+        signatures=[s for s in given["signatures"] or [] if s.strip()],
+        detected_by=_split(given["detected_by"]),
+        symptom=(given["symptom"] or "").strip(),
+        cause=(given["cause"] or "").strip(),
+        fix=(given["fix"] or "").strip(),
+        verify=(given["verify"] or "").strip(),
+    )
+
+
+def _read_entry_file(name: str) -> str:
+    from llmdoctor.errors import BadInput
+
+    limit = MAX_ENTRY_CHARS
+    if name == "-":
+        if sys.stdin is None:
+            raise BadInput("--from-file -: standard input is closed")
+        text = sys.stdin.read(limit + 1)
+    else:
+        try:
+            if not Path(name).is_file():  # a folder, a device (/dev/zero), a FIFO
+                raise BadInput(f"--from-file {name}: not a regular file")
+            with open(name, encoding="utf-8") as fh:
+                text = fh.read(limit + 1)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"--from-file {name}: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(text) > limit:
+        raise BadInput(f"--from-file {name}: over {limit >> 10} KiB; a runbook entry is shorter")
+    return text
+
+
+def _edit_template(draft) -> Path:
+    """Open $VISUAL/$EDITOR on a template kept in the drafts folder, as `git commit` does."""
+    import shlex
+    import subprocess
+
+    from llmdoctor.errors import BadInput
+    from llmdoctor.wiki.authoring import render_entry, save_draft, strip_editor_comments
+
+    template = render_entry(draft, template=True)
+    path = save_draft(template, draft.id)
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    try:
+        status = subprocess.call(f"{editor} {shlex.quote(str(path))}", shell=True)
+    except OSError as exc:
+        raise BadInput(f"cannot start the editor {editor!r}: {exc.strerror}") from None
+    if status != 0:
+        raise BadInput(f"the editor {editor!r} exited with status {status}; draft kept in {path}")
+    text = strip_editor_comments(path.read_text(encoding="utf-8"))
+    if not text.strip() or text == strip_editor_comments(template):
+        path.unlink(missing_ok=True)
+        raise BadInput("the template was not changed; nothing written")
+    return path
+
+
+def _ask_missing(draft, given: dict, folder, force: bool) -> None:
+    """Prompt for every field the flags did not give; on Ctrl-C/EOF keep what was typed."""
+    from llmdoctor.wiki.authoring import SECTION_HINTS, render_entry, save_draft
+    from llmdoctor.wiki.entry import SEVERITIES
+    from llmdoctor.wiki.lint import ID_PATTERN
+
+    def check_id(value: str) -> str:
+        value = value.strip()
+        if not ID_PATTERN.match(value):
+            raise typer.BadParameter("use lower-case letters and digits joined by '-'")
+        if (folder / f"{value}.md").exists() and not force:
+            raise typer.BadParameter(f"{folder / (value + '.md')} exists; pick another id")
+        return value
+
+    def check_severity(value: str) -> str:
+        value = value.strip().lower()
+        if value not in SEVERITIES:
+            raise typer.BadParameter(f"one of {', '.join(SEVERITIES)}")
+        return value
+
+    try:
+        if not given["entry_id"]:
+            draft.id = typer.prompt(
+                "id (file name, e.g. redis-gateway-timeout)", value_proc=check_id
+            )
+        if not given["title"]:
+            draft.title = typer.prompt("title").strip()
+        if not given["severity"]:
+            draft.severity = typer.prompt(
+                f"severity ({', '.join(SEVERITIES)})", default="warning", value_proc=check_severity
+            )
+        if not given["tags"]:
+            draft.tags = _split(
+                [typer.prompt("tags (comma-separated)", default="", show_default=False)]
+            )
+        if not given["aliases"]:
+            draft.aliases = _split(
+                [
+                    typer.prompt(
+                        "aliases: other search words, e.g. 显存, 排队",
+                        default="",
+                        show_default=False,
+                    )
+                ]
+            )
+        if not given["signatures"]:
+            draft.signatures = []  # filled line by line: an interruption keeps what was typed
+            _ask_lines("signatures: Python regexes, one log line each", draft.signatures)
+        for name in ("symptom", "cause", "fix"):
+            if not given[name]:
+                typed: list[str] = []
+                try:
+                    _ask_lines(f"{name}: {SECTION_HINTS[name]}", typed)
+                finally:
+                    setattr(draft, name, "\n".join(typed))
+    except (typer.Abort, EOFError, KeyboardInterrupt):
+        if not draft.is_empty():
+            path = save_draft(render_entry(draft), draft.id)
+            typer.echo(f"\nnothing written; what you typed is saved in {path}", err=True)
+        raise typer.Abort() from None
+
+
+def _ask_lines(label: str, lines: list[str]) -> list[str]:
+    """Append typed lines to `lines` until an empty one (in place, so Ctrl-D loses none)."""
+    typer.echo(f"{label} (finish with an empty line):")
+    while True:
+        line = typer.prompt("", default="", show_default=False, prompt_suffix="> ")
+        if not line.strip():
+            return lines
+        lines.append(line.rstrip())
+
+
+def _write_validated(text, draft, folder: Path, force, source: Path | None, as_json, wiki) -> None:
+    """Validate, then write; on any problem keep the text as a draft and say where it is."""
+    from llmdoctor.wiki.authoring import (
+        EntryExists,
+        FolderNotWritable,
+        relabel,
+        save_draft,
+        strip_editor_comments,
+        validate,
+        write_entry,
+    )
+    from llmdoctor.wiki.library import wiki_dirs
+
+    # validate with comment lines blanked, so line numbers match the file being edited
+    entry, problems = validate(strip_editor_comments(text, keep_lines=True), "draft", draft)
+    if not problems and entry is not None:
+        try:
+            path = write_entry(folder, entry.id, strip_editor_comments(text), force=force)
+        except (EntryExists, FolderNotWritable) as exc:
+            reason = str(exc)
+        else:
+            others = [
+                str(d / f"{entry.id}.md")
+                for d in wiki_dirs(wiki)
+                if (d / f"{entry.id}.md").is_file() and d.resolve() != folder.resolve()
+            ]
+            _report_written(path, entry.id, others, as_json)
+            raise typer.Exit(0)
+    else:
+        reason = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    draft_path = source or save_draft(text, entry.id if entry else "")
+    problems = relabel(problems, str(draft_path))
+    if as_json:
+        import json
+
+        data = {
+            "written": False,
+            "reason": reason,
+            "draft": str(draft_path),
+            "problems": [p.to_json() for p in problems],
+        }
+        typer.echo(json.dumps(data, ensure_ascii=False))
+    else:
+        for problem in problems:
+            typer.echo(str(problem), err=True)
+    typer.echo(
+        f"llmdoctor: entry not written: {reason}; your draft is saved in {draft_path} "
+        f"(fix it, then: llmdoctor wiki add --from-file {draft_path})",
+        err=True,
+    )
+    raise typer.Exit(3)
+
+
+def _report_written(path, entry_id: str, others: list[str], as_json: bool) -> None:
+    if as_json:
+        import json
+
+        data = {"written": True, "id": entry_id, "path": str(path), "overrides": others}
+        typer.echo(json.dumps(data, ensure_ascii=False))
+        return
+    typer.echo(f"wrote {path}")
+    for other in others:
+        typer.echo(f"  it overrides {other}")
+    typer.echo(f"next: git -C {path.parent} add {path.name} && git -C {path.parent} commit")
+
+
+def register(wiki_app: typer.Typer) -> None:
+    wiki_app.command("add")(add_command)
