@@ -57,6 +57,10 @@ def gather(target: Target, ctx: CollectContext) -> list[Facts]:
             facts.set("time/now", time.time())
         if not facts.has("target"):
             facts.set("target", str(target))
+    if ctx.options.get("prometheus"):
+        from llmdoctor.collectors.prometheus import add_history
+
+        add_history(result, target, ctx)
     return result
 
 

@@ -36,8 +36,10 @@ def _entries(report: Report) -> dict:
 
 
 def to_json(report: Report) -> dict[str, Any]:
-    """The documented `llmdoctor/1` object."""
-    return {
+    """The documented `llmdoctor/1` object (`timeline` only with Prometheus history)."""
+    from llmdoctor import timeline_view
+
+    out = {
         "schema": SCHEMA,
         "target": report.target,
         "status": report.status,
@@ -45,6 +47,9 @@ def to_json(report: Report) -> dict[str, Any]:
         "skipped": report.skipped,
         "errors": report.errors,
     }
+    if history := timeline_view.history_of(report):
+        out["timeline"] = timeline_view.timeline_json(history[0])
+    return out
 
 
 def render_json(report: Report) -> str:
@@ -102,6 +107,9 @@ def render_terminal(report: Report, console, verbose: bool = False) -> None:
     for f in problems:
         console.print()
         _print_finding(console, f, entries, escape, fixes_shown)
+    from llmdoctor import timeline_view
+
+    timeline_view.render_terminal(report, console, escape)
     if fine:
         console.print()
         console.print("[bold]Checked and fine[/]")
@@ -172,8 +180,10 @@ def _print_finding(console, f: Finding, entries: dict, escape, fixes_shown: set[
         console.print(f"      [dim]more: llmdoctor wiki show {escape(rid)}[/]")
 
 
-def render_markdown(report: Report) -> str:
-    """Markdown for pasting into an incident document or a retro."""
+def render_markdown(report: Report, charts: list[tuple[str, str]] | None = None) -> str:
+    """Markdown for pasting into an incident document or a retro (`charts`: SVGs to link)."""
+    from llmdoctor import timeline_view
+
     entries = _entries(report)
     out = [
         f"## llmdoctor: {report.target}",
@@ -205,6 +215,7 @@ def render_markdown(report: Report) -> str:
                     fixes_shown.add(rid)
                     out += [f"    > {line}" for line in entry.fix_excerpt()]
             out.append("")
+    out += timeline_view.render_markdown(report, charts)
     if fine:
         out += ["### Checked and fine", ""]
         out += [f"- `{f.check}`{f' [{f.subject}]' if f.subject else ''}: {f.summary}" for f in fine]
