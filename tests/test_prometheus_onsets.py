@@ -1,0 +1,157 @@
+"""Onset detection and the history checks as pure functions (no Prometheus needed).
+
+The series are the scenario hours of tests/prometheus_scenarios.py laid out the way
+/api/v1/query_range returns them (one point per step); the same hours are served by a real
+Prometheus in tests/test_prometheus_timeline.py.
+"""
+
+from __future__ import annotations
+
+import prometheus_scenarios as ps
+import pytest
+
+from llmdoctor.collectors.prometheus import default_selector, normalize_selector, plan
+from llmdoctor.derive import derive_all
+from llmdoctor.errors import BadInput
+from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.parsers.prometheus_timeline import first_run, timeline_from_series
+from llmdoctor.registry import all_checks
+from llmdoctor.timeline_view import sparkline
+
+START = 1_800_000_000.0
+END = START + 3600
+
+
+def points(values, lookback: int = 20) -> list[list[float]]:
+    """A gauge as query_range shows it: a value at every step, held for `lookback` steps after
+    the last sample (Prometheus' 5 minute lookback)."""
+    out, last = [], None
+    for i, v in enumerate(values):
+        if v is not None:
+            last = (i, v)
+        if last is not None and i - last[0] <= lookback:
+            out.append([START + i * ps.SCRAPE, float(last[1])])
+    return out
+
+
+def last_seen(values, lookback: int = 20) -> list[list[float]]:
+    """timestamp(vllm:num_requests_running): the time of the latest sample."""
+    out, last = [], None
+    for i, v in enumerate(values):
+        if v is not None:
+            last = i
+        if last is not None and i - last <= lookback:
+            out.append([START + i * ps.SCRAPE, START + last * ps.SCRAPE])
+    return out
+
+
+def series_of(pod: ps.Pod) -> dict:
+    labels = {"model_name": ps.MODEL, "engine": "0"}
+    rate = [None] + [
+        (b - a) / ps.SCRAPE
+        for a, b in zip(pod.preemptions, pod.preemptions[1:], strict=False)
+        if a is not None and b is not None
+    ]
+    return {
+        "running": [{"labels": labels, "points": points(pod.running)}],
+        "waiting": [{"labels": labels, "points": points(pod.waiting)}],
+        "kv_cache_usage": [{"labels": labels, "points": points(pod.kv)}],
+        "preemption_rate": [{"labels": labels, "points": points(rate)}],
+        "ttft_p95": [{"labels": {"model_name": ps.MODEL}, "points": points(pod.ttft)}],
+        "engine_last_seen": [
+            {"labels": {"model_name": ps.MODEL}, "points": last_seen(pod.running)}
+        ],
+        "xid": [{"labels": {"gpu": "0"}, "points": points(pod.xid)}],
+        "restarts": [{"labels": {"container": "vllm"}, "points": points(pod.restarts)}],
+    }
+
+
+QUERY = {"start": START, "end": END, "step": float(ps.SCRAPE)}
+
+
+def onsets(pod: ps.Pod) -> dict[str, float]:
+    timeline = timeline_from_series(series_of(pod), QUERY)
+    return {e["what"]: (e["since"] - START) / 60 for e in timeline["events"]}
+
+
+def test_kv_storm_onsets_are_exact_to_the_step_and_in_causal_order():
+    found = onsets(ps.kv_storm())
+    assert found == {"kv_full": 10, "preemptions": 12, "queue": 14, "ttft_slow": 16}
+
+
+def test_xid_engine_death_and_restarts():
+    found = onsets(ps.xid_then_death())
+    assert found["xid"] == 20
+    assert found["engine_down"] == 20.75  # last scrape 20:30, plus one scrape interval
+    assert found["restart"] == 21.5
+
+
+def test_healthy_hour_has_no_event():
+    assert onsets(ps.healthy()) == {}
+
+
+def test_a_lone_waiting_request_is_not_a_queue():
+    assert first_run([[0, 0], [15, 1], [30, 0], [45, 1], [60, 1]], lambda v: v >= 1, 3) is None
+    assert first_run([[0, 0], [15, 1], [30, 1], [45, 1]], lambda v: v >= 1, 3) == (1, True)
+
+
+def test_a_problem_present_when_the_window_opens_is_only_at_least_since():
+    pod = ps.healthy()
+    pod.kv = [1.0] * len(pod.kv)
+    (event,) = timeline_from_series(series_of(pod), QUERY)["events"]
+    assert event["what"] == "kv_full" and event["before_window"]
+
+
+def facts_with(series) -> Facts:
+    facts = Facts()
+    facts.set("prometheus/query.json", {**QUERY, "selector": 'pod="p"', "url": "http://p:9090"})
+    if isinstance(series, str):
+        facts.mark_missing("prometheus/series.json", series)
+    else:
+        facts.set("prometheus/series.json", series)
+    derive_all(facts)
+    return facts
+
+
+def run(check_id: str, facts: Facts):
+    (spec,) = [c for c in all_checks() if c.id == check_id]
+    return spec.fn(facts)
+
+
+def test_history_checks_give_since_and_say_what_was_absent():
+    series = series_of(ps.kv_storm())
+    del series["xid"]
+    facts = facts_with({**series, "absent": ["xid"]})
+    (kv,) = run("history-engine", facts)[:1]
+    assert kv.since == START + 600 and kv.summary.startswith("KV cache full since ")
+    assert kv.to_json()["since"].endswith("Z")
+    with pytest.raises(FactMissing, match="no DCGM exporter"):
+        run("history-gpu", facts)
+
+
+def test_history_checks_are_silent_without_prometheus_and_skipped_when_it_failed():
+    assert run("history-engine", Facts()) == []
+    facts = facts_with("Prometheus at http://p:9090: connection refused")
+    with pytest.raises(FactMissing, match="connection refused"):
+        run("history-engine", facts)
+
+
+def test_selectors():
+    assert default_selector("pod", "serving", "vllm-0", None) == 'namespace="serving",pod="vllm-0"'
+    assert (
+        default_selector("http", None, None, "http://10.0.3.7:8000") == 'instance="10.0.3.7:8000"'
+    )
+    assert normalize_selector('{job="vllm"}') == 'job="vllm"'
+    for bad in ("{}", 'pod="x', ""):
+        with pytest.raises(BadInput):
+            normalize_selector(bad)
+
+
+def test_points_are_capped_by_a_coarser_step():
+    assert plan(3600, END)["step"] == 15
+    assert (END - plan(30 * 86400, END)["start"]) / plan(30 * 86400, END)["step"] <= 720
+
+
+def test_sparkline():
+    line = sparkline([(0, 0.0), (50, 0.5), (99, 1.0)], 0, 100, width=10)
+    assert len(line) == 10 and line[0] == "▁" and line[-1] == "█" and line[3] == " "
