@@ -50,6 +50,11 @@ def gather(target: Target, ctx: CollectContext) -> list[Facts]:
 
         raise BadTarget(f"{target} cannot be diagnosed live")
     module = importlib.import_module(module_name)
+    history = None
+    if ctx.options.get("prometheus"):
+        from llmdoctor.collectors.prometheus import start_history
+
+        history = start_history(target, ctx)  # beside the live collection when it can
     collected = module.collect(target, ctx)
     result = collected if isinstance(collected, list) else [collected]
     for facts in result:
@@ -60,7 +65,7 @@ def gather(target: Target, ctx: CollectContext) -> list[Facts]:
     if ctx.options.get("prometheus"):
         from llmdoctor.collectors.prometheus import add_history
 
-        add_history(result, target, ctx)
+        add_history(result, target, ctx, history)
     return result
 
 

@@ -260,8 +260,40 @@ def collect_history(
     return {QUERY_KEY: query, SERIES_KEY: series}
 
 
-def add_history(facts_list: list, target, ctx) -> None:
-    """Add the `prometheus/` facts to each pod's (or the URL's) Facts, pods at once."""
+def _selector_for(facts, target, options) -> str | None:
+    if options.get("prometheus_selector"):
+        return options["prometheus_selector"]
+    name = str(facts.get("target") or "") if facts is not None else str(target)
+    pod = name.split("/", 1)[1] if name.startswith("pod/") else None
+    namespace = facts.get("k8s/namespace") if facts is not None else options.get("namespace")
+    return default_selector(target.kind, namespace, pod, getattr(target, "url", None))
+
+
+def start_history(target, ctx):
+    """For a single pod (namespace given) or URL: start the queries now, beside the live
+    collection; add_history then uses the answer. None when the selector is not known yet."""
+    options = ctx.options
+    if not options.get("prometheus") or target.kind not in ("pod", "http"):
+        return None
+    if target.kind == "pod" and not (
+        options.get("namespace") or options.get("prometheus_selector")
+    ):
+        return None
+    import time
+
+    selector = _selector_for(None, target, options)
+    since = float(options.get("prometheus_since") or 3600.0)
+    end = time.time()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prometheus")
+    future = pool.submit(collect_history, options["prometheus"], selector, since, end, ctx.timeout)
+    pool.shutdown(wait=False)
+    return selector, future
+
+
+def add_history(facts_list: list, target, ctx, started=None) -> None:
+    """Add the `prometheus/` facts to each pod's (or the URL's) Facts, pods at once.
+
+    `started`: what start_history returned, used when it asked for the same selector."""
     from llmdoctor.runner import Collector, run_collectors
 
     options = ctx.options
@@ -269,18 +301,17 @@ def add_history(facts_list: list, target, ctx) -> None:
     since = float(options.get("prometheus_since") or 3600.0)
 
     def for_facts(facts) -> None:
-        selector = options.get("prometheus_selector")
-        if selector is None:
-            name = str(facts.get("target") or "")
-            pod = name.split("/", 1)[1] if name.startswith("pod/") else None
-            url = getattr(target, "url", None)
-            selector = default_selector(target.kind, facts.get("k8s/namespace"), pod, url)
-        end = float(facts.get("time/now"))
-        fetch = Collector(
-            "prometheus",
-            (QUERY_KEY, SERIES_KEY),
-            lambda c: collect_history(base_url, selector, since, end, c.timeout),
-        )
+        selector = _selector_for(facts, target, options)
+        if started is not None and started[0] == selector and len(facts_list) == 1:
+            fetched = started[1]
+            fetch = Collector("prometheus", (QUERY_KEY, SERIES_KEY), lambda c: fetched.result())
+        else:
+            end = float(facts.get("time/now"))
+            fetch = Collector(
+                "prometheus",
+                (QUERY_KEY, SERIES_KEY),
+                lambda c: collect_history(base_url, selector, since, end, c.timeout),
+            )
         run_collectors([fetch], ctx, facts)
 
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(facts_list)))) as pool:
