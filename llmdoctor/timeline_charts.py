@@ -32,7 +32,8 @@ def write_charts(report, folder: str) -> list[tuple[str, str]]:
     if found is None:
         return []
     timeline, series = found
-    lines = key_lines(series)
+    # a series that stayed at zero (no Xid, no restart) says so in the sparklines, not a panel
+    lines = [line for line in key_lines(series) if any(v for _, v in line[3])]
     if not lines:
         return []
     try:
@@ -61,6 +62,10 @@ def write_charts(report, folder: str) -> list[tuple[str, str]]:
         scale = 100.0 if unit == "%" else 1.0
         ax.plot(xs, [v * scale for _, v in points], linewidth=1.2, color="#1f5fa8")
         ax.set_ylabel(label + (f" ({unit.strip()})" if unit.strip() else ""), fontsize=8)
+        if unit == "%":
+            ax.set_ylim(0, 105)
+        elif min(v for _, v in points) >= 0:
+            ax.set_ylim(bottom=0)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
         for e in events:

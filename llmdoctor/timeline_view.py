@@ -65,8 +65,12 @@ def key_lines(series: dict) -> list[tuple[str, str, str, list[tuple[float, float
     return [(n, label, unit, pts) for n, label, unit in KEY_SERIES if (pts := merged(series, n))]
 
 
-def sparkline(points: list[tuple[float, float]], start: float, end: float, width=SPARK_WIDTH):
-    """The points as `width` bars over [start, end] (the highest value per column; blank: none)."""
+def sparkline(
+    points: list[tuple[float, float]], start: float, end: float, width=SPARK_WIDTH, unit=""
+) -> str:
+    """The points as `width` bars over [start, end] (the highest value per column; blank: none).
+
+    Bars go from 0 (a percentage: 0 to 100 %), or for a temperature from its lowest value."""
     if not points or end <= start:
         return ""
     columns: list[float | None] = [None] * width
@@ -74,8 +78,8 @@ def sparkline(points: list[tuple[float, float]], start: float, end: float, width
         i = min(width - 1, max(0, int((t - start) / (end - start) * width)))
         columns[i] = v if columns[i] is None else max(columns[i], v)
     values = [v for v in columns if v is not None]
-    low = min(0.0, min(values))
-    high = max(values)
+    low = min(values) if unit == " C" else min(0.0, min(values))
+    high = max(1.0, max(values)) if unit == "%" else max(values)
     span = high - low
     out = []
     for v in columns:
@@ -105,7 +109,7 @@ def spark_rows(timeline: dict, series: dict) -> list[str]:
     rows = []
     width = max(len(label) for _, label, _ in KEY_SERIES)
     for _, label, unit, points in key_lines(series):
-        bars = sparkline(points, timeline["start"], timeline["end"])
+        bars = sparkline(points, timeline["start"], timeline["end"], unit=unit)
         last, peak = points[-1][1], max(v for _, v in points)
         rows.append(
             f"{label:<{width}}  {bars}  last {fmt_value(last, unit)}, max {fmt_value(peak, unit)}"

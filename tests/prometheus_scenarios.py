@@ -53,6 +53,7 @@ class Pod:
 
     name: str
     v0: bool = False
+    model: str = MODEL
     running: list = field(default_factory=list)
     waiting: list = field(default_factory=list)
     kv: list = field(default_factory=list)
@@ -65,7 +66,7 @@ class Pod:
     terminated_reason: str = "Error"
 
     def vllm_labels(self) -> dict:
-        labels = {"model_name": MODEL}
+        labels = {"model_name": self.model}
         if not self.v0:
             labels["engine"] = "0"
         return {
@@ -207,10 +208,11 @@ def healthy(name: str = "vllm-healthy-0") -> Pod:
     return pod
 
 
-def queue_builds(name: str = "vllm-queue-0", minute: int = 31) -> Pod:
+def queue_builds(name: str = "vllm-queue-0", minute: int = 31, model: str = MODEL) -> Pod:
     """Running climbs to max_num_seqs and sits there from minute-1; requests wait from `minute`;
     first tokens slow down two minutes later (time in the queue)."""
     pod = healthy(name)
+    pod.model = model
     n = HOUR_POINTS + 1
     for i in range(at(minute - 6), n):
         pod.running[i] = min(MAX_NUM_SEQS, 60 + (i - at(minute - 6)) * 10)

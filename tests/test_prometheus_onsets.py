@@ -155,3 +155,19 @@ def test_points_are_capped_by_a_coarser_step():
 def test_sparkline():
     line = sparkline([(0, 0.0), (50, 0.5), (99, 1.0)], 0, 100, width=10)
     assert len(line) == 10 and line[0] == "▁" and line[-1] == "█" and line[3] == " "
+
+
+def test_example_bundle_keeps_the_timeline_offline(capsys):
+    import json
+    from pathlib import Path
+
+    from llmdoctor.cli import run as cli_run
+
+    bundle = Path(__file__).resolve().parent.parent / "examples/bundles/saturated-queue-history"
+    with pytest.raises(SystemExit):
+        cli_run(["diagnose", "--bundle", str(bundle), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert [e["what"] for e in report["timeline"]["events"]] == ["queue", "ttft_slow"]
+    (queue,) = [f for f in report["findings"] if f["summary"].startswith("requests queueing")]
+    assert queue["since"] == report["timeline"]["events"][0]["since"]
+    assert queue["runbooks"] == ["queue-saturation"]

@@ -69,6 +69,7 @@ def collect_command(
     if parsed.kind == "bundle":
         raise BadTarget("collect reads a live target, not a bundle")
     options = {**kube.collection(), **history.collection()}  # --prometheus: prometheus/ folder
+    options["window"] = history.window(kube.window)
     ctx = CollectContext(target=parsed, timeout=timeout, options=options)
     facts_list = gather(parsed, ctx)
     names = [str(f.get("target") or parsed).split("/", 1)[-1] for f in facts_list]
