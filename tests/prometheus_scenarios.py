@@ -221,7 +221,7 @@ def queue_builds(name: str = "vllm-queue-0", minute: int = 31, model: str = MODE
     pod.waiting = [0] * n
     for i in range(at(minute), n):
         pod.waiting[i] = 2 + (i - at(minute)) * 2
-    pod.kv = [0.6] * n
+    pod.kv = [0.42] * n
     for i in range(at(minute + 2), n):
         pod.ttft[i] = 4.0
     return pod
