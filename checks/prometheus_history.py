@@ -21,8 +21,15 @@ CRASH_LOOP_RESTARTS = 3
 LAYER_SERIES = {
     "gpu": ("xid", "throttle_reasons", "gpu_temp_c", "fb_used_mib"),
     "engine": ("running", "waiting", "kv_cache_usage", "engine_last_seen"),
-    "latency": ("ttft_p95", "itl_p95"),
+    "latency": ("ttft_p95", "itl_p95", "finished_rate"),
     "k8s": ("restarts", "last_terminated"),
+}
+CAUSE_RUNBOOK = {
+    "engine_down": "engine-dead",
+    "stalled": "engine-wedged",
+    "kv_full": "kv-cache-preemption",
+    "preemptions": "kv-cache-preemption",
+    "queue": "queue-saturation",
 }
 LAYER_NAMES = {
     "gpu": "DCGM exporter (DCGM_FI_DEV_*)",
@@ -151,7 +158,7 @@ def history_gpu(facts: Facts) -> list[Finding] | None:
     "history-engine",
     title="vLLM engine history: down, KV cache full, preemptions, queue",
     scope="vllm",
-    runbooks=("engine-dead", "kv-cache-preemption", "queue-saturation"),
+    runbooks=("engine-dead", "engine-wedged", "kv-cache-preemption", "queue-saturation"),
 )
 def history_engine(facts: Facts) -> list[Finding] | None:
     timeline = history(facts, "engine")
@@ -166,6 +173,10 @@ def history_engine(facts: Facts) -> list[Finding] | None:
         for c in causes:
             f.evidence.append(evidence(f"{clock(c['since'])} UTC  before it: {c['text']}"))
         out.append(f)
+    for e in _events(timeline, "stalled"):
+        severity = Severity.CRITICAL if e["ongoing"] else Severity.WARNING
+        summary = "engine wedged: requests running, no token generated"
+        out.append(_finding("history-engine", severity, e, summary, now, ["engine-wedged"]))
     kv = _events(timeline, "kv_full")
     pre = _events(timeline, "preemptions")
     if kv or pre:
@@ -187,9 +198,9 @@ def history_engine(facts: Facts) -> list[Finding] | None:
 
 @check(
     "history-latency",
-    title="Latency history: time to first token and inter-token p95",
+    title="Latency and failed requests history: TTFT and inter-token p95, aborted requests",
     scope="vllm",
-    runbooks=("queue-saturation", "kv-cache-preemption"),
+    runbooks=("queue-saturation", "kv-cache-preemption", "engine-wedged", "engine-dead"),
     kind="symptom",
 )
 def history_latency(facts: Facts) -> list[Finding] | None:
@@ -197,15 +208,20 @@ def history_latency(facts: Facts) -> list[Finding] | None:
     if timeline is None:
         return []
     now = timeline["end"]
-    causes = _events(timeline, "kv_full", "preemptions", "queue")
+    causes = _events(timeline, "engine_down", "stalled", "kv_full", "preemptions", "queue")
     out = []
-    for e in _events(timeline, "ttft_slow", "itl_slow"):
-        name = "slow first tokens" if e["what"] == "ttft_slow" else "slow token stream"
+    names = {
+        "ttft_slow": "slow first tokens",
+        "itl_slow": "slow token stream",
+        "aborted": "requests aborted or failed",
+    }
+    for e in _events(timeline, *names):
+        name = names[e["what"]]
         runbooks = []
         earlier = [c for c in causes if c["since"] <= e["since"]]
         if earlier:
-            first = min(earlier, key=lambda c: c["since"])
-            runbooks = ["queue-saturation" if first["what"] == "queue" else "kv-cache-preemption"]
+            first = min(earlier, key=lambda c: (c["since"], c["what"] != "stalled"))
+            runbooks = [CAUSE_RUNBOOK[first["what"]]]
         f = _finding("history-latency", Severity.WARNING, e, name, now, runbooks)
         for c in earlier:
             f.evidence.append(evidence(f"{clock(c['since'])} UTC  before it: {c['text']}"))

@@ -64,6 +64,8 @@ class Pod:
     restarts: list = field(default_factory=list)
     terminated_from: int | None = None  # scrape index from which last_terminated_reason says so
     terminated_reason: str = "Error"
+    stalled_from: int | None = None  # scrape index from which no token is generated
+    aborted_share: list = field(default_factory=list)  # share of finished requests aborted
 
     def vllm_labels(self) -> dict:
         labels = {"model_name": self.model}
@@ -116,6 +118,26 @@ def write_pod(om: OpenMetrics, pod: Pod, start: float) -> None:
                 start + i * SCRAPE,
                 v,
             )
+    tokens, finished = 0.0, {"stop": 0.0, "length": 0.0, "abort": 0.0}
+    for i, running in enumerate(pod.running):
+        if running is None:
+            continue
+        t = start + i * SCRAPE
+        share = pod.aborted_share[i] if i < len(pod.aborted_share) else 0.0
+        done = running / 4
+        finished["abort"] += done * share  # clients give up, stalled or not
+        if pod.stalled_from is None or i < pod.stalled_from:
+            tokens += running * 30 * SCRAPE  # ~30 tokens/s per running request
+            finished["stop"] += done * (1 - share) * 0.8
+            finished["length"] += done * (1 - share) * 0.2
+        help_text = "Number of generation tokens processed."
+        fam = "vllm:generation_tokens"
+        om.add(fam, "counter", help_text, f"{fam}_total", vl, t, tokens)
+        for reason, count in finished.items():
+            help_text = "Count of successfully processed requests."
+            fam = "vllm:request_success"
+            labels = {**vl, "finished_reason": reason}
+            om.add(fam, "counter", help_text, f"{fam}_total", labels, t, count)
     counts = [0.0] * len(TTFT_BUCKETS)
     total = {"n": 0.0, "sum": 0.0}
     fam = "vllm:time_to_first_token_seconds"
@@ -263,11 +285,27 @@ def xid_then_death(name: str = "vllm-xid-0") -> Pod:
     return pod
 
 
+def wedged(name: str = "vllm-wedged-0") -> Pod:
+    """From minute 40 the engine holds 12 requests and generates nothing; new requests wait
+    from minute 41; from minute 42 most requests end aborted (clients give up)."""
+    pod = healthy(name)
+    n = HOUR_POINTS + 1
+    pod.stalled_from = at(40)
+    for i in range(at(40), n):
+        pod.running[i] = 12
+    pod.waiting = [0] * n
+    for i in range(at(41), n):
+        pod.waiting[i] = 1 + (i - at(41)) // 2
+    pod.aborted_share = [0.6 if i >= at(42) else 0.0 for i in range(n)]
+    return pod
+
+
 SCENARIOS = {
     "healthy": healthy,
     "queue": queue_builds,
     "kvstorm": kv_storm,
     "xid": xid_then_death,
+    "wedged": wedged,
 }
 
 

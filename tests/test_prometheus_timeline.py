@@ -31,7 +31,7 @@ def hour(tmp_path_factory):
     tools()
     folder = tmp_path_factory.mktemp("prometheus")
     start = time.time() // ps.SCRAPE * ps.SCRAPE - 3600
-    pods = [ps.healthy(), ps.queue_builds(), ps.kv_storm(), ps.xid_then_death()]
+    pods = [ps.healthy(), ps.queue_builds(), ps.kv_storm(), ps.xid_then_death(), ps.wedged()]
     pods.append(ps.queue_builds(SATURATED_POD))
     data = create_blocks(ps.openmetrics_hour(start, pods), folder)
     auth_data = folder / "auth-data"
@@ -145,6 +145,19 @@ def test_xid_then_engine_death_then_restarts(hour, vllm, capsys):
     assert code == 2
 
 
+def test_wedged_engine_then_queue_then_aborted_requests(hour, vllm, capsys):
+    code, report = probe_json(capsys, vllm, hour["url"], "vllm-wedged-0")
+    times = onsets(report)
+    assert_onset(times["stalled"], hour["start"], 40)
+    assert_onset(times["queue"], hour["start"], 41)
+    assert times["stalled"] < times["queue"] < times["aborted"]
+    (wedged,) = [f for f in history_findings(report) if "engine-wedged" in f["runbooks"]][:1]
+    assert wedged["severity"] == "critical" and wedged["check"] == "history-engine"
+    (aborted,) = [f for f in history_findings(report) if f["summary"].startswith("requests abort")]
+    assert aborted["runbooks"] == ["engine-wedged"]  # the cause that came first
+    assert code == 2
+
+
 def test_healthy_hour_has_nothing_critical(hour, vllm, capsys):
     _, report = probe_json(capsys, vllm, hour["url"], "vllm-healthy-0")
     assert report["timeline"]["events"] == []
@@ -201,7 +214,7 @@ def test_pod_diagnose_matches_namespace_and_pod_and_the_bundle_keeps_it(
     hour, cluster, capsys, tmp_path
 ):
     base = ("pod/" + SATURATED_POD, "-n", "serving", "--no-exec", "--timeout", "5")
-    code, out = run_cli(capsys, "diagnose", *base, "--prometheus", hour["url"], "--json")
+    _, out = run_cli(capsys, "diagnose", *base, "--prometheus", hour["url"], "--json")
     live = json.loads(out)
     assert_onset(onsets(live)["queue"], hour["start"], 31)
     proxied = [r for r in cluster.server.requests if ":8081/proxy/metrics" in r[1]]

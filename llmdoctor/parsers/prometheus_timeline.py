@@ -26,11 +26,13 @@ ITL_FLOOR_S = 0.2
 HOT_C = 87.0  # above the usual slowdown-free range of data-centre GPUs
 # DCGM clock throttle / clock event reason bits that are not the GPU idling or an app setting
 SLOWDOWN_BITS = {0x8: "HW slowdown", 0x20: "SW thermal", 0x40: "HW thermal", 0x80: "power brake"}
+ABORTED_SHARE = 0.10  # of finished requests, for SLOW_SUSTAIN_POINTS points
 CAUSE_ORDER = (
     "xid",
     "gpu_slowdown",
     "gpu_hot",
     "engine_down",
+    "stalled",
     "terminated",
     "restart",
     "kv_full",
@@ -38,6 +40,7 @@ CAUSE_ORDER = (
     "queue",
     "ttft_slow",
     "itl_slow",
+    "aborted",
 )
 
 
@@ -226,6 +229,57 @@ def _engine_events(series: dict, start: float, step: float) -> list[dict]:
     return events
 
 
+def _at(points: list[list[float]]) -> dict[float, float]:
+    return {t: v for t, v in points}
+
+
+def _stalls(series: dict, start: float, step: float, rate_range: float) -> list[dict]:
+    """Requests running while no token is generated: a wedged engine. The rate is over
+    `rate_range`, so it reads 0 only that long after the last token; the onset is moved back."""
+    events = []
+    tokens = {_subject(i.get("labels") or {}): i for i in series.get("generation_tokens_rate", [])}
+    for item in series.get("running", []):
+        rate = tokens.get(_subject(item.get("labels") or {}))
+        if rate is None:
+            continue
+        by_time = _at(rate["points"])
+        joined = [[t, v if by_time.get(t) == 0 else 0.0] for t, v in item["points"] if t in by_time]
+        hit = first_run(joined, lambda v: v >= 1, SLOW_SUSTAIN_POINTS)
+        if hit:
+            i, ongoing = hit
+            text = f"{joined[i][1]:.0f} requests running, no token generated"
+            event = _event(
+                "stalled", "engine", item | {"points": joined}, i, ongoing, text, start, step
+            )
+            # rate reads 0 once the window no longer holds the sample before the last increase:
+            # that is rate_range after it; the first sample without progress is 2 steps later
+            event["since"] = max(start, joined[i][0] - rate_range + 2 * step)
+            events.append(event)
+    return events
+
+
+def _aborted(series: dict, start: float, step: float) -> list[dict]:
+    """A share of finished requests ending aborted (or in error) over ABORTED_SHARE."""
+    totals: dict[float, float] = {}
+    bad: dict[float, float] = {}
+    for item in series.get("finished_rate", []):
+        reason = (item.get("labels") or {}).get("finished_reason", "")
+        for t, v in item["points"]:
+            totals[t] = totals.get(t, 0.0) + v
+            if reason in ("abort", "error"):
+                bad[t] = bad.get(t, 0.0) + v
+    shares = [[t, bad.get(t, 0.0) / total] for t, total in sorted(totals.items()) if total > 0]
+    hit = first_run(shares, lambda v: v >= ABORTED_SHARE, SLOW_SUSTAIN_POINTS)
+    if not hit:
+        return []
+    i, ongoing = hit
+    peak = max(v for _, v in shares[i:])
+    text = f"{shares[i][1]:.0%} of finished requests aborted or failed (up to {peak:.0%})"
+    return [
+        _event("aborted", "engine", {"labels": {}, "points": shares}, i, ongoing, text, start, step)
+    ]
+
+
 def timeline_from_series(series: dict[str, Any], query: dict[str, Any]) -> dict[str, Any]:
     """Onsets of every problem the series show, first first (ties: the cause first)."""
     start, end, step = float(query["start"]), float(query["end"]), float(query["step"])
@@ -234,6 +288,8 @@ def timeline_from_series(series: dict[str, Any], query: dict[str, Any]) -> dict[
         + _engine_down(series, start, end, step)
         + _k8s_events(series, start, step)
         + _engine_events(series, start, step)
+        + _stalls(series, start, step, float(query.get("range") or 4 * step))
+        + _aborted(series, start, step)
     )
     events.sort(key=lambda e: (e["since"], CAUSE_ORDER.index(e["what"]), e["subject"]))
     return {
