@@ -1,7 +1,7 @@
 """Problems in the target's Prometheus history, each with the time it started (`since`).
 
-Reads `prometheus/timeline` (parsers/prometheus_timeline.py). Silent when no Prometheus was
-given (`--prometheus`); skipped with the reason when Prometheus could not be read or holds no
+Reads `prometheus/timeline` (parsers/prometheus_timeline.py). Scope `history` (diagnose, probe).
+Silent when no Prometheus was given (`--prometheus`, or a bundle with `prometheus/`); skipped with the reason when Prometheus could not be read or holds no
 series of a layer (no DCGM exporter, no kube-state-metrics): absent history is never healthy.
 """
 
@@ -121,7 +121,7 @@ def _add_followers(finding: Finding, event: dict, later: list[dict]) -> None:
 @check(
     "history-gpu",
     title="GPU events in the Prometheus history (Xid, slowdown, heat)",
-    scope="vllm",
+    scope="history",
     runbooks=_xid_runbooks(),
 )
 def history_gpu(facts: Facts) -> list[Finding] | None:
@@ -157,7 +157,7 @@ def history_gpu(facts: Facts) -> list[Finding] | None:
 @check(
     "history-engine",
     title="vLLM engine history: down, KV cache full, preemptions, queue",
-    scope="vllm",
+    scope="history",
     runbooks=("engine-dead", "engine-wedged", "kv-cache-preemption", "queue-saturation"),
 )
 def history_engine(facts: Facts) -> list[Finding] | None:
@@ -199,7 +199,7 @@ def history_engine(facts: Facts) -> list[Finding] | None:
 @check(
     "history-latency",
     title="Latency and failed requests history: TTFT and inter-token p95, aborted requests",
-    scope="vllm",
+    scope="history",
     runbooks=("queue-saturation", "kv-cache-preemption", "engine-wedged", "engine-dead"),
     kind="symptom",
 )
@@ -232,7 +232,7 @@ def history_latency(facts: Facts) -> list[Finding] | None:
 @check(
     "history-restarts",
     title="Container restarts in the Prometheus history (kube-state-metrics)",
-    scope="vllm",
+    scope="history",
     runbooks=("k8s-oomkilled", "engine-dead"),
 )
 def history_restarts(facts: Facts) -> list[Finding] | None:

@@ -19,7 +19,7 @@ LIVE_COLLECTORS = {
     "node": "llmdoctor.collectors.node",
     "http": "llmdoctor.collectors.vllm_http",
 }
-ALL_SCOPES = ("k8s", "node", "vllm", "logs", "capacity")
+ALL_SCOPES = ("k8s", "node", "vllm", "logs", "capacity", "history")
 
 
 def add_wiki(facts: Facts, lib) -> None:

@@ -65,7 +65,7 @@ def probe_command(
     diagnose_and_exit(
         facts_list,
         str(target),
-        scopes=("vllm",),
+        scopes=("vllm", "history"),
         settings=probe.settings(),
         charts=charts,
         **report.printing(),
