@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import os
 import typing
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -254,6 +255,10 @@ class PrometheusOptions:
             raise BadInput(f"--prometheus {self.prometheus!r}: expected http(s)://HOST:PORT")
         from llmdoctor.collectors.prometheus import normalize_selector
         from llmdoctor.commands.node import parse_duration
+
+        ca = os.environ.get("LLMDOCTOR_PROMETHEUS_CA")
+        if ca and not os.path.isfile(ca):
+            raise BadInput(f"LLMDOCTOR_PROMETHEUS_CA={ca}: no such file")
 
         selector = self.prometheus_selector
         return {

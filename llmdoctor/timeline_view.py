@@ -131,10 +131,13 @@ def event_rows(timeline: dict) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def header(timeline: dict) -> str:
+def header(timeline: dict, report=None) -> str:
+    """The section title; names the pod when the report covers several (a deployment)."""
     start, end = timeline["start"], timeline["end"]
+    target = str(report.facts.get("target") or "") if report is not None else ""
+    whose = f" of {target}" if target and not report.target.startswith(target) else ""
     return (
-        f"Timeline (UTC, {hhmmss(start)} to {hhmmss(end)}, "
+        f"Timeline{whose} (UTC, {hhmmss(start)} to {hhmmss(end)}, "
         f"one point per {timeline['step']:g} s, from Prometheus)"
     )
 
@@ -161,7 +164,7 @@ def render_terminal(report, console, escape) -> None:
         return
     timeline, series = found
     console.print()
-    console.print(f"[bold]{escape(header(timeline))}[/]")
+    console.print(f"[bold]{escape(header(timeline, report))}[/]")
     rows = event_rows(timeline)
     if not rows:
         console.print("  [dim]no problem started in this window[/]")
@@ -179,7 +182,7 @@ def render_markdown(report, charts: list[tuple[str, str]] | None = None) -> list
     if found is None:
         return []
     timeline, series = found
-    out = [f"### {header(timeline)}", ""]
+    out = [f"### {header(timeline, report)}", ""]
     rows = event_rows(timeline)
     if rows:
         out += ["| time | layer | what |", "|---|---|---|"]

@@ -171,3 +171,60 @@ def test_example_bundle_keeps_the_timeline_offline(capsys):
     (queue,) = [f for f in report["findings"] if f["summary"].startswith("requests queueing")]
     assert queue["since"] == report["timeline"]["events"][0]["since"]
     assert queue["runbooks"] == ["queue-saturation"]
+
+
+class _RecordingApi:
+    """A local HTTP server answering /api/v1/query_range with an empty matrix, keeping headers."""
+
+    def __init__(self):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        seen = self.headers = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                seen.append(dict(self.headers))
+                body = b'{"status":"success","data":{"resultType":"matrix","result":[]}}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_bearer_token_from_the_environment_and_no_credentials_stored(monkeypatch):
+    from llmdoctor.collectors.prometheus import QUERY_KEY, SERIES_KEY, collect_history
+
+    api = _RecordingApi()
+    try:
+        monkeypatch.setenv("LLMDOCTOR_PROMETHEUS_TOKEN", "s3cret-token")
+        collect_history(api.url, 'pod="p"', 3600, END, 5)
+        assert {h.get("Authorization") for h in api.headers} == {"Bearer s3cret-token"}
+        monkeypatch.delenv("LLMDOCTOR_PROMETHEUS_TOKEN")
+        got = collect_history(api.url.replace("//", "//alice:pw@"), 'pod="p"', 3600, END, 5)
+    finally:
+        api.close()
+    assert got[QUERY_KEY]["url"] == api.url  # no user:password@ in facts or bundles
+    assert "alice" not in got[SERIES_KEY].reason and "has no series" in got[SERIES_KEY].reason
+
+
+def test_a_missing_ca_file_is_a_one_line_error(monkeypatch, tmp_path, capsys):
+    from llmdoctor.cli import run as cli_run
+
+    monkeypatch.setenv("LLMDOCTOR_PROMETHEUS_CA", str(tmp_path / "nope.pem"))
+    with pytest.raises(SystemExit) as done:
+        cli_run(["probe", "http://127.0.0.1:9", "--prometheus", "https://prom:9090"])
+    assert done.value.code == 3
+    assert "LLMDOCTOR_PROMETHEUS_CA" in capsys.readouterr().err

@@ -220,8 +220,11 @@ def test_pod_diagnose_matches_namespace_and_pod_and_the_bundle_keeps_it(
     proxied = [r for r in cluster.server.requests if ":8081/proxy/metrics" in r[1]]
     assert len(proxied) == 1  # the history gives the rates: one live scrape, no 5 s wait
 
-    bundle = tmp_path / "incident"  # a deployment: the selector is known once its pod is found
     deploy = ("deploy/vllm-7b-tp2", *base[1:])
+    _, out = run_cli(capsys, "diagnose", *deploy, "--prometheus", hour["url"], "--no-color")
+    assert f"Timeline of pod/{SATURATED_POD} (UTC" in out  # a deployment: whose timeline it is
+
+    bundle = tmp_path / "incident"  # the selector is known once the deployment's pod is found
     run_cli(capsys, "collect", *deploy, "--prometheus", hour["url"], "-o", str(bundle))
     assert (bundle / "prometheus" / "series.json").is_file()
     assert (bundle / "prometheus" / "query.json").is_file()

@@ -122,6 +122,16 @@ def normalize_selector(text: str) -> str:
     return inner
 
 
+def without_userinfo(url: str) -> str:
+    """The URL as stored in facts and bundles: no user:password@."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
 def plan(since: float, end: float) -> dict[str, float]:
     """Start, end, step and rate range for a window of `since` seconds ending at `end`."""
     step = max(MIN_STEP, math.ceil(since / MAX_POINTS))
@@ -245,17 +255,17 @@ def collect_history(
 ) -> dict[str, Any]:
     """The `prometheus/` facts for one target (see the module docstring)."""
     window = plan(since, end)
-    query = {"url": base_url, "selector": selector, "since_s": since, **window}
+    query = {"url": without_userinfo(base_url), "selector": selector, "since_s": since, **window}
     if selector is None:
         reason = "no label selector for this target (give --prometheus-selector)"
         return {QUERY_KEY: query, SERIES_KEY: Missing(reason)}
     try:
         series = query_series(base_url, selector, window, timeout)
     except QueryFailed as exc:
-        return {QUERY_KEY: query, SERIES_KEY: Missing(f"Prometheus at {base_url}: {exc}")}
+        return {QUERY_KEY: query, SERIES_KEY: Missing(f"Prometheus at {query['url']}: {exc}")}
     named = [k for k in series if k not in ("absent", "failed", "layers")]
     if not named:
-        reason = f"Prometheus at {base_url} has no series for {{{selector}}} in the window"
+        reason = f"Prometheus at {query['url']} has no series for {{{selector}}} in the window"
         return {QUERY_KEY: query, SERIES_KEY: Missing(reason)}
     return {QUERY_KEY: query, SERIES_KEY: series}
 
