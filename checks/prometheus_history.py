@@ -12,6 +12,7 @@ from typing import Any
 from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import Finding, Severity, evidence
 from llmdoctor.registry import check
+from llmdoctor.timeline_view import age, clock, since_text
 
 QUERY_KEY = "prometheus/query.json"
 SERIES_KEY = "prometheus/series.json"
@@ -44,33 +45,6 @@ def _xid_runbooks() -> tuple[str, ...]:
 
     codes = load_table("xid_catalog")["codes"].values()
     return tuple(sorted({c["runbook"] for c in codes if c.get("runbook")}))
-
-
-def clock(seconds: float) -> str:
-    """02:41 (UTC)."""
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(seconds, UTC).strftime("%H:%M")
-
-
-def age(seconds: float) -> str:
-    """38 min, 2 h 5 min, 40 s."""
-    seconds = max(0, int(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes = seconds // 60
-    if minutes < 60:
-        return f"{minutes} min"
-    return f"{minutes // 60} h {minutes % 60} min" if minutes % 60 else f"{minutes // 60} h"
-
-
-def since_text(event: dict[str, Any], now: float) -> str:
-    """'since 02:41 (38 min)', 'since before 01:41 (all 1 h of history)', 'at 02:41, over since'."""
-    if event.get("before_window"):
-        return f"since before {clock(event['since'])} (all {age(now - event['since'])} of history)"
-    if not event.get("ongoing", True):
-        return f"at {clock(event['since'])} ({age(now - event['since'])} ago), over by the end"
-    return f"since {clock(event['since'])} ({age(now - event['since'])})"
 
 
 def history(facts: Facts, layer: str) -> dict[str, Any] | None:

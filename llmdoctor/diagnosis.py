@@ -82,6 +82,7 @@ def diagnose(
 ) -> Report:
     """Derive facts, run the checks of `scopes`, and merge per-pod reports into one."""
     from llmdoctor.derive import derive_all
+    from llmdoctor.history_onsets import date_live_findings
     from llmdoctor.registry import checks_for_scopes, load_checks_dir
 
     for d in checks_dirs or []:
@@ -105,7 +106,9 @@ def diagnose(
         add_wiki(facts, library)
         add_settings(facts, settings or {})
         derive_all(facts)
-        reports.append(run_checks(facts, checks, target, only or [], skip or []))
+        report = run_checks(facts, checks, target, only or [], skip or [])
+        date_live_findings(report)  # `since` from the Prometheus history, when there is one
+        reports.append(report)
         if facts.bundle is not None:
             facts.bundle.close()
     if len(reports) == 1:

@@ -40,6 +40,33 @@ MARKS = {
 }
 
 
+def clock(seconds: float) -> str:
+    """02:41 (UTC)."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(seconds, UTC).strftime("%H:%M")
+
+
+def age(seconds: float) -> str:
+    """38 min, 2 h 5 min, 40 s."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60} min" if minutes % 60 else f"{minutes // 60} h"
+
+
+def since_text(event: dict[str, Any], now: float) -> str:
+    """'since 02:41 (38 min)', 'since before 01:41 (all 1 h of history)', 'at 02:41, over since'."""
+    if event.get("before_window"):
+        return f"since before {clock(event['since'])} (all {age(now - event['since'])} of history)"
+    if not event.get("ongoing", True):
+        return f"at {clock(event['since'])} ({age(now - event['since'])} ago), over by the end"
+    return f"since {clock(event['since'])} ({age(now - event['since'])})"
+
+
 def history_of(report) -> tuple[dict, dict] | None:
     """(timeline, series) of the report's facts, or None without Prometheus history."""
     facts = report.facts

@@ -217,6 +217,9 @@ def test_pod_diagnose_matches_namespace_and_pod_and_the_bundle_keeps_it(
     _, out = run_cli(capsys, "diagnose", *base, "--prometheus", hour["url"], "--json")
     live = json.loads(out)
     assert_onset(onsets(live)["queue"], hour["start"], 31)
+    (queue,) = [f for f in live["findings"] if f["check"] == "vllm-queue"]
+    assert queue["since"] == live["timeline"]["events"][0]["since"]  # the live finding, dated
+    assert "Prometheus history: requests waiting" in queue["evidence"][-1]["text"]
     proxied = [r for r in cluster.server.requests if ":8081/proxy/metrics" in r[1]]
     assert len(proxied) == 1  # the history gives the rates: one live scrape, no 5 s wait
 
