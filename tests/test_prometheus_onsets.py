@@ -228,3 +228,20 @@ def test_a_missing_ca_file_is_a_one_line_error(monkeypatch, tmp_path, capsys):
         cli_run(["probe", "http://127.0.0.1:9", "--prometheus", "https://prom:9090"])
     assert done.value.code == 3
     assert "LLMDOCTOR_PROMETHEUS_CA" in capsys.readouterr().err
+
+
+def test_a_prometheus_that_never_answers_costs_about_one_timeout():
+    import socket
+    import time
+
+    from llmdoctor.collectors.prometheus import SERIES_KEY, collect_history
+
+    with socket.socket() as silent:  # accepts connections (the backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(32)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        began = time.monotonic()
+        got = collect_history(url, 'pod="p"', 3600, END, 1.0)
+        took = time.monotonic() - began
+    assert took < 3.0
+    assert got[SERIES_KEY].reason.startswith(f"Prometheus at {url}: ")

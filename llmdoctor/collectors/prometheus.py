@@ -30,7 +30,7 @@ MAX_POINTS = 720
 MIN_STEP = 15.0  # the usual scrape interval; a finer step only repeats samples
 MAX_SERIES_PER_QUERY = 64
 MAX_RESPONSE_BYTES = 8 << 20
-PARALLEL_QUERIES = 8
+PARALLEL_QUERIES = 16  # every query at once: a slow Prometheus costs one timeout, not two
 # DCGM renamed the throttle reasons to "clock event reasons" (DCGM 3.3)
 THROTTLE_NAMES = ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS")
 
