@@ -7,6 +7,8 @@ Prometheus in tests/test_prometheus_timeline.py.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import prometheus_scenarios as ps
 import pytest
 
@@ -245,3 +247,31 @@ def test_a_prometheus_that_never_answers_costs_about_one_timeout():
         took = time.monotonic() - began
     assert took < 3.0
     assert got[SERIES_KEY].reason.startswith(f"Prometheus at {url}: ")
+
+
+def test_matplotlib_is_imported_only_for_charts(tmp_path):
+    """--help, and a report without --charts, never load the plotting library."""
+    import os
+    import subprocess
+    import sys
+
+    from test_wiki_imports import PROBE
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    bundle = str(
+        Path(__file__).resolve().parent.parent / "examples/bundles/saturated-queue-history"
+    )
+    for args in (
+        ["--help"],
+        ["diagnose", "--help"],
+        ["diagnose", "--bundle", bundle, "--markdown"],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-c", PROBE, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        loaded = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED=")]
+        assert loaded and '"matplotlib"' not in loaded[-1], args
