@@ -34,6 +34,8 @@ def emit(
         from llmdoctor.timeline_charts import write_charts
 
         written = write_charts(report, charts)
+        if not written:
+            sys.stderr.write("llmdoctor: note: no Prometheus history to chart (--prometheus)\n")
     if as_json:
         sys.stdout.write(render.render_json(report) + "\n")
     elif as_markdown:

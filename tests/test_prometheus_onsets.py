@@ -275,3 +275,19 @@ def test_matplotlib_is_imported_only_for_charts(tmp_path):
         )
         loaded = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED=")]
         assert loaded and '"matplotlib"' not in loaded[-1], args
+
+
+def test_a_chart_is_never_overwritten(tmp_path):
+    from llmdoctor.diagnosis import diagnose, gather
+    from llmdoctor.runner import CollectContext
+    from llmdoctor.target import parse_target
+    from llmdoctor.timeline_charts import write_charts
+
+    bundle = Path(__file__).resolve().parent.parent / "examples/bundles/saturated-queue-history"
+    target = parse_target(None, str(bundle))
+    report = diagnose(gather(target, CollectContext(target, 5, {})), "pod/x")
+    ((_, path),) = write_charts(report, str(tmp_path))
+    written = Path(path).read_bytes()
+    with pytest.raises(BadInput, match="already exists"):
+        write_charts(report, str(tmp_path))
+    assert Path(path).read_bytes() == written and b"<svg" in written[:2000]

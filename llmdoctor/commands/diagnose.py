@@ -56,6 +56,10 @@ def diagnose_command(
         **probe.settings(),
         **gpu.settings(),
     }
+    if bundle and history.prometheus:
+        typer.echo(
+            "llmdoctor: note: --prometheus is not read with --bundle (its prometheus/ is)", err=True
+        )
     options = {**kube.collection(), **probe.collection(), **history.collection()}
     options["window"] = history.window(kube.window)
     ctx = CollectContext(target=parsed, timeout=report.timeout, options=options)
