@@ -92,6 +92,19 @@ def test_healthy_hour_has_no_event():
     assert onsets(ps.healthy()) == {}
 
 
+def test_a_store_behind_real_time_does_not_make_the_engine_look_dead():
+    pod = ps.healthy()
+    cut = ps.at(50)  # Thanos/Mimir: nothing newer than minute 50 has arrived, for any exporter
+    for key in ("running", "waiting", "kv", "preemptions", "ttft", "xid", "temp", "restarts"):
+        values = getattr(pod, key)
+        setattr(pod, key, values[:cut] + [None] * (len(values) - cut))
+    series = series_of(pod)
+    series["exporters_last_seen"] = [{"labels": {}, "points": last_seen(pod.temp)}]
+    assert timeline_from_series(series, QUERY)["events"] == []
+    del series["exporters_last_seen"]  # without the other exporters there is no frontier
+    assert [e["what"] for e in timeline_from_series(series, QUERY)["events"]] == ["engine_down"]
+
+
 def test_a_lone_waiting_request_is_not_a_queue():
     assert first_run([[0, 0], [15, 1], [30, 0], [45, 1], [60, 1]], lambda v: v >= 1, 3) is None
     assert first_run([[0, 0], [15, 1], [30, 1], [45, 1]], lambda v: v >= 1, 3) == (1, True)

@@ -68,6 +68,11 @@ def _series() -> tuple[SeriesQuery, ...]:
         return f"histogram_quantile(0.95, sum by (le, model_name) ({per_bucket}))"
 
     by = "by (model_name, engine)"
+    # the other exporters' freshest sample: how far the store reaches (an engine is only down
+    # when its samples stop while these go on)
+    exporters = (
+        "{" + _names("DCGM_FI_DEV_GPU_TEMP", "kube_pod_container_status_restarts_total") + ",$SEL}"
+    )
     throttle = "{" + _names(*THROTTLE_NAMES) + ",$SEL}"
     return (
         SeriesQuery("xid", "max by (gpu) (DCGM_FI_DEV_XID_ERRORS{$SEL})", "gpu"),
@@ -77,6 +82,7 @@ def _series() -> tuple[SeriesQuery, ...]:
         SeriesQuery(
             "engine_last_seen", f"max by (model_name) (timestamp({gauge('running')}))", "engine"
         ),
+        SeriesQuery("exporters_last_seen", f"max(timestamp({exporters}))", "k8s"),
         SeriesQuery("running", f"sum {by} ({gauge('running')})", "engine"),
         SeriesQuery("waiting", f"sum {by} ({gauge('waiting')})", "engine"),
         SeriesQuery("kv_cache_usage", f"max {by} ({gauge('kv_cache_usage')})", "engine"),

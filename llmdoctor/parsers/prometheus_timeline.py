@@ -127,16 +127,28 @@ def _scrape_interval(points: list[list[float]], step: float) -> float:
     return statistics.median(diffs) if diffs else step
 
 
+def _frontier(series: dict, end: float) -> float:
+    """How far the store's data reaches: the newest sample of the pod's other exporters (a
+    Thanos or Mimir behind real time must not make every engine look dead), else `end`."""
+    newest = [v for item in series.get("exporters_last_seen", []) for _, v in item["points"]]
+    return max(newest) if newest else end
+
+
 def _engine_down(series: dict, start: float, end: float, step: float) -> list[dict]:
-    """The engine stops being scraped: its last sample falls behind the clock."""
+    """The engine stops being scraped: its samples stop while the other exporters' go on, or a
+    gap in them (it came back)."""
     events = []
+    frontier = _frontier(series, end)
     for item in series.get("engine_last_seen", []):
         points = item["points"]
         interval = _scrape_interval(points, step)
         late = 3 * max(interval, step)
-        down_at = next((t_v for t_v in points if t_v[0] - t_v[1] > late), None)
-        if down_at is None and points and end - points[-1][0] > late:
-            down_at = [points[-1][0] + step, points[-1][1]]  # gone past Prometheus' lookback
+        newest = max(v for _, v in points)
+        down_at = next(
+            (t_v for t_v in points if t_v[0] - t_v[1] > late and t_v[0] <= frontier), None
+        )
+        if down_at is None and frontier - newest > late:
+            down_at = [newest + late, newest]  # gone past Prometheus' lookback
         if down_at is None:
             continue
         last_seen = down_at[1]
