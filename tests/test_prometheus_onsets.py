@@ -304,3 +304,38 @@ def test_a_chart_is_never_overwritten(tmp_path):
     with pytest.raises(BadInput, match="already exists"):
         write_charts(report, str(tmp_path))
     assert Path(path).read_bytes() == written and b"<svg" in written[:2000]
+
+
+def test_an_answer_that_stops_halfway_is_a_reason_not_a_crash():
+    import socket
+    import threading
+    import time
+
+    from llmdoctor.collectors.prometheus import SERIES_KEY, collect_history
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(32)
+    held = []
+
+    def serve():  # headers and the start of a body, then nothing
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)
+            conn.recv(65536)
+            conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n{"status":')
+
+    threading.Thread(target=serve, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    began = time.monotonic()
+    try:
+        got = collect_history(url, 'pod="p"', 3600, END, 1.0)
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+    assert time.monotonic() - began < 3.0
+    assert got[SERIES_KEY].reason.startswith(f"Prometheus at {url}: ")

@@ -1,6 +1,6 @@
 """The team's Prometheus (or Thanos, Mimir, VictoriaMetrics) as a collector: the target's history.
 
-Asks the HTTP API (`/api/v1/query_range`) for each series of `SERIES` over `--since`, matched by
+Asks the HTTP API (`/api/v1/query_range`) for each series of `_series()` over `--since`, matched by
 a label selector: `namespace`/`pod` (the Prometheus-operator conventions) for a pod, `instance`
 for a URL, or `--prometheus-selector`. vLLM names come from parsers/vllm_metrics.py, so V0 and
 V1 servers are read alike. Every request has the collector's timeout and a size cap; the step
@@ -15,6 +15,7 @@ plus "absent": names no series matched) or the reason it could not be read.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -144,7 +145,7 @@ def plan(since: float, end: float) -> dict[str, float]:
     return {"start": end - since, "end": end, "step": step, "range": max(4 * step, 60.0)}
 
 
-def _session(timeout: float):
+def _session():
     import requests
 
     session = requests.Session()
@@ -170,21 +171,21 @@ class QueryFailed(Exception):
 
 def _get(session, url: str, params: dict[str, Any], timeout: float) -> dict:
     import requests
+    import urllib3.exceptions
 
     from llmdoctor.collectors.vllm_http import classify_network_error
 
     try:
         with session.get(url, params=params, timeout=timeout, stream=True) as response:
+            # read from the raw stream to stop at the cap; its errors are urllib3's
             body = response.raw.read(MAX_RESPONSE_BYTES + 1, decode_content=True)
             status = response.status_code
-    except requests.RequestException as exc:
+    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
         raise QueryFailed("network", classify_network_error(exc, timeout)[1]) from None
     if status in (401, 403):
         raise QueryFailed("auth", f"HTTP {status}: Prometheus refused the credentials")
     if len(body) > MAX_RESPONSE_BYTES:
         raise QueryFailed("bad", f"answer over {MAX_RESPONSE_BYTES >> 20} MiB")
-    import json
-
     try:
         doc = json.loads(body)
     except ValueError:
@@ -210,10 +211,10 @@ def _points(values: list) -> list[list[float]]:
 def query_series(
     base_url: str, selector: str, window: dict[str, float], timeout: float
 ) -> dict[str, Any]:
-    """Every series of SERIES for `selector`; QueryFailed when Prometheus cannot be read."""
+    """Every series of _series() for `selector`; QueryFailed when Prometheus cannot be read."""
     url = base_url.rstrip("/") + "/api/v1/query_range"
     rng = f"{int(window['range'])}s"
-    session = _session(timeout)
+    session = _session()
     queries = _series()
 
     def one(q: SeriesQuery):
