@@ -99,6 +99,7 @@ def _add_followers(finding: Finding, event: dict, later: list[dict]) -> None:
     runbooks=_xid_runbooks(),
 )
 def history_gpu(facts: Facts) -> list[Finding] | None:
+    """Xids (with what followed), clock slowdowns and heat, each since its start."""
     timeline = history(facts, "gpu")
     if timeline is None:
         return []
@@ -135,6 +136,7 @@ def history_gpu(facts: Facts) -> list[Finding] | None:
     runbooks=("engine-dead", "engine-wedged", "kv-cache-preemption", "queue-saturation"),
 )
 def history_engine(facts: Facts) -> list[Finding] | None:
+    """Engine down or wedged, KV cache full and preemptions, a queue, each since its start."""
     timeline = history(facts, "engine")
     if timeline is None:
         return []
@@ -178,6 +180,7 @@ def history_engine(facts: Facts) -> list[Finding] | None:
     kind="symptom",
 )
 def history_latency(facts: Facts) -> list[Finding] | None:
+    """Slow first tokens or token stream, aborted requests, with the causes before them."""
     timeline = history(facts, "latency")
     if timeline is None:
         return []
@@ -210,6 +213,7 @@ def history_latency(facts: Facts) -> list[Finding] | None:
     runbooks=("k8s-oomkilled", "engine-dead"),
 )
 def history_restarts(facts: Facts) -> list[Finding] | None:
+    """Container restarts in the window and the last terminated reason."""
     timeline = history(facts, "k8s")
     if timeline is None:
         return []

@@ -120,6 +120,7 @@ def sparkline(
 
 
 def fmt_value(value: float, unit: str) -> str:
+    """42%, 4.88 s, 67 C, 256, 0.20/s."""
     if unit == "%":
         return f"{value:.0%}"
     if unit == " s":
@@ -145,6 +146,7 @@ def spark_rows(timeline: dict, series: dict) -> list[str]:
 
 
 def hhmmss(seconds: float) -> str:
+    """21:43:08 (UTC)."""
     return datetime.fromtimestamp(seconds, UTC).strftime("%H:%M:%S")
 
 

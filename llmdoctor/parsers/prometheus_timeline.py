@@ -316,6 +316,7 @@ def timeline_from_series(series: dict[str, Any], query: dict[str, Any]) -> dict[
 
 @derived_fact("prometheus/timeline", needs=("prometheus/series.json", "prometheus/query.json"))
 def prometheus_timeline(facts: Facts) -> dict[str, Any]:
+    """The timeline of the fetched (or bundled) series."""
     return timeline_from_series(
         facts.get("prometheus/series.json"), facts.get("prometheus/query.json")
     )
