@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import os
 import typing
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -74,9 +75,13 @@ Port = Annotated[int | None, typer.Option("--port", min=1, max=65535, help="vLLM
 Tail = Annotated[int, typer.Option("--tail", min=1, help="Log lines per container.")]
 NoExec = Annotated[bool, typer.Option("--no-exec", help="Do not exec into the serving container.")]
 Window = Annotated[
-    float,
+    float | None,
     typer.Option(
-        "--window", min=0.0, help="Seconds between the two vLLM /metrics scrapes (0: one scrape)."
+        "--window",
+        min=0.0,
+        help="Seconds between the two vLLM /metrics scrapes (0: one scrape; default 5, "
+        "0 with --prometheus).",
+        show_default=False,
     ),
 ]
 
@@ -167,7 +172,7 @@ class KubeOptions:
     port: Port = None
     tail: Tail = 2000
     no_exec: NoExec = False
-    window: Window = 5.0
+    window: Window = None
 
     def collection(self) -> dict[str, Any]:
         """The collectors' options (CollectContext.options)."""
@@ -210,6 +215,74 @@ class GpuOptions:
         if utilization is not None and not 0 < utilization <= 1:
             raise BadInput(f"--gpu-memory-utilization {utilization}: expected a fraction in (0, 1]")
         return dataclasses.asdict(self)
+
+
+PrometheusUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--prometheus",
+        envvar="LLMDOCTOR_PROMETHEUS_URL",
+        help="The team's Prometheus (Thanos, Mimir, VictoriaMetrics): read the target's history "
+        "for a timeline. Auth: LLMDOCTOR_PROMETHEUS_TOKEN, or _USER and _PASSWORD; "
+        "LLMDOCTOR_PROMETHEUS_CA.",
+    ),
+]
+PrometheusSince = Annotated[
+    str, typer.Option("--since", help="How much history to read from Prometheus (30m, 1h, 6h).")
+]
+PrometheusSelector = Annotated[
+    str | None,
+    typer.Option(
+        "--prometheus-selector",
+        help='Label matchers for the target\'s series, e.g. \'namespace="ai",pod="vllm-0"\' '
+        "(default: namespace and pod, or instance for a URL).",
+    ),
+]
+Charts = Annotated[
+    str | None,
+    typer.Option(
+        "--charts",
+        help="With --prometheus: write an SVG chart of the history into this folder "
+        "(--markdown links it; needs llmdoctor[charts]).",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class PrometheusOptions:
+    """The incident timeline from the team's Prometheus (diagnose, probe, collect)."""
+
+    prometheus: PrometheusUrl = None
+    since: PrometheusSince = "1h"
+    prometheus_selector: PrometheusSelector = None
+
+    def collection(self) -> dict[str, Any]:
+        """The options gather() reads; BadInput for a URL or duration it cannot use."""
+        from llmdoctor.errors import BadInput
+
+        if self.prometheus is None:
+            return {}
+        if not self.prometheus.startswith(("http://", "https://")):
+            raise BadInput(f"--prometheus {self.prometheus!r}: expected http(s)://HOST:PORT")
+        from llmdoctor.collectors.prometheus import normalize_selector
+        from llmdoctor.commands.node import parse_duration
+
+        ca = os.environ.get("LLMDOCTOR_PROMETHEUS_CA")
+        if ca and not os.path.isfile(ca):
+            raise BadInput(f"LLMDOCTOR_PROMETHEUS_CA={ca}: no such file")
+
+        selector = self.prometheus_selector
+        return {
+            "prometheus": self.prometheus,
+            "prometheus_since": parse_duration(self.since),
+            "prometheus_selector": normalize_selector(selector) if selector else None,
+        }
+
+    def window(self, window: float | None) -> float | None:
+        """The live /metrics window: with Prometheus the rates come from history, so 0."""
+        if window is None and self.prometheus:
+            return 0.0
+        return window
 
 
 def grouped(**groups: type):

@@ -25,7 +25,7 @@ LIVE_COLLECTORS = {
     "node": "llmdoctor.collectors.node",
     "http": "llmdoctor.collectors.vllm_http",
 }
-ALL_SCOPES = ("k8s", "node", "vllm", "logs", "capacity")
+ALL_SCOPES = ("k8s", "node", "vllm", "logs", "capacity", "history")
 
 
 def add_wiki(facts: Facts, lib) -> None:
@@ -60,6 +60,11 @@ def gather(target: Target, ctx: CollectContext) -> list[Facts]:
 
         raise BadTarget(f"{target} cannot be diagnosed live")
     module = importlib.import_module(module_name)
+    history = None
+    if ctx.options.get("prometheus"):
+        from llmdoctor.collectors.prometheus import start_history
+
+        history = start_history(target, ctx)  # beside the live collection when it can
     collected = module.collect(target, ctx)
     result = collected if isinstance(collected, list) else [collected]
     for facts in result:
@@ -68,6 +73,10 @@ def gather(target: Target, ctx: CollectContext) -> list[Facts]:
         if not facts.has("target"):
             facts.set("target", str(target))
         facts.set("settings/timeout", ctx.timeout)
+    if ctx.options.get("prometheus"):
+        from llmdoctor.collectors.prometheus import add_history
+
+        add_history(result, target, ctx, history)
     return result
 
 
@@ -89,6 +98,7 @@ def diagnose(
     gathered with.
     """
     from llmdoctor.derive import derive_all
+    from llmdoctor.history_onsets import date_live_findings
     from llmdoctor.registry import checks_for_scopes, load_checks_dir
 
     for d in checks_dirs or []:
@@ -113,7 +123,9 @@ def diagnose(
         add_settings(facts, settings or {})
         derive_all(facts)
         timeout = check_timeout or facts.get("settings/timeout") or DEFAULT_CHECK_TIMEOUT
-        reports.append(run_checks(facts, checks, target, only or [], skip or [], timeout=timeout))
+        report = run_checks(facts, checks, target, only or [], skip or [], timeout=timeout)
+        date_live_findings(report)  # `since` from the Prometheus history, when there is one
+        reports.append(report)
         if facts.bundle is not None:
             facts.bundle.close()
     if len(reports) == 1:

@@ -41,6 +41,7 @@ class Finding:
     evidence: list[dict[str, Any]] = field(default_factory=list)
     runbooks: list[str] = field(default_factory=list)
     subject: str | None = None
+    since: float | None = None  # unix seconds the problem started (from Prometheus history)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -52,10 +53,19 @@ class Finding:
         }
         if self.subject is not None:
             out["subject"] = self.subject
+        if self.since is not None:
+            out["since"] = rfc3339(self.since)
         links = _runbook_links(self.runbooks)
         if links:
             out["runbook_links"] = links
         return out
+
+
+def rfc3339(seconds: float) -> str:
+    """Unix seconds as RFC 3339 UTC: 2026-11-30T02:41:00Z."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _runbook_links(runbooks: list[str]) -> list[dict[str, str]]:

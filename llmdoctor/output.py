@@ -28,14 +28,25 @@ def make_console(no_color: bool = False, stderr: bool = False):
     )
 
 
-def emit(report, *, as_json: bool, as_markdown: bool, no_color: bool, verbose: bool) -> ExitCode:
-    """Write the report to stdout; return its exit code (3 when nothing could be checked)."""
+def emit(
+    report, *, as_json: bool, as_markdown: bool, no_color: bool, verbose: bool, charts=None
+) -> ExitCode:
+    """Write the report to stdout; return its exit code (3 when nothing could be checked).
+
+    `charts`: a folder for the SVG chart of the Prometheus history (linked from --markdown)."""
     from llmdoctor import report as render
 
+    written = []
+    if charts:
+        from llmdoctor.timeline_charts import write_charts
+
+        written = write_charts(report, charts)
+        if not written:
+            sys.stderr.write("llmdoctor: note: no Prometheus history to chart (--prometheus)\n")
     if as_json:
         sys.stdout.write(render.render_json(report) + "\n")
     elif as_markdown:
-        sys.stdout.write(render.render_markdown(report) + "\n")
+        sys.stdout.write(render.render_markdown(report, written) + "\n")
     else:
         render.render_terminal(report, make_console(no_color), verbose=verbose)
     code = render.exit_code(report)
@@ -65,6 +76,7 @@ def diagnose_and_exit(
     no_color: bool = False,
     verbose: bool = False,
     timeout: float | None = None,
+    charts: str | None = None,
 ):
     """Run the checks of `scopes` over the facts, print the report, exit with its code.
 
@@ -87,6 +99,11 @@ def diagnose_and_exit(
         check_timeout=timeout,
     )
     code = emit(
-        report, as_json=as_json, as_markdown=as_markdown, no_color=no_color, verbose=verbose
+        report,
+        as_json=as_json,
+        as_markdown=as_markdown,
+        no_color=no_color,
+        verbose=verbose,
+        charts=charts,
     )
     raise typer.Exit(int(code))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from llmdoctor.errors import BadInput
 
-SCOPES = ("k8s", "node", "vllm", "logs", "capacity")
+SCOPES = ("k8s", "node", "vllm", "logs", "capacity", "history")
 KINDS = ("cause", "symptom", "generic")
 
 

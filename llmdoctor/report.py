@@ -38,8 +38,10 @@ def _entries(report: Report) -> dict:
 
 
 def to_json(report: Report) -> dict[str, Any]:
-    """The documented `llmdoctor/1` object."""
-    return {
+    """The documented `llmdoctor/1` object (`timeline` only with Prometheus history)."""
+    from llmdoctor import timeline_view
+
+    out = {
         "schema": SCHEMA,
         "target": report.target,
         "status": report.status,
@@ -47,6 +49,9 @@ def to_json(report: Report) -> dict[str, Any]:
         "skipped": report.skipped,
         "errors": report.errors,
     }
+    if history := timeline_view.history_of(report):
+        out["timeline"] = timeline_view.timeline_json(history[0])
+    return out
 
 
 def render_json(report: Report) -> str:
@@ -143,6 +148,9 @@ def render_terminal(report: Report, console, verbose: bool = False) -> None:
     for f in problems:
         console.print()
         _print_finding(console, f, entries, escape, fixes_shown)
+    from llmdoctor import timeline_view
+
+    timeline_view.render_terminal(report, console, escape)
     if fine:
         console.print()
         console.print("[bold]Checked and fine[/]")
@@ -219,9 +227,11 @@ def _fence(lines: list[str]) -> str:
     return "`" * max(3, longest + 1)
 
 
-def render_markdown(report: Report) -> str:
-    """Markdown for pasting into an incident document or a retro (control characters in
-    what llmdoctor did not write are escaped, as on the terminal)."""
+def render_markdown(report: Report, charts: list[tuple[str, str]] | None = None) -> str:
+    """Markdown for pasting into an incident document or a retro (`charts`: SVGs to link;
+    control characters in what llmdoctor did not write are escaped, as on the terminal)."""
+    from llmdoctor import timeline_view
+
     entries = _entries(report)
     v = visible
     out = [
@@ -258,6 +268,7 @@ def render_markdown(report: Report) -> str:
                     fixes_shown.add(rid)
                     out += [f"    > {v(line)}" for line in fix_excerpt(entry.fix)]
             out.append("")
+    out += timeline_view.render_markdown(report, charts)
     if fine:
         out += ["### Checked and fine", ""]
         out += [

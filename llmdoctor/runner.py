@@ -136,8 +136,10 @@ class Report:
 
 
 def finding_order(f: Finding) -> tuple:
-    """Worst first; within a severity, causes, then symptoms, then generic log matches."""
-    return (-f.severity.rank, KINDS.index(check_kind(f.check)), f.subject or "", f.check)
+    """Worst first; within a severity, causes, then symptoms, then generic log matches; then
+    what started first (a finding's `since`, from Prometheus history)."""
+    since = f.since if f.since is not None else float("inf")
+    return (-f.severity.rank, KINDS.index(check_kind(f.check)), since, f.subject or "", f.check)
 
 
 def drop_superseded(findings: list[Finding], specs: dict[str, CheckSpec]) -> list[Finding]:

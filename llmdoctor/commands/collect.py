@@ -26,7 +26,7 @@ def bundle_paths(output: str, pods: list[str]) -> list[Path]:
     return [dest.with_name(f"{stem}-{pod}{suffix}") for pod in pods]
 
 
-@opt.grouped(kube=opt.KubeOptions)
+@opt.grouped(kube=opt.KubeOptions, history=opt.PrometheusOptions)
 def collect_command(
     target: opt.Target = None,
     output: Annotated[
@@ -45,6 +45,7 @@ def collect_command(
     ] = None,
     *,
     kube: opt.KubeOptions,
+    history: opt.PrometheusOptions,
 ) -> None:
     """Collect a pod's (or deployment's) evidence into a redacted bundle for later diagnosis.
 
@@ -73,7 +74,9 @@ def collect_command(
     if parsed.kind == "bundle":
         raise BadTarget("collect reads a live target, not a bundle")
     check_destination(output, force)  # before minutes of collection, not after
-    ctx = CollectContext(target=parsed, timeout=timeout, options=kube.collection())
+    options = {**kube.collection(), **history.collection()}  # --prometheus: prometheus/ folder
+    options["window"] = history.window(kube.window)
+    ctx = CollectContext(target=parsed, timeout=timeout, options=options)
     facts_list = gather(parsed, ctx)
     names = [str(f.get("target") or parsed).split("/", 1)[-1] for f in facts_list]
     paths = bundle_paths(output, names)

@@ -10,7 +10,11 @@ from llmdoctor import cli_options as opt
 
 
 @opt.grouped(
-    kube=opt.KubeOptions, probe=opt.ProbeOptions, gpu=opt.GpuOptions, report=opt.ReportOptions
+    kube=opt.KubeOptions,
+    probe=opt.ProbeOptions,
+    gpu=opt.GpuOptions,
+    history=opt.PrometheusOptions,
+    report=opt.ReportOptions,
 )
 def diagnose_command(
     target: opt.Target = None,
@@ -21,10 +25,12 @@ def diagnose_command(
         str | None,
         typer.Option("--model-config", help="The model's config.json, for the KV cache fit check."),
     ] = None,
+    charts: opt.Charts = None,
     *,
     kube: opt.KubeOptions,
     probe: opt.ProbeOptions,
     gpu: opt.GpuOptions,
+    history: opt.PrometheusOptions,
     report: opt.ReportOptions,
 ) -> None:
     """Find what is wrong with a vLLM pod, deployment, node, endpoint or saved bundle.
@@ -50,13 +56,18 @@ def diagnose_command(
         **probe.settings(),
         **gpu.settings(),
     }
-    options = {**kube.collection(), **probe.collection()}
+    if bundle and history.prometheus:
+        typer.echo(
+            "llmdoctor: note: --prometheus is not read with --bundle (its prometheus/ is)", err=True
+        )
+    options = {**kube.collection(), **probe.collection(), **history.collection()}
+    options["window"] = history.window(kube.window)
     ctx = CollectContext(target=parsed, timeout=report.timeout, options=options)
     facts_list = gather(parsed, ctx)
     label = _label(parsed, facts_list)
     if parsed.kind == "bundle":
         label = f"{facts_list[0].get('target')} (bundle {parsed.name})"
-    diagnose_and_exit(facts_list, label, settings=settings, **report.printing())
+    diagnose_and_exit(facts_list, label, settings=settings, charts=charts, **report.printing())
 
 
 def parse_live_target(target: str | None, selector: str | None, bundle: str | None = None):

@@ -9,18 +9,20 @@ import typer
 from llmdoctor import cli_options as opt
 
 
-@opt.grouped(probe=opt.ProbeOptions, report=opt.ReportOptions)
+@opt.grouped(probe=opt.ProbeOptions, history=opt.PrometheusOptions, report=opt.ReportOptions)
 def probe_command(
     url: Annotated[str, typer.Argument(help="The vLLM server: http(s)://HOST:PORT")],
-    window: opt.Window = 5.0,
+    window: opt.Window = None,
     tokenizer: Annotated[
         str | None,
         typer.Option(
             "--tokenizer", help="A local model folder whose tokenizer to check (offline)."
         ),
     ] = None,
+    charts: opt.Charts = None,
     *,
     probe: opt.ProbeOptions,
+    history: opt.PrometheusOptions,
     report: opt.ReportOptions,
 ) -> None:
     """Check one vLLM endpoint: health, models, queue and KV cache from /metrics, a real
@@ -52,14 +54,20 @@ def probe_command(
         target = parse_target(base)
     if tokenizer is not None and not Path(tokenizer).exists():
         raise BadInput(f"--tokenizer {tokenizer}: no such file or folder")
-    options = {"window": window, "tokenizer": tokenizer, **probe.collection()}
+    options = {
+        "window": history.window(window),
+        "tokenizer": tokenizer,
+        **probe.collection(),
+        **history.collection(),
+    }
     ctx = CollectContext(target=target, timeout=report.timeout, options=options)
     facts_list = gather(target, ctx)
     diagnose_and_exit(
         facts_list,
         str(target),
-        scopes=("vllm",),
+        scopes=("vllm", "history"),
         settings=probe.settings(),
+        charts=charts,
         **report.printing(),
     )
 
