@@ -165,3 +165,35 @@ def test_a_driver_without_the_versioned_fabric_call_falls_back_to_the_older_one(
     assert gpu["fabric"] == {"state": "Completed", "status": "Success", "health_summary": None}
     (f,) = findings(facts, "gpu-fabric")[0]
     assert f.severity == "ok" and "completed" in f.summary
+
+
+def test_the_replayed_h200_reaches_the_verdicts_of_the_live_run(monkeypatch):
+    # tests/fixtures/nvml/h200-node-report-live.json is `llmdoctor node --json` run live on the
+    # H200; the replay of that machine (its NVML answers at the pynvml boundary, its XML, dmesg
+    # and versions) must give every check the verdict the live run printed
+    live = json.loads((FIXTURES / "nvml" / "h200-node-report-live.json").read_text())
+    install_gpus(monkeypatch, NVML_JSON)
+    facts = nvml_facts()
+    for key, value in h200_facts().items():
+        facts.set(key, value)
+    report = diagnose([facts], "node", scopes=("node", "logs"))
+    replayed = {f.check: str(f.severity) for f in report.findings}
+    assert live["status"] == "ok"
+    for finding in live["findings"]:
+        assert replayed.get(finding["check"]) == finding["severity"], finding["check"]
+    assert {s["check"] for s in live["skipped"]} <= {s["check"] for s in report.skipped}
+
+
+def test_the_live_h200_textfile_is_valid_prometheus_text_with_every_node_check():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = (FIXTURES / "nvml" / "h200-node-textfile-live.prom").read_text()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    status = {
+        s.labels["check"]: s.labels["status"]
+        for s in families["llmdoctor_check_status"].samples
+        if s.value == 1.0
+    }
+    assert status["xid"] == "ok" and status["gpu-fabric"] == "ok"
+    assert status["dtype-support"] == "not_checked"
+    assert not [s for s in families["llmdoctor_finding"].samples]  # a healthy machine
