@@ -171,19 +171,62 @@ def test_base_url_sets_canonical_links_and_urls_json(tmp_path):
 def test_rebuild_replaces_only_a_site_it_wrote(tmp_path, capsys):
     out = tmp_path / "site"
     build_site(out)
-    (out / "stale.html").write_text("old")
     code, stdout, _ = cli(capsys, "wiki", "site", "-o", str(out), "--json")
-    assert code == 0 and json.loads(stdout)["entries"] >= 32
-    assert not (out / "stale.html").exists() and (out / SITE_MARKER).is_file()
-    # a folder of other files is never replaced
+    assert code == 0 and json.loads(stdout)["entries"] >= 32 and (out / SITE_MARKER).is_file()
+    # a folder of other files is never written into
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "retro.md").write_text("keep me")
     code, _, err = cli(capsys, "wiki", "site", "-o", str(notes))
     assert code == 3 and "not written by `llmdoctor wiki site`" in err
-    assert (notes / "retro.md").read_text() == "keep me"
+    assert sorted(p.name for p in notes.iterdir()) == ["retro.md"]
     code, _, err = cli(capsys, "wiki", "site", "-o", str(notes / "retro.md"))
     assert code == 3 and "not a folder" in err
+
+
+def test_rebuild_keeps_what_the_team_added_to_the_site_folder(tmp_path, team_wiki, capsys):
+    # a Pages checkout: .git and CNAME live beside the pages and must survive every rebuild
+    out = tmp_path / "pages"
+    build_site(out, [team_wiki])
+    (out / ".git").mkdir()
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (out / "CNAME").write_text("runbooks.example.com\n")
+    (team_wiki / "redis-timeout.md").unlink()  # an entry removed: its page goes too
+    code, _, err = cli(capsys, "wiki", "site", "-o", str(out), "--wiki", str(team_wiki))
+    assert code == 0, err
+    assert (out / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    assert (out / "CNAME").read_text() == "runbooks.example.com\n"
+    assert not (out / "redis-timeout.html").exists() and (out / "gsp-timeout.html").is_file()
+    # a file of the team's own where a new page would go: refused, nothing changed
+    (out / "redis-timeout.html").write_text("our own page")
+    (team_wiki / "redis-timeout.md").write_text(TEAM_ENTRY, encoding="utf-8")
+    code, _, err = cli(capsys, "wiki", "site", "-o", str(out), "--wiki", str(team_wiki))
+    assert code == 3 and "redis-timeout.html is there and was not written" in err
+    assert (out / "redis-timeout.html").read_text() == "our own page"
+
+
+def test_an_entry_called_index_cannot_replace_the_front_page(tmp_path, capsys):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "index.md").write_text(TEAM_ENTRY.replace("redis-timeout", "index"), encoding="utf-8")
+    code, _out, err = cli(capsys, "wiki", "site", "-o", str(tmp_path / "s"), "--wiki", str(team))
+    assert code == 0 and "the id 'index' is the site's own page" in err
+    front = (tmp_path / "s" / "index.html").read_text(encoding="utf-8")
+    assert 'id="results"' in front and "index" not in json.loads(
+        (tmp_path / "s" / "urls.json").read_text()
+    )
+
+
+def test_a_link_to_a_folder_is_followed_and_an_unwritable_target_is_one_line(tmp_path, capsys):
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    code, _, err = cli(capsys, "wiki", "site", "-o", str(link))
+    assert code == 0, err
+    assert link.is_symlink() and (real / "index.html").is_file()
+    code, _, err = cli(capsys, "wiki", "site", "-o", "/proc/llmdoctor-site/x")
+    assert code == 3 and err.startswith("llmdoctor: -o /proc/llmdoctor-site/x: cannot write there")
 
 
 def test_wiki_url_links_every_runbook_in_reports_explain_and_show(capsys, monkeypatch):
@@ -212,10 +255,31 @@ def test_wiki_url_links_every_runbook_in_reports_explain_and_show(capsys, monkey
     assert json.loads(out)["results"][0]["url"] == f"{base}/cuda-oom-runtime.html"
 
 
-def test_a_wiki_url_that_is_not_a_web_address_is_refused(capsys, monkeypatch):
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("runbooks.example", "http(s)://"),
+        ("https://w.example.com/x?y=1#frag", "without ?query or #fragment"),
+        ("http://[::1", "not a valid address"),
+        ("http://u:secret@h/w", "without user:password@"),
+        ("https://a\nb", "control characters"),
+        ("https:///path", "names no host"),
+    ],
+)
+def test_a_wiki_url_that_cannot_be_a_base_address_is_refused(capsys, monkeypatch, url, why):
     monkeypatch.delenv("LLMDOCTOR_WIKI_URL", raising=False)
-    code, _, err = cli(capsys, "wiki", "show", "gsp-timeout", "--wiki-url", "runbooks.example")
-    assert code == 3 and "--wiki-url" in err and "http" in err
+    code, _, err = cli(capsys, "wiki", "show", "gsp-timeout", "--wiki-url", url)
+    assert code == 3 and "--wiki-url" in err and why in err
+    assert "secret" not in err  # a password is never echoed back
+
+
+def test_wiki_list_and_a_plain_wiki_search_print_page_addresses(capsys, monkeypatch):
+    monkeypatch.delenv("LLMDOCTOR_WIKI_URL", raising=False)
+    base = "https://runbooks.example.com/llm"
+    code, out, _ = cli(capsys, "wiki", "list", "--wiki-url", base)
+    assert code == 0 and f"{base}/gsp-timeout.html" in out
+    code, out, _ = cli(capsys, "wiki", "search", "OOM", "--limit", "1", "--wiki-url", base)
+    assert f"page: {base}/cuda-oom-runtime.html" in out
 
 
 def test_serve_serves_the_site_and_rebuilds_when_an_entry_changes(tmp_path, team_wiki):
@@ -281,3 +345,46 @@ def test_the_deploy_examples_commands_build_a_site(tmp_path, team_wiki, capsys):
         assert code == 0, (argv, err)
     urls = json.loads((tmp_path / "public" / "urls.json").read_text())
     assert urls["redis-timeout"] == "https://team.gitlab.io/runbooks/redis-timeout.html"
+
+
+def test_serve_says_why_it_cannot_listen_in_one_line(tmp_path, capsys):
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        for bind, port_arg in (("127.0.0.1", port), ("999.1.1.1", 0)):
+            code, _, err = cli(
+                capsys, "wiki", "serve", "-o", str(tmp_path / "s"), "--bind", bind,
+                "--port", str(port_arg),
+            )  # fmt: skip
+            assert code == 3 and err.startswith(f"llmdoctor: cannot serve on {bind}:"), err
+            assert "Traceback" not in err and "internal error" not in err
+    finally:
+        taken.close()
+
+
+def test_serve_says_which_entry_a_rebuild_left_out(tmp_path, team_wiki):
+    from llmdoctor.wiki.site_serve import serve
+
+    messages: list[str] = []
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=serve,
+        args=(tmp_path / "site", [team_wiki], None, "127.0.0.1", 0, messages.append, stop),
+        daemon=True,
+    )
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not messages and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (team_wiki / "broken.md").write_text("---\nid: [broken\n", encoding="utf-8")
+        while time.monotonic() < deadline and not any("broken.md" in m for m in messages):
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert any("broken.md" in m and "left out" in m for m in messages), messages

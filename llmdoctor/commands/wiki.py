@@ -179,22 +179,30 @@ def list_command(
     tag: TagOption = None,
     as_json: opt.Json = False,
     wiki: opt.WikiDirs = None,
+    wiki_url: opt.WikiUrl = None,
 ) -> None:
     """List every entry (team entries override built-in ones with the same id)."""
     from llmdoctor.wiki.catalog import list_entries
+    from llmdoctor.wiki.links import page_url
 
     entries = list_entries(tag, wiki)
     if as_json:
         import json
 
-        typer.echo(json.dumps({"entries": [e.to_json() for e in entries]}, ensure_ascii=False))
+        rows = [e.to_json() for e in entries]
+        for row in rows:
+            if url := page_url(row["id"]):
+                row["url"] = url
+        typer.echo(json.dumps({"entries": rows}, ensure_ascii=False))
         raise typer.Exit(0)
     width = max((len(e.id) for e in entries), default=0)
     from llmdoctor.terminal_text import visible
 
     for e in entries:
         note = "  (overrides a built-in entry)" if e.overrides else ""
-        typer.echo(visible(f"{e.id:<{width}}  {e.severity:<8}  {e.title}{note}"))
+        url = page_url(e.id)
+        page = f"  {url}" if url else ""
+        typer.echo(visible(f"{e.id:<{width}}  {e.severity:<8}  {e.title}{note}{page}"))
     typer.echo(f"{len(entries)} entries" + (f" tagged {tag!r}" if tag else ""), err=True)
     raise typer.Exit(0)
 

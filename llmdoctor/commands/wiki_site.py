@@ -48,18 +48,20 @@ def site_command(
     started = time.monotonic()
     summary = build_site(output, wiki, _base_url(base_url))
     elapsed = time.monotonic() - started
+    from llmdoctor.terminal_text import visible
+
     if as_json:
         import json
 
         typer.echo(json.dumps(summary.to_json() | {"seconds": round(elapsed, 3)}))
     else:
         typer.echo(
-            f"wrote {summary.entries} entries and {summary.tags} tag pages to {summary.path} "
-            f"in {elapsed:.1f}s"
+            f"wrote {summary.entries} entries and {summary.tags} tag pages to "
+            f"{visible(summary.path)} in {elapsed:.1f}s"
         )
-        typer.echo(f"open: {(summary.path / 'index.html').resolve().as_uri()}")
+        typer.echo(f"open: {visible((summary.path / 'index.html').resolve().as_uri())}")
     for problem in summary.problems:
-        typer.echo(f"{problem} (left out; run: llmdoctor wiki lint)", err=True)
+        typer.echo(visible(f"{problem} (left out; run: llmdoctor wiki lint)"), err=True)
     raise typer.Exit(0)
 
 

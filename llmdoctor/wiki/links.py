@@ -26,14 +26,42 @@ def page_url(entry_id: str) -> str | None:
     return base.rstrip("/") + "/" + entry_id + ".html"
 
 
+def check_wiki_url(value: str) -> str | None:
+    """Why `value` cannot be the site's base address, or None. Pages are `<base>/<id>.html`, so
+    a query or fragment would land on the wrong page, and credentials would be printed in every
+    report."""
+    from urllib.parse import urlsplit
+
+    if not value or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in value):
+        return "give the site's address without spaces or control characters"
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises on a malformed port
+        host = parts.hostname
+    except ValueError as exc:
+        return f"not a valid address ({exc})"
+    if parts.scheme not in ("http", "https", "file"):
+        return "give the site's http(s):// or file:// address"
+    if parts.scheme != "file" and not host:
+        return "the address names no host"
+    if parts.username is not None or parts.password is not None:
+        return "give the address without user:password@ (it is printed in every report)"
+    if parts.query or parts.fragment or value.endswith(("?", "#")):
+        return "give the site's base address, without ?query or #fragment (pages are BASE/ID.html)"
+    return None
+
+
 def set_wiki_url(value: str | None) -> str | None:
     """Validate a --wiki-url value and make it the address for this run (typer callback)."""
     if value is None:
         return None
     value = value.strip()
-    if not value.startswith(("http://", "https://", "file://")):
+    why = check_wiki_url(value)
+    if why:
         import typer
 
-        raise typer.BadParameter(f"{value!r}: give the site's http(s):// or file:// address")
+        from llmdoctor.redact import redact_url
+
+        raise typer.BadParameter(f"{redact_url(value)!r}: {why}")
     os.environ[ENV_WIKI_URL] = value
     return value

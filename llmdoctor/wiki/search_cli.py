@@ -89,6 +89,7 @@ def run_search(
         out.write("no runbook entry matches" + (f" with tag {tag!r}" if tag else "") + "\n")
         return 0
     from llmdoctor.terminal_text import visible
+    from llmdoctor.wiki.links import page_url
 
     color = use_color(no_color)
     bold, dim, reset = ("\x1b[1m", "\x1b[2m", "\x1b[0m") if color else ("", "", "")
@@ -99,6 +100,8 @@ def run_search(
         )
         if r.snippet:
             out.write(f"    {highlight(r.snippet, r.highlights, color)}\n")
+        if url := page_url(r.id):
+            out.write(f"    {dim}page:{reset} {visible(url)}\n")
     out.write(f"{dim}details: llmdoctor wiki show {visible(results[0].id)}{reset}\n")
     return 0
 

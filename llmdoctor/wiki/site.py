@@ -65,23 +65,34 @@ def build_site(
 ):
     """Render the merged wiki (built-in, LLMDOCTOR_WIKI, then `wiki_dirs`) into `out_dir`.
 
-    The site is written to a temporary folder beside `out_dir` and renamed into place, so a
-    reader never sees half a site. An existing `out_dir` is replaced only when it is a site this
-    function wrote (it holds the marker file); any other non-empty folder is refused.
+    The site is built in a temporary folder beside `out_dir`, then moved into place: a new
+    folder in one rename; an earlier site file by file, replacing only the files that site
+    wrote (listed in its marker file) and leaving everything else there (a `.git`, a `CNAME`).
+    Any other non-empty folder is refused, and so is a rebuild that would overwrite a file the
+    earlier site did not write.
     """
     from llmdoctor.wiki.index import with_index
     from llmdoctor.wiki.library import load_library
     from llmdoctor.wiki.site_index import build_search_data, search_data_script
 
-    out_dir = Path(out_dir)
-    _check_target(out_dir)
+    out_dir = _target_folder(Path(out_dir))
+    previous = _check_target(out_dir)
     library = load_library(wiki_dirs)
-    entries = library.entries
+    problems = [str(e) for e in library.errors]
+    entries = dict(library.entries)
+    for reserved in RESERVED_IDS & set(entries):
+        problems.append(
+            f"{entries.pop(reserved).path}: the id {reserved!r} is the site's own page; "
+            "its entry has no page (rename it)"
+        )
     search_data = with_index(wiki_dirs, build_search_data)
     renderer = _Renderer(entries, library.overridden, base_url)
-    parent = out_dir.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".llmdoctor-site-", dir=parent))
+    parent = out_dir.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".llmdoctor-site-", dir=parent))
+    except OSError as exc:
+        raise BadInput(f"-o {out_dir}: cannot write there ({exc.strerror or exc})") from None
     try:
         (work / "tags").mkdir()
         for name in ASSETS:
@@ -98,35 +109,63 @@ def build_site(
         (work / "index.html").write_text(renderer.index_page(tags), encoding="utf-8")
         urls = {i: entry_url(base_url, i) if base_url else f"{i}.html" for i in sorted(entries)}
         (work / "urls.json").write_text(json.dumps(urls, indent=1) + "\n", encoding="utf-8")
-        (work / SITE_MARKER).write_text("written by llmdoctor wiki site\n", encoding="utf-8")
-        _replace(work, out_dir)
-    except BaseException:
+        _replace(work, out_dir, previous)
+    finally:
         shutil.rmtree(work, ignore_errors=True)
-        raise
-    problems = [str(e) for e in library.errors]
     return SiteSummary(out_dir, len(entries), len(tags), base_url, problems)
 
 
-def _check_target(out_dir: Path) -> None:
+RESERVED_IDS = frozenset({"index"})  # index.html is the front page
+
+
+def _target_folder(out_dir: Path) -> Path:
+    """-o as given; a link to a folder is followed (the link stays, the site goes where it
+    points)."""
+    return out_dir.resolve() if out_dir.is_symlink() and out_dir.is_dir() else out_dir
+
+
+def _check_target(out_dir: Path) -> list[str] | None:
+    """The files an earlier site wrote there (None: a new or empty folder); BadInput when the
+    folder is not ours to write into."""
     if out_dir.exists() and not out_dir.is_dir():
         raise BadInput(f"-o {out_dir}: exists and is not a folder")
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / SITE_MARKER).is_file():
+    if not out_dir.is_dir() or not any(out_dir.iterdir()):
+        return None
+    marker = out_dir / SITE_MARKER
+    try:
+        written = json.loads(marker.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        written = None
+    if not isinstance(written, list) or not all(isinstance(f, str) for f in written):
         raise BadInput(
             f"-o {out_dir}: the folder is not empty and was not written by `llmdoctor wiki site`; "
             "choose an empty or new folder (nothing was changed)"
         )
+    return written
 
 
-def _replace(work: Path, out_dir: Path) -> None:
-    """Move the new site into place; the old one (ours, by the marker) is removed after."""
+def _replace(work: Path, out_dir: Path, previous: list[str] | None) -> None:
+    """Move the new site from `work` into `out_dir` (see build_site)."""
+    new = sorted(str(p.relative_to(work)) for p in work.rglob("*") if p.is_file())
+    marker = {"written_by": "llmdoctor wiki site", "files": new}
+    (work / SITE_MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
     os.chmod(work, 0o755)
-    if not out_dir.exists():
+    if previous is None and not out_dir.exists():
         os.replace(work, out_dir)
         return
-    old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-    os.replace(out_dir, old)
-    os.replace(work, out_dir)
-    shutil.rmtree(old, ignore_errors=True)
+    ours = set(previous or ())
+    foreign = [f for f in new if f not in ours and os.path.lexists(out_dir / f)]
+    if foreign:
+        raise BadInput(
+            f"-o {out_dir}: {foreign[0]} is there and was not written by `llmdoctor wiki site`; "
+            "move it away first (nothing was changed)"
+        )
+    for name in new:
+        (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(work / name, out_dir / name)
+    for name in sorted(ours - set(new)):  # pages of entries that are gone
+        (out_dir / name).unlink(missing_ok=True)
+    os.replace(work / SITE_MARKER, out_dir / SITE_MARKER)
 
 
 def _asset(name: str) -> str:

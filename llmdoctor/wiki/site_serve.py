@@ -24,10 +24,29 @@ def wiki_fingerprint(wiki_dirs) -> str:
 
 
 def start_server(directory: Path, bind: str, port: int) -> ThreadingHTTPServer:
+    """An HTTP server for the site folder; BadInput (one line) for an address it cannot use."""
+    import socket
+
+    from llmdoctor.errors import BadInput
+
     handler = partial(_QuietHandler, directory=str(directory))
-    server = ThreadingHTTPServer((bind, port), handler)
+    server_class = ThreadingHTTPServer
+    if ":" in bind:  # an IPv6 address such as ::1
+        server_class = type(
+            "_V6Server", (ThreadingHTTPServer,), {"address_family": socket.AF_INET6}
+        )
+    try:
+        server = server_class((bind, port), handler)
+    except (OSError, OverflowError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise BadInput(f"cannot serve on {bind}:{port}: {why}") from None
     server.daemon_threads = True
     return server
+
+
+def _log_problems(summary, log: Callable[[str], None]) -> None:
+    for problem in summary.problems:  # an entry left out is said, never dropped silently
+        log(f"{problem} (left out; run: llmdoctor wiki lint)")
 
 
 def serve(
@@ -44,6 +63,7 @@ def serve(
 
     stop = stop or threading.Event()
     summary = build_site(output, wiki_dirs, base_url)
+    _log_problems(summary, log)
     seen = wiki_fingerprint(wiki_dirs)
     server = start_server(output, bind, port)
     host, actual = server.server_address[:2]
@@ -59,6 +79,7 @@ def serve(
             try:
                 summary = build_site(output, wiki_dirs, base_url)
                 log(f"rebuilt: {summary.entries} entries")
+                _log_problems(summary, log)
             except Exception as exc:  # a bad edit must not stop the preview
                 log(f"rebuild failed, still serving the last site: {exc}")
     finally:
