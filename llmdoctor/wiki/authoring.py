@@ -165,13 +165,14 @@ def save_draft(text: str, entry_id: str = "") -> Path:
 
 def target_folder(wiki_dirs: list[str] | None) -> Path:
     """Where `wiki add` writes: the first --wiki folder, else the first LLMDOCTOR_WIKI folder."""
+    from llmdoctor.wiki.folders import expect_new_folder
     from llmdoctor.wiki.library import ENV_WIKI
 
-    if wiki_dirs:
-        return Path(wiki_dirs[0])
     env = [p for p in os.environ.get(ENV_WIKI, "").split(os.pathsep) if p.strip()]
-    if env:
-        return Path(env[0])
+    chosen = wiki_dirs[0] if wiki_dirs else env[0] if env else None
+    if chosen is not None:
+        expect_new_folder(chosen)  # created when the entry is written
+        return Path(chosen)
     raise BadInput(
         "no wiki folder to write to: pass --wiki DIR (the team's runbook folder) or set "
         f"{ENV_WIKI}; the built-in runbooks are only written when named explicitly"

@@ -72,6 +72,11 @@ def wiki_dirs(extra: list[str | Path] | None = None) -> list[Path]:
 _warned: set[str] = set()
 
 
+def expect_new_folder(path: str | Path) -> None:
+    """A folder `wiki add` is about to create: not a typo to warn about."""
+    _warned.add(os.fspath(path))
+
+
 def _warn_missing(dirs: list[str]) -> None:
     """One stderr line per missing team folder: a typo in --wiki or LLMDOCTOR_WIKI must not
     silently leave the team's runbooks out of a search at 3 a.m."""
