@@ -147,4 +147,5 @@ def merge_reports(reports: list[Report], target: str) -> Report:
         skipped += [{**s, "subject": pod} for s in r.skipped]
         errors += [{**e, "subject": pod} for e in r.errors]
     findings.sort(key=finding_order)
-    return Report(target, findings, skipped, errors, reports[0].facts)
+    pods = [r.facts for r in reports if r.facts is not None]
+    return Report(target, findings, skipped, errors, reports[0].facts, pods)

@@ -49,8 +49,14 @@ def to_json(report: Report) -> dict[str, Any]:
         "skipped": report.skipped,
         "errors": report.errors,
     }
-    if history := timeline_view.history_of(report):
-        out["timeline"] = timeline_view.timeline_json(history[0])
+    found = timeline_view.histories(report)
+    if found:
+        out["timeline"] = timeline_view.timeline_json(found[0][1])
+    if len(found) > 1:  # a deployment: every pod's timeline, by pod
+        out["timelines"] = {
+            str(facts.get("target")): timeline_view.timeline_json(timeline)
+            for facts, timeline, _ in found
+        }
     return out
 
 

@@ -120,6 +120,8 @@ class Report:
     skipped: list[dict[str, str]]
     errors: list[dict[str, str]]
     facts: Facts | None = None
+    # the facts of every pod of a merged report (a deployment), first = `facts`
+    pod_facts: list[Facts] = field(default_factory=list)
 
     @property
     def status(self) -> str:

@@ -68,14 +68,19 @@ def since_text(event: dict[str, Any], now: float) -> str:
 
 
 def history_of(report) -> tuple[dict, dict] | None:
-    """(timeline, series) of the report's facts, or None without Prometheus history."""
-    facts = report.facts
-    if facts is None:
-        return None
-    timeline, series = facts.get("prometheus/timeline"), facts.get("prometheus/series.json")
-    if not isinstance(timeline, dict) or not isinstance(series, dict):
-        return None
-    return timeline, series
+    """(timeline, series) of the report's (first pod's) facts, or None without history."""
+    found = histories(report)
+    return (found[0][1], found[0][2]) if found else None
+
+
+def histories(report) -> list[tuple[Any, dict, dict]]:
+    """(facts, timeline, series) of every pod of the report that has Prometheus history."""
+    out = []
+    for facts in report.pod_facts or ([report.facts] if report.facts is not None else []):
+        timeline, series = facts.get("prometheus/timeline"), facts.get("prometheus/series.json")
+        if isinstance(timeline, dict) and isinstance(series, dict):
+            out.append((facts, timeline, series))
+    return out
 
 
 def merged(series: dict, name: str) -> list[tuple[float, float]]:
@@ -160,10 +165,11 @@ def event_rows(timeline: dict) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def header(timeline: dict, report=None) -> str:
+def header(timeline: dict, report=None, facts=None) -> str:
     """The section title; names the pod when the report covers several (a deployment)."""
     start, end = timeline["start"], timeline["end"]
-    target = str(report.facts.get("target") or "") if report is not None else ""
+    facts = facts if facts is not None else (report.facts if report is not None else None)
+    target = str(facts.get("target") or "") if facts is not None else ""
     whose = f" of {target}" if target and not report.target.startswith(target) else ""
     return (
         f"Timeline{whose} (UTC, {hhmmss(start)} to {hhmmss(end)}, "
@@ -187,41 +193,37 @@ def timeline_json(timeline: dict) -> dict[str, Any]:
 
 
 def render_terminal(report, console, escape) -> None:
-    """Print the Timeline section (nothing without history)."""
-    found = history_of(report)
-    if found is None:
-        return
-    timeline, series = found
-    console.print()
-    console.print(f"[bold]{escape(header(timeline, report))}[/]")
-    rows = event_rows(timeline)
-    if not rows:
-        console.print("  [dim]no problem started in this window[/]")
-    for when, layer, subject, what in rows:
-        who = f" [{subject}]" if subject else ""
-        line = f"  {escape(when)}  [dim]{layer:<6}[/] {escape(what)}{escape(who)}"
-        console.print(line, soft_wrap=True)
-    for row in spark_rows(timeline, series):
-        console.print(f"  {escape(row)}", soft_wrap=True)
+    """Print the Timeline section, one per pod with history (nothing without history)."""
+    for facts, timeline, series in histories(report):
+        console.print()
+        console.print(f"[bold]{escape(header(timeline, report, facts))}[/]")
+        rows = event_rows(timeline)
+        if not rows:
+            console.print("  [dim]no problem started in this window[/]")
+        for when, layer, subject, what in rows:
+            who = f" [{subject}]" if subject else ""
+            line = f"  {escape(when)}  [dim]{layer:<6}[/] {escape(what)}{escape(who)}"
+            console.print(line, soft_wrap=True)
+        for row in spark_rows(timeline, series):
+            console.print(f"  {escape(row)}", soft_wrap=True)
 
 
 def render_markdown(report, charts: list[tuple[str, str]] | None = None) -> list[str]:
-    """The Timeline section as markdown lines (nothing without history)."""
-    found = history_of(report)
-    if found is None:
-        return []
-    timeline, series = found
-    out = [f"### {header(timeline, report)}", ""]
-    rows = event_rows(timeline)
-    if rows:
-        out += ["| time | layer | what |", "|---|---|---|"]
-        for when, layer, subject, what in rows:
-            who = f" [{subject}]" if subject else ""
-            text = f"{what}{who}".replace("|", "\\|")
-            out.append(f"| {when} | {layer} | {text} |")
-    else:
-        out.append("No problem started in this window.")
-    out += ["", "```text", *spark_rows(timeline, series), "```", ""]
-    for label, path in charts or []:
-        out += [f"![{label}]({path})", ""]
+    """The Timeline section as markdown lines, one per pod with history."""
+    out: list[str] = []
+    for n, (facts, timeline, series) in enumerate(histories(report)):
+        out += [f"### {header(timeline, report, facts)}", ""]
+        rows = event_rows(timeline)
+        if rows:
+            out += ["| time | layer | what |", "|---|---|---|"]
+            for when, layer, subject, what in rows:
+                who = f" [{subject}]" if subject else ""
+                text = f"{what}{who}".replace("|", "\\|")
+                out.append(f"| {when} | {layer} | {text} |")
+        else:
+            out.append("No problem started in this window.")
+        out += ["", "```text", *spark_rows(timeline, series), "```", ""]
+        if n == 0:  # charts are drawn for the first pod with history
+            for label, path in charts or []:
+                out += [f"![{label}]({path})", ""]
     return out

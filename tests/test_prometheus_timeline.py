@@ -12,6 +12,7 @@ import json
 import shutil
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import prometheus_scenarios as ps
 import pytest
@@ -271,3 +272,32 @@ def test_bad_prometheus_options_are_one_line_errors(capsys):
             cli_run(["probe", "http://127.0.0.1:9", *args])
         assert exit_info.value.code == 3
         assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_deployment_shows_the_timeline_of_every_pod_with_history():
+    # two pods replayed from the example bundle's Prometheus history: the report (terminal,
+    # markdown, JSON) carries both timelines, each headed by its pod
+    import io
+
+    from rich.console import Console
+
+    from llmdoctor.bundle import Bundle
+    from llmdoctor.diagnosis import diagnose
+    from llmdoctor.report import render_markdown, render_terminal, to_json
+
+    example = Path(__file__).resolve().parent.parent / "examples/bundles/saturated-queue-history"
+    facts_list = []
+    for pod in ("pod/vllm-a", "pod/vllm-b"):
+        facts = Bundle(str(example)).to_facts()
+        facts.set("target", pod)
+        facts_list.append(facts)
+    report = diagnose(facts_list, "deploy/vllm")
+    data = to_json(report)
+    assert set(data["timelines"]) == {"pod/vllm-a", "pod/vllm-b"}
+    assert data["timeline"] == data["timelines"]["pod/vllm-a"]  # the first pod, as before
+    markdown = render_markdown(report)
+    assert "### Timeline of pod/vllm-a" in markdown and "### Timeline of pod/vllm-b" in markdown
+    buffer = io.StringIO()
+    render_terminal(report, Console(file=buffer, no_color=True, width=200))
+    text = buffer.getvalue()
+    assert "Timeline of pod/vllm-a" in text and "Timeline of pod/vllm-b" in text
