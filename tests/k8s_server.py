@@ -352,7 +352,9 @@ class K8sHandler(BaseHTTPRequestHandler):
         command = query.get("command") or []
         container = (query.get("container") or [""])[0]
         self.server.exec_commands.append((name, container, command))
-        answer = cluster.exec_answers.get((name, container, command[0] if command else ""))
+        # vLLM's own argument check runs python3 too: answered under its own key
+        program = "vllm-args" if "--llmdoctor-vllm-args" in command else (command or [""])[0]
+        answer = cluster.exec_answers.get((name, container, program))
         if answer is None:
             answer = ExecAnswer(
                 exit_code=126,

@@ -189,10 +189,28 @@ def _proxy_forbidden(verb: str, namespace: str) -> str:
     )
 
 
-def serving_env_script() -> str | None:
-    """The serving-environment probe: a stdlib script that prints node/versions.json."""
-    path = Path(__file__).resolve().parent.parent / "data" / "serving_env_probe.py"
+def serving_env_script(name: str = "serving_env_probe.py") -> str | None:
+    """A stdlib script of llmdoctor/data/ run by the serving container's python: the
+    environment probe (node/versions.json) or vLLM's own argument check (serving/vllm-args.json).
+    """
+    path = Path(__file__).resolve().parent.parent / "data" / name
     return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+VLLM_ARGS = "serving/vllm-args.json"
+
+
+def vllm_args_command(args: dict) -> list[str] | None:
+    """The exec that asks the image's own vLLM to parse the server's arguments, or None."""
+    script = serving_env_script("vllm_args_probe.py")
+    entry = str(args.get("entrypoint") or "")
+    if script is None or not entry:
+        return None
+    request = {
+        "args": list(args.get("argv") or []),
+        "positional_model": entry.endswith("vllm serve") or entry == "image entrypoint",
+    }
+    return ["python3", "-c", script, "--llmdoctor-vllm-args", json.dumps(request)]
 
 
 def _exec_failure(what: str, exc_or_result) -> str:
@@ -206,6 +224,18 @@ def _exec_failure(what: str, exc_or_result) -> str:
     return f"{what} exited with code {r.exit_code}: {first}"
 
 
+def _vllm_args_fact(checked) -> Any:
+    if checked is None:
+        return Missing("no vLLM command line in the pod spec to check")
+    if isinstance(checked, KubeError) or checked.exit_code != 0:
+        return Missing(_exec_failure("python3 (vLLM's argument check)", checked))
+    try:
+        found = json.loads(checked.stdout)
+    except json.JSONDecodeError as exc:
+        return Missing(f"vLLM's argument check printed no JSON ({exc})")
+    return found if isinstance(found, dict) else Missing("vLLM's argument check printed no object")
+
+
 def collect_exec(conn: KubeConnection, pod: dict, timeout: float) -> dict[str, Any]:
     """node/nvidia-smi.xml and node/versions.json as seen inside the serving container."""
     args = parse_serving_args(pod)
@@ -213,7 +243,11 @@ def collect_exec(conn: KubeConnection, pod: dict, timeout: float) -> dict[str, A
     status = _statuses(pod).get(container, {})
     if not container or not (status.get("state") or {}).get("running"):
         reason = f"the serving container {container or '?'} is not running: nothing to exec into"
-        return {"node/nvidia-smi.xml": Missing(reason), "node/versions.json": Missing(reason)}
+        return {
+            "node/nvidia-smi.xml": Missing(reason),
+            "node/versions.json": Missing(reason),
+            VLLM_ARGS: Missing(reason),
+        }
     name = pod["metadata"]["name"]
     script = serving_env_script()
 
@@ -223,11 +257,14 @@ def collect_exec(conn: KubeConnection, pod: dict, timeout: float) -> dict[str, A
         except KubeError as exc:
             return exc
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    check_args = vllm_args_command(args)
+    with ThreadPoolExecutor(max_workers=3) as pool:
         smi_future = pool.submit(run, ["nvidia-smi", "-q", "-x"])
         env_future = pool.submit(run, ["python3", "-c", script]) if script else None
+        args_future = pool.submit(run, check_args) if check_args else None
         smi, env = smi_future.result(), env_future.result() if env_future else None
-    result: dict[str, Any] = {}
+        checked = args_future.result() if args_future else None
+    result: dict[str, Any] = {VLLM_ARGS: _vllm_args_fact(checked)}
     if not isinstance(smi, KubeError) and smi.exit_code == 0 and "<nvidia_smi_log" in smi.stdout:
         result["node/nvidia-smi.xml"] = smi.stdout
     else:

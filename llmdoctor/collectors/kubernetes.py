@@ -267,7 +267,11 @@ class PodCollection:
     def exec(self, _ctx) -> dict[str, Any]:
         if self.ctx.options.get("no_exec"):
             reason = "not collected: --no-exec was given"
-            return {"node/nvidia-smi.xml": Missing(reason), "node/versions.json": Missing(reason)}
+            return {
+                "node/nvidia-smi.xml": Missing(reason),
+                "node/versions.json": Missing(reason),
+                "serving/vllm-args.json": Missing(reason),
+            }
         result = collect_exec(self.conn, self.pod, self.ctx.timeout)
         for key in ("node/nvidia-smi.xml", "node/versions.json"):
             value = result.get(key)
@@ -298,7 +302,11 @@ def collect_pod(conn: KubeConnection, ref: PodRef, ctx: CollectContext) -> Facts
         Collector("node", ("k8s/node.json",), part.node),
         Collector("owner", ("k8s/owner.json",), part.owner),
         Collector("logs", ("logs/",), part.logs),
-        Collector("exec", ("node/nvidia-smi.xml", "node/versions.json"), part.exec),
+        Collector(
+            "exec",
+            ("node/nvidia-smi.xml", "node/versions.json", "serving/vllm-args.json"),
+            part.exec,
+        ),
     ]
     window = window_seconds(ctx.options)
     vllm_ctx = CollectContext(ctx.target, ctx.timeout * 3 + window, ctx.options)
