@@ -52,9 +52,21 @@ NVFP4_BITS = 4.5  # 4-bit values + one FP8 scale per 16
 
 def read_quantization(shape: ModelShape, config: dict[str, Any]) -> None:
     """Set shape.quant_* from a config's quantization_config (compression_config)."""
-    quant = config.get("quantization_config") or config.get("compression_config")
-    if not isinstance(quant, dict):
+    quant = None
+    for name in ("quantization_config", "compression_config"):
+        value = config.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, dict):  # [1, 2], "fp8": never silently sized as unquantized
+            raise BadInput(
+                f"the model config's {name} is {_shown(value)}: it must be a JSON object "
+                '(e.g. {"quant_method": "fp8"})'
+            )
+        quant = value
+        break
+    if quant is None:
         return
+    field_name = name
     method = str(quant.get("quant_method") or "").lower() or None
     shape.quant_method = method
     bits: float | None = None
@@ -71,7 +83,7 @@ def read_quantization(shape: ModelShape, config: dict[str, Any]) -> None:
         bits = 8.0
         shape.quant_note = f"{method}: linear layers 8-bit, embeddings and lm_head 16-bit"
     elif method == "compressed-tensors":
-        bits = _compressed_tensors_bits(quant)
+        bits = _compressed_tensors_bits(quant, field_name)
         if bits:
             shape.quant_note = f"compressed-tensors ({quant.get('format') or 'no format'}): {bits:g} bits per linear weight"
     elif method in (
@@ -83,14 +95,16 @@ def read_quantization(shape: ModelShape, config: dict[str, Any]) -> None:
         "autoround",
         "marlin",
     ):
-        raw = quant.get("bits") or quant.get("w_bit") or quant.get("weight_bits")
-        group = quant.get("group_size") or quant.get("q_group_size") or 128
-        if _positive(raw):
-            group = group if _positive(group) else 128
-            bits = float(raw) + 16 / float(group)  # + one 16-bit scale per group
-            shape.quant_note = (
-                f"{method}: {raw}-bit weights, group size {group} ({bits:.2f} bits with scales)"
-            )
+        raw = _quant_field(quant, field_name, ("bits", "w_bit", "weight_bits"))
+        group = _quant_field(quant, field_name, ("group_size", "q_group_size"), per_channel=True)
+        if raw is not None:
+            if group == -1:  # one scale per output channel: negligible next to the weights
+                bits = float(raw)
+                shape.quant_note = f"{method}: {raw:g}-bit weights, per-channel scales"
+            else:
+                group = group or 128
+                bits = float(raw) + 16 / float(group)  # + one 16-bit scale per group
+                shape.quant_note = f"{method}: {raw:g}-bit weights, group size {group:g} ({bits:.2f} bits with scales)"
     elif method == "modelopt":
         inner = quant.get("quantization")
         algo = quant.get("quant_algo") or (
@@ -130,21 +144,67 @@ def _positive(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
-def _compressed_tensors_bits(quant: dict[str, Any]) -> float | None:
-    """Bits per weight of a compressed-tensors config's first weight scheme."""
-    groups = quant.get("config_groups")
-    if not isinstance(groups, dict):
-        return None
-    fmt = str(quant.get("format") or "").lower()
-    for group in groups.values():
-        weights = group.get("weights") if isinstance(group, dict) else None
-        if not isinstance(weights, dict) or not _positive(weights.get("num_bits")):
+def _shown(value: Any) -> str:
+    return (
+        repr(value)[:40]
+        if not isinstance(value, list | dict)
+        else (f"a {'list' if isinstance(value, list) else 'object'} ({json.dumps(value)[:40]})")
+    )
+
+
+def _quant_field(
+    quant: dict[str, Any], where: str, names: tuple[str, ...], per_channel: bool = False
+) -> float | None:
+    """The first present of `names` in a quantization config: a positive number (or -1 for a
+    per-channel group size); present but anything else is an error naming the field."""
+    for name in names:
+        value = quant.get(name)
+        if value is None:
             continue
-        num_bits = float(weights["num_bits"])
+        if _positive(value) or (per_channel and value == -1 and not isinstance(value, bool)):
+            return value
+        raise BadInput(
+            f"the model config's {where}.{name} is {_shown(value)}: it must be a positive number"
+            + (" (or -1 for per-channel scales)" if per_channel else "")
+        )
+    return None
+
+
+def _compressed_tensors_bits(quant: dict[str, Any], where: str) -> float | None:
+    """Bits per weight of a compressed-tensors config's first weight scheme.
+
+    A present but malformed config_groups (a string, a group that is not an object, weights
+    with a bad num_bits) is an error naming the field; a group without weights (activations
+    only) is skipped.
+    """
+    groups = quant.get("config_groups")
+    if groups is None:
+        return None
+    if not isinstance(groups, dict):
+        raise BadInput(
+            f"the model config's {where}.config_groups is {_shown(groups)}: it must be an "
+            'object of groups (e.g. {"group_0": {"weights": {"num_bits": 8}}})'
+        )
+    fmt = str(quant.get("format") or "").lower()
+    for key, group in groups.items():
+        at = f"{where}.config_groups.{key}"
+        if not isinstance(group, dict):
+            raise BadInput(f"the model config's {at} is {_shown(group)}: it must be an object")
+        weights = group.get("weights")
+        if weights is None:
+            continue
+        if not isinstance(weights, dict):
+            raise BadInput(
+                f"the model config's {at}.weights is {_shown(weights)}: it must be an object"
+            )
+        num_bits = _quant_field(weights, f"{at}.weights", ("num_bits",))
+        if num_bits is None:
+            continue
+        num_bits = float(num_bits)
         if "nvfp4" in fmt or (num_bits == 4 and weights.get("type") == "float"):
             return NVFP4_BITS
-        size = weights.get("group_size")
-        if weights.get("strategy") == "group" and _positive(size):
+        size = _quant_field(weights, f"{at}.weights", ("group_size",), per_channel=True)
+        if weights.get("strategy") == "group" and size and size > 0:
             return num_bits + 16 / float(size)
         return num_bits
     return None
