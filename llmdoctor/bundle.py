@@ -398,7 +398,7 @@ def _listed(foreign: list[str]) -> str:
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
 # names that look like an archive of another kind: written as a folder they would mislead
 _OTHER_ARCHIVE = re.compile(
-    r"\.(zip|tar|tar\.\w+|t[bx]z2?|tbz|tzst|gz|bz2|xz|zst|lz4|lzma|7z|rar|jar|whl)$",
+    r"\.(zip|tar|tar\.\w+|tgz|t[bx]z2?|tbz|tzst|gz|bz2|xz|zst|lz4|lzma|7z|rar|jar|whl)$",
     re.IGNORECASE,
 )
 

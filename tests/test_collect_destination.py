@@ -84,7 +84,9 @@ def test_force_keeps_an_archive_that_holds_other_files(cluster, tmp_path, capsys
     assert out.read_bytes() == before
 
 
-@pytest.mark.parametrize("name", ["incident.zip", "x.tar", "x.tar.bz2", "x.tar.xz", "x.gz"])
+@pytest.mark.parametrize(
+    "name", ["incident.zip", "x.tar", "x.tar.bz2", "x.tar.xz", "x.gz", "x.TGZ"]
+)
 def test_output_that_names_another_kind_of_archive_is_refused(tmp_path, capsys, name):
     # refused before anything is collected: no cluster is needed, nothing is written
     out = tmp_path / name
