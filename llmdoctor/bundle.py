@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tarfile
 import tempfile
@@ -288,8 +289,27 @@ def _serialize(key: str, value: Any) -> bytes | None:
     return None
 
 
-BUNDLE_FOLDERS = ("k8s", "logs", "vllm", "node")
+BUNDLE_FOLDERS = ("k8s", "logs", "vllm", "node", "prometheus", "model")
 BUNDLE_ROOT_FILES = ("manifest.json", "tokenizer.json")
+# Every file a bundle holds (README "Incident bundles"), as a path relative to the bundle root.
+# `collect --force` replaces a bundle only when each of its files matches: anything else (notes,
+# a retro, a spreadsheet) is someone's and must not be deleted with it.
+BUNDLE_FILE = re.compile(
+    r"(manifest|tokenizer)\.json"
+    r"|k8s/(pod|events|node|owner|gpu-nodes)\.json"
+    r"|logs/[A-Za-z0-9][A-Za-z0-9._-]*\.log"
+    r"|vllm/(metrics-\d+\.txt|(scrapes|health|models|probe|version)\.json)"
+    r"|node/(nvidia-smi\.xml|kernel\.log|(versions|gpus|nvml)\.json)"
+    r"|prometheus/(query|series)\.json"
+    r"|model/config\.json"
+)
+
+
+def is_bundle_path(rel: str, is_dir: bool = False) -> bool:
+    """Whether `rel` (relative to the bundle root, '/'-separated) is a path a bundle holds."""
+    if is_dir:
+        return rel in BUNDLE_FOLDERS
+    return BUNDLE_FILE.fullmatch(rel) is not None
 
 
 def is_bundle_archive(path: Path) -> bool:
@@ -310,9 +330,43 @@ def is_bundle_archive(path: Path) -> bool:
     return False
 
 
+def foreign_members(path: Path) -> list[str]:
+    """Members of a bundle archive that a bundle does not hold (NOTES.md, data.csv, links):
+    what replacing the archive would destroy. Member names are only read, never extracted.
+    """
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            members = []
+            for n, member in enumerate(tar):
+                if n > MAX_MEMBERS:
+                    return [f"(more than {MAX_MEMBERS} members)"]
+                members.append(member)
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        return [f"({exc})"]
+    names = [str(PurePosixPath(m.name)) for m in members]
+    roots = [PurePosixPath(n).parent for n in names if PurePosixPath(n).name == "manifest.json"]
+    root = min(roots, key=lambda r: len(r.parts)) if roots else PurePosixPath(".")
+    foreign = []
+    for member, name in zip(members, names, strict=True):
+        p = PurePosixPath(name)
+        if member.isdir() and p.parts == root.parts[: len(p.parts)]:
+            continue  # the archive's top folder (or its parents)
+        try:
+            rel = p.relative_to(root).as_posix()
+        except ValueError:
+            foreign.append(member.name)
+            continue
+        if member.isdir() and is_bundle_path(rel, is_dir=True):
+            continue
+        if member.isfile() and is_bundle_path(rel):
+            continue
+        foreign.append(member.name)
+    return foreign
+
+
 def foreign_files(folder: Path) -> list[str]:
     """Files in a folder that an llmdoctor bundle does not hold (all of them when it has no
-    llmdoctor manifest): what overwriting the folder would destroy.
+    llmdoctor manifest), at every depth: what overwriting the folder would destroy.
     """
     try:
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
@@ -333,12 +387,35 @@ def _ours(rel: PurePosixPath | Path, p: Path) -> bool:
     if p.is_symlink():
         return False
     if p.is_dir():
-        return len(rel.parts) == 1 and rel.name in BUNDLE_FOLDERS
-    if not p.is_file():
-        return False
-    if len(rel.parts) == 1:
-        return rel.name in BUNDLE_ROOT_FILES
-    return len(rel.parts) == 2 and rel.parts[0] in BUNDLE_FOLDERS
+        return is_bundle_path(rel.as_posix(), is_dir=True)
+    return p.is_file() and is_bundle_path(rel.as_posix())
+
+
+def _listed(foreign: list[str]) -> str:
+    return ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+
+
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
+# names that look like an archive of another kind: written as a folder they would mislead
+_OTHER_ARCHIVE = re.compile(
+    r"\.(zip|tar|tar\.\w+|tgz|t[bx]z2?|tbz|tzst|gz|bz2|xz|zst|lz4|lzma|7z|rar|jar|whl)$",
+    re.IGNORECASE,
+)
+
+
+def check_bundle_name(dest: str | Path) -> None:
+    """A bundle is written as FILE.tar.gz / FILE.tgz or as a folder whose name does not look
+    like another kind of archive (incident.zip, x.tar, x.tar.bz2 are refused, not made folders).
+    """
+    name = os.path.basename(os.path.normpath(str(dest)))
+    if name.endswith(ARCHIVE_SUFFIXES):
+        return
+    other = _OTHER_ARCHIVE.search(name)
+    if other:
+        raise BadBundle(
+            f"-o {dest}: {other.group(0)} is not supported; a bundle is written as "
+            "FILE.tar.gz, FILE.tgz or a folder name without an archive suffix"
+        )
 
 
 def check_destination(dest: str | Path, force: bool = False) -> Path:
@@ -352,6 +429,7 @@ def check_destination(dest: str | Path, force: bool = False) -> Path:
         raise BadBundle(
             f"-o {dest}: give a file or folder name for the bundle, e.g. incident.tar.gz"
         )
+    check_bundle_name(dest)
     if not dest.exists() and not dest.is_symlink():
         return dest
     if not force:
@@ -363,11 +441,8 @@ def check_destination(dest: str | Path, force: bool = False) -> Path:
             raise BadBundle(f"-o {dest} is the current folder; refusing to overwrite it")
         foreign = foreign_files(dest)
         if foreign:
-            shown = ", ".join(foreign[:3]) + (
-                f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-            )
             raise BadBundle(
-                f"{dest} is a folder that is not only an llmdoctor bundle ({shown}); "
+                f"{dest} is a folder that is not only an llmdoctor bundle ({_listed(foreign)}); "
                 "refusing to overwrite it, even with --force"
             )
         return dest
@@ -376,6 +451,12 @@ def check_destination(dest: str | Path, force: bool = False) -> Path:
     if not is_bundle_archive(dest):
         raise BadBundle(
             f"{dest} exists and is not an llmdoctor bundle; refusing to overwrite it, even with --force"
+        )
+    foreign = foreign_members(dest)
+    if foreign:
+        raise BadBundle(
+            f"{dest} is an archive that is not only an llmdoctor bundle ({_listed(foreign)}); "
+            "refusing to overwrite it, even with --force"
         )
     return dest
 

@@ -284,10 +284,20 @@ def layer_kinds(config: dict[str, Any], layers: int) -> list[str]:
     """Per layer: 'full', 'sliding', 'state' or 'none' (a layer with only an MLP); sliding is
     refined later by the window."""
     layer_types = config.get("layer_types")
-    if isinstance(layer_types, list) and len(layer_types) == layers:
+    if layer_types is not None:  # present: used, or refused naming it; never silently dropped
+        if not isinstance(layer_types, list) or not all(isinstance(k, str) for k in layer_types):
+            raise BadInput(
+                f"the model config's layer_types is {repr(layer_types)[:40]}: it must be a list "
+                'of layer kinds, one per layer (e.g. ["full_attention", "linear_attention"])'
+            )
+        if len(layer_types) != layers:
+            raise BadInput(
+                f"the model config's layer_types has {len(layer_types)} entries but the model "
+                f"has {layers} layers (num_hidden_layers): it must name one kind per layer"
+            )
         out = []
         for kind in layer_types:
-            text = str(kind).lower()
+            text = kind.lower()
             if text in STATE_KINDS or "linear" in text or "mamba" in text:
                 out.append("state")
             elif "sliding" in text or text in ("local", "chunked_attention"):

@@ -9,9 +9,9 @@ stay 16-bit, as vLLM loads them.
 from __future__ import annotations
 
 import json
-import math
+import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +52,21 @@ NVFP4_BITS = 4.5  # 4-bit values + one FP8 scale per 16
 
 def read_quantization(shape: ModelShape, config: dict[str, Any]) -> None:
     """Set shape.quant_* from a config's quantization_config (compression_config)."""
-    quant = config.get("quantization_config") or config.get("compression_config")
-    if not isinstance(quant, dict):
+    quant = None
+    for name in ("quantization_config", "compression_config"):
+        value = config.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, dict):  # [1, 2], "fp8": never silently sized as unquantized
+            raise BadInput(
+                f"the model config's {name} is {_shown(value)}: it must be a JSON object "
+                '(e.g. {"quant_method": "fp8"})'
+            )
+        quant = value
+        break
+    if quant is None:
         return
+    field_name = name
     method = str(quant.get("quant_method") or "").lower() or None
     shape.quant_method = method
     bits: float | None = None
@@ -71,7 +83,7 @@ def read_quantization(shape: ModelShape, config: dict[str, Any]) -> None:
         bits = 8.0
         shape.quant_note = f"{method}: linear layers 8-bit, embeddings and lm_head 16-bit"
     elif method == "compressed-tensors":
-        bits = _compressed_tensors_bits(quant)
+        bits = _compressed_tensors_bits(quant, field_name)
         if bits:
             shape.quant_note = f"compressed-tensors ({quant.get('format') or 'no format'}): {bits:g} bits per linear weight"
     elif method in (
@@ -83,14 +95,16 @@ def read_quantization(shape: ModelShape, config: dict[str, Any]) -> None:
         "autoround",
         "marlin",
     ):
-        raw = quant.get("bits") or quant.get("w_bit") or quant.get("weight_bits")
-        group = quant.get("group_size") or quant.get("q_group_size") or 128
-        if _positive(raw):
-            group = group if _positive(group) else 128
-            bits = float(raw) + 16 / float(group)  # + one 16-bit scale per group
-            shape.quant_note = (
-                f"{method}: {raw}-bit weights, group size {group} ({bits:.2f} bits with scales)"
-            )
+        raw = _quant_field(quant, field_name, ("bits", "w_bit", "weight_bits"))
+        group = _quant_field(quant, field_name, ("group_size", "q_group_size"), per_channel=True)
+        if raw is not None:
+            if group == -1:  # one scale per output channel: negligible next to the weights
+                bits = float(raw)
+                shape.quant_note = f"{method}: {raw:g}-bit weights, per-channel scales"
+            else:
+                group = group or 128
+                bits = float(raw) + 16 / float(group)  # + one 16-bit scale per group
+                shape.quant_note = f"{method}: {raw:g}-bit weights, group size {group:g} ({bits:.2f} bits with scales)"
     elif method == "modelopt":
         inner = quant.get("quantization")
         algo = quant.get("quant_algo") or (
@@ -130,21 +144,67 @@ def _positive(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
-def _compressed_tensors_bits(quant: dict[str, Any]) -> float | None:
-    """Bits per weight of a compressed-tensors config's first weight scheme."""
-    groups = quant.get("config_groups")
-    if not isinstance(groups, dict):
-        return None
-    fmt = str(quant.get("format") or "").lower()
-    for group in groups.values():
-        weights = group.get("weights") if isinstance(group, dict) else None
-        if not isinstance(weights, dict) or not _positive(weights.get("num_bits")):
+def _shown(value: Any) -> str:
+    return (
+        repr(value)[:40]
+        if not isinstance(value, list | dict)
+        else (f"a {'list' if isinstance(value, list) else 'object'} ({json.dumps(value)[:40]})")
+    )
+
+
+def _quant_field(
+    quant: dict[str, Any], where: str, names: tuple[str, ...], per_channel: bool = False
+) -> float | None:
+    """The first present of `names` in a quantization config: a positive number (or -1 for a
+    per-channel group size); present but anything else is an error naming the field."""
+    for name in names:
+        value = quant.get(name)
+        if value is None:
             continue
-        num_bits = float(weights["num_bits"])
+        if _positive(value) or (per_channel and value == -1 and not isinstance(value, bool)):
+            return value
+        raise BadInput(
+            f"the model config's {where}.{name} is {_shown(value)}: it must be a positive number"
+            + (" (or -1 for per-channel scales)" if per_channel else "")
+        )
+    return None
+
+
+def _compressed_tensors_bits(quant: dict[str, Any], where: str) -> float | None:
+    """Bits per weight of a compressed-tensors config's first weight scheme.
+
+    A present but malformed config_groups (a string, a group that is not an object, weights
+    with a bad num_bits) is an error naming the field; a group without weights (activations
+    only) is skipped.
+    """
+    groups = quant.get("config_groups")
+    if groups is None:
+        return None
+    if not isinstance(groups, dict):
+        raise BadInput(
+            f"the model config's {where}.config_groups is {_shown(groups)}: it must be an "
+            'object of groups (e.g. {"group_0": {"weights": {"num_bits": 8}}})'
+        )
+    fmt = str(quant.get("format") or "").lower()
+    for key, group in groups.items():
+        at = f"{where}.config_groups.{key}"
+        if not isinstance(group, dict):
+            raise BadInput(f"the model config's {at} is {_shown(group)}: it must be an object")
+        weights = group.get("weights")
+        if weights is None:
+            continue
+        if not isinstance(weights, dict):
+            raise BadInput(
+                f"the model config's {at}.weights is {_shown(weights)}: it must be an object"
+            )
+        num_bits = _quant_field(weights, f"{at}.weights", ("num_bits",))
+        if num_bits is None:
+            continue
+        num_bits = float(num_bits)
         if "nvfp4" in fmt or (num_bits == 4 and weights.get("type") == "float"):
             return NVFP4_BITS
-        size = weights.get("group_size")
-        if weights.get("strategy") == "group" and _positive(size):
+        size = _quant_field(weights, f"{at}.weights", ("group_size",), per_channel=True)
+        if weights.get("strategy") == "group" and size and size > 0:
             return num_bits + 16 / float(size)
         return num_bits
     return None
@@ -216,34 +276,152 @@ class SafetensorsWeights:
     by_dtype: dict[str, int]
     tensors: int
     files: int
+    notes: list[str] = field(default_factory=list)
+
+
+MAX_INDEX_BYTES = 64 * MiB
+_SHARD_NAME = re.compile(r"(.+)-(\d+)-of-(\d+)\.safetensors")
+MAX_SHARDS = 100_000
 
 
 def safetensors_weights(model_dir: str | Path) -> SafetensorsWeights:
-    """Sum tensor sizes from the headers of every *.safetensors file in a folder.
+    """Sum tensor sizes from the headers of a folder's safetensors checkpoint.
 
     Only the 8-byte little-endian header length and the JSON header are read, e.g.
     {"model.embed_tokens.weight": {"dtype": "BF16", "shape": [152064, 3584],
      "data_offsets": [0, 1090076672]}, "__metadata__": {"format": "pt"}}
+
+    With a model.safetensors.index.json, its weight_map says which shard files make the
+    checkpoint (others, e.g. a consolidated.safetensors copy, are left out) and its
+    metadata.total_size is checked against the headers. A checkpoint with shard files missing
+    (listed in the index, or model-0000k-of-0000n numbering with gaps: a download still running
+    or interrupted) is refused with the missing files named, never sized from what is there.
     """
     folder = Path(model_dir)
     if not folder.is_dir():
         raise BadInput(f"--model-dir {folder}: not a directory")
-    files = sorted(folder.glob("*.safetensors"))
-    if not files:
+    present = sorted(p.name for p in folder.glob("*.safetensors"))
+    notes: list[str] = []
+    index = _read_index(folder)
+    if index is not None:
+        index_name, total_size, weight_map = index
+        listed = sorted(set(weight_map.values()))
+        ignored = [n for n in present if n not in listed]
+        if ignored:
+            notes.append(f"not counted: {', '.join(ignored)} (not in {index_name}'s weight_map)")
+    else:
+        index_name, total_size, weight_map, listed = None, None, {}, present
+    missing = [n for n in listed if not (folder / n).is_file()]
+    missing = sorted({*missing, *_numbering_gaps(listed)})
+    if missing:
+        shown = ", ".join(missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
+        raise BadInput(
+            f"--model-dir {folder}: the checkpoint is incomplete (a download still running or "
+            f"interrupted?): {len(missing)} shard file(s) missing: {shown}"
+        )
+    if not listed:
         raise BadInput(f"--model-dir {folder}: no *.safetensors files")
     by_dtype: dict[str, int] = {}
     tensors = 0
-    for path in files:
-        for dtype, size in _safetensors_header_sizes(path):
+    found: dict[str, set[str]] = {}
+    for name in listed:
+        path = folder / name
+        found[name] = set()
+        for tensor, dtype, size in _safetensors_header_sizes(path):
             by_dtype[dtype] = by_dtype.get(dtype, 0) + size
             tensors += 1
+            found[name].add(tensor)
+    for tensor, name in weight_map.items():
+        if tensor not in found[name]:
+            raise BadInput(
+                f"--model-dir {folder}: {index_name} puts tensor {tensor!r} in {name}, whose "
+                "header does not have it (a partial or mismatched download?)"
+            )
     total = sum(by_dtype.values())
     if total <= 0:
         raise BadInput(f"--model-dir {folder}: the safetensors headers describe no weights")
-    return SafetensorsWeights(total, by_dtype, tensors, len(files))
+    if total_size is not None and abs(total_size - total) > 0.01 * max(total, total_size):
+        notes.append(
+            f"{index_name} says metadata.total_size {total_size:,} B but the shard headers sum "
+            f"to {total:,} B; the headers are used"
+        )
+    return SafetensorsWeights(total, by_dtype, tensors, len(listed), notes)
 
 
-def _safetensors_header_sizes(path: Path) -> list[tuple[str, int]]:
+def _read_index(folder: Path) -> tuple[str, int | None, dict[str, str]] | None:
+    """(file name, metadata.total_size, weight_map) of the folder's safetensors index, if any."""
+    candidates = sorted(folder.glob("*.safetensors.index.json"))
+    if not candidates:
+        return None
+    preferred = folder / "model.safetensors.index.json"
+    path = preferred if preferred in candidates else candidates[0]
+    name = path.name
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_INDEX_BYTES:
+            raise BadInput(f"{path}: not a regular file of at most {MAX_INDEX_BYTES >> 20} MiB")
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise BadInput(f"{path}: not valid JSON") from None
+    except RecursionError:
+        raise BadInput(f"{path}: nested too deeply to read") from None
+    if not isinstance(doc, dict):
+        raise BadInput(f"{path}: must be a JSON object")
+    weight_map = doc.get("weight_map")
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise BadInput(f"{path}: 'weight_map' must be a non-empty object of tensor -> shard file")
+    for tensor, shard in weight_map.items():
+        if (
+            not isinstance(shard, str)
+            or not shard.endswith(".safetensors")
+            or "/" in shard
+            or "\\" in shard
+            or shard.startswith(".")
+        ):
+            raise BadInput(
+                f"{path}: 'weight_map' puts tensor {tensor!r} in {shard!r}, which is not a "
+                ".safetensors file name in this folder"
+            )
+    metadata = doc.get("metadata")
+    total_size = None
+    if metadata is not None:
+        if not isinstance(metadata, dict):
+            raise BadInput(f"{path}: 'metadata' must be a JSON object")
+        total_size = metadata.get("total_size")
+        if total_size is not None and not _whole(total_size):
+            raise BadInput(
+                f"{path}: 'metadata.total_size' must be a whole number of bytes, not {total_size!r}"
+            )
+    return name, total_size, weight_map
+
+
+def _numbering_gaps(names: list[str]) -> list[str]:
+    """Shard files a model-0000k-of-0000n numbering implies but that are not among `names`."""
+    have = set(names)
+    series: set[tuple[str, int, str]] = set()
+    for name in names:
+        m = _SHARD_NAME.fullmatch(name)
+        if m and 0 < int(m.group(3)) <= MAX_SHARDS:
+            series.add((m.group(1), len(m.group(2)), m.group(3)))
+    gaps = []
+    for prefix, width, of in sorted(series):
+        for k in range(1, int(of) + 1):
+            expected = f"{prefix}-{k:0{width}d}-of-{of}.safetensors"
+            if expected not in have:
+                gaps.append(expected)
+    return gaps
+
+
+def _safetensors_header_sizes(path: Path) -> list[tuple[str, str, int]]:
+    """(tensor, dtype, bytes) of every tensor in a safetensors header.
+
+    Each tensor's shape times its dtype's size must equal its data_offsets span, and the span
+    must lie inside the file's data: a header that disagrees (or whose sizes overflow) is
+    refused naming the tensor, as is a file cut short by an interrupted download.
+    """
     try:
         with open(path, "rb") as fh:
             raw = fh.read(8)
@@ -258,12 +436,17 @@ def _safetensors_header_sizes(path: Path) -> list[tuple[str, int]]:
         raise BadInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise BadInput(f"{path}: the safetensors header is not valid JSON") from None
+    except RecursionError:
+        raise BadInput(f"{path}: the safetensors header is nested too deeply to read") from None
     if not isinstance(header, dict):
         raise BadInput(f"{path}: the safetensors header is not a JSON object")
+    data_size = file_size - 8 - length
     out = []
     for name, info in header.items():
-        if name == "__metadata__" or not isinstance(info, dict):
+        if name == "__metadata__":
             continue
+        if not isinstance(info, dict):
+            raise BadInput(f"{path}: tensor {name!r} is not described by a JSON object")
         offsets = info.get("data_offsets")
         dtype = str(info.get("dtype", "?"))
         if dtype not in SAFETENSORS_BYTES:
@@ -272,18 +455,42 @@ def _safetensors_header_sizes(path: Path) -> list[tuple[str, int]]:
                 "it cannot size these weights"
             )
         shape = info.get("shape")
-        if isinstance(offsets, list) and len(offsets) == 2 and all(_whole(o) for o in offsets):
-            size = offsets[1] - offsets[0]
-        elif isinstance(shape, list) and all(_whole(d) for d in shape):
-            size = int(math.prod(shape) * SAFETENSORS_BYTES[dtype])
-        else:
-            size = -1
-        if not 0 <= size <= file_size:
+        if not (
+            isinstance(offsets, list) and len(offsets) == 2 and all(_whole(o) for o in offsets)
+        ):
+            raise BadInput(f"{path}: tensor {name!r} has no valid data_offsets in the header")
+        if offsets[0] > offsets[1]:
+            raise BadInput(f"{path}: tensor {name!r} has data_offsets that end before they start")
+        if not (isinstance(shape, list) and all(_whole(d) for d in shape)):
+            raise BadInput(f"{path}: tensor {name!r} has no valid shape in the header")
+        size = offsets[1] - offsets[0]
+        expected = _tensor_bytes(shape, dtype, cap=size)
+        if expected != size:
             raise BadInput(
-                f"{path}: tensor {name!r} has no valid data_offsets or shape in the header"
+                f"{path}: tensor {name!r} of shape {shape} {dtype} is {expected:,} B, but its "
+                f"data_offsets span {size:,} B; the header is corrupt"
             )
-        out.append((dtype, size))
+        if offsets[1] > data_size:
+            raise BadInput(
+                f"{path}: tensor {name!r} ends at byte {offsets[1]:,} of the data, but the file "
+                f"holds {data_size:,} B of it (cut short: a download still running?)"
+            )
+        out.append((name, dtype, size))
     return out
+
+
+def _tensor_bytes(shape: list[int], dtype: str, cap: int) -> int:
+    """Bytes of a tensor (sub-byte dtypes rounded up), in whole numbers: a shape such as
+    [1e12, 1e12] neither overflows nor wraps; past `cap` the count stops early (it disagrees)."""
+    bits = round(SAFETENSORS_BYTES[dtype] * 8)
+    if 0 in shape:
+        return 0
+    elements = 1
+    for dim in shape:
+        elements *= dim
+        if elements * bits > (cap + 1) * 8:
+            return (elements * bits + 7) // 8  # already more than the data_offsets span
+    return (elements * bits + 7) // 8
 
 
 def _whole(value: Any) -> bool:

@@ -147,6 +147,7 @@ def capacity_command(
         weights_bytes = weights.total_bytes
         kinds = ", ".join(f"{k} {cap.gib(v)}" for k, v in sorted(weights.by_dtype.items()))
         weights_source = f"{weights.tensors} tensors in {weights.files} safetensors files: {kinds}"
+        shape.notes.extend(weights.notes)
     gpu_name = None
     if gpu_memory is not None:
         memory = cap.parse_size(gpu_memory)
