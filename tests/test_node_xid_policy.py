@@ -276,3 +276,42 @@ def test_a_policy_that_is_not_a_small_regular_file_is_refused_in_one_line(tmp_pa
     assert run.stderr.strip().count("\n") == 0 and "Traceback" not in run.stderr
     assert named in run.stderr and said in run.stderr
     assert "--xid-policy" not in run.stderr or not via_env
+
+
+# -- a policy may quiet the Xid, not a GPU that is gone ----------------------------------------
+
+
+def _node_json(bundle: str | Path, *extra: str) -> tuple[int, dict]:
+    run = subprocess.run(
+        [sys.executable, "-m", "llmdoctor", "node", "--bundle", str(bundle), "--json", *extra],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent,
+        env={k: v for k, v in os.environ.items() if k != "LLMDOCTOR_XID_POLICY"},
+    )  # fmt: skip
+    return run.returncode, json.loads(run.stdout)
+
+
+def test_a_policy_that_silences_xid79_still_reports_the_gpu_missing_from_nvml(tmp_path):
+    path = write(tmp_path, "xids:\n  79: {action: none}\n")
+    code, doc = _node_json(XID79_BUNDLE, "--xid-policy", path)
+    assert code == 2
+    (gone,) = [
+        f for f in doc["findings"] if f["check"] == "gpu-health" and f["severity"] == "critical"
+    ]
+    assert "0000:2b:00.0" in gone["subject"] and "fell off the bus" in gone["summary"]
+    texts = [e["text"] for e in gone["evidence"]]
+    assert any("0000:2b:00.0 is not among them" in t for t in texts)
+    assert "xid-fallen-off-bus" in gone["runbooks"]
+
+
+def test_an_xid79_on_a_gpu_still_listed_is_left_to_the_xid_check(tmp_path):
+    import shutil
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(XID79_BUNDLE, bundle)
+    log = bundle / "node" / "kernel.log"
+    log.write_text(log.read_text().replace("0000:2b:00", "0000:84:00"))
+    path = write(tmp_path, "xids:\n  79: {action: none}\n")
+    code, doc = _node_json(bundle, "--xid-policy", path)
+    health = [f for f in doc["findings"] if f["check"] == "gpu-health"]
+    assert health and all(f["severity"] != "critical" for f in health)
+    assert code == 0
