@@ -268,3 +268,17 @@ def test_from_log_of_a_big_log_keeps_only_salient_lines_in_memory(tmp_path):
     assert 0 < peak_kib < 400 * 1024, f"peak RSS {peak_kib >> 10} MiB for a 192 MiB log"
     kept = list((tmp_path / "w").glob("x1.examples/*.log"))
     assert kept and "undefined symbol" in kept[0].read_text()
+
+
+def test_from_log_reads_a_bundles_logs_within_the_same_bounds(tmp_path):
+    import gzip
+    import shutil
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree("examples/bundles/crashloop-cuda-oom", bundle)
+    with gzip.open(bundle / "logs" / "vllm.log", "wb", compresslevel=9) as fh:
+        block = b"\n" * (1 << 20)
+        for _ in range(1024):  # 1 GiB of newlines, about 1 MiB compressed
+            fh.write(block)
+    rc, err, _ = _wiki_add_from_log(tmp_path, bundle, memory=1536 * 1024**2)
+    assert rc == 3 and "logs/vllm.log: gzip data expands" in _one_line(err)
