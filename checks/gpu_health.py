@@ -1,4 +1,5 @@
-"""GPU hardware health: ECC errors, row remapping, retired pages, reset state, throttling, PCIe.
+"""GPU hardware health: ECC errors, row remapping, retired pages, reset state, throttling, PCIe,
+and a GPU the kernel log says fell off the bus that the GPU list no longer holds.
 
 Uncorrectable ECC errors since the driver loaded, a failed row remap or a GPU that says it
 needs a reset mean the GPU must be drained; a pending remap needs a reset at a convenient time;
@@ -16,6 +17,9 @@ from llmdoctor.registry import check
 CHECK = "gpu-health"
 GPUS = "node/gpus"
 ECC = "xid-ecc-memory"
+FALLEN = "xid-fallen-off-bus"
+XID = "node/xid"  # optional: the kernel log's Xids, parsed (not judged: no Xid policy here)
+LOG = "node/kernel.log"
 SLOWDOWN = {
     "hw_slowdown": "hardware slowdown (power brake or overheating)",
     "hw_thermal_slowdown": "hardware thermal slowdown (overheating)",
@@ -139,26 +143,68 @@ def _pcie_findings(gpu: dict, subject: str) -> tuple[list[Finding], list[dict]]:
     return out, notes
 
 
+def _fallen_and_missing(facts: Facts, doc: dict) -> list[Finding]:
+    """A GPU the kernel log says fell off the bus (Xid 79 or the driver's message) that the GPU
+    list no longer holds: critical whatever an Xid policy makes of the Xid, since it is the GPU
+    count, not the Xid, that says the node cannot serve on it."""
+    from llmdoctor.parsers.gpus_json import gpus_by_pci
+
+    xid = facts.get(XID) or {}
+    by_pci = gpus_by_pci(doc)
+    seen: dict[str, dict] = {}
+    for group in xid.get("groups") or []:
+        fell = group.get("kind") == "fallen-off-bus" or (
+            group.get("kind") == "xid" and group.get("code") == 79
+        )
+        pci = group.get("pci")
+        if fell and pci and pci not in by_pci:
+            seen.setdefault(pci, group)
+    listed = ", ".join(sorted(f"{k}.0" for k in by_pci)) or "none"
+    source = doc.get("source") or "the GPU list"
+    out = []
+    for pci, group in sorted(seen.items()):
+        first = group.get("first") or {}
+        out.append(
+            critical(
+                CHECK,
+                f"fell off the bus (kernel log) and {source} no longer lists it: "
+                "drain the node and reboot it (a cold power cycle if it stays missing)",
+                [
+                    evidence(first.get("text", ""), LOG, first.get("line")),
+                    evidence(
+                        f"{source}: {len(by_pci)} GPU(s) at {listed}; {pci}.0 is not among them",
+                        GPUS,
+                    ),
+                ],
+                [FALLEN, "gpu-not-visible"],
+                f"GPU at {pci}.0",
+            )
+        )
+    return out
+
+
 @check(
     CHECK,
-    title="GPU health: ECC, row remapping, reset state, throttling, PCIe",
+    title="GPU health: ECC, row remapping, reset state, throttling, PCIe, GPUs gone missing",
     scope="node",
     needs=(GPUS,),
-    runbooks=(ECC, "gpu-not-visible"),
+    runbooks=(ECC, "gpu-not-visible", FALLEN),
 )
 def gpu_health(facts: Facts) -> list[Finding]:
     doc = facts.require(GPUS)
-    findings: list[Finding] = []
+    missing = _fallen_and_missing(facts, doc)
+    findings: list[Finding] = list(missing)
     if not doc.get("gpus"):
         source = doc.get("source") or "the GPU list"
         return [
+            *missing,
             warning(
                 CHECK,
                 f"{source} lists no GPU (driver {doc.get('driver_version') or '?'}): the driver "
                 "sees none on this machine, so nothing here can run on a GPU",
                 [evidence(f"{source}: 0 GPUs", GPUS)],
                 ["gpu-not-visible"],
-            )
+            ),
         ]
     for gpu in doc.get("gpus") or []:
         subject = gpu_label(gpu)

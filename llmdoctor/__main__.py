@@ -11,7 +11,8 @@ def main() -> None:
 
         code = fast_main(args[2:])
         if code is not None:
-            sys.stdout.flush()
+            if sys.stdout is not None:
+                sys.stdout.flush()
             raise SystemExit(code)
     from llmdoctor.cli import run
 

@@ -24,7 +24,6 @@ import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from llmdoctor.errors import BadInput
@@ -32,6 +31,7 @@ from llmdoctor.findings import evidence
 from llmdoctor.gpu_tables import load_table
 
 ENV = "LLMDOCTOR_XID_POLICY"
+MAX_POLICY_BYTES = 1024 * 1024  # a policy is a page of YAML, not a log
 CATALOG = "NVIDIA Xid catalog"
 RANK = {"info": 1, "warning": 2, "critical": 3}
 CODE_KEYS = {"action", "critical_after", "window", "note"}
@@ -120,14 +120,17 @@ def _rule(path: str, key_node, value_node) -> dict[str, Any]:
     return rule
 
 
-def load_policy(path: str) -> dict[str, Any]:
-    """The validated team Xid policy in `path`; BadInput with `file:line: what` otherwise."""
+def load_policy(path: str, origin: str = "--xid-policy") -> dict[str, Any]:
+    """The validated team Xid policy in `path`; BadInput with `file:line: what` otherwise.
+
+    Only a regular file of at most MAX_POLICY_BYTES is read (a device, a FIFO or a folder is
+    refused, naming `origin`: the option or the variable that named the file).
+    """
     import yaml
 
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"--xid-policy {path}: cannot read it ({exc})") from None
+    from llmdoctor.input_files import read_small_text
+
+    text = read_small_text(origin, path, MAX_POLICY_BYTES)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -169,8 +172,10 @@ def load_policy(path: str) -> dict[str, Any]:
 
 def policy_from_option(path: str | None) -> dict[str, Any] | None:
     """The team policy named by --xid-policy, else by LLMDOCTOR_XID_POLICY, else None."""
-    path = path or os.environ.get(ENV) or None
-    return load_policy(path) if path else None
+    if path:
+        return load_policy(path, "--xid-policy")
+    path = os.environ.get(ENV) or None
+    return load_policy(path, f"{ENV}=") if path else None
 
 
 # --- counting occurrences in a window ---------------------------------------------------------

@@ -180,3 +180,105 @@ def test_lint_rejects_what_re2_cannot_compile(tmp_path):
     result = runner.invoke(app, ["wiki", "lint", str(wiki)])
     assert result.exit_code == 1
     assert "RE2 cannot compile" in result.output and ":6: " in result.output
+
+
+# -- finding 1: --from-log reads through explain's bounded reader ---------------------------
+
+FROM_LOG_ARGS = ["--id", "x1", "--title", "t", "--severity", "info", "--cause", "c", "--fix", "f"]
+
+
+def _wiki_add_from_log(tmp_path, source, *, fifo_wait=None, memory=2 * 1024**3, timeout=60):
+    """`wiki add --from-log SOURCE` in a child with its address space capped (an unbounded
+    read dies there, not on the test machine); (rc, stderr, peak RSS in KiB of the child)."""
+    import resource
+    import subprocess
+    import sys
+
+    peak_file = tmp_path / "peak"
+    code = (
+        "import atexit, resource, sys, llmdoctor.log_input as li\n"
+        f"atexit.register(lambda: open({str(peak_file)!r}, 'w').write("
+        "str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))\n"
+    )
+    if fifo_wait is not None:
+        code += f"li.FIFO_WRITER_WAIT = {fifo_wait}\n"
+    code += "from llmdoctor.cli import run\nrun(sys.argv[1:])\n"
+    args = ["wiki", "add", "--wiki", str(tmp_path / "w"), "--from-log", str(source)]
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args, *FROM_LOG_ARGS],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=cap,
+    )
+    peak = int(peak_file.read_text()) if peak_file.exists() else 0
+    return proc.returncode, proc.stderr, peak
+
+
+def _one_line(err: str) -> str:
+    lines = [x for x in err.strip().splitlines() if "does not exist" not in x]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_from_log_refuses_a_device(tmp_path):
+    rc, err, _ = _wiki_add_from_log(tmp_path, "/dev/zero")
+    assert rc == 3 and "device" in _one_line(err)
+    assert not (tmp_path / "w" / "x1.md").exists()
+
+
+def test_from_log_refuses_a_gzip_bomb(tmp_path):
+    import gzip
+
+    bomb = tmp_path / "bomb.log.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as fh:
+        block = b"\n" * (1 << 20)
+        for _ in range(1024):  # 1 GiB of newlines, about 1 MiB compressed
+            fh.write(block)
+    rc, err, _ = _wiki_add_from_log(tmp_path, bomb, memory=1536 * 1024**2)
+    assert rc == 3 and "decompression bomb" in _one_line(err)
+
+
+def test_from_log_does_not_wait_forever_on_a_fifo_without_writer(tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    rc, err, _ = _wiki_add_from_log(tmp_path, fifo, fifo_wait=0.5, timeout=30)
+    assert rc == 3 and "no writer" in _one_line(err)
+
+
+def test_from_log_of_a_big_log_keeps_only_salient_lines_in_memory(tmp_path):
+    big = tmp_path / "big.log"
+    line = b"INFO 05-12 19:01:18 [engine.py:310] Avg prompt throughput: 1.0 tokens/s, all fine\n"
+    with open(big, "wb") as fh:
+        block = line * ((8 << 20) // len(line))
+        for _ in range(24):  # about 192 MiB
+            fh.write(block)
+        fh.write(UNDEFINED_SYMBOL.read_bytes())
+    rc, err, peak_kib = _wiki_add_from_log(tmp_path, big, timeout=120)
+    assert rc == 0, err
+    # explain itself peaks near the log's size (its pages mapped); the whole log read into
+    # Python strings and split into lines took over 1 GiB
+    assert 0 < peak_kib < 400 * 1024, f"peak RSS {peak_kib >> 10} MiB for a 192 MiB log"
+    kept = list((tmp_path / "w").glob("x1.examples/*.log"))
+    assert kept and "undefined symbol" in kept[0].read_text()
+
+
+def test_from_log_reads_a_bundles_logs_within_the_same_bounds(tmp_path):
+    import gzip
+    import shutil
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree("examples/bundles/crashloop-cuda-oom", bundle)
+    with gzip.open(bundle / "logs" / "vllm.log", "wb", compresslevel=9) as fh:
+        block = b"\n" * (1 << 20)
+        for _ in range(1024):  # 1 GiB of newlines, about 1 MiB compressed
+            fh.write(block)
+    rc, err, _ = _wiki_add_from_log(tmp_path, bundle, memory=1536 * 1024**2)
+    assert rc == 3 and "logs/vllm.log: gzip data expands" in _one_line(err)

@@ -188,3 +188,50 @@ def test_a_bundle_written_from_node_facts_replays_the_same_findings(tmp_path):
     assert [(f.check, f.severity, f.summary) for f in first.findings] == [
         (f.check, f.severity, f.summary) for f in again.findings
     ]
+
+
+# -- --kernel-log / --nvidia-smi-xml: say what a path that is not a file is; bounded reading ---
+
+
+def _node_capped(*args: str, memory: int = 1024**3) -> subprocess.CompletedProcess:
+    """`llmdoctor node ARGS` with its address space capped: an unbounded read dies there."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    return subprocess.run(
+        [sys.executable, "-m", "llmdoctor", "node", *args],
+        capture_output=True, text=True, timeout=120, preexec_fn=cap, cwd=ROOT,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("option", ["--kernel-log", "--nvidia-smi-xml"])
+@pytest.mark.parametrize("kind", ["device", "fifo", "folder"])
+def test_a_path_that_is_not_a_file_is_named_for_what_it_is(tmp_path, option, kind):
+    path = {"device": "/dev/zero", "fifo": str(tmp_path / "pipe"), "folder": str(tmp_path)}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    said = {"device": "is a device", "fifo": "is a named pipe (FIFO)", "folder": "is a folder"}
+    run = _node_capped(option, path, "--only", "xid")
+    assert run.returncode == 3, run.stderr
+    assert run.stderr.strip().count("\n") == 0 and f"{option} {path}: {said[kind]}" in run.stderr
+
+
+def test_an_nvidia_smi_xml_over_the_cap_is_refused_in_one_line(tmp_path):
+    xml = tmp_path / "smi.xml"
+    with open(xml, "wb") as fh:
+        fh.truncate(65 * 1024**2)  # sparse: no disk used
+    run = _node_capped("--nvidia-smi-xml", str(xml), "--only", "xid")
+    assert run.returncode == 3, run.stderr
+    assert run.stderr.strip().count("\n") == 0 and "over the 64 MiB cap" in run.stderr
+
+
+def test_a_huge_kernel_log_of_one_endless_line_is_not_read_whole_with_since(tmp_path):
+    log = tmp_path / "kernel.log"
+    with open(log, "wb") as fh:
+        fh.write(b"[Sun Feb 23 16:24:18 2025] NVRM: loading\n")
+        fh.truncate(1536 * 1024**2)  # sparse: 1.5 GiB of NUL bytes without a newline
+    run = _node_capped("--kernel-log", str(log), "--since", "7d", "--only", "xid", "--json")
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr, run.stderr
+    assert run.returncode in (0, 1, 2), run.stderr

@@ -231,3 +231,87 @@ def test_diagnose_applies_the_policy_named_by_the_environment(tmp_path):
     texts = [e["text"] for e in f["evidence"]]
     assert "decided by the team policy: Xid 79 -> rma (1 in the log)" in texts
     assert any(t.startswith("NVIDIA Xid catalog (overruled): Xid 79") for t in texts)
+
+
+# -- the policy file is read within bounds, and the errors name where its path came from ------
+
+XID79_BUNDLE = "examples/bundles/xid79-gpu-fallen-off-bus"
+
+
+def _node_capped(args: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
+    """`llmdoctor node ARGS` in a child with 1.5 GiB of address space and a timeout: an
+    unbounded read of /dev/zero dies there (not on the test machine) and a FIFO cannot hang."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (1536 * 1024**2, 1536 * 1024**2))
+
+    return subprocess.run(
+        [sys.executable, "-m", "llmdoctor", "node", *args],
+        capture_output=True, text=True, timeout=60, preexec_fn=cap,
+        cwd=Path(__file__).parent.parent, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("via_env", [True, False], ids=["env", "option"])
+@pytest.mark.parametrize("kind", ["device", "fifo", "folder", "huge"])
+def test_a_policy_that_is_not_a_small_regular_file_is_refused_in_one_line(tmp_path, kind, via_env):
+    if kind == "device":
+        path, said = "/dev/zero", "is a device"
+    elif kind == "fifo":
+        path, said = str(tmp_path / "pipe"), "is a named pipe (FIFO)"
+        os.mkfifo(path)
+    elif kind == "folder":
+        path, said = str(tmp_path), "is a folder"
+    else:
+        path, said = str(tmp_path / "huge.yaml"), "over the 1 MiB cap"
+        Path(path).write_text("xids:\n" + "# padding\n" * 200_000)
+    if via_env:
+        run = _node_capped(["--bundle", XID79_BUNDLE], env={"LLMDOCTOR_XID_POLICY": path})
+        named = f"LLMDOCTOR_XID_POLICY={path}:"
+    else:
+        run = _node_capped(["--bundle", XID79_BUNDLE, "--xid-policy", path])
+        named = f"--xid-policy {path}:"
+    assert run.returncode == 3, run.stderr
+    assert run.stderr.strip().count("\n") == 0 and "Traceback" not in run.stderr
+    assert named in run.stderr and said in run.stderr
+    assert "--xid-policy" not in run.stderr or not via_env
+
+
+# -- a policy may quiet the Xid, not a GPU that is gone ----------------------------------------
+
+
+def _node_json(bundle: str | Path, *extra: str) -> tuple[int, dict]:
+    run = subprocess.run(
+        [sys.executable, "-m", "llmdoctor", "node", "--bundle", str(bundle), "--json", *extra],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent,
+        env={k: v for k, v in os.environ.items() if k != "LLMDOCTOR_XID_POLICY"},
+    )  # fmt: skip
+    return run.returncode, json.loads(run.stdout)
+
+
+def test_a_policy_that_silences_xid79_still_reports_the_gpu_missing_from_nvml(tmp_path):
+    path = write(tmp_path, "xids:\n  79: {action: none}\n")
+    code, doc = _node_json(XID79_BUNDLE, "--xid-policy", path)
+    assert code == 2
+    (gone,) = [
+        f for f in doc["findings"] if f["check"] == "gpu-health" and f["severity"] == "critical"
+    ]
+    assert "0000:2b:00.0" in gone["subject"] and "fell off the bus" in gone["summary"]
+    texts = [e["text"] for e in gone["evidence"]]
+    assert any("0000:2b:00.0 is not among them" in t for t in texts)
+    assert "xid-fallen-off-bus" in gone["runbooks"]
+
+
+def test_an_xid79_on_a_gpu_still_listed_is_left_to_the_xid_check(tmp_path):
+    import shutil
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(XID79_BUNDLE, bundle)
+    log = bundle / "node" / "kernel.log"
+    log.write_text(log.read_text().replace("0000:2b:00", "0000:84:00"))
+    path = write(tmp_path, "xids:\n  79: {action: none}\n")
+    code, doc = _node_json(bundle, "--xid-policy", path)
+    health = [f for f in doc["findings"] if f["check"] == "gpu-health"]
+    assert health and all(f["severity"] != "critical" for f in health)
+    assert code == 0

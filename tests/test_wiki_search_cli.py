@@ -21,6 +21,7 @@ CASES = [
     ["--tag=memory", "--json", "fragmentation"],
     ["no-such-word-anywhere"],
     ["OOM", "--wiki-url", "https://runbooks.example.com", "--json", "--limit", "1"],
+    ["OOM", "--limit", "1000"],  # the documented maximum
 ]
 
 
@@ -68,6 +69,11 @@ def test_the_fast_path_knows_every_option_of_the_command():
         ["--tag"],
         [],
         ["OOM", "--wiki-url", "ftp://nope"],
+        ["OOM", "--limit", "99999999999999999999"],
+        ["OOM", "--limit=1001"],
+        ["OOM", "--limit", "\u00b2"],  # a digit to str.isdigit(), not to int()
+        ["OOM", "--limit", "\u0663"],  # ARABIC-INDIC THREE: int() takes it, typer's answer
+        ["OOM", "--limit", "9" * 5000],  # over int()'s 4300-digit limit
     ],
 )
 def test_what_the_fast_path_does_not_handle_goes_to_typer(capsys, monkeypatch, args):
@@ -95,3 +101,39 @@ def test_the_installed_command_takes_the_fast_path():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "cuda-oom-runtime" in done.stdout
+
+
+def test_a_limit_over_the_maximum_is_one_line_exit_3_on_both_paths(capsys, monkeypatch):
+    from llmdoctor.wiki.search_cli import MAX_LIMIT
+
+    monkeypatch.delenv("LLMDOCTOR_WIKI_URL", raising=False)
+    for args in (["wiki", "search", "OOM"], ["explain", "tests/fixtures/from_log/"
+                 "vllm-c-undefined-symbol-issue5501.log"]):  # fmt: skip
+        with pytest.raises(SystemExit) as exc:
+            run([*args, "--limit", "99999999999999999999"])
+        err = capsys.readouterr().err
+        assert exc.value.code == 3 and "Traceback" not in err and "internal error" not in err
+        assert err.count("\n") == 1 and f"1<=x<={MAX_LIMIT}" in err
+
+
+FAST = "import sys; from llmdoctor.__main__ import main; sys.argv = ['llmdoctor', *sys.argv[1:]]; main()"
+TYPER = "import sys; from llmdoctor.cli import run; run(sys.argv[1:])"
+
+
+@pytest.mark.parametrize("stdout", ["closed", "/dev/full"])
+def test_an_unwritable_stdout_is_one_line_and_the_same_exit_on_both_paths(stdout):
+    import os
+
+    results = []
+    for code in (FAST, TYPER):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(
+                [sys.executable, "-c", code, "wiki", "search", "OOM"],
+                stdout=full if stdout == "/dev/full" else None,
+                stderr=subprocess.PIPE, text=True, timeout=60,
+                preexec_fn=(lambda: os.close(1)) if stdout == "closed" else None,
+            )  # fmt: skip
+        assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
+        results.append((done.returncode, done.stderr))
+    assert results[0] == results[1] and results[0][0] == 3

@@ -19,7 +19,7 @@ from typing import Any
 
 from llmdoctor.collectors.command import run_command
 from llmdoctor.runner import CollectContext, Missing
-from llmdoctor.textsource import TextSource
+from llmdoctor.textsource import MAX_LINE_CHARS, TextSource
 
 DEFAULT_SINCE_SECONDS = 24 * 3600
 TEXT_LOGS = ("/var/log/kern.log", "/var/log/messages")
@@ -75,7 +75,11 @@ def keep_since(src: Path, dst: Path, cutoff: float, now: float) -> int:
         open(src, encoding="utf-8", errors="replace", newline="") as fin,
         open(dst, "w", encoding="utf-8") as fout,
     ):
-        for line in fin:
+        while line := fin.readline(MAX_LINE_CHARS):  # never a whole endless line in memory
+            if len(line) == MAX_LINE_CHARS and not line.endswith(("\n", "\r")):
+                line += "\n"  # an over-long line is cut here; its rest is skipped
+                while (rest := fin.readline(MAX_LINE_CHARS)) and not rest.endswith(("\n", "\r")):
+                    pass
             stamp = line_time(line, now)
             if stamp is not None:
                 keep = stamp >= cutoff

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from llmdoctor import cli_options as opt
+from llmdoctor.wiki.search_cli import MAX_LIMIT
 
 PARALLEL_FROM_BYTES = 64 * 1024 * 1024
 MAX_WORKERS = 4
@@ -20,7 +21,13 @@ def explain_command(
     ] = "-",
     as_json: opt.Json = False,
     limit: Annotated[
-        int, typer.Option("--limit", min=1, help="Show at most this many entries.")
+        int,
+        typer.Option(
+            "--limit",
+            min=1,
+            max=MAX_LIMIT,
+            help=f"Show at most this many entries (1-{MAX_LIMIT}).",
+        ),
     ] = 5,
     jobs: Annotated[
         int,

@@ -25,13 +25,13 @@ def parse_duration(text: str) -> float:
     return float(m.group(1)) * _SECONDS[m.group(2)]
 
 
-def _existing_file(option: str, path: str | None) -> str | None:
-    from pathlib import Path
+def _existing_file(option: str, path: str | None, max_bytes: int | None = None) -> str | None:
+    """`path` when it is a regular file (of at most `max_bytes`); a one-line refusal that says
+    what it is otherwise (no such file, a device, a FIFO, a folder, too big)."""
+    from llmdoctor.input_files import regular_file
 
-    from llmdoctor.errors import BadInput
-
-    if path is not None and not Path(path).is_file():
-        raise BadInput(f"{option} {path}: no such file")
+    if path is not None:
+        regular_file(option, path, max_bytes)
     return path
 
 
@@ -93,6 +93,7 @@ def node_command(
 
       llmdoctor node --json --prometheus-textfile /var/lib/node_exporter/textfile/llmdoctor.prom
     """
+    from llmdoctor.collectors.nvidia_smi import MAX_XML_BYTES
     from llmdoctor.diagnosis import gather
     from llmdoctor.errors import BadInput
     from llmdoctor.output import diagnose_and_exit
@@ -115,7 +116,7 @@ def node_command(
     settings = {**gpu.settings(), "xid_policy": policy}
     options = {
         "python": python,
-        "nvidia_smi_xml": _existing_file("--nvidia-smi-xml", nvidia_smi_xml),
+        "nvidia_smi_xml": _existing_file("--nvidia-smi-xml", nvidia_smi_xml, MAX_XML_BYTES),
         "kernel_log": _existing_file("--kernel-log", kernel_log),
         "since_seconds": parse_duration(since) if since is not None else None,
     }

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from llmdoctor import cli_options as opt
+from llmdoctor.wiki.search_cli import MAX_LIMIT
 
 wiki_app = typer.Typer(
     help="The runbook wiki: symptom -> cause -> fix, searchable in English and Chinese.",
@@ -35,7 +36,12 @@ def search_command(
         ),
     ],
     tag: TagOption = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many results.")] = 10,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit", min=1, max=MAX_LIMIT, help=f"At most this many results (1-{MAX_LIMIT})."
+        ),
+    ] = 10,
     as_json: opt.Json = False,
     no_color: opt.NoColor = False,
     wiki: opt.WikiDirs = None,

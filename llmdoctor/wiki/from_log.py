@@ -18,6 +18,7 @@ signatures on them.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -173,54 +174,122 @@ def prove(signature: str, line: str, healthy: list[tuple[str, int, str]]) -> str
     return problems[0][1] if problems else None
 
 
-def read_logs(path: str) -> list[tuple[str, str]]:
-    """(name, text) of the log file, or of every log in an incident bundle (folder or .tar.gz)."""
-    from llmdoctor.explain import looks_binary
+def log_sources(path: str) -> Iterator[tuple[str, str]]:
+    """(name, path on disk) of the log file, or of every log in an incident bundle (folder or
+    .tar.gz): logs/* and node/kernel.log. Each is then read through `log_input.open_log`.
+    """
+    import stat
 
     p = Path(path)
-    if not p.exists():
-        raise BadInput(f"--from-log {path}: no such file or folder")
-    if p.is_dir() or p.name.endswith((".tar.gz", ".tgz")):
-        from llmdoctor.bundle import Bundle
-
-        with Bundle(p) as bundle:
-            names = [f for f in bundle.files() if f.startswith("logs/") or f == "node/kernel.log"]
-            logs = [(n, (bundle.root / n).read_bytes().decode("utf-8", "replace")) for n in names]
-        if not logs:
-            raise BadInput(f"--from-log {path}: the bundle holds no logs/*.log or node/kernel.log")
-        return logs
     try:
-        data = p.read_bytes()
+        mode = p.stat().st_mode
+    except FileNotFoundError:
+        raise BadInput(f"--from-log {path}: no such file or folder") from None
     except OSError as exc:
         raise BadInput(f"--from-log {path}: cannot be read ({exc.strerror or exc})") from None
-    if data[:2] == b"\x1f\x8b":
-        import gzip
+    bundle_archive = stat.S_ISREG(mode) and p.name.endswith((".tar.gz", ".tgz"))
+    if not (stat.S_ISDIR(mode) or bundle_archive):
+        yield p.name, path
+        return
+    from llmdoctor.bundle import Bundle
 
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise BadInput(f"--from-log {path}: not a readable gzip file ({exc})") from None
-    if looks_binary(data[:65536]):
-        raise BadInput(f"--from-log {path}: looks like a binary file, not a text log")
-    return [(p.name, data.decode("utf-8", errors="replace"))]
+    with Bundle(p) as bundle:
+        names = [f for f in bundle.files() if f.startswith("logs/") or f == "node/kernel.log"]
+        if not names:
+            raise BadInput(f"--from-log {path}: the bundle holds no logs/*.log or node/kernel.log")
+        for name in names:
+            yield name, str(bundle.root / name)
+
+
+def _explain_log(name: str, file: str, entries: dict):
+    """explain's result for one log, read within explain's bounds (devices, FIFOs without a
+    writer, gzip bombs and binary data refused; streams capped), and the source read.
+    """
+    import os
+    import sys
+    import zlib
+
+    from llmdoctor.commands.explain import MAX_WORKERS, PARALLEL_FROM_BYTES
+    from llmdoctor.explain import explain
+    from llmdoctor.log_input import open_log
+    from llmdoctor.terminal_text import visible
+    from llmdoctor.textsource import TextSource
+
+    try:
+        source = open_log(file)
+    except BadInput as exc:
+        raise BadInput(f"--from-log {exc}") from None
+    workers = 1
+    if isinstance(source, TextSource) and source.size_bytes() >= PARALLEL_FROM_BYTES:
+        workers = min(os.cpu_count() or 1, MAX_WORKERS)
+    try:
+        result = explain(source, entries, limit=3, workers=workers, name=name)
+    except BadInput as exc:
+        raise BadInput(f"--from-log {exc}") from None
+    except (OSError, EOFError, zlib.error) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise BadInput(f"--from-log {name}: cannot be read ({why})") from None
+    finally:
+        getattr(source, "close", lambda: None)()
+    for note in getattr(source, "notes", list)():
+        print(f"llmdoctor: note: {visible(note)}", file=sys.stderr)
+    return result, source
+
+
+def _original_lines(source, numbers: set[int]) -> dict[int, str]:
+    """The lines (by number) of a plain text file as written, before explain cleaned them;
+    read again line by line and only up to the last line wanted. Only a TextSource (a plain
+    UTF-8 file whose lines open_log found of sane length) is read again; a stream cannot be.
+    """
+    from llmdoctor.explain import CLEAN_BYTES
+    from llmdoctor.textsource import TextSource
+
+    if not numbers or not isinstance(source, TextSource):
+        return {}
+    last = max(numbers)
+    found: dict[int, str] = {}
+    try:
+        if source.text is not None:
+            lines = source.text.splitlines()
+        elif source.path is not None and source.size_bytes() <= CLEAN_BYTES:
+            lines = source.path.read_bytes().decode("utf-8", "replace").splitlines()
+        elif source.path is not None:
+            with open(source.path, "rb") as fh:
+                for n, raw in enumerate(fh, 1):
+                    if n in numbers:
+                        found[n] = raw.decode("utf-8", "replace").rstrip("\r\n")
+                    if n >= last:
+                        break
+            return found
+        else:
+            return {}
+    except OSError:
+        return {}
+    return {n: lines[n - 1] for n in numbers if 0 < n <= len(lines)}
 
 
 def draft_from_log(path: str, entries: dict) -> LogDraft:
-    """Read a log (or a bundle's logs) like explain and propose an entry for it."""
-    from llmdoctor.explain import _looks_like_exception, explain
-    from llmdoctor.textsource import TextSource
+    """Read a log (or a bundle's logs) like explain and propose an entry for it.
+
+    Each log goes through explain's bounded reading and scan; only the salient lines explain
+    keeps (its last SALIENT_KEPT) are carried further, so memory does not grow with the log.
+    """
+    from llmdoctor.explain import _looks_like_exception
+    from llmdoctor.pasted import clean_line
     from llmdoctor.wiki.lint import healthy_corpus
 
     draft = LogDraft(source=path)
-    for name, text in read_logs(path):
-        result = explain(TextSource.from_text(name, text), entries, limit=3)
+    for name, file in log_sources(path):
+        result, source = _explain_log(name, file, entries)
         draft.explained_by += [(m.id, m.confidence) for m in result.matches]
-        lines = text.splitlines()
         salient = result.salient or [
             e for m in result.matches for e in m.evidence
         ]  # explain names an entry: its evidence lines are the salient ones
+        originals = _original_lines(source, {e.line for e in salient})
         for e in salient:
-            original = lines[e.line - 1] if 0 < e.line <= len(lines) else e.text
+            original = originals.get(e.line)
+            if original is None or e.text[:200] not in clean_line(original):
+                original = e.text  # a stream, or a line explain joined: its cleaned text
             draft.salient.append((name, e.line, original))
     if not draft.salient:
         raise BadInput(

@@ -16,6 +16,7 @@ from llmdoctor.exit_codes import ExitCode
 
 OPTIONS_WITH_VALUE = ("--tag", "--limit", "--wiki", "--wiki-url")
 FLAGS = ("--json", "--no-color")
+MAX_LIMIT = 1000  # --limit of `wiki search` and `explain`: more is refused as a usage error
 
 
 def use_color(no_color: bool) -> bool:
@@ -74,6 +75,33 @@ def run_search(
         raise BadInput("nothing to search for: give some words, e.g. llmdoctor wiki search OOM")
     results = search(text, limit=limit, tag=tag, wiki_dirs=wiki)
     out = sys.stdout
+    if out is None:  # `>&-`: fd 1 closed, Python has no stdout at all
+        raise BadInput("standard output is closed: nowhere to print the results")
+    try:
+        _print_results(out, results, tag, as_json, no_color)
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # `> /dev/full`, a disk that filled up
+        _silence_stdout()
+        raise BadInput(
+            f"cannot write the results to standard output ({exc.strerror or exc})"
+        ) from None
+    return 0
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null, so the interpreter's last flush of what is still buffered
+    cannot fail again (and print 'Exception ignored' at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _print_results(out, results, tag: str | None, as_json: bool, no_color: bool) -> None:
     if as_json:
         import json
 
@@ -84,10 +112,10 @@ def run_search(
             if url := page_url(row["id"]):
                 row["url"] = url
         out.write(json.dumps({"results": rows}, ensure_ascii=False) + "\n")
-        return 0
+        return
     if not results:
         out.write("no runbook entry matches" + (f" with tag {tag!r}" if tag else "") + "\n")
-        return 0
+        return
     from llmdoctor.terminal_text import visible
     from llmdoctor.wiki.links import page_url
 
@@ -103,7 +131,6 @@ def run_search(
         if url := page_url(r.id):
             out.write(f"    {dim}page:{reset} {visible(url)}\n")
     out.write(f"{dim}details: llmdoctor wiki show {visible(results[0].id)}{reset}\n")
-    return 0
 
 
 def fast_main(args: list[str]) -> int | None:
@@ -152,7 +179,11 @@ def _parse(args: list[str]) -> dict | None:
             if name == "--tag":
                 found["tag"] = value
             elif name == "--limit":
-                if not value.isdigit() or int(value) < 1:
+                # plain ASCII digits in range only ('²' is a digit to isdigit(), not to int());
+                # anything else is typer's to refuse
+                if not (value.isascii() and value.isdigit() and len(value) <= 6):
+                    return None
+                if not 1 <= int(value) <= MAX_LIMIT:
                     return None
                 found["limit"] = int(value)
             elif name == "--wiki":
