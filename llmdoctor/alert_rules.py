@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 DYNAMIC_RUNBOOK = "{{ $labels.runbook }}"  # the series carries the entry id (llmdoctor_finding)
 
+# deploy/node-check-daemonset.yaml runs `llmdoctor node` every 15 minutes: 3 missed runs = stale
+NODE_CHECK_PERIOD_SECONDS = 900
+NODE_CHECK_STALE_SECONDS = 3 * NODE_CHECK_PERIOD_SECONDS
+
 # group by the scrape target and vLLM's own labels (engine: one per data-parallel engine, V1)
 VLLM_BY = "job, instance, namespace, pod, model_name, engine"
 
@@ -162,6 +166,35 @@ def build_rules(*, ttft_p95_seconds: float = 2.0, itl_p95_seconds: float = 0.2) 
             DYNAMIC_RUNBOOK,
             "{{ $labels.instance }}: llmdoctor node check {{ $labels.check }} is critical",
             "llmdoctor node found {{ $labels.check }} critical on {{ $labels.subject }}.",
+            "llmdoctor node --prometheus-textfile, read by node-exporter",
+            "llmdoctor-node",
+        ),
+        AlertRule(
+            "LlmdoctorNodeCheckStale",
+            f"time() - llmdoctor_node_last_run_timestamp_seconds > {NODE_CHECK_STALE_SECONDS}",
+            "0m",
+            "warning",
+            "node-check-not-reporting",
+            "{{ $labels.instance }}: the llmdoctor node check has not run for "
+            "{{ $value | humanizeDuration }}",
+            "llmdoctor_node_last_run_timestamp_seconds is over 45 minutes old (3 runs of the "
+            "node-check DaemonSet's 15-minute loop): its pod is gone, crash-looping or hung, and "
+            "node-exporter keeps serving the last result, so every other llmdoctor node alert "
+            "on this node is reading a stale file.",
+            "llmdoctor node --prometheus-textfile, read by node-exporter",
+            "llmdoctor-node",
+        ),
+        AlertRule(
+            "LlmdoctorNodeCheckCouldNotCheck",
+            "llmdoctor_node_status == 3",
+            "20m",
+            "warning",
+            "node-check-not-reporting",
+            "{{ $labels.instance }}: the llmdoctor node check could check nothing",
+            "llmdoctor_node_status has been 3 (nothing could be checked) for two runs in a row: "
+            "the node check runs but sees no GPU, driver or kernel log (runtime class, "
+            "NVIDIA_VISIBLE_DEVICES, CAP_SYSLOG). `kubectl -n llmdoctor logs` of its pod on this "
+            "node says which checks were skipped and why.",
             "llmdoctor node --prometheus-textfile, read by node-exporter",
             "llmdoctor-node",
         ),

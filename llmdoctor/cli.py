@@ -116,6 +116,8 @@ class PipeSafeStdout:
         return len(text)
 
     def flush(self) -> None:
+        if getattr(self._stream, "closed", False):
+            return  # closed by its owner (the MCP SDK closes stdout when the session ends)
         if not self.broken:
             try:
                 self._stream.flush()

@@ -8,7 +8,8 @@ matching lines, so memory stays flat whatever the size. A paste or small file is
 
 One ranking fuses the evidence (`fuse`), as data rather than special cases:
 
-* a signature hit, weighted by how specific the signature is (literal text it pins down);
+* a signature hit, weighted by how specific the signature is (literal text it pins down); a
+  signature that is one short word (`^Killed$`) is weak evidence, never a signature match alone;
 * the text relevance of the salient lines to each entry (`text_relevance`: the wiki search's
   ranking and the share of the error's informative words the entry holds);
 * the "X explains Y" table (`EXPLAINS` plus any entry's own `explains:` front matter): a
@@ -174,6 +175,12 @@ LEAD_CAP = 3.0  # ... counted up to this ratio
 PLACE_POWER = 0.5  # a text-only match lower in the search's ranking is less likely
 CONFIDENT = 0.3  # below this, explain abstains ("no entry explains this")
 MAYBE_SEVERITY = "warning"  # a text-only match is at most a warning, shown as MAYBE
+# A signature that is one short word (`^Killed$`, `Error`) fires on lines any program prints (the
+# shell's `Killed` follows every SIGKILL, a user's `kill -9` too): weak evidence. Its hit is no
+# signature match: it adds WEAK_HIT to the entry's text-only confidence, so it is at most a
+# MAYBE warning and reaches CONFIDENT only when the text agrees.
+WEAK_SIGNATURE = re.compile(r"\^?[A-Za-z]{1,7}\$?")
+WEAK_HIT = 0.2
 
 
 @dataclass(frozen=True)
@@ -270,11 +277,13 @@ class _Hits:
     last: deque = field(default_factory=lambda: deque(maxlen=LAST))
     last_line: int = 0
     weight: int = 0  # literal characters of the most specific signature that fired
+    strong: bool = False  # a signature other than a weak one (WEAK_SIGNATURE) fired
 
-    def add(self, line: int, text: str, weight: int) -> None:
+    def add(self, line: int, text: str, weight: int, strong: bool = True) -> None:
         self.count += 1
         self.last_line = line
         self.weight = max(self.weight, weight)
+        self.strong = self.strong or strong
         item = Evidence(line, text[:MAX_TEXT])
         if len(self.first) < FIRST:
             self.first.append(item)
@@ -324,6 +333,7 @@ def read_input(
         [*entries.values(), _salient_entry()], tail_ids=[SALIENT_ID], tail_keep=SALIENT_KEPT
     )
     weights = [literal_weight(sig) for _, sig in scanner.patterns]
+    weak = [bool(WEAK_SIGNATURE.fullmatch(sig)) for _, sig in scanner.patterns]
     hits: dict[str, _Hits] = {}
     salient: deque[Evidence] = deque(maxlen=SALIENT_KEPT)
     matched_lines = 0
@@ -344,12 +354,11 @@ def read_input(
             if not ids:
                 continue
         matched_lines += 1
-        weight = max(
-            (weights[i] for i in scanner.matching(m.text) if scanner.patterns[i][0] in ids),
-            default=0,
-        )
+        fired = [i for i in scanner.matching(m.text) if scanner.patterns[i][0] in ids]
+        weight = max((weights[i] for i in fired), default=0)
         for entry_id in ids:
-            hits.setdefault(entry_id, _Hits()).add(line, m.text, weight)
+            strong = any(scanner.patterns[i][0] == entry_id and not weak[i] for i in fired)
+            hits.setdefault(entry_id, _Hits()).add(line, m.text, weight, strong)
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
     return _Reading(hits, list(salient), matched_lines, text, invalid), scanner
 
@@ -484,7 +493,7 @@ def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Ma
             continue
         coverage, place, found = text.get(entry_id, (0.0, 0.0, 0.0))
         h = hits.get(entry_id)
-        if h is not None:
+        if h is not None and h.strong:
             specific = min(h.weight, SPECIFIC_CHARS) / SPECIFIC_CHARS
             confidence = (
                 SIGNATURE_BASE
@@ -496,6 +505,8 @@ def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Ma
         else:
             evidence = min(coverage * found / TEXT_EVIDENCE, 1.0)
             confidence = TEXT_ONLY * evidence * place**PLACE_POWER
+            if h is not None:  # only weak signatures fired: text evidence, a little more
+                confidence = min(confidence + WEAK_HIT, TEXT_ONLY)
             severity = _at_most_warning(entry.severity)
             how = "search"
         matches.append(
@@ -508,7 +519,7 @@ def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Ma
                 count=h.count if h else 0,
                 evidence=h.evidence() if h else [],
                 fix=fix_lines(entry),
-                snippet="" if h else snippets.get(entry_id, ""),
+                snippet="" if h is not None and h.strong else snippets.get(entry_id, ""),
                 path=getattr(entry, "path", ""),
             )
         )
@@ -525,7 +536,8 @@ def _search_order(matches: list[Match], places: dict[str, float]) -> None:
     search does): each is at most as confident as the one the search put before it.
     """
     ceiling = 1.0
-    for m in sorted((m for m in matches if m.how == "search"), key=lambda m: -places[m.id]):
+    search = (m for m in matches if m.how == "search")
+    for m in sorted(search, key=lambda m: -places.get(m.id, 0.0)):
         m.confidence = round(max(min(m.confidence, ceiling), 0.0), 3)
         ceiling = m.confidence
 

@@ -4,8 +4,8 @@
 kubectl hands a plugin every argument after its name, its own global flags included, so
 `kubectl llmdoctor -n serving --kubeconfig ~/.kube/prod diagnose pod/x` arrives here as is.
 `--kubeconfig` becomes KUBECONFIG (as kubectl reads it); `-n/--namespace` and `--context`
-typed before the command move after it for diagnose and collect, and are dropped for the
-commands that never talk to the cluster.
+typed before the command move after it for diagnose and collect, and are dropped, before or
+after the command, for the commands that never talk to the cluster.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def translate(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     env: dict[str, str] = {}
     leading: list[str] = []
     rest: list[str] = []
-    i, seen_command = 0, False
+    i, command = 0, None
     while i < len(argv):
         arg = argv[i]
         if arg == "--":
@@ -46,12 +46,15 @@ def translate(argv: list[str]) -> tuple[list[str], dict[str, str]]:
             i += 1
         if name == "--kubeconfig" and value is not None:
             env["KUBECONFIG"] = os.path.expanduser(value)
-        elif name in MOVABLE and value is not None and not seen_command:
+        elif name in MOVABLE and value is not None and command is None:
             leading += [name, value]
+        elif name in MOVABLE and value is not None and command not in TAKES_NAMESPACE:
+            pass  # after a command that never talks to the cluster: ignored, as before it
         elif takes_value and value is not None:
             rest += [name, value]
         else:
-            seen_command = seen_command or not arg.startswith("-")
+            if command is None and not arg.startswith("-"):
+                command = arg
             rest.append(arg)
         i += 1
     if leading and rest and rest[0] in TAKES_NAMESPACE:

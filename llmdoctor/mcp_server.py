@@ -112,7 +112,7 @@ def wiki_show(entry_id: str) -> dict:
 
 
 def capacity(
-    config_json: str,
+    model_config_path: str,
     gpu: str,
     params: str | None = None,
     tensor_parallel_size: int = 1,
@@ -122,10 +122,11 @@ def capacity(
     max_num_seqs: int | None = None,
 ) -> dict:
     """Will a model start on this GPU, and how much context and concurrency fit? gpu is a GPU
-    name (A100-80GB, H100, L4 ...); config_json the model's config.json path; params e.g. 7.6B
-    (else estimated from the config)."""
+    name (A100-80GB, H100, L4 ...); model_config_path the path of the model's config.json on
+    the server's machine (a file path, not JSON text); params e.g. 7.6B (else estimated from the
+    config)."""
     args = ["capacity", "--json", "--gpu", _plain("gpu", gpu)]
-    args += ["--model-config", _plain("config_json", config_json)]
+    args += ["--model-config", _plain("model_config_path", model_config_path)]
     args += ["--tensor-parallel-size", str(tensor_parallel_size)]
     args += ["--gpu-memory-utilization", str(gpu_memory_utilization)]
     for flag, value in (

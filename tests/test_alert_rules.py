@@ -203,6 +203,20 @@ CASES += [
         ],
     ),
     (
+        # the DaemonSet died 50 minutes before: the file still says its last (old) result
+        "LlmdoctorNodeCheckStale",
+        [series("llmdoctor_node_last_run_timestamp_seconds", NODE, flat(-1500))],
+        {**NODE, "runbook": "node-check-not-reporting"},
+        # a run every 15 minutes (at 0, 15m): 10 minutes old at 25m
+        [series("llmdoctor_node_last_run_timestamp_seconds", NODE, "0x14 900x15")],
+    ),
+    (
+        "LlmdoctorNodeCheckCouldNotCheck",
+        [series("llmdoctor_node_status", NODE, flat(3))],
+        {**NODE, "runbook": "node-check-not-reporting"},
+        [series("llmdoctor_node_status", NODE, flat(2))],  # critical: other rules say why
+    ),
+    (
         "GpuPodUnschedulable",
         [
             series(
@@ -373,3 +387,64 @@ def test_promtool_fires_each_alert_on_failing_series_and_not_on_healthy_ones(tmp
 def test_an_unknown_format_is_one_line_and_exit_3(capsys):
     code, out, err = cli(["alerts", "--wiki-url", WIKI, "--format", "json"], capsys)
     assert code == 3 and out == "" and "expected one of prometheusrule, rules" in err
+
+
+def test_promtool_stale_node_check_fires_after_three_missed_runs_only(tmp_path, capsys):
+    promtool = require_tool("promtool")
+    doc = yaml.safe_load(rules_file(tmp_path, capsys).read_text())
+    for group in doc["groups"]:
+        for rule in group["rules"]:
+            rule["annotations"] = {"runbook_url": rule["annotations"]["runbook_url"]}
+    (tmp_path / "under-test.yml").write_text(yaml.safe_dump(doc))
+    stale = _labels_and_url(
+        "LlmdoctorNodeCheckStale",
+        {**NODE, "runbook": "node-check-not-reporting"},
+        "node-check-not-reporting",
+    )
+
+    def at(minute: int, firing: bool) -> dict:
+        alerts = [stale] if firing else []
+        return {
+            "eval_time": f"{minute}m",
+            "alertname": "LlmdoctorNodeCheckStale",
+            "exp_alerts": alerts,
+        }
+
+    tests = [
+        {
+            # runs at 0, 15m, 30m, then the DaemonSet dies: node-exporter serves 30m's result
+            "interval": "1m",
+            "input_series": [
+                series("llmdoctor_node_last_run_timestamp_seconds", NODE, "0x14 900x14 1800x100")
+            ],
+            "alert_rule_test": [
+                at(44, False),
+                at(60, False),
+                at(74, False),
+                at(76, True),
+                at(120, True),
+            ],
+        },
+        {
+            # a DaemonSet that keeps running every 15 minutes never goes stale
+            "interval": "1m",
+            "input_series": [
+                series(
+                    "llmdoctor_node_last_run_timestamp_seconds",
+                    NODE,
+                    " ".join(f"{900 * run}x14" for run in range(12)),
+                )
+            ],
+            "alert_rule_test": [at(m, False) for m in (44, 76, 120, 179)],
+        },
+    ]
+    unit = tmp_path / "stale.yml"
+    unit.write_text(
+        yaml.safe_dump(
+            {"rule_files": ["under-test.yml"], "evaluation_interval": "1m", "tests": tests}
+        )
+    )
+    done = subprocess.run(
+        [promtool, "test", "rules", str(unit)], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]

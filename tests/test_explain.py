@@ -433,3 +433,55 @@ def test_an_abstention_names_its_closest_entries_only_below_the_threshold(entrie
     assert out["how"] == "none" and out["matches"] == []
     assert out["below_threshold"], "the closest entries are named"
     assert all(m["confidence"] < out["threshold"] for m in out["below_threshold"])
+
+
+def test_a_bare_killed_line_is_no_confident_host_oom_verdict(entries):
+    # the shell prints `Killed` for any SIGKILL: here the user's own `kill -9`
+    result = run_text("kill -9 1234\nKilled\n", entries)
+    assert not [m for m in result.matches if m.severity == "critical"]
+    assert not [m for m in result.matches if m.how == "signature"]  # at most a MAYBE
+    assert result.exit_code != 2
+
+
+def test_a_one_word_signature_is_weak_evidence_for_any_entry(entries):
+    # real: vLLM killed after sizing its CPU swap blocks (MU-GOT#17), nothing but `Killed`
+    text = fixture_text(
+        FIXTURES / "runbooks/host-oom-killer/vllm-v0-killed-after-gpu-blocks-got-ocr.log"
+    )
+    first = run_text(text, entries).matches[0]
+    assert (first.id, first.how, first.severity) == ("host-oom-killer", "search", "warning")
+    assert first.confidence <= 0.5 and any(e.text == "Killed" for e in first.evidence)
+
+
+def test_a_bare_killed_line_exits_without_critical_from_the_cli():
+    import subprocess
+    import sys
+
+    llmdoctor = str(Path(sys.executable).parent / "llmdoctor")
+    done = subprocess.run(
+        [llmdoctor, "explain", "-", "--no-color"],
+        input="kill -9 1234\nKilled\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode in (0, 1) and "CRITICAL" not in done.stdout, done.stdout
+
+
+def test_exit_code_137_in_kubectl_describe_leads_to_the_kubernetes_entry(entries):
+    result = run_text("    Last State:     Terminated\n      Exit Code:    137\n", entries)
+    assert [m.id for m in result.matches][:1] in ([], ["k8s-oomkilled"])
+    assert not [m for m in result.matches if m.severity == "critical"]
+    alone = run_text("Exit Code: 137\n", entries)
+    assert [m.id for m in alone.matches][:1] in ([], ["k8s-oomkilled"])
+
+
+def test_the_kernel_oom_report_is_still_a_critical_host_oom_kill(entries):
+    text = (
+        "Killed\n"
+        "Out of memory: Killed process 25315 (python3) total-vm:53312244kB, "
+        "anon-rss:31451456kB, file-rss:74816kB, shmem-rss:12296kB, UID:0 pgtables:69068kB "
+        "oom_score_adj:0\n"
+    )
+    first = run_text(text, entries).matches[0]
+    assert (first.id, first.severity) == ("host-oom-killer", "critical")

@@ -42,10 +42,46 @@ POD = "vllm-7b-7d9f8c6b5-x2kqp"
         # kubectl's namespace means nothing to the wiki: dropped, not an error
         (["-nserving", "wiki", "show", "engine-dead"], ["wiki", "show", "engine-dead"], {}),
         (["explain", "-", "--", "-n"], ["explain", "-", "--", "-n"], {}),
+        # ... and after the command too (kubectl users type them anywhere)
+        (["wiki", "search", "oom", "-n", "serving"], ["wiki", "search", "oom"], {}),
+        (["wiki", "search", "oom", "--context=prod"], ["wiki", "search", "oom"], {}),
+        (
+            ["explain", "cr.log", "--namespace", "serving", "--json"],
+            ["explain", "cr.log", "--json"],
+            {},
+        ),
+        (["node", "-nserving", "--context", "prod"], ["node"], {}),
     ],
 )
 def test_kubectl_flags_are_translated(argv, args, env):
     assert translate(argv) == (args, env)
+
+
+CRASH_LOG = (
+    Path(__file__).resolve().parents[1]
+    / "examples/bundles/crashloop-cuda-oom/logs/vllm.previous.log"
+)
+QWEN_CONFIG = Path(__file__).resolve().parent / "fixtures/capacity/qwen2-7b-instruct-config.json"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (["wiki", "search", "CUDA out of memory", "-n", "serving"], "cuda-oom-runtime"),
+        (["wiki", "search", "CUDA out of memory", "--context", "prod"], "cuda-oom-runtime"),
+        (["explain", str(CRASH_LOG), "-n", "serving"], "cuda-oom-runtime"),
+        (
+            ["capacity", "--gpu", "H100", "--model-config", str(QWEN_CONFIG), "-n", "serving"],
+            "H100",
+        ),
+    ],
+)
+def test_kubectl_flags_after_a_command_that_never_talks_to_the_cluster_are_ignored(
+    command, expected
+):
+    done = run_plugin([str(BIN / "kubectl-llmdoctor"), *command, "--json"])
+    assert done.returncode in (0, 1, 2) and done.stderr == "", done.stderr
+    assert expected in done.stdout
 
 
 def fake_cluster(tmp_path):

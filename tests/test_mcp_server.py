@@ -52,7 +52,7 @@ def test_tools_return_the_cli_json_and_are_read_only():
                 ("explain", {"text": OOM_LOG}),
                 ("wiki_search", {"query": "CUDA out of memory"}),
                 ("wiki_show", {"entry_id": "cuda-oom-runtime"}),
-                ("capacity", {"config_json": str(QWEN_CONFIG), "gpu": "A100-80GB"}),
+                ("capacity", {"model_config_path": str(QWEN_CONFIG), "gpu": "A100-80GB"}),
             ]
         )
     by_name = {t.name: t for t in tools}
@@ -89,3 +89,66 @@ def test_what_the_cli_refuses_is_a_tool_error_with_its_one_line_reason():
     assert "/nonexistent/bundle" in texts[1]
     assert "must not start with '-'" in texts[2]
     assert "give a target" in texts[3]
+
+
+def test_the_capacity_tool_takes_the_config_path_by_a_name_that_says_so():
+    tools, results = session_calls(
+        [
+            ("capacity", {"model_config_path": str(QWEN_CONFIG), "gpu": "H100"}),
+            ("capacity", {"config_json": str(QWEN_CONFIG), "gpu": "H100"}),
+        ]
+    )
+    schema = {t.name: t for t in tools}["capacity"].inputSchema
+    assert "model_config_path" in schema["required"] and "config_json" not in schema["properties"]
+    assert "not JSON text" in {t.name: t for t in tools}["capacity"].description
+    assert payload(results[0])["gpu"]
+    assert results[1].isError and "model_config_path" in results[1].content[0].text
+
+
+def test_the_server_exits_0_without_a_traceback_when_stdin_is_closed():
+    done = subprocess.run(
+        [LLMDOCTOR, "mcp"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_the_server_exits_0_when_the_client_closes_after_a_session():
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    lines = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines.append({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    done = subprocess.run(
+        [LLMDOCTOR, "mcp"],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Traceback" not in done.stderr and done.returncode == 0, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["id"] for r in replies] == [1, 2] and replies[1]["result"]["tools"]
+
+
+def test_the_sdk_client_closing_the_session_leaves_no_traceback(tmp_path):
+    errors = tmp_path / "stderr.txt"
+
+    async def main():
+        params = StdioServerParameters(command=LLMDOCTOR, args=["mcp"], cwd=str(ROOT))
+        with errors.open("w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                return await session.call_tool("wiki_show", {"entry_id": "cuda-oom-runtime"})
+
+    assert payload(anyio.run(main))["id"] == "cuda-oom-runtime"
+    assert "Traceback" not in errors.read_text()
