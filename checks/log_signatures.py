@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llmdoctor.explain import consequences, explains_table
+from llmdoctor.explain import WEAK_SIGNATURE, consequences, explains_table
 from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import Finding, Severity, evidence, info, ok, warning
 from llmdoctor.parsers.xid import not_text_reason
@@ -26,9 +26,11 @@ class EntryHits:
     first: list[tuple[str, LineMatch]] = field(default_factory=list)
     last: list[tuple[str, LineMatch]] = field(default_factory=list)
     sources: dict[str, int] = field(default_factory=dict)
+    strong: bool = False  # a signature other than a one-word one (explain.WEAK_SIGNATURE) fired
 
-    def add(self, source: str, m: LineMatch) -> None:
+    def add(self, source: str, m: LineMatch, strong: bool) -> None:
         self.count += 1
+        self.strong = self.strong or strong
         self.sources[source] = self.sources.get(source, 0) + 1
         if len(self.first) < FIRST:
             self.first.append((source, m))
@@ -38,11 +40,14 @@ class EntryHits:
 
 def scan_logs(facts: Facts, keys: list[str], signatures: SignatureSet) -> dict[str, EntryHits]:
     """Matches per entry id over the given log facts (streamed)."""
+    weak = [bool(WEAK_SIGNATURE.fullmatch(sig)) for _, sig in signatures.patterns]
     hits: dict[str, EntryHits] = {}
     for key in keys:
         for m in signatures.scan(facts.require(key)):
+            fired = signatures.matching(m.text)
             for entry_id in m.entry_ids:
-                hits.setdefault(entry_id, EntryHits()).add(key, m)
+                strong = any(signatures.patterns[i][0] == entry_id and not weak[i] for i in fired)
+                hits.setdefault(entry_id, EntryHits()).add(key, m, strong)
     return hits
 
 
@@ -90,6 +95,11 @@ def log_signatures(facts: Facts) -> list[Finding]:
             # a consequence of something else in the same logs: the cause is the finding to act on
             causes = ", ".join(explained_by[entry_id])
             follows = f" (follows from {causes})"
+            severity = min(severity, Severity.WARNING, key=lambda s: s.rank)
+        if not h.strong:
+            # only a one-word signature (a bare `Killed`, printed after any SIGKILL) matched:
+            # worth a look, not a verdict (as in explain)
+            follows += " (only a one-word signature matched: weak evidence)"
             severity = min(severity, Severity.WARNING, key=lambda s: s.rank)
         where = (
             ", ".join(h.sources)

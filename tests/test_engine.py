@@ -471,3 +471,23 @@ def test_the_cause_leads_the_symptoms_it_explains():
     ]
     assert checks[0] == "vllm-queue"
     assert set(checks[1:]) >= {"vllm-generation", "vllm-latency"}
+
+
+def test_a_bare_killed_line_in_a_log_is_a_warning_not_a_host_oom_verdict():
+    # the shell prints `Killed` after any SIGKILL (a `kill -9` too): one-word signatures are
+    # weak evidence in diagnose as in explain; the kernel's own OOM report stays critical
+    from llmdoctor.diagnosis import diagnose
+    from llmdoctor.facts import Facts
+    from llmdoctor.textsource import TextSource
+
+    facts = Facts({"time/now": 0, "target": "pod/x"})
+    facts.set("logs/app.log", TextSource.from_text("logs/app.log", "loading\nKilled\n"))
+    report = diagnose([facts], "pod/x", scopes=("logs",))
+    (found,) = [f for f in report.findings if "host-oom-killer" in f.runbooks]
+    assert str(found.severity) == "warning" and "weak evidence" in found.summary
+    kernel = "Out of memory: Killed process 4242 (python3) total-vm:8000kB, anon-rss:7000kB\n"
+    facts = Facts({"time/now": 0, "target": "node"})
+    facts.set("node/kernel.log", TextSource.from_text("node/kernel.log", "Killed\n" + kernel))
+    report = diagnose([facts], "node", scopes=("logs",))
+    (found,) = [f for f in report.findings if "host-oom-killer" in f.runbooks]
+    assert str(found.severity) == "critical" and "weak evidence" not in found.summary
