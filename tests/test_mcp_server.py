@@ -125,16 +125,24 @@ def test_the_server_exits_0_when_the_client_closes_after_a_session():
     }
     lines = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
     lines.append({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-    done = subprocess.run(
+    # as a client does: send, read both answers, then close (closing stdin at once races the
+    # server's answer to the last request, which the SDK drops when stdin ends)
+    with subprocess.Popen(
         [LLMDOCTOR, "mcp"],
-        input="".join(json.dumps(line) + "\n" for line in lines),
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
-    )
-    assert "Traceback" not in done.stderr and done.returncode == 0, done.stderr
-    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    ) as server:
+        server.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
+        server.stdin.flush()
+        replies = [json.loads(server.stdout.readline()) for _ in range(2)]
+        server.stdin.close()
+        server.wait(timeout=60)
+        rest, err = server.stdout.read(), server.stderr.read()
+    assert "Traceback" not in err and server.returncode == 0, err
     assert [r["id"] for r in replies] == [1, 2] and replies[1]["result"]["tools"]
+    assert rest == ""
 
 
 def test_the_sdk_client_closing_the_session_leaves_no_traceback(tmp_path):
