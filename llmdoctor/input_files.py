@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from llmdoctor.errors import BadInput
 
@@ -31,14 +32,18 @@ def what_it_is(mode: int) -> str | None:
     return "not a regular file"
 
 
-def _size(n: int) -> str:
-    if n >= 1 << 20:
-        return f"{n / (1 << 20):.1f}".removesuffix(".0") + " MiB"
-    return f"{n / (1 << 10):.1f}".removesuffix(".0") + " KiB"
+def human_size(n: int) -> str:
+    """'64 MiB', '1.5 KiB', '512 bytes': sizes in the one-line messages."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f}".removesuffix(".0") + f" {unit}"
+    return f"{n} bytes"
 
 
 def _named(label: str, path: str) -> str:
-    """`--option path` or, for a variable given as `NAME=`, `NAME=path`."""
+    """`--option path`, `NAME=path` for a variable given as `NAME=`, or the bare path."""
+    if not label:
+        return path
     return f"{label}{path}" if label.endswith("=") else f"{label} {path}"
 
 
@@ -57,7 +62,7 @@ def regular_file(label: str, path: str, max_bytes: int | None = None) -> Path:
         raise BadInput(f"{_named(label, path)}: is {kind}, not a regular file; refusing to read it")
     if max_bytes is not None and st.st_size > max_bytes:
         raise BadInput(
-            f"{_named(label, path)}: {_size(st.st_size)} is over the {_size(max_bytes)} cap for this "
+            f"{_named(label, path)}: {human_size(st.st_size)} is over the {human_size(max_bytes)} cap for this "
             "file; refusing to read it"
         )
     if not os.access(p, os.R_OK):
@@ -75,7 +80,7 @@ def read_small_text(label: str, path: str, max_bytes: int) -> str:
         raise BadInput(f"{_named(label, path)}: cannot be read ({exc.strerror or exc})") from None
     if len(data) > max_bytes:
         raise BadInput(
-            f"{_named(label, path)}: over the {_size(max_bytes)} cap; refusing to read it"
+            f"{_named(label, path)}: over the {human_size(max_bytes)} cap; refusing to read it"
         )
     try:
         return data.decode("utf-8")
@@ -83,3 +88,18 @@ def read_small_text(label: str, path: str, max_bytes: int) -> str:
         raise BadInput(
             f"{_named(label, path)}: not UTF-8 text ({exc.reason} at byte {exc.start})"
         ) from None
+
+
+def read_small_json(label: str, path: str, max_bytes: int) -> Any:
+    """The parsed JSON of a regular file of at most `max_bytes`, or BadInput (one line)."""
+    import json
+
+    text = read_small_text(label, path, max_bytes)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(
+            f"{_named(label, path)}: not valid JSON (line {exc.lineno}: {exc.msg})"
+        ) from None
+    except RecursionError:
+        raise BadInput(f"{_named(label, path)}: JSON nested too deeply to read") from None

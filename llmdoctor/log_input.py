@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from llmdoctor.errors import BadInput
+from llmdoctor.input_files import human_size
 from llmdoctor.textsource import TextSource
 
 MAX_LINE_BYTES = 1024 * 1024  # a longer line is cut here (and the cut is reported)
@@ -240,12 +241,12 @@ class LogStream:
             said.append(f"{self.name}: read as {self.encoding.upper()} text")
         if self.lines_cut:
             said.append(
-                f"{self.name}: {self.lines_cut} line(s) longer than {_size(self._max_line)} "
-                f"were cut to their first {_size(self._max_line)}"
+                f"{self.name}: {self.lines_cut} line(s) longer than {human_size(self._max_line)} "
+                f"were cut to their first {human_size(self._max_line)}"
             )
         if self.truncated:
             said.append(
-                f"{self.name}: only the first {_size(self._max_bytes)} were read "
+                f"{self.name}: only the first {human_size(self._max_bytes)} were read "
                 "(the input goes on); split it or pass a file"
             )
         return said
@@ -260,13 +261,6 @@ class LogStream:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _size(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            return f"{n / (1 << shift):g} {unit}"
-    return f"{n} bytes"
 
 
 def _no_line_over(chunk: bytes, run: int, limit: int) -> bool:

@@ -15,7 +15,6 @@ The layout comes from ``layer_types``, ``full_attention_interval``, ``hybrid_ove
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +45,7 @@ DTYPE_BYTES = {
 KV_CACHE_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
                    "fp8_ds_mla", "nvfp4")  # fmt: skip
 MAX_SHAPE_VALUE = 1 << 24  # no real layer count, head count or width comes near this
+MAX_CONFIG_BYTES = 16 << 20  # a config.json is a few KiB; /dev/zero or a FIFO is never read
 STATE_KINDS = ("linear_attention", "mamba", "mamba2", "linear", "gated_deltanet", "ssm")
 
 
@@ -122,22 +122,12 @@ class ModelShape:
 
 def load_model_config(path: str | Path) -> dict[str, Any]:
     """A config.json (or a model folder holding one), parsed; BadInput if it cannot be."""
+    from llmdoctor.input_files import read_small_json
+
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
-    if p.exists() and not p.is_file():  # /dev/zero or a FIFO would be read until memory runs out
-        raise BadInput(f"{p}: not a regular file")
-    try:
-        with open(p, encoding="utf-8") as fh:
-            config = json.load(fh)
-    except FileNotFoundError:
-        raise BadInput(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{p}: cannot be read ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{p}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    except RecursionError:
-        raise BadInput(f"{p}: JSON nested too deeply to read") from None
+    config = read_small_json("", str(p), MAX_CONFIG_BYTES)
     if not isinstance(config, dict):
         raise BadInput(f"{p}: not a JSON object")
     return config

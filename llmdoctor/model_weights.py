@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from llmdoctor.errors import BadInput
+from llmdoctor.input_files import read_small_json
 from llmdoctor.model_shape import ModelShape, dtype_bytes
 
 MiB = 1 << 20
@@ -358,16 +359,7 @@ def _read_index(folder: Path) -> tuple[str, int | None, dict[str, str]] | None:
     preferred = folder / "model.safetensors.index.json"
     path = preferred if preferred in candidates else candidates[0]
     name = path.name
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_INDEX_BYTES:
-            raise BadInput(f"{path}: not a regular file of at most {MAX_INDEX_BYTES >> 20} MiB")
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise BadInput(f"{path}: not valid JSON") from None
-    except RecursionError:
-        raise BadInput(f"{path}: nested too deeply to read") from None
+    doc = read_small_json("", str(path), MAX_INDEX_BYTES)
     if not isinstance(doc, dict):
         raise BadInput(f"{path}: must be a JSON object")
     weight_map = doc.get("weight_map")
