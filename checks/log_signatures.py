@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llmdoctor.explain import WEAK_SIGNATURE, consequences, explains_table
+from llmdoctor.explain import consequences, explains_table
 from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.findings import Finding, Severity, evidence, info, ok, warning
 from llmdoctor.parsers.xid import not_text_reason
@@ -26,7 +26,7 @@ class EntryHits:
     first: list[tuple[str, LineMatch]] = field(default_factory=list)
     last: list[tuple[str, LineMatch]] = field(default_factory=list)
     sources: dict[str, int] = field(default_factory=dict)
-    strong: bool = False  # a signature other than a one-word one (explain.WEAK_SIGNATURE) fired
+    strong: bool = False  # a signature other than a weak one (SignatureSet.weak) fired
 
     def add(self, source: str, m: LineMatch, strong: bool) -> None:
         self.count += 1
@@ -40,14 +40,12 @@ class EntryHits:
 
 def scan_logs(facts: Facts, keys: list[str], signatures: SignatureSet) -> dict[str, EntryHits]:
     """Matches per entry id over the given log facts (streamed)."""
-    weak = [bool(WEAK_SIGNATURE.fullmatch(sig)) for _, sig in signatures.patterns]
     hits: dict[str, EntryHits] = {}
     for key in keys:
         for m in signatures.scan(facts.require(key)):
-            fired = signatures.matching(m.text)
+            strong = signatures.strong_ids(signatures.matching(m.text))
             for entry_id in m.entry_ids:
-                strong = any(signatures.patterns[i][0] == entry_id and not weak[i] for i in fired)
-                hits.setdefault(entry_id, EntryHits()).add(key, m, strong)
+                hits.setdefault(entry_id, EntryHits()).add(key, m, entry_id in strong)
     return hits
 
 
@@ -97,9 +95,9 @@ def log_signatures(facts: Facts) -> list[Finding]:
             follows = f" (follows from {causes})"
             severity = min(severity, Severity.WARNING, key=lambda s: s.rank)
         if not h.strong:
-            # only a one-word signature (a bare `Killed`, printed after any SIGKILL) matched:
-            # worth a look, not a verdict (as in explain)
-            follows += " (only a one-word signature matched: weak evidence)"
+            # only a hint or a one-word signature (`exited with code 137`, a bare `Killed`: any
+            # SIGKILL prints them) matched: worth a look, not a verdict (as in explain)
+            follows += " (only a hint matched: weak evidence)"
             severity = min(severity, Severity.WARNING, key=lambda s: s.rank)
         where = (
             ", ".join(h.sources)

@@ -8,8 +8,9 @@ matching lines, so memory stays flat whatever the size. A paste or small file is
 
 One ranking fuses the evidence (`fuse`), as data rather than special cases:
 
-* a signature hit, weighted by how specific the signature is (literal text it pins down); a
-  signature that is one short word (`^Killed$`) is weak evidence, never a signature match alone;
+* a signature hit, weighted by how specific the signature is (literal text it pins down); an
+  entry's hints and a signature that is one short word (`^Killed$`) are weak evidence, never a
+  signature match alone;
 * the text relevance of the salient lines to each entry (`text_relevance`: the wiki search's
   ranking and the share of the error's informative words the entry holds);
 * the "X explains Y" table (`EXPLAINS` plus any entry's own `explains:` front matter): a
@@ -175,11 +176,10 @@ LEAD_CAP = 3.0  # ... counted up to this ratio
 PLACE_POWER = 0.5  # a text-only match lower in the search's ranking is less likely
 CONFIDENT = 0.3  # below this, explain abstains ("no entry explains this")
 MAYBE_SEVERITY = "warning"  # a text-only match is at most a warning, shown as MAYBE
-# A signature that is one short word (`^Killed$`, `Error`) fires on lines any program prints (the
-# shell's `Killed` follows every SIGKILL, a user's `kill -9` too): weak evidence. Its hit is no
-# signature match: it adds WEAK_HIT to the entry's text-only confidence, so it is at most a
-# MAYBE warning and reaches CONFIDENT only when the text agrees.
-WEAK_SIGNATURE = re.compile(r"\^?[A-Za-z]{1,7}\$?")
+# A weak signature (an entry's hint, or one short word: SignatureSet.weak) fires on lines that do
+# not prove the cause (`exited with code 137` follows any SIGKILL). Its hit is no signature
+# match: it adds WEAK_HIT to the entry's text-only confidence, so it is at most a MAYBE warning
+# and reaches CONFIDENT only when the text agrees.
 WEAK_HIT = 0.2
 
 
@@ -277,7 +277,7 @@ class _Hits:
     last: deque = field(default_factory=lambda: deque(maxlen=LAST))
     last_line: int = 0
     weight: int = 0  # literal characters of the most specific signature that fired
-    strong: bool = False  # a signature other than a weak one (WEAK_SIGNATURE) fired
+    strong: bool = False  # a signature other than a weak one (SignatureSet.weak) fired
 
     def add(self, line: int, text: str, weight: int, strong: bool = True) -> None:
         self.count += 1
@@ -333,7 +333,6 @@ def read_input(
         [*entries.values(), _salient_entry()], tail_ids=[SALIENT_ID], tail_keep=SALIENT_KEPT
     )
     weights = [literal_weight(sig) for _, sig in scanner.patterns]
-    weak = [bool(WEAK_SIGNATURE.fullmatch(sig)) for _, sig in scanner.patterns]
     hits: dict[str, _Hits] = {}
     salient: deque[Evidence] = deque(maxlen=SALIENT_KEPT)
     matched_lines = 0
@@ -356,9 +355,9 @@ def read_input(
         matched_lines += 1
         fired = [i for i in scanner.matching(m.text) if scanner.patterns[i][0] in ids]
         weight = max((weights[i] for i in fired), default=0)
+        strong = scanner.strong_ids(fired)
         for entry_id in ids:
-            strong = any(scanner.patterns[i][0] == entry_id and not weak[i] for i in fired)
-            hits.setdefault(entry_id, _Hits()).add(line, m.text, weight, strong)
+            hits.setdefault(entry_id, _Hits()).add(line, m.text, weight, entry_id in strong)
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
     return _Reading(hits, list(salient), matched_lines, text, invalid), scanner
 
@@ -627,7 +626,11 @@ def _entry_stems(entry) -> set[str]:
     found = _STEMS.get(key)
     if found is None:
         parts = [entry.id, entry.title, " ".join(entry.aliases), " ".join(entry.tags)]
-        parts += [entry.symptom, entry.cause, " ".join(entry.signatures)]
+        parts += [
+            entry.symptom,
+            entry.cause,
+            " ".join([*entry.signatures, *getattr(entry, "hints", ())]),
+        ]
         found = _STEMS[key] = _stems(" ".join(parts))
     return found
 

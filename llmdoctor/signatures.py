@@ -10,12 +10,16 @@ a healthy log comes back empty at memory speed. For a block with hits, each sign
 searched in the block to find the lines, and each such line is checked alone against the per-line
 `Set`, which gives exactly the answer of matching every line on its own.
 
+An entry's `hints` are scanned like its signatures but flagged weak (`SignatureSet.weak`), as is
+a signature that is one short word (`^Killed$`): lines that point at the entry without proving it.
+
 Signatures that RE2 cannot compile (backreferences, lookarounds) are not dropped silently: they
 are kept in `SignatureSet.invalid` with their entry and file:line, for the caller to report.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +29,9 @@ from llmdoctor.re2_patterns import re2_module, re2_options
 from llmdoctor.textsource import TextSource
 
 BLOCK_BYTES = 4 * 1024 * 1024
+# A signature that is one short word (`^Killed$`, `Error`) fires on lines any program prints (the
+# shell's `Killed` follows every SIGKILL, a user's `kill -9` too): weak evidence, like a hint.
+WEAK_SIGNATURE = re.compile(r"\^?[A-Za-z]{1,7}\$?")
 
 
 @dataclass(frozen=True)
@@ -143,9 +150,11 @@ class SignatureSet:
     ):
         re2 = re2_module()
         self.patterns: list[tuple[str, str]] = []  # (entry id, signature), in set index order
+        self.weak: list[bool] = []  # per pattern: a hint or a one-word signature (weak evidence)
         self.invalid: list[InvalidSignature] = []
         for entry in entries:
-            for sig in entry.signatures:
+            hints = list(getattr(entry, "hints", None) or ())
+            for n, sig in enumerate([*entry.signatures, *hints]):
                 why = compile_problem(sig) if isinstance(sig, str) else "it is not text"
                 if why:
                     path = str(getattr(entry, "path", "") or "")
@@ -153,6 +162,7 @@ class SignatureSet:
                     self.invalid.append(InvalidSignature(entry.id, str(sig), why, path, line))
                     continue
                 self.patterns.append((entry.id, sig))
+                self.weak.append(n >= len(entry.signatures) or bool(WEAK_SIGNATURE.fullmatch(sig)))
         self._line_set = self._block_set = self._tail_set = None
         self._searchers: dict[int, object] = {}
         tail = set(tail_ids) if tail_keep > 0 else set()
@@ -190,6 +200,10 @@ class SignatureSet:
         if self._line_set is None:
             return []
         return sorted(self._line_set.Match(text) or ())
+
+    def strong_ids(self, fired: Iterable[int]) -> set[str]:
+        """Ids of the entries of which a signature other than a weak one is among `fired`."""
+        return {self.patterns[i][0] for i in fired if not self.weak[i]}
 
     def match_line(self, text: str | bytes) -> tuple[str, ...]:
         """Ids of the entries whose signatures match this one line, in registration order."""

@@ -282,3 +282,81 @@ def test_from_log_reads_a_bundles_logs_within_the_same_bounds(tmp_path):
             fh.write(block)
     rc, err, _ = _wiki_add_from_log(tmp_path, bundle, memory=1536 * 1024**2)
     assert rc == 3 and "logs/vllm.log: gzip data expands" in _one_line(err)
+
+
+# -- hints: lines that point at an entry without proving it ----------------------------------
+
+HINTED = """---
+id: team-thing
+title: Team thing
+severity: critical
+signatures:
+  - 'redis cluster is down'
+hints:
+  - '{hint}'
+---
+## Symptom
+x
+## Cause
+y
+## Fix
+z
+"""
+
+
+def _hinted_entry(tmp_path, hint: str, example: str) -> Path:
+    wiki = tmp_path / "wiki"
+    (wiki / "team-thing.examples").mkdir(parents=True)
+    (wiki / "team-thing.md").write_text(HINTED.format(hint=hint))
+    (wiki / "team-thing.examples" / "incident.log").write_text(example)
+    return wiki
+
+
+def test_lint_proves_hints_like_signatures_and_names_their_line(tmp_path):
+    example = "ERROR redis cluster is down\ngateway exited with code 137\n"
+    wiki = _hinted_entry(tmp_path, "exited with code 137", example)
+    assert runner.invoke(app, ["wiki", "lint", str(wiki)]).exit_code == 0
+    healthy = _hinted_entry(tmp_path / "b", "Application startup complete", example)
+    result = runner.invoke(app, ["wiki", "lint", str(healthy)])
+    assert result.exit_code == 1 and "fires on a healthy log line" in result.output
+    assert f"{healthy / 'team-thing.md'}:8: " in result.output  # the hint's own line
+    unproven = _hinted_entry(tmp_path / "c", "Segmentation fault", example)
+    result = runner.invoke(app, ["wiki", "lint", str(unproven)])
+    assert result.exit_code == 1 and "fires on no line of its examples" in result.output
+
+
+def test_a_hint_alone_is_a_maybe_warning_the_signature_is_the_verdict(tmp_path):
+    from llmdoctor.explain import explain
+    from llmdoctor.textsource import TextSource
+    from llmdoctor.wiki.library import load_library
+
+    wiki = _hinted_entry(tmp_path, "exited with code 137", "ERROR redis cluster is down\n")
+    entries = load_library([str(wiki)]).entries
+
+    def first(text: str):
+        result = explain(TextSource.from_text("paste", text), entries, wiki_dirs=[str(wiki)])
+        ranked = [*result.matches, *result.below_threshold]
+        return next(m for m in ranked if m.id == "team-thing"), result
+
+    hinted, result = first("gateway exited with code 137\n")
+    assert (hinted.how, hinted.severity) == ("search", "warning")
+    assert result.exit_code != 2
+    proved, result = first("ERROR redis cluster is down\ngateway exited with code 137\n")
+    assert (proved.how, proved.severity) == ("signature", "critical") and result.exit_code == 2
+
+
+def test_wiki_show_and_the_site_list_hints_apart_from_signatures(tmp_path):
+    import json
+
+    wiki = _hinted_entry(tmp_path, "exited with code 137", "ERROR redis cluster is down\n")
+    shown = runner.invoke(app, ["wiki", "show", "team-thing", "--wiki", str(wiki), "--json"])
+    data = json.loads(shown.stdout)
+    assert data["signatures"] == ["redis cluster is down"]
+    assert data["hints"] == ["exited with code 137"]
+    plain = runner.invoke(app, ["wiki", "show", "team-thing", "--wiki", str(wiki), "--no-color"])
+    assert "hint (weak): exited with code 137" in plain.stdout
+    out = tmp_path / "site"
+    built = runner.invoke(app, ["wiki", "site", "-o", str(out), "--wiki", str(wiki)])
+    assert built.exit_code == 0, built.output
+    page = (out / "team-thing.html").read_text(encoding="utf-8")
+    assert '<ul class="signatures hints"><li><code>exited with code 137</code>' in page

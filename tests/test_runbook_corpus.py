@@ -120,6 +120,11 @@ def test_entry_has_symptom_cause_and_fix(entry):
     assert entry.symptom.strip() and entry.cause.strip() and entry.fix.strip()
 
 
+def _patterns(entry) -> list[str]:
+    """An entry's signatures and hints: both are matched against logs."""
+    return [*entry.signatures, *entry.hints]
+
+
 @_by_id(ENTRIES)
 def test_entry_leaves_detected_by_to_the_checks(entry):
     # Checks point at runbooks, not the other way round, so entries carry no detected_by list.
@@ -130,7 +135,7 @@ def test_entry_leaves_detected_by_to_the_checks(entry):
 def test_signatures_compile_and_never_match_an_empty_line(entry):
     # A signature that matches "" would fire on every blank line of every log.
     assert entry.signatures, "an entry needs at least one log signature"
-    for sig in entry.signatures:
+    for sig in _patterns(entry):
         pattern = re.compile(sig)
         assert pattern.search("") is None, f"{sig!r} matches the empty string"
 
@@ -138,7 +143,7 @@ def test_signatures_compile_and_never_match_an_empty_line(entry):
 @_by_id(ENTRIES)
 def test_signatures_stay_in_the_regex_subset_grep_shares(entry):
     # The same signatures are used with `grep -E` on nodes, so Python-only syntax is not allowed.
-    for sig in entry.signatures:
+    for sig in _patterns(entry):
         for construct, why in NOT_PORTABLE:
             assert not construct.search(sig), f"{sig!r} uses {why}"
 
@@ -148,7 +153,7 @@ def test_signatures_stay_in_the_regex_subset_grep_shares(entry):
 def test_signatures_are_accepted_by_grep_extended_regex(entry):
     # grep exits 2 on a pattern it cannot compile; 0 or 1 (match / no match) means it is valid.
     grep = shutil.which("grep")
-    for sig in entry.signatures:
+    for sig in _patterns(entry):
         done = subprocess.run(
             [grep, "-E", "-e", sig, "/dev/null"], capture_output=True, text=True, timeout=10
         )
@@ -159,7 +164,7 @@ def test_signatures_are_accepted_by_grep_extended_regex(entry):
 def test_signatures_compile_in_re2_the_engine_that_matches_them(entry):
     from llmdoctor.signatures import compile_problem
 
-    problems = [f"{sig!r}: {why}" for sig in entry.signatures if (why := compile_problem(sig))]
+    problems = [f"{sig!r}: {why}" for sig in _patterns(entry) if (why := compile_problem(sig))]
     assert not problems
 
 
@@ -171,7 +176,8 @@ def test_every_signature_fires_on_the_entrys_own_real_excerpts(entry):
     files = _fixture_files(entry.id)
     assert files, f"no excerpts under {FIXTURE_DIR / entry.id}"
     assert (FIXTURE_DIR / entry.id / "SOURCES.md").is_file(), "excerpts need a SOURCES.md"
-    signatures = list(enumerate(entry.signatures))
+    # hints too: weak evidence, still proven on real excerpts
+    signatures = list(enumerate(_patterns(entry)))
     problems = evidence_problems(signatures, FIXTURE_DIR / entry.id, healthy=[])
     assert not problems, "\n".join(message for _, message in problems)
 

@@ -123,6 +123,7 @@ def show_command(
             "tags": entry.tags,
             "aliases": entry.aliases,
             "signatures": entry.signatures,
+            "hints": entry.hints,
             "detected_by": entry.detected_by,
             "symptom": entry.symptom,
             "cause": entry.cause,
@@ -171,10 +172,11 @@ def _render_entry(entry, record, is_builtin: bool, overridden_builtin: list[str]
         line = Text(f"{name:>12}: ", style="dim")
         line.append(visible(value))
         console.print(line, soft_wrap=True)  # paths and regexes stay whole, copyable
-    for signature in entry.signatures:
-        line = Text(f"{'signature':>12}: ", style="dim")
-        line.append(visible(signature), style="cyan")
-        console.print(line, soft_wrap=True)
+    for name, patterns in (("signature", entry.signatures), ("hint (weak)", entry.hints)):
+        for signature in patterns:
+            line = Text(f"{name:>12}: ", style="dim")
+            line.append(visible(signature), style="cyan")
+            console.print(line, soft_wrap=True)
     console.print()
     body = "\n".join(visible(line) for line in entry.body.split("\n"))
     console.print(Markdown(body, code_theme="ansi_dark", justify="left"))

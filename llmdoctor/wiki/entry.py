@@ -9,6 +9,8 @@ Example (runbooks/cuda-oom-runtime.md)::
     tags: [memory, oom]
     signatures:
       - 'torch\\.OutOfMemoryError: CUDA out of memory'
+    hints:          # lines that point at the entry without proving it (weak evidence)
+      - 'exited with code 137'
     ---
     ## Symptom
     ...
@@ -57,6 +59,7 @@ class RunbookEntry:
     tags: list[str] = field(default_factory=list)
     aliases: list[str] = field(default_factory=list)
     signatures: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)  # weak signatures: point at it, prove nothing
     detected_by: list[str] = field(default_factory=list)
     symptom: str = ""
     cause: str = ""
@@ -174,6 +177,7 @@ def parse_entry(text: str, path: Path | str = "<text>") -> RunbookEntry:
         signatures=_string_list(
             meta.get("signatures"), "signatures", path, field_line("signatures")
         ),
+        hints=_string_list(meta.get("hints"), "hints", path, field_line("hints")),
         detected_by=_string_list(
             meta.get("detected_by"), "detected_by", path, field_line("detected_by")
         ),

@@ -22,8 +22,10 @@ from llmdoctor.wiki.entry import (
     split_front_matter,
 )
 
-KNOWN_KEYS = ("id", "title", "severity", "tags", "aliases", "signatures", "detected_by", "explains")
-LIST_KEYS = ("tags", "aliases", "signatures", "detected_by", "explains")
+KNOWN_KEYS = (
+    "id", "title", "severity", "tags", "aliases", "signatures", "hints", "detected_by", "explains",
+)  # fmt: skip
+LIST_KEYS = ("tags", "aliases", "signatures", "hints", "detected_by", "explains")
 REQUIRED_SECTIONS = ("symptom", "cause", "fix")
 ID_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
 # zero-width matches on ordinary lines betray a signature that would fire everywhere
@@ -65,12 +67,16 @@ def _key_line(fm_lines: list[str], key: str) -> int:
     return 2
 
 
-def _signature_line(fm_lines: list[str], signature: str, index: int) -> int:
-    """The front-matter line holding this signature (best effort: text, else list position)."""
+def _signature_line(
+    fm_lines: list[str], signature: str, index: int, key: str = "signatures"
+) -> int:
+    """The front-matter line holding this signature or hint (best effort: text, else list
+    position under `key`).
+    """
     for i, line in enumerate(fm_lines):
-        if signature in line and not line.startswith("signatures:"):
+        if signature in line and not line.startswith(f"{key}:"):
             return i + 2
-    return _key_line(fm_lines, "signatures") + 1 + index
+    return _key_line(fm_lines, key) + 1 + index
 
 
 def _item_line(fm_lines: list[str], key: str, item: str) -> int:
@@ -164,15 +170,18 @@ def lint_text(
             add(body_line, f"missing section '## {heading}'")
         elif not getattr(entry, name).strip():
             add(entry.section_lines[name], f"section '## {heading}' is empty")
-    usable = []
-    for n, signature in enumerate(entry.signatures):
-        why = signature_problem(signature)
-        if why:
-            add(_signature_line(fm_lines, signature, n), why)
-        else:
-            usable.append((n, signature))
-    for n, message in evidence_problems(usable, examples_of(Path(path)), healthy_corpus()):
-        add(_signature_line(fm_lines, entry.signatures[n], n), message)
+    examples = examples_of(Path(path))
+    for key, patterns in (("signatures", entry.signatures), ("hints", entry.hints)):
+        usable = []
+        for n, signature in enumerate(patterns):
+            why = signature_problem(signature)
+            if why:
+                add(_signature_line(fm_lines, signature, n, key), why)
+            else:
+                usable.append((n, signature))
+        # a hint is weak evidence, but it must still fire on its examples and never on health
+        for n, message in evidence_problems(usable, examples, healthy_corpus()):
+            add(_signature_line(fm_lines, patterns[n], n, key), message)
     explains = meta.get("explains")
     if isinstance(explains, list):
         for item in explains:

@@ -302,19 +302,28 @@ class _Renderer:
         return self._page(f"{entry.title} — llmdoctor runbooks", "\n".join(parts), 0, canonical)
 
     def _signatures(self, entry) -> str:
-        if not entry.signatures:
+        hints = ""
+        if entry.hints:
+            items = "".join(f"<li><code>{_esc(s)}</code></li>" for s in entry.hints)
+            hints = (
+                "<p>Hints: lines that point at this entry without proving it (weak evidence: "
+                "at most a warning).</p>"
+                f'<ul class="signatures hints">{items}</ul>'
+            )
+        if not entry.signatures and not hints:
             return (
                 '<section id="signatures"><h2>Log lines that trigger it</h2>'
                 "<p>No signature: this entry is found by search and by the checks below.</p>"
                 "</section>"
             )
         items = "".join(f"<li><code>{_esc(s)}</code></li>" for s in entry.signatures)
+        listed = f'<ul class="signatures">{items}</ul>' if items else ""
         examples = self._examples(entry)
         return (
             '<section id="signatures"><h2>Log lines that trigger it</h2>'
             "<p>Each is a regular expression matched against one log line at a time "
             "(<code>llmdoctor explain</code>, <code>llmdoctor diagnose</code>).</p>"
-            f'<ul class="signatures">{items}</ul>{examples}</section>'
+            f"{listed}{hints}{examples}</section>"
         )
 
     def _examples(self, entry) -> str:
