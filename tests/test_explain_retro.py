@@ -318,7 +318,9 @@ def test_lint_proves_hints_like_signatures_and_names_their_line(tmp_path):
     assert runner.invoke(app, ["wiki", "lint", str(wiki)]).exit_code == 0
     healthy = _hinted_entry(tmp_path / "b", "Application startup complete", example)
     result = runner.invoke(app, ["wiki", "lint", str(healthy)])
-    assert result.exit_code == 1 and "fires on a healthy log line" in result.output
+    assert result.exit_code == 1 and "hint 'Application startup complete' fires on a healthy" in (
+        result.output
+    )
     assert f"{healthy / 'team-thing.md'}:8: " in result.output  # the hint's own line
     unproven = _hinted_entry(tmp_path / "c", "Segmentation fault", example)
     result = runner.invoke(app, ["wiki", "lint", str(unproven)])

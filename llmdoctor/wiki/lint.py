@@ -79,6 +79,13 @@ def _signature_line(
     return _key_line(fm_lines, key) + 1 + index
 
 
+def _named(message: str, key: str) -> str:
+    """A signature's problem, said of a hint when it is one."""
+    if key == "hints" and message.startswith("signature "):
+        return "hint " + message[len("signature ") :]
+    return message
+
+
 def _item_line(fm_lines: list[str], key: str, item: str) -> int:
     """The front-matter line naming `item` in the list under `key` (`[a, b]` or `- a` lines)."""
     first = _key_line(fm_lines, key) - 2  # index of the key's own line
@@ -176,12 +183,12 @@ def lint_text(
         for n, signature in enumerate(patterns):
             why = signature_problem(signature)
             if why:
-                add(_signature_line(fm_lines, signature, n, key), why)
+                add(_signature_line(fm_lines, signature, n, key), _named(why, key))
             else:
                 usable.append((n, signature))
         # a hint is weak evidence, but it must still fire on its examples and never on health
         for n, message in evidence_problems(usable, examples, healthy_corpus()):
-            add(_signature_line(fm_lines, patterns[n], n, key), message)
+            add(_signature_line(fm_lines, patterns[n], n, key), _named(message, key))
     explains = meta.get("explains")
     if isinstance(explains, list):
         for item in explains:
