@@ -175,6 +175,7 @@ LEAD_POWER = 1.0  # how much the first entry's lead over the second adds to its 
 LEAD_CAP = 3.0  # ... counted up to this ratio
 PLACE_POWER = 0.5  # a text-only match lower in the search's ranking is less likely
 CONFIDENT = 0.3  # below this, explain abstains ("no entry explains this")
+NO_ERROR_GUESS = 0.1  # the most a text-only match gets when no line of the input looks wrong
 MAYBE_SEVERITY = "warning"  # a text-only match is at most a warning, shown as MAYBE
 # A weak signature (an entry's hint, or one short word: SignatureSet.weak) fires on lines that do
 # not prove the cause (`exited with code 137` follows any SIGKILL). Its hit is no signature
@@ -439,6 +440,10 @@ def explain(
     searched = _search_text(reading, query)
     results = _search(searched, max(limit, 10) * 2, wiki_dirs) if searched else []
     ranked = fuse(reading, entries, results, query or searched)
+    if not (query or reading.salient):  # no line looks wrong: text alone names guesses only
+        for m in ranked:
+            if m.how == "search" and m.confidence > NO_ERROR_GUESS:
+                m.confidence, m.score = NO_ERROR_GUESS, round(100 * NO_ERROR_GUESS, 1)
     confident = [m for m in ranked if m.confidence >= CONFIDENT]
     weak = [m for m in ranked if m.confidence < CONFIDENT]
     how = "none"
@@ -470,10 +475,10 @@ def _query(reading: _Reading) -> str:
 
 def _search_text(reading: _Reading, query: str) -> str:
     """What the wiki search ranks: a short paste whole, exactly as `wiki search -` would get
-    it, so explain never ranks worse than that search; a long log by its salient lines.
+    it (even when no line of it looks wrong), so explain never ranks worse than that search; a
+    long log by its salient lines.
     """
-    has_error = query or reading.salient  # a bare "Traceback" line counts
-    if has_error and reading.text is not None and len(reading.text) <= WHOLE_QUERY_CHARS:
+    if reading.text is not None and len(reading.text) <= WHOLE_QUERY_CHARS:
         return reading.text
     return query
 

@@ -488,3 +488,21 @@ def test_the_kernel_oom_report_is_still_a_critical_host_oom_kill(entries):
     )
     first = run_text(text, entries).matches[0]
     assert (first.id, first.severity) == ("host-oom-killer", "critical")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["vllm-v1-serving-stats-idle-issue16361.log", "kernel-nvrm-loading-570-vgpu-guest.log"],
+)
+def test_a_paste_with_no_error_line_gets_the_searchs_order_as_guesses_only(entries, name):
+    # explain never ranks worse than `wiki search` of the same text, even when nothing in it
+    # looks wrong; but then text alone never names an entry: guesses, exit 0
+    from llmdoctor.explain import NO_ERROR_GUESS
+    from llmdoctor.wiki.search import search
+
+    text = fixture_text(FIXTURES / "healthy" / name)
+    result = run_text(text, entries)
+    assert (result.how, result.matches, result.exit_code) == ("none", [], 0)
+    guesses = [m.id for m in result.below_threshold]
+    assert guesses and all(m.confidence <= NO_ERROR_GUESS for m in result.below_threshold)
+    assert guesses[:3] == [r.id for r in search(text, limit=3)]

@@ -140,6 +140,11 @@ def render(result, console) -> None:
                 "No line in it looks like an error (no Error/Exception/FATAL/failed/Killed, "
                 "exit code or warning Event)."
             )
+            if result.below_threshold:
+                guesses = ", ".join(m.id for m in result.below_threshold[:3])
+                console.print(
+                    f"[dim]If something is wrong all the same, these share its words: {guesses}[/]"
+                )
         return
     if result.how == "search":
         console.print(
