@@ -179,9 +179,11 @@ NO_ERROR_GUESS = 0.1  # the most a text-only match gets when no line of the inpu
 MAYBE_SEVERITY = "warning"  # a text-only match is at most a warning, shown as MAYBE
 # A weak signature (an entry's hint, or one short word: SignatureSet.weak) fires on lines that do
 # not prove the cause (`exited with code 137` follows any SIGKILL). Its hit is no signature
-# match: it adds WEAK_HIT to the entry's text-only confidence, so it is at most a MAYBE warning
-# and reaches CONFIDENT only when the text agrees.
+# match: it adds WEAK_HIT to the entry's text-only confidence, up to WEAK_CEILING, below
+# CONFIDENT: the closest guess, never named on its word (the text that agrees with it is mostly
+# the very line it matched).
 WEAK_HIT = 0.2
+WEAK_CEILING = 0.29
 
 
 @dataclass(frozen=True)
@@ -509,8 +511,10 @@ def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Ma
         else:
             evidence = min(coverage * found / TEXT_EVIDENCE, 1.0)
             confidence = TEXT_ONLY * evidence * place**PLACE_POWER
-            if h is not None:  # only weak signatures fired: text evidence, a little more
-                confidence = min(confidence + WEAK_HIT, TEXT_ONLY)
+            if h is not None:
+                # only weak signatures fired: a closer guess, never named on their word (the
+                # text that agrees is mostly the very line the hint matched)
+                confidence = min(confidence + WEAK_HIT, WEAK_CEILING)
             severity = _at_most_warning(entry.severity)
             how = "search"
         matches.append(
@@ -616,11 +620,19 @@ def text_relevance(
         if stems is None:
             continue
         coverage = sum(r for w, r in rarity.items() if w in stems) / mass
-        found = max(float(result.score), 0.0)
-        if rank == 0 and len(results) > 1 and results[1].score > 0:
-            found *= min(result.score / results[1].score, LEAD_CAP) ** LEAD_POWER
+        found = max(float(_text_score(result)), 0.0)
+        runner_up = _text_score(results[1]) if len(results) > 1 else 0.0
+        if rank == 0 and runner_up > 0:
+            found *= min(found / runner_up, LEAD_CAP) ** LEAD_POWER
         out[result.id] = (coverage, 1 / (1 + rank), found)
     return out
+
+
+def _text_score(result) -> float:
+    """The search's score without its signature tier: explain weighs signature hits itself
+    (a hint's hit would otherwise count twice, as a weak hit and as a first-tier search score).
+    """
+    return getattr(result, "text_score", result.score)
 
 
 _STEMS: dict[tuple[str, str], set[str]] = {}
@@ -631,11 +643,8 @@ def _entry_stems(entry) -> set[str]:
     found = _STEMS.get(key)
     if found is None:
         parts = [entry.id, entry.title, " ".join(entry.aliases), " ".join(entry.tags)]
-        parts += [
-            entry.symptom,
-            entry.cause,
-            " ".join([*entry.signatures, *getattr(entry, "hints", ())]),
-        ]
+        parts += [entry.symptom, entry.cause, " ".join(entry.signatures)]
+        parts.append(" ".join(getattr(entry, "hints", ())))
         found = _STEMS[key] = _stems(" ".join(parts))
     return found
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from llmdoctor.cli import app
-from llmdoctor.explain import EXPLAINS, explain, explains_table, read_input, search_query
+from llmdoctor.explain import CONFIDENT, EXPLAINS, explain, explains_table, read_input, search_query
 from llmdoctor.textsource import TextSource
 from llmdoctor.wiki.library import load_library
 
@@ -295,13 +295,13 @@ def test_sglang_queue_lines_name_queue_saturation_never_critical(entries):
 
 def test_killed_exit_137_is_a_host_oom_kill_never_a_driver_mismatch(entries):
     result = run_text(fixture_text(CASES / "compose-killed-exit-137-scalellm38.log"), entries)
-    first = result.matches[0]
-    assert first.id in ("host-oom-killer", "k8s-oomkilled")
+    # any SIGKILL prints these two lines (docker stop, kill -9): host-oom-killer's hints, the
+    # closest guess (check dmesg), never a named verdict without the kernel's OOM report
+    assert result.matches == [] and result.exit_code == 0
+    first = result.below_threshold[0]
+    assert first.id == "host-oom-killer" and first.confidence < CONFIDENT
     assert any("Killed" in e.text or "137" in e.text for e in first.evidence)
     assert "driver-cuda-mismatch" not in [m.id for m in result.matches]
-    # any SIGKILL prints these two lines (docker stop, kill -9): host-oom-killer's hints, a
-    # MAYBE to check dmesg for, never a critical verdict without the kernel's OOM report
-    assert result.exit_code != 2 and first.severity != "critical"
 
 
 def test_kill_and_exit_code_lines_are_salient(entries):
@@ -451,7 +451,8 @@ def test_a_one_word_signature_is_weak_evidence_for_any_entry(entries):
     text = fixture_text(
         FIXTURES / "runbooks/host-oom-killer/vllm-v0-killed-after-gpu-blocks-got-ocr.log"
     )
-    first = run_text(text, entries).matches[0]
+    result = run_text(text, entries)
+    first = [*result.matches, *result.below_threshold][0]
     assert (first.id, first.how, first.severity) == ("host-oom-killer", "search", "warning")
     assert first.confidence <= 0.5 and any(e.text == "Killed" for e in first.evidence)
 

@@ -327,8 +327,8 @@ def test_lint_proves_hints_like_signatures_and_names_their_line(tmp_path):
     assert result.exit_code == 1 and "fires on no line of its examples" in result.output
 
 
-def test_a_hint_alone_is_a_maybe_warning_the_signature_is_the_verdict(tmp_path):
-    from llmdoctor.explain import explain
+def test_a_hint_alone_is_a_guess_the_signature_is_the_verdict(tmp_path):
+    from llmdoctor.explain import CONFIDENT, explain
     from llmdoctor.textsource import TextSource
     from llmdoctor.wiki.library import load_library
 
@@ -342,6 +342,7 @@ def test_a_hint_alone_is_a_maybe_warning_the_signature_is_the_verdict(tmp_path):
 
     hinted, result = first("gateway exited with code 137\n")
     assert (hinted.how, hinted.severity) == ("search", "warning")
+    assert hinted not in result.matches and hinted.confidence < CONFIDENT  # never named
     assert result.exit_code != 2
     proved, result = first("ERROR redis cluster is down\ngateway exited with code 137\n")
     assert (proved.how, proved.severity) == ("signature", "critical") and result.exit_code == 2

@@ -45,7 +45,7 @@ class SearchResult:
 
     __slots__ = (
         "highlights", "id", "path", "rowid", "score", "severity", "signature_matched", "snippet",
-        "title",
+        "text_score", "title",
     )  # fmt: skip
 
     def __init__(
@@ -64,6 +64,7 @@ class SearchResult:
         self.highlights = highlights if highlights is not None else []
         self.severity, self.path = severity, path
         self.signature_matched, self.rowid = signature_matched, rowid
+        self.text_score = score  # the score without the signature tier (explain's text evidence)
 
     def __repr__(self) -> str:
         return f"SearchResult({self.id!r}, score={self.score})"
@@ -124,13 +125,16 @@ def _rank(
     ranked.sort(key=lambda c: (c.tier, c.relevance), reverse=True)
     # the score keeps that order: each tier above the lowest adds more than any relevance
     levels = sorted({c.tier for c in ranked})
+    text_levels = sorted({c.tier[1:] for c in ranked})
     step = max(c.relevance for c in ranked) + 1.0
     results = []
     for c in ranked[:limit]:
         entry_id, title, severity, path, *_ = docs[c.rowid]
         score = round(c.relevance + levels.index(c.tier) * step, 3)
         hit = c.signature_matched
-        results.append(SearchResult(entry_id, title, score, "", [], severity, path, hit, c.rowid))
+        result = SearchResult(entry_id, title, score, "", [], severity, path, hit, c.rowid)
+        result.text_score = round(c.relevance + text_levels.index(c.tier[1:]) * step, 3)
+        results.append(result)
     _add_snippets(conn, query, expression, results)
     return results
 
