@@ -259,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     from llmdoctor.wiki.library import load_library
 
     entries = load_library().entries
-    signatures = [s for e in entries.values() for s in e.signatures]
+    # explain scans an entry's hints with its signatures: grep gets both
+    signatures = [s for e in entries.values() for s in [*e.signatures, *e.hints]]
     workdir = Path(tempfile.mkdtemp(prefix="llmdoctor-bench-", dir="/tmp"))
     log = workdir / "vllm-big.log"
     patterns = workdir / "signatures.txt"
