@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from llmdoctor.cli import app
+from llmdoctor.cli import run as cli_run
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNBOOK_FIXTURES = ROOT / "tests" / "fixtures" / "runbooks"
@@ -261,3 +262,42 @@ def test_a_team_signature_ranks_above_a_builtin_hint_in_search(tmp_path):
     assert doc["matches"][0]["id"] == "team-exit-137"  # explain: right
     result = runner.invoke(app, ["wiki", "search", "--wiki", str(wiki), "--json", line])
     assert json.loads(result.stdout)["results"][0]["id"] == "team-exit-137"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason='wiki show of an entry whose hints field is invalid says "no runbook entry", not the '
+    "file:line that is wrong (the entry exists)",
+)
+def test_show_of_an_entry_with_bad_hints_names_the_file_and_line(tmp_path, capsys):
+    wiki = tmp_path / "team"
+    path = team_entry(
+        wiki, "team-widget", "signatures:\n  - 'TEAMERR widget exploded'\nhints: 42\n"
+    )
+    with pytest.raises(SystemExit) as stop:
+        cli_run(["wiki", "show", "team-widget", "--wiki", str(wiki)])
+    said = capsys.readouterr()
+    assert stop.value.code == 3
+    assert f"{path.name}:8" in said.err + said.out, said.err
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="wiki add --from-log turns a line that is only a built-in hint (a shell 'Killed', "
+    "printed by any SIGKILL) into a strong team signature, without a word about it",
+)
+def test_from_log_says_when_its_only_line_is_a_builtin_hint(tmp_path):
+    log = tmp_path / "incident.log"
+    log.write_text(SHELL_KILLED + "\n", encoding="utf-8")
+    wiki = tmp_path / "team"
+    wiki.mkdir()
+    result = runner.invoke(
+        app,
+        [
+            "wiki", "add", "--wiki", str(wiki), "--from-log", str(log), "--id", "liveness-kill",
+            "--title", "Liveness kill", "--severity", "warning",
+            "--cause", "The probe killed it.", "--fix", "Raise the probe budget.",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "host-oom-killer" in result.output and "hint" in result.output, result.output
