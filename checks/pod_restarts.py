@@ -32,20 +32,24 @@ def _memory_limit(pod: dict, container: str) -> str | None:
     return str(limit) if limit is not None else None
 
 
-def _previous_log_causes(facts: Facts, container: str) -> tuple[list[str], list[dict]]:
-    """Runbook ids (and first evidence lines) matched in the container's previous log."""
+def _previous_log_causes(facts: Facts, container: str) -> tuple[list[str], list[str], list[dict]]:
+    """Runbook ids matched in the container's previous log by a signature, those only a hint
+    (weak evidence: SignatureSet.weak) points at, and the first evidence line of each.
+    """
     log = facts.get(f"logs/{container}.previous.log")
     entries = facts.get("wiki/entries") or {}
     if log is None or not entries:
-        return [], []
-    ids: list[str] = []
-    items: list[dict] = []
-    for m in SignatureSet(entries.values()).scan(log):
+        return [], [], []
+    signatures = SignatureSet(entries.values())
+    strong: dict[str, dict] = {}  # entry id -> its first line a signature matched
+    weak: dict[str, dict] = {}  # ... a hint matched (kept only if no signature ever does)
+    for m in signatures.scan(log):
+        fired = signatures.strong_ids(signatures.matching(m.text))
         for entry_id in m.entry_ids:
-            if entry_id not in ids:
-                ids.append(entry_id)
-                items.append(evidence(m.text, source=log.name, line=m.line))
-    return ids, items
+            line = evidence(m.text, source=log.name, line=m.line)
+            (strong if entry_id in fired else weak).setdefault(entry_id, line)
+    hinted = {i: line for i, line in weak.items() if i not in strong}
+    return list(strong), list(hinted), [*strong.values(), *hinted.values()]
 
 
 def _describe(term: dict) -> str:
@@ -76,7 +80,7 @@ def pod_restarts(facts: Facts) -> list[Finding]:
         restarts = int(number(cs.get("restartCount"), 0))
         waiting = field_dict(field_dict(cs, "state"), "waiting").get("reason")
         term = _terminated(cs)
-        causes, cause_lines = _previous_log_causes(facts, name)
+        causes, hinted, cause_lines = _previous_log_causes(facts, name)
         items = [evidence(f"restartCount: {restarts}", source="k8s/pod.json")]
         if waiting:
             items.append(evidence(f"state.waiting.reason: {waiting}", source="k8s/pod.json"))
@@ -92,6 +96,12 @@ def pod_restarts(facts: Facts) -> list[Finding]:
             if follows:
                 text += f" (then: {'; '.join(entries[c].title for c in follows)})"
             cause_text = f"; the previous log shows: {text}"
+        if hinted:  # lines that point at an entry without proving it (any SIGKILL prints Killed)
+            entries = facts.get("wiki/entries")
+            named = "; ".join(entries[c].title for c in hinted)
+            cause_text += f"; the previous log hints at (weak evidence, check it): {named}"
+            causes = [*causes, *hinted]
+        if cause_lines:
             items += cause_lines
         subject = f"container {name}"
         if term.get("reason") == "OOMKilled":

@@ -355,10 +355,10 @@ def read_input(
             ids = tuple(i for i in ids if i != SALIENT_ID)
             if not ids:
                 continue
-        matched_lines += 1
         fired = [i for i in scanner.matching(m.text) if scanner.patterns[i][0] in ids]
         weight = max((weights[i] for i in fired), default=0)
         strong = scanner.strong_ids(fired)
+        matched_lines += bool(strong)  # lines a signature matched (not those only a hint did)
         for entry_id in ids:
             hits.setdefault(entry_id, _Hits()).add(line, m.text, weight, entry_id in strong)
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
@@ -541,10 +541,12 @@ def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Ma
 
 def _search_order(matches: list[Match], places: dict[str, float]) -> None:
     """Text-only matches keep the wiki search's order (explain never ranks them worse than the
-    search does): each is at most as confident as the one the search put before it.
+    search does): each is at most as confident as the one the search put before it. A guess a
+    hint also points at (weak hits: `count`) is not held to that order: the hint is evidence
+    the search does not weigh.
     """
     ceiling = 1.0
-    search = (m for m in matches if m.how == "search")
+    search = (m for m in matches if m.how == "search" and not m.count)
     for m in sorted(search, key=lambda m: -places.get(m.id, 0.0)):
         m.confidence = round(max(min(m.confidence, ceiling), 0.0), 3)
         ceiling = m.confidence
@@ -643,8 +645,7 @@ def _entry_stems(entry) -> set[str]:
     found = _STEMS.get(key)
     if found is None:
         parts = [entry.id, entry.title, " ".join(entry.aliases), " ".join(entry.tags)]
-        parts += [entry.symptom, entry.cause, " ".join(entry.signatures)]
-        parts.append(" ".join(getattr(entry, "hints", ())))
+        parts += [entry.symptom, entry.cause, " ".join(entry.signatures)]  # not hints: weak
         found = _STEMS[key] = _stems(" ".join(parts))
     return found
 

@@ -61,10 +61,11 @@ class InvalidSignature:
     error: str
     path: str = ""
     line: int = 0
+    kind: str = "signature"  # or "hint"
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}: " if self.path else f"entry {self.entry_id}: "
-        return f"{where}signature {self.signature!r} ignored: {self.error}"
+        return f"{where}{self.kind} {self.signature!r} ignored: {self.error}"
 
 
 def compile_problem(signature: str) -> str | None:
@@ -159,7 +160,8 @@ class SignatureSet:
                 if why:
                     path = str(getattr(entry, "path", "") or "")
                     line = signature_line(path, sig) if path else 0
-                    self.invalid.append(InvalidSignature(entry.id, str(sig), why, path, line))
+                    kind = "hint" if n >= len(entry.signatures) else "signature"
+                    self.invalid.append(InvalidSignature(entry.id, str(sig), why, path, line, kind))
                     continue
                 self.patterns.append((entry.id, sig))
                 self.weak.append(n >= len(entry.signatures) or bool(WEAK_SIGNATURE.fullmatch(sig)))

@@ -507,3 +507,12 @@ def test_a_paste_with_no_error_line_gets_the_searchs_order_as_guesses_only(entri
     guesses = [m.id for m in result.below_threshold]
     assert guesses and all(m.confidence <= NO_ERROR_GUESS for m in result.below_threshold)
     assert guesses[:3] == [r.id for r in search(text, limit=3)]
+
+
+def test_a_one_minute_image_pull_is_no_slow_pull(entries):
+    # the kubelet event of tests/fixtures/runbooks/image-pull-slow (a 16 GB image in 4m47s),
+    # here with a one-minute pull: normal for a vLLM image, not an incident
+    slow = 'Successfully pulled image "vllm/vllm-openai:v0.7.1" in 4m47.129s'
+    assert run_text(slow + "\n", entries).matches[0].id == "image-pull-slow"
+    quick = slow.replace("4m47.129s", "1m4.210s")
+    assert "image-pull-slow" not in [m.id for m in run_text(quick + "\n", entries).matches]

@@ -88,8 +88,9 @@ def test_the_whole_shm_broadcast_line_is_only_a_guess():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="a shm-broadcast line cut or terminal-wrapped before 'seconds' misses the hint regex "
-    "and the text search alone names engine-wedged MAYBE 0.50 (exit 1): less text, more confidence",
+    reason="known limit: a shm-broadcast line cut before 'seconds' misses the hint regex, and its "
+    "words alone (engine-wedged's Symptom quotes the message) name engine-wedged MAYBE 0.50, a "
+    "warning, exit 1",
 )
 @pytest.mark.parametrize("cut", ["truncated-100", "folded-120"])
 def test_a_cut_shm_broadcast_line_is_not_named_either(cut):
@@ -101,11 +102,6 @@ def test_a_cut_shm_broadcast_line_is_not_named_either(cut):
     assert doc["how"] == "none" and code == 0, doc["matches"][:1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the V0 start-up wrapper's first sentence ('RuntimeError: Engine process failed to "
-    "start.') is named driver-cuda-mismatch MAYBE 0.43: a wrong entry for an engine-dead hint",
-)
 def test_the_start_up_wrappers_first_sentence_names_no_unrelated_entry():
     first_sentence = V0_WRAPPER.split(" See ")[0]
     assert first_sentence == "RuntimeError: Engine process failed to start."
@@ -116,11 +112,6 @@ def test_the_start_up_wrappers_first_sentence_names_no_unrelated_entry():
 # --- explain: a SIGKILL that was not an OOM ---------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the bare 'OOMKilled' signature fires on docker inspect's '\"OOMKilled\": false' "
-    "(a docker stop / kill -9): CRITICAL k8s-oomkilled, exit 2",
-)
 def test_docker_inspect_saying_not_oomkilled_is_not_an_oomkill():
     # `docker inspect` State of a container that exited 137 without an OOM kill, as posted in
     # https://github.com/AbdBarho/stable-diffusion-webui-docker/issues/457
@@ -145,19 +136,14 @@ def test_docker_inspect_saying_not_oomkilled_is_not_an_oomkill():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="kubectl describe's 'Exit Code: 137' alone (a liveness-probe kill prints it too) names "
-    "k8s-oomkilled MAYBE 0.50, exit 1, while the full Last State block (Reason: Error) abstains",
+    reason="known limit, kept: 'Exit Code: 137' alone (a liveness-probe kill prints it too) names "
+    "k8s-oomkilled MAYBE 0.50 by its words, a warning (exit 1); the full Last State block abstains",
 )
 def test_exit_code_137_alone_is_not_named_oomkilled():
     doc, code, _ = explain_json("      Exit Code:    137\n")
     assert doc["how"] == "none" and code == 0, doc["matches"][:1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the header counts the wrapper hint's line: '(2 matching lines)' / matched_lines 2, "
-    "while the only match shown has 1 line",
-)
 def test_matching_line_count_is_the_lines_shown():
     oom = (
         (RUNBOOK_FIXTURES / "cuda-oom-runtime" / "vllm-v1-tp-worker-oom-issue17835.log")
@@ -181,11 +167,6 @@ def test_matching_line_count_is_the_lines_shown():
 # --- diagnose: a hint must not become the pod's stated cause ----------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pod-restarts ignores Hit.strong: a shell 'Killed' line (any SIGKILL, e.g. a liveness "
-    "kill) becomes 'CRITICAL … the previous log shows: Host out of RAM — the kernel OOM killer…'",
-)
 def test_crashloop_with_only_a_killed_line_does_not_claim_host_oom(tmp_path):
     bundle = tmp_path / "bundle"
     shutil.copytree(BUNDLES / "crashloop-cuda-oom", bundle)
@@ -202,11 +183,6 @@ def test_crashloop_with_only_a_killed_line_does_not_claim_host_oom(tmp_path):
 # --- team wikis with hints -------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="'hints: 42' (or a mapping, or an empty '-' item) drops the whole team entry from explain "
-    "silently: its own signature no longer matches, exit 0, no file:line said",
-)
 @pytest.mark.parametrize("hints", ["hints: 42\n", "hints: {a: b}\n", "hints:\n  -\n"])
 def test_a_bad_hints_field_is_said_not_silently_dropping_the_entry(tmp_path, hints):
     wiki = tmp_path / "team"
@@ -221,10 +197,6 @@ def test_a_bad_hints_field_is_said_not_silently_dropping_the_entry(tmp_path, hin
     assert said or named
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="wiki lint reports an empty hint at line 2 (the id line); explain says line 9",
-)
 def test_lint_names_the_line_of_an_empty_hint(tmp_path):
     wiki = tmp_path / "team"
     team_entry(wiki, "team-widget", "signatures:\n  - 'TEAMERR widget exploded'\nhints:\n  - ''\n")
@@ -233,10 +205,6 @@ def test_lint_names_the_line_of_an_empty_hint(tmp_path):
     assert "team-widget.md:9: hint ''" in result.output, result.output
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="explain's and diagnose's warning for a bad hint says \"signature 'foo(bar' ignored\"",
-)
 def test_a_bad_hint_is_called_a_hint(tmp_path):
     wiki = tmp_path / "team"
     team_entry(
@@ -247,11 +215,6 @@ def test_a_bad_hint_is_called_a_hint(tmp_path):
     assert "hint 'foo(bar' ignored" in stderr, stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="wiki search puts a built-in whose HINT matches (host-oom-killer) above the team entry "
-    "whose SIGNATURE is that line; explain names the team entry: the two disagree",
-)
 def test_a_team_signature_ranks_above_a_builtin_hint_in_search(tmp_path):
     wiki = tmp_path / "team"
     team_entry(wiki, "team-exit-137", "signatures:\n  - 'exited with code 137'\n")
@@ -264,11 +227,6 @@ def test_a_team_signature_ranks_above_a_builtin_hint_in_search(tmp_path):
     assert json.loads(result.stdout)["results"][0]["id"] == "team-exit-137"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='wiki show of an entry whose hints field is invalid says "no runbook entry", not the '
-    "file:line that is wrong (the entry exists)",
-)
 def test_show_of_an_entry_with_bad_hints_names_the_file_and_line(tmp_path, capsys):
     wiki = tmp_path / "team"
     path = team_entry(
@@ -281,11 +239,6 @@ def test_show_of_an_entry_with_bad_hints_names_the_file_and_line(tmp_path, capsy
     assert f"{path.name}:8" in said.err + said.out, said.err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="wiki add --from-log turns a line that is only a built-in hint (a shell 'Killed', "
-    "printed by any SIGKILL) into a strong team signature, without a word about it",
-)
 def test_from_log_says_when_its_only_line_is_a_builtin_hint(tmp_path):
     log = tmp_path / "incident.log"
     log.write_text(SHELL_KILLED + "\n", encoding="utf-8")

@@ -69,7 +69,10 @@ def explain_command(
     from llmdoctor.textsource import TextSource
     from llmdoctor.wiki.library import load_library
 
-    entries = load_library(wiki).entries
+    library = load_library(wiki)
+    entries = library.entries
+    for error in library.errors:  # a team entry that cannot be read is said, never dropped quietly
+        print(f"warning: {visible(str(error))} (entry not used)", file=sys.stderr)
     # bounded reading (log_input): gzip ratio, stream size, line length, FIFO writer wait
     if file == "-":
         stdin = sys.stdin.buffer if sys.stdin is not None else None

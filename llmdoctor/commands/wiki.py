@@ -101,6 +101,12 @@ def show_command(
     if record is None:
         import difflib
 
+        from llmdoctor.wiki.library import load_library
+
+        for error in load_library(wiki).errors:  # the entry's file is there but unreadable
+            if os.path.basename(error.path) == f"{entry_id}.md":
+                raise BadInput(str(error))
+
         close = difflib.get_close_matches(entry_id, all_ids(wiki), n=3, cutoff=0.5)
         hint = f"did you mean: {', '.join(close)}?" if close else "try: llmdoctor wiki search WORDS"
         raise BadInput(f"no runbook entry {entry_id!r}; {hint}")

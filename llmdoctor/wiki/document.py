@@ -36,7 +36,6 @@ def document_row(entry, overrides: list[str]) -> dict:
     cause = clean_markdown(entry.cause)
     fix = clean_markdown("\n\n".join(s for s in (entry.fix, entry.verify) if s))
     heads = " ".join([entry.title, *entry.aliases, *entry.tags])
-    patterns = [*entry.signatures, *getattr(entry, "hints", ())]
     return {
         "id": entry.id,
         "heading": entry.title,
@@ -44,8 +43,9 @@ def document_row(entry, overrides: list[str]) -> dict:
         "severity": entry.severity,
         "tags_json": json.dumps(entry.tags, ensure_ascii=False),
         "aliases_json": json.dumps(entry.aliases, ensure_ascii=False),
-        # hints too: a line an entry lists, weak or not, ranks it first in a search
-        "signature_lines": "\n".join(" ".join(s.splitlines()) for s in patterns),
+        # signatures only: a hint is weak evidence, neither a first-tier search hit nor, by its
+        # words, text that names the entry (explain would read a cut hint line as proof)
+        "signature_lines": "\n".join(" ".join(s.splitlines()) for s in entry.signatures),
         "detected_by_json": json.dumps(entry.detected_by, ensure_ascii=False),
         "overrides_json": json.dumps(overrides, ensure_ascii=False),
         # the id, title and aliases as a typed query is compared with them (one per line)
@@ -57,7 +57,7 @@ def document_row(entry, overrides: list[str]) -> dict:
         "aliases": separate_scripts(" ; ".join(entry.aliases)),
         "tags": separate_scripts(" ".join(entry.tags)),
         "symptom": symptom,
-        "signatures": " ; ".join(signature_words(s) for s in patterns),
+        "signatures": " ; ".join(signature_words(s) for s in entry.signatures),
         "cause": cause,
         "fix": fix,
         "cjk_title": document_grams(heads),

@@ -354,6 +354,22 @@ def write_examples(folder: Path, entry_id: str, draft: LogDraft) -> Path:
     return target
 
 
+def hinted_lines(draft: LogDraft, entries: dict) -> list[tuple[str, str]]:
+    """(entry id, line) for each salient line that an existing entry's hint (or one-word
+    signature) matches while no signature of it does: weak evidence, whoever writes it down.
+    """
+    from llmdoctor.signatures import SignatureSet
+
+    scanner = SignatureSet(entries.values())
+    found: list[tuple[str, str]] = []
+    for _, _, line in draft.salient:
+        fired = scanner.matching(line)
+        strong = scanner.strong_ids(fired)
+        weak = {scanner.patterns[i][0] for i in fired} - strong
+        found += [(entry_id, line) for entry_id in sorted(weak)]
+    return found
+
+
 def prefill(path: str, given: dict, wiki_dirs: list[str] | None) -> LogDraft:
     """Fill the `wiki add` fields the user did not give from a log; say on stderr what was
     read, proposed and rejected. Returns the draft (its `keep_examples` runs once written).
@@ -362,8 +378,16 @@ def prefill(path: str, given: dict, wiki_dirs: list[str] | None) -> LogDraft:
 
     from llmdoctor.wiki.library import load_library
 
-    draft = draft_from_log(path, load_library(wiki_dirs).entries)
+    entries = load_library(wiki_dirs).entries
+    draft = draft_from_log(path, entries)
     out = sys.stderr
+    for entry_id, line in hinted_lines(draft, entries):
+        print(
+            f"note: {line.strip()[:160]!r} is only a hint of {entry_id} (lines any such failure "
+            "prints, proof of nothing): a signature made from it is as weak; consider listing "
+            "it under hints: instead",
+            file=out,
+        )
     known = ", ".join(f"{i} ({c:.2f})" for i, c in draft.explained_by)
     if known:
         print(f"note: explain already names {known} for this log", file=out)

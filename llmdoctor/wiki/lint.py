@@ -74,7 +74,7 @@ def _signature_line(
     position under `key`).
     """
     for i, line in enumerate(fm_lines):
-        if signature in line and not line.startswith(f"{key}:"):
+        if signature.strip() and signature in line and not line.startswith(f"{key}:"):
             return i + 2
     return _key_line(fm_lines, key) + 1 + index
 
