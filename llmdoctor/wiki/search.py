@@ -13,7 +13,6 @@ A query is cut into quoted words (llmdoctor.wiki.query), so any text is safe.
 
 from __future__ import annotations
 
-import math
 import re
 
 from llmdoctor.wiki.cjk import run_grams
@@ -276,6 +275,8 @@ def _rank_word_by_word(
     every = " AND ".join(terms)
     entries, *holding, covering = _entry_counts(conn, [*terms, every])
     if sum(holding) <= MAX_WORD_BY_WORD_HITS:
+        import math  # (a shared library to load: only this ranking needs it)
+
         scaled = []  # (factor, term): FTS5's bm25 of the term times factor
         for term, n in zip(terms, holding, strict=True):
             odds = (entries - n + 0.5) / (n + 0.5)
