@@ -118,3 +118,37 @@ def test_word_by_word_shortcut_ranks_as_the_long_way(wiki, generated_wiki):
 
     with_index(dirs, compare)
     assert differs > 50
+
+
+def test_the_stored_entry_count_follows_every_change(tmp_path):
+    """The ranking reads the number of entries (bm25's N) from the index: it must stay exact."""
+    from llmdoctor.wiki.index import ensure_index
+
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+
+    def entry(name: str) -> str:
+        return (
+            f"---\nid: {name}\ntitle: Entry {name}\nseverity: info\n---\n"
+            "## Symptom\nkestrel\n\n## Cause\nc\n\n## Fix\nf\n"
+        )
+
+    def counts() -> tuple[int, int, int]:
+        def read(conn):
+            stored = conn.execute("SELECT value FROM meta WHERE key = 'entries'").fetchone()[0]
+            docs = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+            fts = conn.execute("SELECT count(*) FROM docs_fts").fetchone()[0]
+            return int(stored), docs, fts
+
+        return with_index([wiki], read)
+
+    for name in ("alpha", "beta", "gamma"):
+        (wiki / f"{name}.md").write_text(entry(name), encoding="utf-8")
+    ensure_index([wiki])
+    first = counts()
+    assert first[0] == first[1] == first[2]
+    (wiki / "beta.md").unlink()
+    (wiki / "delta.md").write_text(entry("delta"), encoding="utf-8")
+    (wiki / "epsilon.md").write_text(entry("epsilon"), encoding="utf-8")
+    stored, docs, fts = counts()
+    assert stored == docs == fts == first[0] + 1

@@ -350,9 +350,12 @@ def _apply(dbfile: Path, dirs: list[Path], files: list[WikiFile], digest: str, f
             if fresh:
                 _create_schema(db)
             _apply_changes(conn, db, files)
+            entries = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
             db["meta"].upsert_all(
                 [
                     {"key": "schema", "value": SCHEMA_VERSION},
+                    # read by every search (bm25's N); counting 10,000 rows costs ~0.2 ms each time
+                    {"key": "entries", "value": str(entries)},
                     {"key": "fingerprint", "value": digest},
                     {"key": "dirs", "value": json.dumps([str(d) for d in dirs])},
                     {"key": "built_at", "value": str(int(time.time()))},

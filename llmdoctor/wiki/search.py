@@ -131,14 +131,17 @@ def _rank(
         score = round(c.relevance + levels.index(c.tier) * step, 3)
         hit = c.signature_matched
         results.append(SearchResult(entry_id, title, score, "", [], severity, path, hit, c.rowid))
-    _add_snippets(conn, query, expression, results)
+    made = {c.rowid: c.snippets for c in ranked if c.snippets is not None}
+    _add_snippets(conn, query, expression, results, made)
     return results
 
 
 class _Candidate:
     """An entry being ranked: by tier (signature, every term, naming), then by relevance."""
 
-    __slots__ = ("covers_all", "exact", "names", "relevance", "rowid", "signature_matched")
+    __slots__ = (
+        "covers_all", "exact", "names", "relevance", "rowid", "signature_matched", "snippets",
+    )  # fmt: skip
 
     def __init__(self, rowid: int, relevance: float, covers_all: bool = False, names: int = 0):
         self.rowid = rowid
@@ -147,6 +150,7 @@ class _Candidate:
         self.names = names  # how many of its id, title, aliases, tags hold the query as typed
         self.signature_matched = False
         self.exact = False  # the typed query IS its id, title or one of its aliases ("OOM")
+        self.snippets: list[str] | None = None  # SNIPPET_COLUMNS' snippets, when already made
 
     @property
     def tier(self) -> tuple[bool, bool, bool, int]:
@@ -209,18 +213,21 @@ def _rank_skipping_common_words(
     margin = common * COMMON_WORD_SCORE
     # bm25() is negative, lower is better; `nth` is the wanted-th best score without the common
     # words, and every entry within `margin` of it is scored in full (a CASE, not a rowid IN in
-    # the WHERE clause: FTS5 would then recount every word's entries for each row)
+    # the WHERE clause: FTS5 would then recount every word's entries for each row). The
+    # snippets of the likely results are made on the way, while FTS5 is on their rows.
+    snippets = ", ".join(f"CASE WHEN rowid IN likely THEN {s} END" for s in _SNIPPETS)
     rows = conn.execute(
         f"""WITH pruned AS MATERIALIZED (
                 SELECT rowid AS id, bm25(docs_fts, {weights}) AS score FROM docs_fts
                 WHERE docs_fts MATCH :informative {tag_clause}),
             cut AS MATERIALIZED (
-                SELECT score AS nth FROM pruned ORDER BY score LIMIT 1 OFFSET :wanted - 1)
+                SELECT score AS nth FROM pruned ORDER BY score LIMIT 1 OFFSET :wanted - 1),
+            likely AS MATERIALIZED (SELECT id FROM pruned ORDER BY score LIMIT :wanted)
             SELECT rowid,
                    CASE WHEN rowid IN (SELECT id FROM pruned
                                        WHERE score <= (SELECT nth FROM cut) + :margin)
                    THEN bm25(docs_fts, {weights}) END AS score,
-                   (SELECT nth FROM cut) AS nth
+                   (SELECT nth FROM cut) AS nth, {snippets}
             FROM docs_fts WHERE docs_fts MATCH :all AND score IS NOT NULL
             ORDER BY score LIMIT :wanted""",
         {
@@ -235,7 +242,12 @@ def _rank_skipping_common_words(
     # might be among the best
     if len(rows) < wanted or -rows[0][2] <= 2 * margin:
         return None
-    return [_Candidate(rowid, -score) for rowid, score, _ in rows]
+    ranked = []
+    for rowid, score, _, *made in rows:
+        ranked.append(_Candidate(rowid, -score))
+        if made[0] is not None:
+            ranked[-1].snippets = made
+    return ranked
 
 
 # What a word in half of the entries or more adds to FTS5's bm25 at most: its clamped IDF (1e-6)
@@ -246,7 +258,14 @@ COMMON_WORD_SCORE = 2.5e-6
 def _entry_counts(conn: sqlite3.Connection, terms: list[str]) -> list[int]:
     """[entries in the wiki, then how many hold each term], in one statement."""
     counts = ", ".join("(SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?)" for _ in terms)
-    return list(conn.execute(f"SELECT (SELECT count(*) FROM docs), {counts}", terms).fetchone())
+    return list(conn.execute(f"SELECT {_ENTRIES}, {counts}", terms).fetchone())
+
+
+# the number the index stores (an index written before it did is counted)
+_ENTRIES = (
+    "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'entries'), "
+    "(SELECT count(*) FROM docs))"
+)
 
 
 def _rank_word_by_word(
@@ -395,25 +414,37 @@ def _signature_matches(query: Query, candidates: list[tuple[str, str]]) -> set[s
 
 
 def _add_snippets(
-    conn: sqlite3.Connection, query: Query, expression: str, results: list[SearchResult]
+    conn: sqlite3.Connection,
+    query: Query,
+    expression: str,
+    results: list[SearchResult],
+    made: dict[int, list[str]] | None = None,
 ) -> None:
+    """Each result's snippet: the first of SNIPPET_COLUMNS where FTS5 highlights a word
+    (`made`: those already made, by rowid), else a plain one."""
     if not results:
         return
     by_rowid = {r.rowid: r for r in results}
-    columns = ", ".join(
-        f"snippet(docs_fts, {FTS_COLUMNS.index(c)}, char(2), char(3), '…', {SNIPPET_TOKENS})"
-        for c in SNIPPET_COLUMNS
-    )
-    marks = ", ".join("?" for _ in by_rowid)
-    rows = conn.execute(
-        f"SELECT rowid, {columns} FROM docs_fts WHERE docs_fts MATCH ? AND rowid IN ({marks})",
-        [expression, *by_rowid],
-    ).fetchall()
+    rows = [(rowid, *made[rowid]) for rowid in by_rowid if made and rowid in made]
+    todo = [rowid for rowid in by_rowid if not made or rowid not in made]
+    if todo:
+        marks = ", ".join("?" for _ in todo)
+        rows += conn.execute(
+            f"SELECT rowid, {', '.join(_SNIPPETS)} FROM docs_fts "
+            f"WHERE docs_fts MATCH ? AND rowid IN ({marks})",
+            [expression, *todo],
+        ).fetchall()
     for rowid, *snippets in rows:
         marked = next((s for s in snippets if s and OPEN in s), None)
         if marked is None:
             marked = _plain_snippet(conn, rowid, query)
         by_rowid[rowid].snippet, by_rowid[rowid].highlights = split_marks(marked)
+
+
+_SNIPPETS = [
+    f"snippet(docs_fts, {FTS_COLUMNS.index(c)}, char(2), char(3), '…', {SNIPPET_TOKENS})"
+    for c in SNIPPET_COLUMNS
+]
 
 
 def _plain_snippet(conn: sqlite3.Connection, rowid: int, query: Query) -> str:
