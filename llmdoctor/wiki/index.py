@@ -186,7 +186,7 @@ def _ensure(wiki_dirs: list[str | Path] | None, rebuild: bool) -> str:
 # A large wiki is checked file by file at most every FULL_CHECK_SECONDS: in between, one stat
 # per folder sees every added, removed or renamed file (and so every atomic save: editors, git,
 # `wiki add`); only an edit written in place into an existing file waits up to that long (or
-# `llmdoctor wiki index`). Below LARGE_WIKI_FILES the file-by-file check costs under a
+# `llmdoctor wiki index --rebuild`). Below LARGE_WIKI_FILES the file-by-file check costs under a
 # millisecond and always runs.
 LARGE_WIKI_FILES = 2000
 FULL_CHECK_SECONDS = 2.0
