@@ -131,7 +131,7 @@ def _rank(
         score = round(c.relevance + levels.index(c.tier) * step, 3)
         hit = c.signature_matched
         results.append(SearchResult(entry_id, title, score, "", [], severity, path, hit, c.rowid))
-    made = {c.rowid: c.snippets for c in ranked if c.snippets is not None}
+    made = {c.rowid: c.snippet for c in ranked if c.snippet is not None}
     _add_snippets(conn, query, expression, results, made)
     return results
 
@@ -140,7 +140,7 @@ class _Candidate:
     """An entry being ranked: by tier (signature, every term, naming), then by relevance."""
 
     __slots__ = (
-        "covers_all", "exact", "names", "relevance", "rowid", "signature_matched", "snippets",
+        "covers_all", "exact", "names", "relevance", "rowid", "signature_matched", "snippet",
     )  # fmt: skip
 
     def __init__(self, rowid: int, relevance: float, covers_all: bool = False, names: int = 0):
@@ -150,7 +150,7 @@ class _Candidate:
         self.names = names  # how many of its id, title, aliases, tags hold the query as typed
         self.signature_matched = False
         self.exact = False  # the typed query IS its id, title or one of its aliases ("OOM")
-        self.snippets: list[str] | None = None  # SNIPPET_COLUMNS' snippets, when already made
+        self.snippet: str | None = None  # its highlighted snippet, when already made ("": none)
 
     @property
     def tier(self) -> tuple[bool, bool, bool, int]:
@@ -215,7 +215,6 @@ def _rank_skipping_common_words(
     # words, and every entry within `margin` of it is scored in full (a CASE, not a rowid IN in
     # the WHERE clause: FTS5 would then recount every word's entries for each row). The
     # snippets of the likely results are made on the way, while FTS5 is on their rows.
-    snippets = ", ".join(f"CASE WHEN rowid IN likely THEN {s} END" for s in _SNIPPETS)
     rows = conn.execute(
         f"""WITH pruned AS MATERIALIZED (
                 SELECT rowid AS id, bm25(docs_fts, {weights}) AS score FROM docs_fts
@@ -227,7 +226,8 @@ def _rank_skipping_common_words(
                    CASE WHEN rowid IN (SELECT id FROM pruned
                                        WHERE score <= (SELECT nth FROM cut) + :margin)
                    THEN bm25(docs_fts, {weights}) END AS score,
-                   (SELECT nth FROM cut) AS nth, {snippets}
+                   (SELECT nth FROM cut) AS nth,
+                   CASE WHEN rowid IN likely THEN {_FIRST_MARKED} END AS snippet
             FROM docs_fts WHERE docs_fts MATCH :all AND score IS NOT NULL
             ORDER BY score LIMIT :wanted""",
         {
@@ -243,10 +243,9 @@ def _rank_skipping_common_words(
     if len(rows) < wanted or -rows[0][2] <= 2 * margin:
         return None
     ranked = []
-    for rowid, score, _, *made in rows:
+    for rowid, score, _, snippet in rows:
         ranked.append(_Candidate(rowid, -score))
-        if made[0] is not None:
-            ranked[-1].snippets = made
+        ranked[-1].snippet = snippet
     return ranked
 
 
@@ -418,25 +417,25 @@ def _add_snippets(
     query: Query,
     expression: str,
     results: list[SearchResult],
-    made: dict[int, list[str]] | None = None,
+    made: dict[int, str] | None = None,
 ) -> None:
     """Each result's snippet: the first of SNIPPET_COLUMNS where FTS5 highlights a word
     (`made`: those already made, by rowid), else a plain one."""
     if not results:
         return
+    made = made or {}
     by_rowid = {r.rowid: r for r in results}
-    rows = [(rowid, *made[rowid]) for rowid in by_rowid if made and rowid in made]
-    todo = [rowid for rowid in by_rowid if not made or rowid not in made]
+    rows = [(rowid, made[rowid]) for rowid in by_rowid if rowid in made]
+    todo = [rowid for rowid in by_rowid if rowid not in made]
     if todo:
         marks = ", ".join("?" for _ in todo)
         rows += conn.execute(
-            f"SELECT rowid, {', '.join(_SNIPPETS)} FROM docs_fts "
+            f"SELECT rowid, {_FIRST_MARKED} FROM docs_fts "
             f"WHERE docs_fts MATCH ? AND rowid IN ({marks})",
             [expression, *todo],
         ).fetchall()
-    for rowid, *snippets in rows:
-        marked = next((s for s in snippets if s and OPEN in s), None)
-        if marked is None:
+    for rowid, marked in rows:
+        if not marked:
             marked = _plain_snippet(conn, rowid, query)
         by_rowid[rowid].snippet, by_rowid[rowid].highlights = split_marks(marked)
 
@@ -445,6 +444,13 @@ _SNIPPETS = [
     f"snippet(docs_fts, {FTS_COLUMNS.index(c)}, char(2), char(3), '…', {SNIPPET_TOKENS})"
     for c in SNIPPET_COLUMNS
 ]
+# the first snippet with a highlighted word ('' when none has one); CASE stops at the first
+# (a pasted message is usually highlighted in the symptom: 1-2 snippets a row, not 6)
+_FIRST_MARKED = (
+    "coalesce(CASE "
+    + " ".join(f"WHEN instr({s}, char(2)) THEN {s}" for s in _SNIPPETS)
+    + " END, '')"
+)
 
 
 def _plain_snippet(conn: sqlite3.Connection, rowid: int, query: Query) -> str:
