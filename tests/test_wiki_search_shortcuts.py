@@ -100,6 +100,35 @@ def test_skipping_common_words_ranks_as_every_match(wiki, tag, generated_wiki):
 
 
 @pytest.mark.parametrize("wiki", ["shipped", "generated"])
+def test_a_symptom_word_with_its_alternatives_is_never_skipped(wiki, generated_wiki):
+    """A typed query of more than MAX_WORD_BY_WORD_TERMS terms (long Chinese runs) is ranked as
+    a pasted one, and its symptom word is a group of phrases ("slow" OR "latency" OR ...): the
+    group may be in half of the entries while one of its phrases is rare and weighs a lot."""
+    dirs = None if wiki == "shipped" else [generated_wiki]
+    runs = [
+        "显存不足排队超时请求",
+        "驱动版本不匹配调度失败",
+        "首字延迟高网关超时卡死",
+        "爆显存掉卡重启循环",
+    ]
+    runs = [a + b for a in runs for b in runs if a != b][:6]  # 13 grams and more
+    texts = [f"{word} {run}" for word in ("slow", "hangs", "crashed", "gibberish") for run in runs]
+
+    def compare(conn):
+        for text in texts:
+            query = parse_query(text)
+            assert query.short and query.alternatives
+            assert len(query.terms) > search_module.MAX_WORD_BY_WORD_TERMS
+            expression = query.match_expression()
+            for wanted in (5, 20):
+                ranked = search_module._rank_all_words(conn, query, expression, None, wanted)
+                full = search_module._rank_every_match(conn, expression, None, wanted)
+                assert rows(ranked) == rows(full), text
+
+    with_index(dirs, compare)
+
+
+@pytest.mark.parametrize("wiki", ["shipped", "generated"])
 def test_word_by_word_shortcut_ranks_as_the_long_way(wiki, generated_wiki):
     dirs = None if wiki == "shipped" else [generated_wiki]
     differs = 0

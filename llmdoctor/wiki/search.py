@@ -204,8 +204,13 @@ def _rank_skipping_common_words(
     """
     terms = query.term_expressions()
     entries, *holding = _entry_counts(conn, terms)
-    common = sum(1 for n in holding if 2 * n >= entries)  # FTS5: log((N-n+.5)/(n+.5)) <= 0
-    informative = [t for t, n in zip(terms, holding, strict=True) if 2 * n < entries]
+    # FTS5 clamps a phrase's IDF when log((N - n + 0.5) / (n + 0.5)) <= 0, i.e. 2n >= N; a term
+    # with alternatives ("slow" OR "latency" ...) is several phrases, each with its own n: kept
+    dropped = [
+        2 * n >= entries and not t.startswith("(") for t, n in zip(terms, holding, strict=True)
+    ]
+    common = sum(dropped)
+    informative = [t for t, drop in zip(terms, dropped, strict=True) if not drop]
     if not common or not informative:
         return None
     weights = ", ".join(str(w) for w in FTS_WEIGHTS.values())
