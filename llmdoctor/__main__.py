@@ -13,6 +13,11 @@ def main() -> None:
         if code is not None:
             if sys.stdout is not None:
                 sys.stdout.flush()
+            # the process ends here: spare it the interpreter's last garbage collection, over
+            # every object that start-up and the search made (~2 ms of a ~25 ms search)
+            import gc
+
+            gc.freeze()
             raise SystemExit(code)
     from llmdoctor.cli import run
 

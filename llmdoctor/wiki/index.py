@@ -9,18 +9,25 @@ changes to the copy and renames the copy into place. Readers open it immutable, 
 searching and indexing at once never see a half-written index, never wait on a lock, and the last
 rename simply wins. A missing, foreign or corrupt file at the path is replaced by a full rebuild.
 
-Writing uses sqlite-utils (imported only then); reading uses the sqlite3 module alone, so a warm
-`wiki search` never imports yaml, markdown-it or sqlite-utils.
+Writing uses sqlite-utils (imported only then); reading uses SQLite's C module alone, so a warm
+`wiki search` never imports yaml, markdown-it or sqlite-utils (nor datetime, which the `sqlite3`
+package imports for its date adapters: ~2 ms of every search).
 """
 
 from __future__ import annotations
 
 import marshal
 import os
-import sqlite3
 import time
 import zlib
 from stat import S_ISREG
+
+try:  # the C module behind `sqlite3`: the same connection and error classes
+    from _sqlite3 import DatabaseError, Error
+    from _sqlite3 import connect as _open
+except ImportError:  # pragma: no cover - an interpreter that has only the package
+    from sqlite3 import DatabaseError, Error
+    from sqlite3 import connect as _open
 
 from llmdoctor.wiki.cache import cache_dir_path
 from llmdoctor.wiki.folders import wiki_dir_paths
@@ -28,6 +35,7 @@ from llmdoctor.wiki.folders import wiki_dir_paths
 # the read path (`wiki search`) uses plain os.path strings: pathlib and typing cost ~12 ms there
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import sqlite3
     from collections.abc import Callable, Iterator
     from pathlib import Path
     from typing import TypeVar
@@ -123,7 +131,7 @@ def connect(path: str | Path) -> sqlite3.Connection:
     """A read-only connection; `immutable` because a published index file is never changed."""
     # an SQLite URI: only %, ? and # are special in a file name
     name = os.path.abspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-    return sqlite3.connect(f"file:{name}?mode=ro&immutable=1", uri=True)
+    return _open(f"file:{name}?mode=ro&immutable=1", uri=True)
 
 
 def _stored_fingerprint(path: str | Path) -> str | None:
@@ -136,7 +144,7 @@ def _stored_fingerprint(path: str | Path) -> str | None:
             row = conn.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
         finally:
             conn.close()
-    except sqlite3.Error:
+    except Error:
         return None
     return row[0] if row else None
 
@@ -178,7 +186,7 @@ def _ensure(wiki_dirs: list[str | Path] | None, rebuild: bool) -> str:
 # A large wiki is checked file by file at most every FULL_CHECK_SECONDS: in between, one stat
 # per folder sees every added, removed or renamed file (and so every atomic save: editors, git,
 # `wiki add`); only an edit written in place into an existing file waits up to that long (or
-# `llmdoctor wiki index`). Below LARGE_WIKI_FILES the file-by-file check costs under a
+# `llmdoctor wiki index --rebuild`). Below LARGE_WIKI_FILES the file-by-file check costs under a
 # millisecond and always runs.
 LARGE_WIKI_FILES = 2000
 FULL_CHECK_SECONDS = 2.0
@@ -238,7 +246,7 @@ def with_index(wiki_dirs: list[str | Path] | None, read: Callable[[sqlite3.Conne
     path = _ensure(wiki_dirs, False)
     try:
         return _read(path, read)
-    except sqlite3.DatabaseError:
+    except DatabaseError:
         path = _ensure(wiki_dirs, True)
         return _read(path, read)
 
@@ -274,7 +282,7 @@ def _publish(
                 shutil.copyfile(start_from, tmp)
                 _apply(tmp, dirs, files, digest, fresh=False)
                 built = True
-            except (sqlite3.Error, OSError, KeyError, ValueError):
+            except (Error, OSError, KeyError, ValueError):
                 tmp.unlink(missing_ok=True)  # corrupt or replaced under us: start over
         if not built:
             _apply(tmp, dirs, files, digest, fresh=True)
@@ -333,7 +341,7 @@ def _apply(dbfile: Path, dirs: list[Path], files: list[WikiFile], digest: str, f
 
     import sqlite_utils
 
-    conn = sqlite3.connect(dbfile)
+    conn = _open(dbfile)
     try:
         conn.execute("PRAGMA journal_mode=MEMORY")
         conn.execute("PRAGMA synchronous=OFF")
@@ -342,9 +350,12 @@ def _apply(dbfile: Path, dirs: list[Path], files: list[WikiFile], digest: str, f
             if fresh:
                 _create_schema(db)
             _apply_changes(conn, db, files)
+            entries = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
             db["meta"].upsert_all(
                 [
                     {"key": "schema", "value": SCHEMA_VERSION},
+                    # read by every search (bm25's N); counting 10,000 rows costs ~0.2 ms each time
+                    {"key": "entries", "value": str(entries)},
                     {"key": "fingerprint", "value": digest},
                     {"key": "dirs", "value": json.dumps([str(d) for d in dirs])},
                     {"key": "built_at", "value": str(int(time.time()))},

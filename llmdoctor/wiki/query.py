@@ -18,23 +18,33 @@ for that symptom (SYMPTOMS): `slow` is searched as ("slow" OR "latency" OR "ttft
 from __future__ import annotations
 
 import re
+from functools import cache
 
-from llmdoctor.wiki.cjk import CJK_RUN, run_grams
+from llmdoctor.wiki.cjk import run_grams, split_runs
 
 MAX_QUERY_CHARS = 200_000
 MAX_TERMS = 64
 SHORT_QUERY_WORDS = 8  # up to this many words, numbers and one-letter words are kept
 
-URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
-PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?")
-TRACEBACK_FRAME = re.compile(r'^\s*File "[^"\n]*", line \d+')
-HEXLIKE = re.compile(r"^(?:0x[0-9a-f]+|(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,})$")
-WORD = re.compile(r"[^\W_]+")  # letters and digits, as FTS5's unicode61 cuts them
-ERRORISH = re.compile(
+# Compiled on first use (a `wiki search` process pays for every compile, ~0.1-0.5 ms each), and
+# tried only on text holding what they need: a typed "OOM" compiles WORD alone.
+URL = r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+"  # only in text holding "://"
+PATH = r"(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?"  # only with a / or \\
+TRACEBACK_FRAME = r'^\s*File "[^"\n]*", line \d+'  # only in a line holding 'File "'
+HEXLIKE = r"^(?:0x[0-9a-f]+|(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,})$"  # needs a digit
+WORD = r"[^\W_]+"  # letters and digits, as FTS5's unicode61 cuts them
+ERRORISH = (  # only to put a text's error lines first: never for one line
     r"error|exception|fail|fatal|critical|killed|refused|time[ds]? ?out|denied|invalid|cannot|"
-    r"unable|not found|xid|panic",
-    re.IGNORECASE,
+    r"unable|not found|xid|panic"
 )
+
+
+@cache
+def pattern(source: str) -> re.Pattern:
+    """One of the patterns above, compiled (ERRORISH ignoring case)."""
+    return re.compile(source, re.IGNORECASE if source == ERRORISH else 0)
+
+
 # what on-call engineers type -> the words the runbooks use for it (only for typed queries;
 # each group counts as one term, so it adds reach, not weight)
 _LATENCY = ("latency", "ttft", "throughput")
@@ -115,13 +125,22 @@ def _candidate_lines(text: str) -> list[str]:
             skip_next = False
             if line.startswith((" ", "\t")):
                 continue
-        if TRACEBACK_FRAME.match(line):
+        if 'File "' in line and pattern(TRACEBACK_FRAME).match(line):
             skip_next = True
             continue
         kept.append(line)
-    errorish = [ln for ln in kept if ERRORISH.search(ln)]
-    others = [ln for ln in kept if not ERRORISH.search(ln)]
-    return errorish + others
+    if len(kept) < 2:
+        return kept
+    errorish = pattern(ERRORISH).search
+    return [ln for ln in kept if errorish(ln)] + [ln for ln in kept if not errorish(ln)]
+
+
+def _without_urls_and_paths(line: str) -> str:
+    if "://" in line:
+        line = pattern(URL).sub(" ", line)
+    if "/" in line or "\\" in line:
+        line = pattern(PATH).sub(" ", line)
+    return line
 
 
 def parse_query(text: str) -> Query:
@@ -129,20 +148,24 @@ def parse_query(text: str) -> Query:
     text = (text or "")[-MAX_QUERY_CHARS:]  # a huge paste is a log: its end holds the error
     query = Query(text=text)
     tokens: list[str] = []
+    cjk_tokens: set[str] = set()
+    words_of = pattern(WORD).findall
     for line in _candidate_lines(text):
-        line = PATH.sub(" ", URL.sub(" ", line))
-        for word in WORD.findall(line):
-            if CJK_RUN.search(word):  # 显存OOM -> 显存, OOM: Chinese runs become grams
-                tokens.extend(t for t in CJK_RUN.split(word) if t)
-                tokens.extend(CJK_RUN.findall(word))
-            else:
+        for word in words_of(_without_urls_and_paths(line)):
+            if word.isascii():
                 tokens.append(word)
-    latin = [t.lower() for t in tokens if not CJK_RUN.fullmatch(t)]
+                continue
+            other, runs = split_runs(word)  # 显存OOM -> 显存, OOM: Chinese runs become grams
+            tokens += other
+            tokens += runs
+            cjk_tokens.update(runs)
+    latin = [t.lower() for t in tokens if t not in cjk_tokens]
     short = len(latin) <= SHORT_QUERY_WORDS and "\n" not in text.strip()
 
     def keep(word: str) -> bool:
-        noise = word.isdigit() or len(word) == 1
-        return not HEXLIKE.match(word) and (short or not noise)
+        if not short and (word.isdigit() or len(word) == 1):
+            return False  # noise in a pasted text
+        return word.isalpha() or not pattern(HEXLIKE).match(word)
 
     words = [w for w in latin if keep(w)]
     query.short = short
@@ -156,7 +179,7 @@ def parse_query(text: str) -> Query:
     for token in tokens:
         if budget <= 0:
             break
-        if CJK_RUN.fullmatch(token):
+        if token in cjk_tokens:
             if token not in query.cjk_runs:
                 query.cjk_runs.append(token)
             for gram in run_grams(token):
@@ -178,4 +201,4 @@ def parse_query(text: str) -> Query:
 
 def exact_name(text: str) -> str:
     """A name as compared with a typed query: its words, lower case ("CUDA-OOM" = "cuda oom")."""
-    return " ".join(WORD.findall(text.lower()))
+    return " ".join(pattern(WORD).findall(text.lower()))

@@ -13,16 +13,16 @@ A query is cut into quoted words (llmdoctor.wiki.query), so any text is safe.
 
 from __future__ import annotations
 
-import math
 import re
-import sqlite3
 
 from llmdoctor.wiki.cjk import run_grams
 from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS, with_index
-from llmdoctor.wiki.query import Query, exact_name, parse_query
+from llmdoctor.wiki.query import Query, exact_name, parse_query, pattern
+from llmdoctor.wiki.signature_text import plain_text, required_texts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import sqlite3
     from pathlib import Path
 
 MIN_CANDIDATES = 20  # entries ranked by bm25 whose signatures are tried on the query
@@ -33,8 +33,8 @@ SNIPPET_TOKENS = 24
 SNIPPET_CHARS = 220
 SNIPPET_COLUMNS = ("symptom", "cause", "fix", "aliases", "signatures", "title")
 OPEN, CLOSE = "\x02", "\x03"
-_ESCAPE = re.compile(r"\\.")
-_LITERAL_WORD = re.compile(r"[A-Za-z]{4,}")
+_ESCAPE = r"\\."
+_LITERAL_WORD = r"[A-Za-z]{4,}"
 
 
 class SearchResult:
@@ -101,7 +101,7 @@ def _rank(
     if query.short and len(query.terms) <= MAX_WORD_BY_WORD_TERMS:
         ranked = _rank_word_by_word(conn, query, tag, wanted)
     else:
-        ranked = _rank_all_words(conn, expression, tag, wanted)
+        ranked = _rank_all_words(conn, query, expression, tag, wanted)
     marks = ", ".join("?" for _ in ranked)
     docs = {
         row[0]: row[1:]
@@ -135,14 +135,17 @@ def _rank(
         result = SearchResult(entry_id, title, score, "", [], severity, path, hit, c.rowid)
         result.text_score = round(c.relevance + text_levels.index(c.tier[1:]) * step, 3)
         results.append(result)
-    _add_snippets(conn, query, expression, results)
+    made = {c.rowid: c.snippet for c in ranked if c.snippet is not None}
+    _add_snippets(conn, query, expression, results, made)
     return results
 
 
 class _Candidate:
     """An entry being ranked: by tier (signature, every term, naming), then by relevance."""
 
-    __slots__ = ("covers_all", "exact", "names", "relevance", "rowid", "signature_matched")
+    __slots__ = (
+        "covers_all", "exact", "names", "relevance", "rowid", "signature_matched", "snippet",
+    )  # fmt: skip
 
     def __init__(self, rowid: int, relevance: float, covers_all: bool = False, names: int = 0):
         self.rowid = rowid
@@ -151,6 +154,7 @@ class _Candidate:
         self.names = names  # how many of its id, title, aliases, tags hold the query as typed
         self.signature_matched = False
         self.exact = False  # the typed query IS its id, title or one of its aliases ("OOM")
+        self.snippet: str | None = None  # its highlighted snippet, when already made ("": none)
 
     @property
     def tier(self) -> tuple[bool, bool, bool, int]:
@@ -158,23 +162,127 @@ class _Candidate:
 
 
 def _rank_all_words(
-    conn: sqlite3.Connection, expression: str, tag: str | None, wanted: int
+    conn: sqlite3.Connection, query: Query, expression: str, tag: str | None, wanted: int
 ) -> list[_Candidate]:
     """A pasted text: FTS5's bm25 over all its words at once (OR-ed), the best `wanted`."""
+    ranked = _rank_skipping_common_words(conn, query, expression, tag, wanted)
+    if ranked is None:
+        ranked = _rank_every_match(conn, expression, tag, wanted)
+    return ranked
+
+
+def _tag_filter(tag: str | None) -> tuple[str, dict]:
+    """A WHERE clause (and its parameter) keeping the entries tagged `tag`."""
+    if not tag:
+        return "", {}
+    return f"AND {_TAGGED.replace('?', ':tag')}", {"tag": tag.strip().lower()}
+
+
+def _rank_every_match(
+    conn: sqlite3.Connection, expression: str, tag: str | None, wanted: int
+) -> list[_Candidate]:
+    """The best `wanted` by FTS5's bm25 of `expression`, computed for every entry it matches."""
     weights = ", ".join(str(w) for w in FTS_WEIGHTS.values())
-    tag_clause = f"AND rowid IN ({TAGGED_ROWIDS})" if tag else ""
-    params = [expression, *([tag.strip().lower()] if tag else []), wanted]
+    tag_clause, tag_params = _tag_filter(tag)
     # rank inside FTS5 alone (a join here costs more than the ranking), then fetch the few rows
     rows = conn.execute(
-        f"""SELECT rowid, bm25(docs_fts, {weights}) AS rank FROM docs_fts
-            WHERE docs_fts MATCH ? {tag_clause} ORDER BY rank LIMIT ?""",
-        params,
+        f"""SELECT rowid, bm25(docs_fts, {weights}) AS score FROM docs_fts
+            WHERE docs_fts MATCH :all {tag_clause} ORDER BY score LIMIT :wanted""",
+        {"all": expression, "wanted": wanted, **tag_params},
     )
-    return [_Candidate(rowid, -rank) for rowid, rank in rows]
+    return [_Candidate(rowid, -score) for rowid, score in rows]
+
+
+def _rank_skipping_common_words(
+    conn: sqlite3.Connection, query: Query, expression: str, tag: str | None, wanted: int
+) -> list[_Candidate] | None:
+    """What _rank_every_match gives, at a fraction of the cost when some words of the text are
+    in half of the entries or more; None when that cannot be told for sure this way.
+
+    Such a word adds nothing to bm25 (FTS5 clamps its IDF to 1e-6) but makes the OR match most
+    of the wiki, and bm25 is computed for every entry matched: most of a pasted text's cost on
+    a large wiki. So the entries are first ranked on the other words alone; every entry that
+    could still reach the best `wanted` once the common words are added back (each adds less
+    than COMMON_WORD_SCORE) is then scored by the very bm25 of all the words, which alone
+    orders them: same entries, same scores, same order.
+    """
+    terms = query.term_expressions()
+    entries, *holding = _entry_counts(conn, terms)
+    # FTS5 clamps a phrase's IDF when log((N - n + 0.5) / (n + 0.5)) <= 0, i.e. 2n >= N; a term
+    # with alternatives ("slow" OR "latency" ...) is several phrases, each with its own n: kept
+    dropped = [
+        2 * n >= entries and not t.startswith("(") for t, n in zip(terms, holding, strict=True)
+    ]
+    common = sum(dropped)
+    informative = [t for t, drop in zip(terms, dropped, strict=True) if not drop]
+    if not common or not informative:
+        return None
+    weights = ", ".join(str(w) for w in FTS_WEIGHTS.values())
+    tag_clause, tag_params = _tag_filter(tag)
+    margin = common * COMMON_WORD_SCORE
+    # bm25() is negative, lower is better; `nth` is the wanted-th best score without the common
+    # words, and every entry within `margin` of it is scored in full (a CASE, not a rowid IN in
+    # the WHERE clause: FTS5 would then recount every word's entries for each row). The
+    # snippets of the likely results are made on the way, while FTS5 is on their rows.
+    rows = conn.execute(
+        f"""WITH pruned AS MATERIALIZED (
+                SELECT rowid AS id, bm25(docs_fts, {weights}) AS score FROM docs_fts
+                WHERE docs_fts MATCH :informative {tag_clause}),
+            cut AS MATERIALIZED (
+                SELECT score AS nth FROM pruned ORDER BY score LIMIT 1 OFFSET :wanted - 1),
+            likely AS MATERIALIZED (SELECT id FROM pruned ORDER BY score LIMIT :wanted)
+            SELECT rowid,
+                   CASE WHEN rowid IN (SELECT id FROM pruned
+                                       WHERE score <= (SELECT nth FROM cut) + :margin)
+                   THEN bm25(docs_fts, {weights}) END AS score,
+                   (SELECT nth FROM cut) AS nth,
+                   CASE WHEN rowid IN likely THEN {_FIRST_MARKED} END AS snippet
+            FROM docs_fts WHERE docs_fts MATCH :all AND score IS NOT NULL
+            ORDER BY score LIMIT :wanted""",
+        {
+            "informative": " OR ".join(informative),
+            "all": expression,
+            "margin": margin,
+            "wanted": wanted,
+            **tag_params,
+        },
+    ).fetchall()
+    # fewer than `wanted` entries hold an informative word, or one holding only common words
+    # might be among the best
+    if len(rows) < wanted or -rows[0][2] <= 2 * margin:
+        return None
+    ranked = []
+    for rowid, score, _, snippet in rows:
+        ranked.append(_Candidate(rowid, -score))
+        ranked[-1].snippet = snippet
+    return ranked
+
+
+# What a word in half of the entries or more adds to FTS5's bm25 at most: its clamped IDF (1e-6)
+# times (k1 + 1) = 2.2, padded for rounding.
+COMMON_WORD_SCORE = 2.5e-6
+
+
+def _entry_counts(conn: sqlite3.Connection, terms: list[str]) -> list[int]:
+    """[entries in the wiki, then how many hold each term], in one statement."""
+    counts = ", ".join("(SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?)" for _ in terms)
+    return list(conn.execute(f"SELECT {_ENTRIES}, {counts}", terms).fetchone())
+
+
+# the number the index stores (an index written before it did is counted)
+_ENTRIES = (
+    "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'entries'), "
+    "(SELECT count(*) FROM docs))"
+)
 
 
 def _rank_word_by_word(
-    conn: sqlite3.Connection, query: Query, tag: str | None, wanted: int
+    conn: sqlite3.Connection,
+    query: Query,
+    tag: str | None,
+    wanted: int,
+    *,
+    shortcut: bool = True,
 ) -> list[_Candidate]:
     """A few typed words, the best `wanted`: entries holding all the terms first, then those
     naming the query in more of their id, title, aliases and tags, then by relevance.
@@ -185,43 +293,63 @@ def _rank_word_by_word(
     dozen entries is every common word (cuda, memory, tokenizer); the second stays positive.
     Only when the terms' hits add up to more than MAX_WORD_BY_WORD_HITS (thousands of entries,
     where the IDF seldom collapses) is relevance one bm25 of all the terms, as for pasted text.
+
+    When `wanted` entries or more hold every term, the best are among them, and (`shortcut`)
+    only their relevance is computed: the same rows in the same order at a fraction of the cost.
     """
     weights = ", ".join(str(w) for w in FTS_WEIGHTS.values())
-    bm25 = f"SELECT rowid, bm25(docs_fts, {weights}) * ? AS s FROM docs_fts WHERE docs_fts MATCH ?"
     terms = query.term_expressions()
-    entries = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
-    holding = [
-        conn.execute("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?", (t,)).fetchone()[0]
-        for t in terms
-    ]
-    params = [" AND ".join(terms)]  # (placeholders in the order the statement has them)
+    every = " AND ".join(terms)
+    entries, *holding, covering = _entry_counts(conn, [*terms, every])
     if sum(holding) <= MAX_WORD_BY_WORD_HITS:
-        hits = " UNION ALL ".join(bm25 for _ in terms)
+        import math  # (a shared library to load: only this ranking needs it)
+
+        scaled = []  # (factor, term): FTS5's bm25 of the term times factor
         for term, n in zip(terms, holding, strict=True):
             odds = (entries - n + 0.5) / (n + 0.5)
             fts_idf = math.log(odds) if odds > 1.0 else 1e-6  # what FTS5's bm25 multiplied by
-            params += [-math.log1p(odds) / fts_idf, term]
+            scaled.append((-math.log1p(odds) / fts_idf, term))
     else:
-        hits = bm25
-        params += [-1.0, " OR ".join(terms)]
+        scaled = [(-1.0, " OR ".join(terms))]
     naming = _naming_expressions(query)
-    params += naming
-    tag_clause = ""
-    if tag:
-        tag_clause = f"WHERE hits.rowid IN ({TAGGED_ROWIDS})"
-        params.append(tag.strip().lower())
-    params.append(wanted)
+    # each naming set is looked up, not joined: a join (and its grouping) cost more than the
+    # ranking when a word names thousands of entries (显存 in their aliases)
+    names = " + ".join(f"(rowid IN ({_MATCHING}))" for _ in naming)
+    tags = [tag.strip().lower()] if tag else []
+    tag_clause = f"AND {_TAGGED}" if tag else ""
+    if len(terms) == 1:
+        # one term: each entry is one hit, and every hit holds all the terms
+        [(factor, term)] = scaled
+        rows = conn.execute(
+            f"""SELECT rowid, bm25(docs_fts, {weights}) * ? AS relevance, 1 AS covers_all,
+                       {names} AS names
+                FROM docs_fts WHERE docs_fts MATCH ? {tag_clause}
+                ORDER BY covers_all DESC, names DESC, relevance DESC LIMIT ?""",
+            [factor, *naming, term, *tags, wanted],
+        )
+        return [_Candidate(*row) for row in rows]
+    score = f"bm25(docs_fts, {weights}) * ?"
+    hits, params = [], []
+    only_covering = shortcut and covering >= wanted and not tag
+    for factor, term in scaled:
+        if only_covering:
+            # bm25 only for the entries holding every term (each term's hits are still read in
+            # FTS5's rowid order, so equal scores keep their order)
+            hits.append(
+                f"SELECT rowid, CASE WHEN rowid IN ({_MATCHING}) THEN {score} END AS s "
+                "FROM docs_fts WHERE docs_fts MATCH ?"
+            )
+            params += [every, factor, term]
+        else:
+            hits.append(f"SELECT rowid, {score} AS s FROM docs_fts WHERE docs_fts MATCH ?")
+            params += [factor, term]
     # LIMIT -1 keeps SQLite from flattening a subquery into the GROUP BY, where bm25() cannot run
     rows = conn.execute(
-        f"""SELECT hits.rowid, sum(s) AS relevance, hits.rowid IN ({_MATCHING}) AS covers_all,
-                   coalesce(named.columns, 0) AS names
-            FROM ({hits} LIMIT -1) AS hits
-            LEFT JOIN (SELECT rowid, count(*) AS columns FROM (
-                         {" UNION ALL ".join(_MATCHING for _ in naming)} LIMIT -1)
-                       GROUP BY rowid) AS named USING (rowid)
-            {tag_clause}
-            GROUP BY hits.rowid ORDER BY covers_all DESC, names DESC, relevance DESC LIMIT ?""",
-        params,
+        f"""SELECT rowid, sum(s) AS relevance, rowid IN ({_MATCHING}) AS covers_all,
+                   {names} AS names
+            FROM ({" UNION ALL ".join(hits)} LIMIT -1) WHERE s IS NOT NULL {tag_clause}
+            GROUP BY rowid ORDER BY covers_all DESC, names DESC, relevance DESC LIMIT ?""",
+        [every, *naming, *params, *tags, wanted],
     )
     return [_Candidate(*row) for row in rows]
 
@@ -230,6 +358,9 @@ _MATCHING = "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?"
 TAGGED_ROWIDS = (
     "SELECT docs.rowid FROM docs, json_each(docs.tags_json) WHERE lower(json_each.value) = ?"
 )
+# "+rowid": a filter applied to what FTS5 matched, not a rowid lookup FTS5 is given; given one,
+# FTS5 starts the whole MATCH over for every tagged entry (1 s for a pasted text, 10,000 entries)
+_TAGGED = f"+rowid IN ({TAGGED_ROWIDS})"
 
 
 def _quoted(term: str) -> str:
@@ -254,50 +385,81 @@ def _naming_expressions(query: Query) -> list[str]:
 def _signature_matches(query: Query, candidates: list[tuple[str, str]]) -> set[str]:
     """Ids of the candidates with a signature that matches a line of the query text.
 
-    A signature is compiled only when one of its literal words occurs in the text: most
-    candidates share no such word with a short query, and compiling is the cost here.
+    A signature that is plain text (most are: a quoted message, its punctuation escaped) is
+    looked for as a substring, exactly what RE2 would find, without loading RE2 (~2.5 ms).
+    Any other is compiled only when the text holds every text it requires and one of its
+    literal words (llmdoctor.wiki.signature_text): most candidates share no such word with a
+    short query, and loading RE2 and compiling are the cost here.
     """
     lines = query.lines()
     if not lines:
         return set()
-    lowered = query.text.lower()
+    text = query.text
+    lowered = text.lower()
     found: set[str] = set()
     for entry_id, signature_lines in candidates:
         for signature in signature_lines.splitlines():
-            words = _LITERAL_WORD.findall(_ESCAPE.sub(" ", signature))
+            literal = plain_text(signature)
+            if literal is not None:
+                if literal in text and any(literal in line for line in lines):
+                    found.add(entry_id)
+                    break
+                continue
+            if not all(needed in text for needed in required_texts(signature)):
+                continue
+            words = pattern(_LITERAL_WORD).findall(pattern(_ESCAPE).sub(" ", signature))
             if words and not any(w.lower() in lowered for w in words):
                 continue
             from llmdoctor.re2_patterns import line_pattern  # RE2: a signature cannot hang a search
 
-            pattern = line_pattern(signature)
-            if pattern is None:
+            compiled = line_pattern(signature)
+            if compiled is None:
                 continue  # `wiki lint` reports it
-            if any(pattern.search(line) for line in lines):
+            if any(compiled.search(line) for line in lines):
                 found.add(entry_id)
                 break
     return found
 
 
 def _add_snippets(
-    conn: sqlite3.Connection, query: Query, expression: str, results: list[SearchResult]
+    conn: sqlite3.Connection,
+    query: Query,
+    expression: str,
+    results: list[SearchResult],
+    made: dict[int, str] | None = None,
 ) -> None:
+    """Each result's snippet: the first of SNIPPET_COLUMNS where FTS5 highlights a word
+    (`made`: those already made, by rowid), else a plain one."""
     if not results:
         return
+    made = made or {}
     by_rowid = {r.rowid: r for r in results}
-    columns = ", ".join(
-        f"snippet(docs_fts, {FTS_COLUMNS.index(c)}, char(2), char(3), '…', {SNIPPET_TOKENS})"
-        for c in SNIPPET_COLUMNS
-    )
-    marks = ", ".join("?" for _ in by_rowid)
-    rows = conn.execute(
-        f"SELECT rowid, {columns} FROM docs_fts WHERE docs_fts MATCH ? AND rowid IN ({marks})",
-        [expression, *by_rowid],
-    ).fetchall()
-    for rowid, *snippets in rows:
-        marked = next((s for s in snippets if s and OPEN in s), None)
-        if marked is None:
+    rows = [(rowid, made[rowid]) for rowid in by_rowid if rowid in made]
+    todo = [rowid for rowid in by_rowid if rowid not in made]
+    if todo:
+        marks = ", ".join("?" for _ in todo)
+        rows += conn.execute(
+            f"SELECT rowid, {_FIRST_MARKED} FROM docs_fts "
+            f"WHERE docs_fts MATCH ? AND rowid IN ({marks})",
+            [expression, *todo],
+        ).fetchall()
+    for rowid, marked in rows:
+        if not marked:
             marked = _plain_snippet(conn, rowid, query)
         by_rowid[rowid].snippet, by_rowid[rowid].highlights = split_marks(marked)
+
+
+_SNIPPETS = [
+    f"snippet(docs_fts, {FTS_COLUMNS.index(c)}, char(2), char(3), '…', {SNIPPET_TOKENS})"
+    for c in SNIPPET_COLUMNS
+]
+# the first snippet with a highlighted word ('' when none has one); CASE stops at the first
+# (a pasted message is usually highlighted in the symptom: 1-2 snippets a row, not 6)
+_FIRST_MARKED = (
+    "coalesce(CASE "
+    + " ".join(f"WHEN instr({s}, char(2)) THEN {s}" for s in _SNIPPETS)
+    + " END, '')"
+)
 
 
 def _plain_snippet(conn: sqlite3.Connection, rowid: int, query: Query) -> str:
@@ -324,19 +486,19 @@ def _plain_snippet(conn: sqlite3.Connection, rowid: int, query: Query) -> str:
 
 def split_marks(marked: str) -> tuple[str, list[tuple[int, int]]]:
     """Text with \\x02..\\x03 marks -> (one-line plain text, highlighted spans)."""
-    marked = re.sub(r"\s+", " ", marked).strip()
+    marked = " ".join(marked.split())  # (str.split's whitespace is the \\s of `re`)
     plain: list[str] = []
     spans: list[tuple[int, int]] = []
     length = 0
     start = None
-    for part in re.split(f"([{OPEN}{CLOSE}])", marked):
-        if part == OPEN:
+    for n, opened in enumerate(marked.split(OPEN)):
+        if n:
             start = length
-        elif part == CLOSE:
-            if start is not None and length > start:
-                spans.append((start, length))
-            start = None
-        else:
+        for m, part in enumerate(opened.split(CLOSE)):
+            if m:
+                if start is not None and length > start:
+                    spans.append((start, length))
+                start = None
             plain.append(part)
             length += len(part)
     return "".join(plain), spans

@@ -12,8 +12,6 @@ from __future__ import annotations
 import os
 import sys
 
-from llmdoctor.exit_codes import ExitCode
-
 OPTIONS_WITH_VALUE = ("--tag", "--limit", "--wiki", "--wiki-url")
 FLAGS = ("--json", "--no-color")
 MAX_LIMIT = 1000  # --limit of `wiki search` and `explain`: more is refused as a usage error
@@ -151,6 +149,8 @@ def fast_main(args: list[str]) -> int | None:
     try:
         return run_search(**parsed)
     except LlmdoctorError as exc:
+        from llmdoctor.exit_codes import ExitCode  # (an enum class: built only when needed)
+
         sys.stderr.write(f"llmdoctor: {exc}\n")
         return int(ExitCode.CANNOT_RUN)
     except BrokenPipeError:
