@@ -97,9 +97,9 @@ def test_explain_abstains_on_failures_no_entry_covers(report):
     # an error the wiki does not know must never get a confident wrong answer
     wrong = [f"{o['file']}: {o['ranked'][:3]}" for o in report["not_abstained"]]
     assert len(wrong) <= NOT_ABSTAINED, "\n".join(wrong)
-    assert all(
-        s != "critical" for o in report["not_abstained"] for s in o["severities"]
-    ), "\n".join(wrong)
+    assert all(s != "critical" for o in report["not_abstained"] for s in o["severities"]), (
+        "\n".join(wrong)
+    )
 
 
 @pytest.mark.parametrize("half", ["tune", "heldout"])
