@@ -254,3 +254,15 @@ def test_from_log_says_when_its_only_line_is_a_builtin_hint(tmp_path):
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "host-oom-killer" in result.output and "hint" in result.output, result.output
+
+
+def test_search_says_which_team_entry_it_could_not_read(tmp_path, capsys):
+    wiki = tmp_path / "team"
+    path = team_entry(
+        wiki, "team-widget", "signatures:\n  - 'TEAMERR widget exploded'\nhints: 42\n"
+    )
+    with pytest.raises(SystemExit) as stop:
+        cli_run(["wiki", "search", "--wiki", str(wiki), "TEAMERR widget exploded"])
+    said = capsys.readouterr()
+    assert stop.value.code == 0
+    assert f"{path}:8: 'hints' must be a list of strings (entry not searched)" in said.err

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from llmdoctor.wiki.cjk import run_grams
-from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS, with_index
+from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS, index_problems, with_index
 from llmdoctor.wiki.query import Query, exact_name, parse_query, pattern
 from llmdoctor.wiki.signature_text import plain_text, required_texts
 
@@ -85,13 +85,24 @@ def search(
     limit: int = 10,
     tag: str | None = None,
     wiki_dirs: list[str | Path] | None = None,
+    unreadable: list[tuple[str, str]] | None = None,
 ) -> list[SearchResult]:
-    """Entries matching `query` (any text: words, Chinese, a pasted log), best first."""
+    """Entries matching `query` (any text: words, Chinese, a pasted log), best first.
+
+    `unreadable`, when given, receives (path, 'line: message') of each entry file the index
+    could not parse: those entries are not searched, and the caller says so.
+    """
     parsed = parse_query(query)
     expression = parsed.match_expression()
     if expression is None or limit <= 0:
         return []
-    return with_index(wiki_dirs, lambda conn: _rank(conn, parsed, expression, limit, tag))
+
+    def run(conn: sqlite3.Connection) -> list[SearchResult]:
+        if unreadable is not None:
+            unreadable.extend(index_problems(conn))
+        return _rank(conn, parsed, expression, limit, tag)
+
+    return with_index(wiki_dirs, run)
 
 
 def _rank(

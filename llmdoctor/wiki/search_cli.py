@@ -71,7 +71,10 @@ def run_search(
     text = read_tail(sys.stdin) if query == ["-"] else " ".join(query)
     if not text.strip():
         raise BadInput("nothing to search for: give some words, e.g. llmdoctor wiki search OOM")
-    results = search(text, limit=limit, tag=tag, wiki_dirs=wiki)
+    unreadable: list[tuple[str, str]] = []
+    results = search(text, limit=limit, tag=tag, wiki_dirs=wiki, unreadable=unreadable)
+    for path, problem in unreadable:  # never dropped quietly: the entry was not searched
+        sys.stderr.write(f"warning: {path}:{problem} (entry not searched)\n")
     out = sys.stdout
     if out is None:  # `>&-`: fd 1 closed, Python has no stdout at all
         raise BadInput("standard output is closed: nowhere to print the results")
