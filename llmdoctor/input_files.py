@@ -47,16 +47,22 @@ def _named(label: str, path: str) -> str:
     return f"{label}{path}" if label.endswith("=") else f"{label} {path}"
 
 
+def stat_of(label: str, path: str, missing: str = "no such file") -> os.stat_result:
+    """The stat of a path the user named, or BadInput, one line: `label path: no such file`
+    (or `missing`), `label path: cannot be read (why)`."""
+    try:
+        return Path(path).stat()
+    except FileNotFoundError:
+        raise BadInput(f"{_named(label, path)}: {missing}") from None
+    except OSError as exc:
+        raise BadInput(f"{_named(label, path)}: cannot be read ({exc.strerror or exc})") from None
+
+
 def regular_file(label: str, path: str, max_bytes: int | None = None) -> Path:
     """`path` when it is a readable regular file (at most `max_bytes`); BadInput otherwise,
     one line starting with `label path:` (`NAME=path:` for a label `NAME=`)."""
     p = Path(path)
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        raise BadInput(f"{_named(label, path)}: no such file") from None
-    except OSError as exc:
-        raise BadInput(f"{_named(label, path)}: cannot be read ({exc.strerror or exc})") from None
+    st = stat_of(label, path)
     kind = what_it_is(st.st_mode)
     if kind is not None:
         raise BadInput(f"{_named(label, path)}: is {kind}, not a regular file; refusing to read it")

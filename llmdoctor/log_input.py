@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from llmdoctor.errors import BadInput
-from llmdoctor.input_files import human_size
+from llmdoctor.input_files import human_size, stat_of
 from llmdoctor.textsource import TextSource
 
 MAX_LINE_BYTES = 1024 * 1024  # a longer line is cut here (and the cut is reported)
@@ -315,12 +315,7 @@ def open_log(path: str, fifo_wait: float | None = None) -> TextSource | LogStrea
     import stat
 
     p = Path(path)
-    try:
-        mode = p.stat().st_mode
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    mode = stat_of("", path).st_mode
     if stat.S_ISDIR(mode):
         raise BadInput(f"{path}: is a directory, not a log file")
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):

@@ -180,13 +180,10 @@ def log_sources(path: str) -> Iterator[tuple[str, str]]:
     """
     import stat
 
+    from llmdoctor.input_files import stat_of
+
     p = Path(path)
-    try:
-        mode = p.stat().st_mode
-    except FileNotFoundError:
-        raise BadInput(f"--from-log {path}: no such file or folder") from None
-    except OSError as exc:
-        raise BadInput(f"--from-log {path}: cannot be read ({exc.strerror or exc})") from None
+    mode = stat_of("--from-log", path, missing="no such file or folder").st_mode
     bundle_archive = stat.S_ISREG(mode) and p.name.endswith((".tar.gz", ".tgz"))
     if not (stat.S_ISDIR(mode) or bundle_archive):
         yield p.name, path
