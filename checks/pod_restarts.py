@@ -46,8 +46,9 @@ def _previous_log_causes(facts: Facts, container: str) -> tuple[list[str], list[
     for m in signatures.scan(log):
         fired = signatures.strong_ids(signatures.matching(m.text))
         for entry_id in m.entry_ids:
-            line = evidence(m.text, source=log.name, line=m.line)
-            (strong if entry_id in fired else weak).setdefault(entry_id, line)
+            first = strong if entry_id in fired else weak
+            if entry_id not in first:
+                first[entry_id] = evidence(m.text, source=log.name, line=m.line)
     hinted = {i: line for i, line in weak.items() if i not in strong}
     return list(strong), list(hinted), [*strong.values(), *hinted.values()]
 
@@ -75,6 +76,7 @@ def pod_restarts(facts: Facts) -> list[Finding]:
         phase = field_dict(pod, "status").get("phase", "unknown")
         return [ok("pod-restarts", f"no container has started yet (pod phase {phase})")]
     findings: list[Finding] = []
+    entries = facts.get("wiki/entries") or {}
     for cs in statuses:
         name = cs.get("name", "?")
         restarts = int(number(cs.get("restartCount"), 0))
@@ -88,7 +90,6 @@ def pod_restarts(facts: Facts) -> list[Finding]:
             items.append(evidence(f"last termination: {_describe(term)}", source="k8s/pod.json"))
         cause_text = ""
         if causes:
-            entries = facts.get("wiki/entries")
             follows = consequences(causes, explains_table(entries))
             roots = [c for c in causes if c not in follows]
             causes = roots + [c for c in causes if c in follows]
@@ -97,12 +98,10 @@ def pod_restarts(facts: Facts) -> list[Finding]:
                 text += f" (then: {'; '.join(entries[c].title for c in follows)})"
             cause_text = f"; the previous log shows: {text}"
         if hinted:  # lines that point at an entry without proving it (any SIGKILL prints Killed)
-            entries = facts.get("wiki/entries")
             named = "; ".join(entries[c].title for c in hinted)
             cause_text += f"; the previous log hints at (weak evidence, check it): {named}"
             causes = [*causes, *hinted]
-        if cause_lines:
-            items += cause_lines
+        items += cause_lines
         subject = f"container {name}"
         if term.get("reason") == "OOMKilled":
             limit = _memory_limit(pod, name)

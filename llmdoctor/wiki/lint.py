@@ -79,13 +79,6 @@ def _signature_line(
     return _key_line(fm_lines, key) + 1 + index
 
 
-def _named(message: str, key: str) -> str:
-    """A signature's problem, said of a hint when it is one."""
-    if key == "hints" and message.startswith("signature "):
-        return "hint " + message[len("signature ") :]
-    return message
-
-
 def _item_line(fm_lines: list[str], key: str, item: str) -> int:
     """The front-matter line naming `item` in the list under `key` (`[a, b]` or `- a` lines)."""
     first = _key_line(fm_lines, key) - 2  # index of the key's own line
@@ -98,7 +91,7 @@ def _item_line(fm_lines: list[str], key: str, item: str) -> int:
     return first + 2
 
 
-def signature_problem(signature: str) -> str | None:
+def signature_problem(signature: str, kind: str = "signature") -> str | None:
     """Why a signature is unusable (does not compile in RE2 or Python, or can match the empty
     string), or None.
     """
@@ -108,17 +101,17 @@ def signature_problem(signature: str) -> str | None:
     try:
         re.compile(signature)  # compiling is safe; matching is left to RE2 (linear time)
     except (re.error, OverflowError) as exc:  # a{4294967296}
-        return f"signature {signature!r} is not a valid Python regex: {exc}"
+        return f"{kind} {signature!r} is not a valid Python regex: {exc}"
     except RecursionError:
-        return f"signature {signature!r} is nested too deeply to compile"
+        return f"{kind} {signature!r} is nested too deeply to compile"
     why = compile_problem(signature)
     if why:
-        return f"signature {signature!r}: {why}"
+        return f"{kind} {signature!r}: {why}"
     pattern = line_pattern(signature)
     for probe in EMPTY_PROBES:
         for m in pattern.finditer(probe):
             if m.end() == m.start():
-                return f"signature {signature!r} can match an empty string (it fires on any line)"
+                return f"{kind} {signature!r} can match an empty string (it fires on any line)"
     return None
 
 
@@ -178,17 +171,20 @@ def lint_text(
         elif not getattr(entry, name).strip():
             add(entry.section_lines[name], f"section '## {heading}' is empty")
     examples = examples_of(Path(path))
-    for key, patterns in (("signatures", entry.signatures), ("hints", entry.hints)):
+    for key, kind, patterns in (
+        ("signatures", "signature", entry.signatures),
+        ("hints", "hint", entry.hints),
+    ):
         usable = []
         for n, signature in enumerate(patterns):
-            why = signature_problem(signature)
+            why = signature_problem(signature, kind)
             if why:
-                add(_signature_line(fm_lines, signature, n, key), _named(why, key))
+                add(_signature_line(fm_lines, signature, n, key), why)
             else:
                 usable.append((n, signature))
         # a hint is weak evidence, but it must still fire on its examples and never on health
-        for n, message in evidence_problems(usable, examples, healthy_corpus()):
-            add(_signature_line(fm_lines, patterns[n], n, key), _named(message, key))
+        for n, message in evidence_problems(usable, examples, healthy_corpus(), kind):
+            add(_signature_line(fm_lines, patterns[n], n, key), message)
     explains = meta.get("explains")
     if isinstance(explains, list):
         for item in explains:
@@ -246,10 +242,11 @@ def evidence_problems(
     signatures: list[tuple[int, str]],
     examples: Path | None,
     healthy: list[tuple[str, int, str]],
+    kind: str = "signature",
 ) -> list[tuple[int, str]]:
-    """(signature index, message) for each signature that fires on a healthy line, or, when
-    the entry keeps examples, fires on none of them. Matched with the same RE2 engine as
-    explain and diagnose.
+    """(signature index, message) for each signature (or hint: `kind`) that fires on a healthy
+    line, or, when the entry keeps examples, fires on none of them. Matched with the same RE2
+    engine as explain and diagnose.
     """
     from types import SimpleNamespace
 
@@ -265,13 +262,13 @@ def evidence_problems(
             problems.append(
                 (
                     n,
-                    f"signature {signature!r} fires on a healthy log line ({name}:{number}: "
+                    f"{kind} {signature!r} fires on a healthy log line ({name}:{number}: "
                     f"{text.strip()[:120]!r})",
                 )
             )
         if examples is not None and not any(one.match_line(t) for _, _, t in example_lines):
             problems.append(
-                (n, f"signature {signature!r} fires on no line of its examples in {examples}")
+                (n, f"{kind} {signature!r} fires on no line of its examples in {examples}")
             )
     return problems
 
