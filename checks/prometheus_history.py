@@ -164,11 +164,12 @@ def history_engine(facts: Facts) -> list[Finding] | None:
                 f.evidence.append(evidence(f"{clock(e['since'])} UTC  {e['text']}", SOURCE))
         out.append(f)
     for e in _events(timeline, "queue"):
-        f = _finding("history-engine", Severity.WARNING, e, "requests queueing", now)
-        f.runbooks = ["queue-saturation"] if "running_ceiling" in e else ["kv-cache-preemption"]
-        if "running_ceiling" not in e and not (kv or pre):
-            f.runbooks = ["queue-saturation"]
-        out.append(f)
+        # a queue under the running ceiling follows a full KV cache when one was seen
+        kv_bound = "running_ceiling" not in e and (kv or pre)
+        runbook = "kv-cache-preemption" if kv_bound else "queue-saturation"
+        out.append(
+            _finding("history-engine", Severity.WARNING, e, "requests queueing", now, [runbook])
+        )
     return out or [_window_ok("history-engine", "vLLM engine", timeline)]
 
 

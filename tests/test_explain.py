@@ -366,7 +366,8 @@ def test_colour_codes_entities_compose_prefix_and_wrapping_are_undone(entries):
     assert run_text(pasted + "\n", entries).matches[0].id == clean == "shm-too-small"
 
 
-def test_a_signature_that_does_not_compile_is_reported_not_dropped(tmp_path):
+def _team_with_a_signature_re2_cannot_compile(tmp_path: Path) -> Path:
+    """A team wiki whose one entry has a backreference (RE2 cannot compile it) on line 6."""
     team = tmp_path / "team"
     team.mkdir()
     (team / "team-broken.md").write_text(
@@ -374,6 +375,11 @@ def test_a_signature_that_does_not_compile_is_reported_not_dropped(tmp_path):
         "  - '(ab)\\1 failed'\n---\n## Symptom\nx\n## Cause\ny\n## Fix\nz\n",
         encoding="utf-8",
     )
+    return team
+
+
+def test_a_signature_that_does_not_compile_is_reported_not_dropped(tmp_path):
+    team = _team_with_a_signature_re2_cannot_compile(tmp_path)
     log = tmp_path / "x.log"
     log.write_text("abab failed\n")
     result = runner.invoke(app, ["explain", "--wiki", str(team), str(log), "--json"])
@@ -383,13 +389,7 @@ def test_a_signature_that_does_not_compile_is_reported_not_dropped(tmp_path):
 
 def test_diagnose_reports_a_team_signature_it_cannot_match(tmp_path):
     # issue 12: a team signature that does not compile was dropped silently by diagnose
-    team = tmp_path / "team"
-    team.mkdir()
-    (team / "team-broken.md").write_text(
-        "---\nid: team-broken\ntitle: t\nseverity: warning\nsignatures:\n"
-        "  - '(ab)\\1 failed'\n---\n## Symptom\nx\n## Cause\ny\n## Fix\nz\n",
-        encoding="utf-8",
-    )
+    team = _team_with_a_signature_re2_cannot_compile(tmp_path)
     bundle = Path(__file__).parent.parent / "examples" / "bundles" / "healthy-vllm-7b"
     result = runner.invoke(
         app, ["diagnose", "--bundle", str(bundle), "--wiki", str(team), "--json"]
