@@ -622,19 +622,14 @@ def text_relevance(
         if stems is None:
             continue
         coverage = sum(r for w, r in rarity.items() if w in stems) / mass
-        found = max(float(_text_score(result)), 0.0)
-        runner_up = _text_score(results[1]) if len(results) > 1 else 0.0
+        # the search's score without its signature tier: explain weighs signature hits itself
+        # (a hint's hit would otherwise count twice, as a weak hit and as a first-tier score)
+        found = max(float(result.text_score), 0.0)
+        runner_up = results[1].text_score if len(results) > 1 else 0.0
         if rank == 0 and runner_up > 0:
             found *= min(found / runner_up, LEAD_CAP) ** LEAD_POWER
         out[result.id] = (coverage, 1 / (1 + rank), found)
     return out
-
-
-def _text_score(result) -> float:
-    """The search's score without its signature tier: explain weighs signature hits itself
-    (a hint's hit would otherwise count twice, as a weak hit and as a first-tier search score).
-    """
-    return getattr(result, "text_score", result.score)
 
 
 _STEMS: dict[tuple[str, str], set[str]] = {}

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from llmdoctor.re2_patterns import re2_module, re2_options
+from llmdoctor.signature_text import plain_text
 from llmdoctor.textsource import TextSource
 
 BLOCK_BYTES = 4 * 1024 * 1024
@@ -100,7 +101,6 @@ TAIL_CHUNK = 64 * 1024
 MAX_FIND_LITERALS = 4
 RARE_SAMPLE = 64 * 1024
 RARE_RATE = 2000  # a byte seen less than once in this many is rare enough to search for alone
-_ERE_SPECIAL = set("\\.[]()*+?{}|^$")
 
 
 def _anchor(literal: bytes, sample: bytes) -> tuple[bytes, int]:
@@ -112,25 +112,6 @@ def _anchor(literal: bytes, sample: bytes) -> tuple[bytes, int]:
     if counts[literal[k]] * RARE_RATE > max(len(sample), 1):
         return literal, 0
     return literal[k : k + 1], k
-
-
-def plain_text(signature: str) -> str | None:
-    """The text a signature matches when it is a plain string (escapes allowed), else None."""
-    out = []
-    escaped = False
-    for c in signature:
-        if escaped:
-            if c.isalnum():
-                return None  # \d, \b, \w ...
-            out.append(c)
-            escaped = False
-        elif c == "\\":
-            escaped = True
-        elif c in _ERE_SPECIAL:
-            return None
-        else:
-            out.append(c)
-    return None if escaped or not out else "".join(out)
 
 
 class SignatureSet:
@@ -156,15 +137,16 @@ class SignatureSet:
         for entry in entries:
             hints = list(getattr(entry, "hints", None) or ())
             for n, sig in enumerate([*entry.signatures, *hints]):
+                is_hint = n >= len(entry.signatures)
                 why = compile_problem(sig) if isinstance(sig, str) else "it is not text"
                 if why:
                     path = str(getattr(entry, "path", "") or "")
                     line = signature_line(path, sig) if path else 0
-                    kind = "hint" if n >= len(entry.signatures) else "signature"
+                    kind = "hint" if is_hint else "signature"
                     self.invalid.append(InvalidSignature(entry.id, str(sig), why, path, line, kind))
                     continue
                 self.patterns.append((entry.id, sig))
-                self.weak.append(n >= len(entry.signatures) or bool(WEAK_SIGNATURE.fullmatch(sig)))
+                self.weak.append(is_hint or bool(WEAK_SIGNATURE.fullmatch(sig)))
         self._line_set = self._block_set = self._tail_set = None
         self._searchers: dict[int, object] = {}
         tail = set(tail_ids) if tail_keep > 0 else set()
@@ -180,7 +162,7 @@ class SignatureSet:
         if self._tail:
             self._tail_set = _compiled_set(f"(?m){self.patterns[i][1]}" for i in self._tail_order)
         # a few plain strings (the Xid scan): bytes.find beats any automaton on them
-        literals = [plain_text(sig) for _, sig in self.patterns]
+        literals = [plain_text(sig) or None for _, sig in self.patterns]
         self._literals: list[bytes] | None = None
         self._anchors: list[tuple[bytes, int]] | None = None  # chosen on the first block
         if (

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 
+from llmdoctor.signature_text import plain_text, required_texts
 from llmdoctor.wiki.cjk import run_grams
 from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS, index_problems, with_index
 from llmdoctor.wiki.query import Query, exact_name, parse_query, pattern
-from llmdoctor.wiki.signature_text import plain_text, required_texts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -399,7 +399,7 @@ def _signature_matches(query: Query, candidates: list[tuple[str, str]]) -> set[s
     A signature that is plain text (most are: a quoted message, its punctuation escaped) is
     looked for as a substring, exactly what RE2 would find, without loading RE2 (~2.5 ms).
     Any other is compiled only when the text holds every text it requires and one of its
-    literal words (llmdoctor.wiki.signature_text): most candidates share no such word with a
+    literal words (llmdoctor.signature_text): most candidates share no such word with a
     short query, and loading RE2 and compiling are the cost here.
     """
     lines = query.lines()

@@ -1,5 +1,6 @@
 """What text a runbook signature needs in a line, told without compiling it.
 
+The log-scanning engine (llmdoctor.signatures) finds a few plain-text patterns with bytes.find.
 `wiki search` checks the signatures of its best candidates against the pasted text, with RE2
 (linear time, whatever a team writes). Loading RE2 costs ~2.5 ms, more than the rest of a typed
 search, so a signature is first read as text:
