@@ -173,6 +173,9 @@ TEXT_ONLY = 0.5  # the most a text-only match can reach
 TEXT_EVIDENCE = 30.0
 LEAD_POWER = 1.0  # how much the first entry's lead over the second adds to its score
 LEAD_CAP = 3.0  # ... counted up to this ratio
+# A paste of fewer informative words than this (a bare `Exit Code: 137`, which a liveness-probe
+# kill prints as well as an OOM kill) scales its text-only evidence down: a guess, not a match.
+FEW_WORDS = 4
 PLACE_POWER = 0.5  # a text-only match lower in the search's ranking is less likely
 CONFIDENT = 0.3  # below this, explain abstains ("no entry explains this")
 NO_ERROR_GUESS = 0.1  # the most a text-only match gets when no line of the input looks wrong
@@ -497,7 +500,7 @@ def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Ma
         entry = entries.get(entry_id)
         if entry is None:
             continue
-        coverage, place, found = text.get(entry_id, (0.0, 0.0, 0.0))
+        coverage, place, found, few = text.get(entry_id, (0.0, 0.0, 0.0, 0.0))
         h = hits.get(entry_id)
         if h is not None and h.strong:
             specific = min(h.weight, SPECIFIC_CHARS) / SPECIFIC_CHARS
@@ -509,7 +512,7 @@ def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Ma
             )
             severity, how = entry.severity, "signature"
         else:
-            evidence = min(coverage * found / TEXT_EVIDENCE, 1.0)
+            evidence = min(coverage * found / TEXT_EVIDENCE, 1.0) * few
             confidence = TEXT_ONLY * evidence * place**PLACE_POWER
             if h is not None:
                 # only weak signatures fired: a closer guess, never named on their word (the
@@ -594,12 +597,13 @@ def _stems(text: str) -> set[str]:
 
 def text_relevance(
     query: str, entries: dict, results: list
-) -> dict[str, tuple[float, float, float]]:
-    """Per entry found by the wiki search: (coverage, place, score). Coverage, in [0, 1], is the
+) -> dict[str, tuple[float, float, float, float]]:
+    """Per entry found by the wiki search: (coverage, place, score, few). Coverage, in [0, 1], is the
     share of the salient lines' informative words (weighted by rarity in the wiki, words the
     wiki does not know included) that the entry holds: an error no entry knows covers little
     of any entry. Place is 1 / (1 + its rank in the wiki search's results); score is the
-    search's own (how much matching text it found).
+    search's own (how much matching text it found); few is the share of FEW_WORDS informative
+    words the query has, up to 1.
     """
     if not query or not results:
         return {}
@@ -608,6 +612,7 @@ def text_relevance(
     words = {w[:STEM] for w in parse_query(query).words if len(w) >= 3 and w.isalpha()}
     if not words:
         return {}
+    few = min(len(words) / FEW_WORDS, 1.0)
     vocab = {entry_id: _entry_stems(entry) for entry_id, entry in entries.items()}
     total = len(vocab) or 1
     known = {w: sum(1 for v in vocab.values() if w in v) for w in words}
@@ -616,7 +621,7 @@ def text_relevance(
         for w, n in known.items()
     }
     mass = sum(rarity.values()) or 1.0
-    out: dict[str, tuple[float, float, float]] = {}
+    out: dict[str, tuple[float, float, float, float]] = {}
     for rank, result in enumerate(results):
         stems = vocab.get(result.id)
         if stems is None:
@@ -628,7 +633,7 @@ def text_relevance(
         runner_up = results[1].text_score if len(results) > 1 else 0.0
         if rank == 0 and runner_up > 0:
             found *= min(found / runner_up, LEAD_CAP) ** LEAD_POWER
-        out[result.id] = (coverage, 1 / (1 + rank), found)
+        out[result.id] = (coverage, 1 / (1 + rank), found, few)
     return out
 
 
