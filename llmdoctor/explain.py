@@ -598,8 +598,8 @@ def _stems(text: str) -> set[str]:
 def text_relevance(
     query: str, entries: dict, results: list
 ) -> dict[str, tuple[float, float, float, float]]:
-    """Per entry found by the wiki search: (coverage, place, score, few). Coverage, in [0, 1], is the
-    share of the salient lines' informative words (weighted by rarity in the wiki, words the
+    """Per entry found by the wiki search: (coverage, place, score, few). Coverage, in [0, 1],
+    is the share of the salient lines' informative words (weighted by rarity in the wiki, words the
     wiki does not know included) that the entry holds: an error no entry knows covers little
     of any entry. Place is 1 / (1 + its rank in the wiki search's results); score is the
     search's own (how much matching text it found); few is the share of FEW_WORDS informative
