@@ -20,6 +20,13 @@ benchmarks/results/explain_accuracy.json.
     .venv/bin/python benchmarks/explain_accuracy.py
     .venv/bin/python benchmarks/explain_accuracy.py --verbose    # every tune excerpt, ranked ids
 
+An excerpt is *independent* when the public report it was copied from is not also a source of the
+runbooks (a `tests/fixtures/runbooks/*/SOURCES.md` or healthy-corpus SOURCES row, or a URL in an
+entry's text): the signatures and entry text were written from those reports, so an excerpt of
+one measures recall of a known case, not generalization. Each half is also reported on its
+independent excerpts alone (the logs kept elsewhere in tests/ are never independent: signatures
+are proven against them).
+
 Only `tune` files are listed by default (the held-out half is reported as figures only);
 `--show-heldout` lists those too, once, for the final report.
 """
@@ -29,6 +36,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -37,6 +45,14 @@ CORPUS = ROOT / "tests" / "fixtures" / "explain_corpus"
 RESULTS = ROOT / "benchmarks" / "results" / "explain_accuracy.json"
 HEALTHY, UNKNOWN = "_healthy", "_unknown"
 HALVES = ("tune", "heldout")
+# a report's identity: the repository and the issue / pull request / discussion number
+REPORT = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/([0-9]+)")
+RUNBOOK_SOURCES = (
+    *sorted((ROOT / "tests" / "fixtures" / "runbooks").glob("*/SOURCES.md")),
+    ROOT / "tests" / "fixtures" / "healthy" / "SOURCES.md",
+    ROOT / "llmdoctor" / "data" / "healthy" / "SOURCES.md",
+    *sorted((ROOT / "runbooks").glob("*.md")),
+)
 
 
 def half(folder: str, name: str) -> str:
@@ -66,6 +82,25 @@ def extra_files() -> list[tuple[str, Path]]:
     ]
 
 
+def _reports(text: str) -> set[tuple[str, str]]:
+    return {(m.group(1).lower(), m.group(2)) for m in REPORT.finditer(text)}
+
+
+def shared_excerpts(corpus: Path = CORPUS) -> set[str]:
+    """`<folder>/<name>` of the corpus excerpts whose source report is also a runbook source."""
+    known: set[tuple[str, str]] = set()
+    for path in RUNBOOK_SOURCES:
+        if path.is_file():
+            known |= _reports(path.read_text(encoding="utf-8"))
+    shared = set()
+    for sources in sorted(corpus.glob("SOURCES*.md")):
+        for line in sources.read_text(encoding="utf-8").splitlines():
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) > 3 and cells[1].endswith((".log", ".txt")) and _reports(line) & known:
+                shared.add(cells[1])
+    return shared
+
+
 def _read(path: Path) -> str:
     return path.read_bytes().decode("utf-8", errors="replace")
 
@@ -82,8 +117,9 @@ def evaluate(
 
     entries = load_library(wiki_dirs).entries
     outcomes = []
-    files = corpus_files(corpus) + (extra_files() if corpus == CORPUS else [])
-    for expected, path in files:
+    shared = shared_excerpts(corpus)
+    extra = extra_files() if corpus == CORPUS else []
+    for expected, path in corpus_files(corpus) + extra:
         if half(path.parent.name, path.name) not in halves:
             continue
         text = _read(path)
@@ -105,12 +141,18 @@ def evaluate(
                 "how": result.how,
                 "severities": [m.severity for m in result.matches],
                 "search": searched,
+                "independent": (expected, path) not in extra
+                and f"{path.parent.name}/{path.name}" not in shared,
             }
         )
     report: dict = {"files": len(outcomes)}
     for name in HALVES:
         report[name] = figures([o for o in outcomes if o["half"] == name])
     report["all"] = figures(outcomes)
+    report["independent"] = {
+        name: figures([o for o in outcomes if o["independent"] and name in (o["half"], "all")])
+        for name in (*HALVES, "all")
+    }
     report["misses"] = [
         o for o in outcomes if o["expected"] not in (HEALTHY, UNKNOWN) and not _top(o, 1)
     ]
@@ -158,6 +200,19 @@ def figures(outcomes: list[dict]) -> dict:
     }
 
 
+def _summary(name: str, f: dict) -> str:
+    return (
+        f"{name:8} {f['excerpts']:4} excerpts: top-1 {f['top1']:.1%} top-3 {f['top3']:.1%} "
+        f"(confident and right {f['confident_top1']:.1%}, "
+        f"confident and wrong {f['confident_wrong']}) "
+        f"(wiki search {f['search_top1']:.1%} / {f['search_top3']:.1%}); "
+        f"healthy {f['healthy']}: {f['healthy_criticals']} critical, "
+        f"{f['healthy_alarms']} alarms (search quiet {f['search_healthy_quiet']:.0%}); "
+        f"unknown {f['unknown']}: abstained {f['abstained']:.0%} "
+        f"(search {f['search_abstained']:.0%})"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="print every excerpt")
@@ -191,19 +246,12 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(f"\n{report['files']} files")
     for name in (*HALVES, "all"):
-        f = report[name]
-        if not f["excerpts"]:
-            continue
-        print(
-            f"{name:8} {f['excerpts']:4} excerpts: top-1 {f['top1']:.1%} top-3 {f['top3']:.1%} "
-            f"(confident and right {f['confident_top1']:.1%}, "
-            f"confident and wrong {f['confident_wrong']}) "
-            f"(wiki search {f['search_top1']:.1%} / {f['search_top3']:.1%}); "
-            f"healthy {f['healthy']}: {f['healthy_criticals']} critical, "
-            f"{f['healthy_alarms']} alarms (search quiet {f['search_healthy_quiet']:.0%}); "
-            f"unknown {f['unknown']}: abstained {f['abstained']:.0%} "
-            f"(search {f['search_abstained']:.0%})"
-        )
+        if report[name]["excerpts"]:
+            print(_summary(name, report[name]))
+    print("independent excerpts only (their source report is no runbook source):")
+    for name in (*HALVES, "all"):
+        if report["independent"][name]["excerpts"]:
+            print(_summary(name, report["independent"][name]))
     if not args.no_record and not args.tune_only:
         record = {k: v for k, v in report.items() if k != "outcomes"}
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
