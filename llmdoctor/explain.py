@@ -57,7 +57,7 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     ),
     "gsp-timeout": ("engine-dead", "nccl-failure", "gpu-not-visible", "illegal-memory-access"),
     "illegal-memory-access": ("engine-dead", "nccl-failure"),
-    "shm-too-small": ("nccl-failure", "engine-dead"),
+    "shm-too-small": ("nccl-failure", "engine-dead", "disk-full"),  # a full /dev/shm is ENOSPC
     "nccl-failure": ("engine-dead", "gateway-timeout"),
     "gpu-memory-fragmentation": ("cuda-oom-runtime", "engine-dead"),
     "gpu-memory-taken-by-other-process": (
