@@ -366,6 +366,28 @@ def test_colour_codes_entities_compose_prefix_and_wrapping_are_undone(entries):
     assert run_text(pasted + "\n", entries).matches[0].id == clean == "shm-too-small"
 
 
+def test_json_log_records_are_read_as_their_messages(entries):
+    # Docker's json-file records (what `/var/lib/docker/containers/*/*-json.log` holds) of a real
+    # excerpt: the JSON escaping of `"` would hide kubelet's `Failed to pull image "..."`
+    path = (
+        RUNBOOK_FIXTURES
+        / "image-pull-slow/kubelet-failed-to-pull-manifest-unknown-kubevela-pr981.log"
+    )
+    line = fixture_text(path).splitlines()[0]
+    record = json.dumps({"log": line + "\n", "stream": "stderr", "time": "2021-02-01T10:00:00Z"})
+    result = run_text(f"{record}\n", entries)
+    assert result.matches[0].id == "image-pull-slow" and result.matches[0].how == "signature"
+    assert result.matches[0].evidence[0].text == line
+    # a shipper's record with a multi-line message: each line read, numbered as its record
+    oom = fixture_text(RUNBOOK_FIXTURES / "cuda-oom-runtime/vllm-v1-tp-worker-oom-issue17835.log")
+    shipped = "\n".join(
+        ['{"level": "info", "msg": "starting"}', json.dumps({"message": oom}), "not json {"]
+    )
+    matches = run_text(shipped + "\n", entries).matches
+    assert matches[0].id == "cuda-oom-runtime"
+    assert {e.line for e in matches[0].evidence} == {2}
+
+
 def _team_with_a_signature_re2_cannot_compile(tmp_path: Path) -> Path:
     """A team wiki whose one entry has a backreference (RE2 cannot compile it) on line 6."""
     team = tmp_path / "team"
