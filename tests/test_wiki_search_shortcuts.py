@@ -1,8 +1,9 @@
 """The shortcuts that keep `wiki search` fast on a large wiki rank exactly as the long way does.
 
-* A pasted text skips, at first, its words found in half of the entries or more
-  (`_rank_skipping_common_words`): the entries, scores and order must equal FTS5's bm25 of all
-  its words computed for every entry matched (`_rank_every_match`).
+* A pasted text skips, at first, its words found in half of the entries or more, and first of
+  all also its most frequent other words (`_rank_skipping_common_words`): the entries, scores
+  and order must equal FTS5's bm25 of all its words computed for every entry matched
+  (`_rank_every_match`).
 * A few typed words, when enough entries hold them all, get relevance only for those entries
   (`_rank_word_by_word`, shortcut): equal to computing it for every entry holding any of them.
 
@@ -97,6 +98,41 @@ def test_skipping_common_words_ranks_as_every_match(wiki, tag, generated_wiki):
 
     with_index(dirs, compare)
     assert used > 50  # the shortcut is taken, not only declined
+
+
+@pytest.mark.parametrize("tag", [None, "vllm"])
+def test_skipping_frequent_words_too_ranks_as_every_match(tag, generated_wiki, monkeypatch):
+    """The first try also skips the most frequent of the other words, each bounded by what it
+    can add to bm25 at most: the same rows and scores whenever that try answers."""
+    monkeypatch.setattr(search_module, "MIN_SKIPPED_ENTRIES", 0)  # tried on every text here
+    used = declined = 0
+
+    def compare(conn):
+        nonlocal used, declined
+        for text in pasted_queries():
+            query = parse_query(text)
+            expression = query.match_expression()
+            if expression is None:
+                continue
+            terms = query.term_expressions()
+            entries, *holding = search_module._entry_counts(conn, terms)
+            kept = [(t, n) for t, n in zip(terms, holding, strict=True) if 2 * n < entries]
+            common = len(terms) - len(kept)
+            for wanted in (5, 20):
+                rare, bound = search_module._without_frequent_words(kept, entries, wanted)
+                if not bound:
+                    continue
+                margin = bound + common * search_module.COMMON_WORD_SCORE
+                fast = search_module._rank_without(conn, rare, margin, expression, tag, wanted)
+                if fast is None:
+                    declined += 1
+                    continue
+                used += 1
+                full = search_module._rank_every_match(conn, expression, tag, wanted)
+                assert rows(fast) == rows(full), text[:200]
+
+    with_index([generated_wiki], compare)
+    assert used > 50 and declined > 0  # taken, and declined when it cannot tell
 
 
 @pytest.mark.parametrize("wiki", ["shipped", "generated"])
