@@ -217,3 +217,17 @@ def test_the_stored_entry_count_follows_every_change(tmp_path):
     (wiki / "epsilon.md").write_text(entry("epsilon"), encoding="utf-8")
     stored, docs, fts = counts()
     assert stored == docs == fts == first[0] + 1
+
+
+def test_the_bound_on_a_word_s_idf_is_never_below_it():
+    """What a skipped word may add is bounded with _log_at_most (no `math` import on the
+    pasted-text path): never under log, and close to it for any odds a wiki can have."""
+    import math
+
+    rng = random.Random(3)
+    odds = [1 + 1e-12, 1.0000001, 1.5, 2.0, 27.1, 20001.0, 1e6]
+    odds += [1 + rng.random() * 10 ** rng.randint(-6, 6) for _ in range(2000)]
+    for x in odds:
+        bound = search_module._log_at_most(x)
+        # (rounding: ~1e-13 under log(x) at most where x is next to 1; the caller pads 1e-9)
+        assert math.log(x) - 1e-12 <= bound <= math.log(x) * 1.01 + 1e-12, x
