@@ -1,8 +1,9 @@
 """The shortcuts that keep `wiki search` fast on a large wiki rank exactly as the long way does.
 
-* A pasted text skips, at first, its words found in half of the entries or more
-  (`_rank_skipping_common_words`): the entries, scores and order must equal FTS5's bm25 of all
-  its words computed for every entry matched (`_rank_every_match`).
+* A pasted text skips, at first, its words found in half of the entries or more, and first of
+  all also its most frequent other words (`_rank_skipping_common_words`): the entries, scores
+  and order must equal FTS5's bm25 of all its words computed for every entry matched
+  (`_rank_every_match`).
 * A few typed words, when enough entries hold them all, get relevance only for those entries
   (`_rank_word_by_word`, shortcut): equal to computing it for every entry holding any of them.
 
@@ -99,6 +100,41 @@ def test_skipping_common_words_ranks_as_every_match(wiki, tag, generated_wiki):
     assert used > 50  # the shortcut is taken, not only declined
 
 
+@pytest.mark.parametrize("tag", [None, "vllm"])
+def test_skipping_frequent_words_too_ranks_as_every_match(tag, generated_wiki, monkeypatch):
+    """The first try also skips the most frequent of the other words, each bounded by what it
+    can add to bm25 at most: the same rows and scores whenever that try answers."""
+    monkeypatch.setattr(search_module, "MIN_SKIPPED_ENTRIES", 0)  # tried on every text here
+    used = declined = 0
+
+    def compare(conn):
+        nonlocal used, declined
+        for text in pasted_queries():
+            query = parse_query(text)
+            expression = query.match_expression()
+            if expression is None:
+                continue
+            terms = query.term_expressions()
+            entries, *holding = search_module._entry_counts(conn, terms)
+            kept = [(t, n) for t, n in zip(terms, holding, strict=True) if 2 * n < entries]
+            common = len(terms) - len(kept)
+            for wanted in (5, 20):
+                rare, bound = search_module._without_frequent_words(kept, entries, wanted)
+                if not bound:
+                    continue
+                margin = bound + common * search_module.COMMON_WORD_SCORE
+                fast = search_module._rank_without(conn, rare, margin, expression, tag, wanted)
+                if fast is None:
+                    declined += 1
+                    continue
+                used += 1
+                full = search_module._rank_every_match(conn, expression, tag, wanted)
+                assert rows(fast) == rows(full), text[:200]
+
+    with_index([generated_wiki], compare)
+    assert used > 50 and declined > 0  # taken, and declined when it cannot tell
+
+
 @pytest.mark.parametrize("wiki", ["shipped", "generated"])
 def test_a_symptom_word_with_its_alternatives_is_never_skipped(wiki, generated_wiki):
     """A typed query of more than MAX_WORD_BY_WORD_TERMS terms (long Chinese runs) is ranked as
@@ -181,3 +217,17 @@ def test_the_stored_entry_count_follows_every_change(tmp_path):
     (wiki / "epsilon.md").write_text(entry("epsilon"), encoding="utf-8")
     stored, docs, fts = counts()
     assert stored == docs == fts == first[0] + 1
+
+
+def test_the_bound_on_a_word_s_idf_is_never_below_it():
+    """What a skipped word may add is bounded with _log_at_most (no `math` import on the
+    pasted-text path): never under log, and close to it for any odds a wiki can have."""
+    import math
+
+    rng = random.Random(3)
+    odds = [1 + 1e-12, 1.0000001, 1.5, 2.0, 27.1, 20001.0, 1e6]
+    odds += [1 + rng.random() * 10 ** rng.randint(-6, 6) for _ in range(2000)]
+    for x in odds:
+        bound = search_module._log_at_most(x)
+        # (rounding: ~1e-13 under log(x) at most where x is next to 1; the caller pads 1e-9)
+        assert math.log(x) - 1e-12 <= bound <= math.log(x) * 1.01 + 1e-12, x

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # FTS5 columns and their bm25 weights: names, titles, aliases and tags count most, then what the
 # on-call sees (symptom, log signatures), then the explanation (cause, fix).
@@ -317,6 +317,9 @@ def _create_schema(db) -> None:
         pk="path",
     )
     db["files"].create_index(["entry_id"])
+    # every search lists the files that could not be parsed: without this (partial) index that
+    # reads all of `files` in path order, ~2-3 ms of a 10,000-entry wiki's search
+    db.conn.execute(f"CREATE INDEX files_unreadable ON files(path) WHERE {_UNREADABLE}")
     columns: dict[str, type] = {
         "id": str,
         "heading": str,  # the title as written (the FTS column `title` is prepared for search)
@@ -493,6 +496,10 @@ def index_one(path: str) -> dict | str:
         return f"1: cannot read: {exc.strerror or exc}"
 
 
+_UNREADABLE = "error IS NOT NULL"
+
+
 def index_problems(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     """(path, 'line: message') of every entry file the index could not parse."""
-    return list(conn.execute("SELECT path, error FROM files WHERE error IS NOT NULL ORDER BY path"))
+    query = f"SELECT path, error FROM files WHERE {_UNREADABLE} ORDER BY path"
+    return list(conn.execute(query))

@@ -205,36 +205,111 @@ def _rank_every_match(
 
 
 def _rank_skipping_common_words(
-    conn: sqlite3.Connection, query: Query, expression: str, tag: str | None, wanted: int
+    conn: sqlite3.Connection,
+    query: Query,
+    expression: str,
+    tag: str | None,
+    wanted: int,
+    *,
+    frequent: bool = True,
 ) -> list[_Candidate] | None:
     """What _rank_every_match gives, at a fraction of the cost when some words of the text are
-    in half of the entries or more; None when that cannot be told for sure this way.
+    in many entries; None when that cannot be told for sure this way.
 
-    Such a word adds nothing to bm25 (FTS5 clamps its IDF to 1e-6) but makes the OR match most
-    of the wiki, and bm25 is computed for every entry matched: most of a pasted text's cost on
-    a large wiki. So the entries are first ranked on the other words alone; every entry that
-    could still reach the best `wanted` once the common words are added back (each adds less
-    than COMMON_WORD_SCORE) is then scored by the very bm25 of all the words, which alone
-    orders them: same entries, same scores, same order.
+    A word in half of the entries or more adds nothing to bm25 (FTS5 clamps its IDF to 1e-6)
+    but makes the OR match most of the wiki, and bm25 is computed for every entry matched: most
+    of a pasted text's cost on a large wiki. So the entries are first ranked on the other words
+    alone; every entry that could still reach the best `wanted` once the skipped words are added
+    back is then scored by the very bm25 of all the words, which alone orders them: same
+    entries, same scores, same order. `frequent`: first try skipping also the most frequent of
+    the other words (a word adds at most (k1 + 1) * IDF to bm25), fewer entries to score.
     """
     terms = query.term_expressions()
-    entries, *holding = _entry_counts(conn, terms)
+    entries, *holding = _entry_counts(conn, terms, half=True)
     # FTS5 clamps a phrase's IDF when log((N - n + 0.5) / (n + 0.5)) <= 0, i.e. 2n >= N; a term
     # with alternatives ("slow" OR "latency" ...) is several phrases, each with its own n: kept
-    dropped = [
-        2 * n >= entries and not t.startswith("(") for t, n in zip(terms, holding, strict=True)
-    ]
-    common = sum(dropped)
-    informative = [t for t, drop in zip(terms, dropped, strict=True) if not drop]
-    if not common or not informative:
-        return None
+    kept = [(t, n) for t, n in zip(terms, holding, strict=True) if 2 * n < entries or t[0] == "("]
+    margin = (len(terms) - len(kept)) * COMMON_WORD_SCORE
+    tries = [([t for t, _ in kept], margin)] if margin and kept else []
+    if frequent:
+        rare, bound = _without_frequent_words(kept, entries, wanted)
+        if bound:
+            tries.insert(0, (rare, margin + bound))
+    for informative, most in tries:
+        ranked = _rank_without(conn, informative, most, expression, tag, wanted)
+        if ranked is not None:
+            return ranked
+    return None
+
+
+# What a word in half of the entries or more adds to FTS5's bm25 at most: its clamped IDF (1e-6)
+# times (k1 + 1) = 2.2, padded for rounding.
+COMMON_WORD_SCORE = 2.5e-6
+
+
+# the entries a try without the frequent words must spare bm25 for (~1 µs each), to be worth
+# what it costs when it fails (~0.3 ms: the rare words' entries ranked for nothing)
+MIN_SKIPPED_ENTRIES = 500
+
+
+def _without_frequent_words(
+    kept: list[tuple[str, int]], entries: int, wanted: int
+) -> tuple[list[str], float]:
+    """The kept terms less their most frequent ones, and what those add to bm25 at most
+    (([], 0.0): none worth skipping).
+
+    A phrase in n of the N entries adds at most IDF * (k1 + 1) = 2.2 * log((N - n + 0.5) /
+    (n + 0.5)) (the term frequency part stays under k1 + 1). The most frequent are skipped while
+    they add at most what the rarest one alone may add, and the others are in `wanted` entries
+    or more: the best entries usually score above that, and when they do not the caller tries
+    again with them.
+    """
+    bounds = {}
+    for term, n in kept:
+        if term[0] != "(":  # several phrases: kept whole
+            odds = (entries - n + 0.5) / (n + 0.5)
+            bounds[term] = 2.2 * _log_at_most(odds) * (1 + 1e-9) + 1e-9
+    if len(bounds) < 2:
+        return [], 0.0
+    limit = max(bounds.values())
+    skipped: set[str] = set()
+    total = 0.0
+    for term, _ in sorted(kept, key=lambda k: -k[1]):
+        if term not in bounds or total + bounds[term] > limit:
+            break
+        skipped.add(term)
+        total += bounds[term]
+    rare = [(t, n) for t, n in kept if t not in skipped]
+    saved = sum(n for t, n in kept if t in skipped)
+    if saved < MIN_SKIPPED_ENTRIES or sum(n for _, n in rare) < wanted:
+        return [], 0.0
+    return [t for t, _ in rare], total
+
+
+def _log_at_most(x: float) -> float:
+    """A little more than log(x), x > 1 (by under 1% up to x = 1e6), without loading `math`
+    (~0.2 ms of a search): log(x) = k log(x ** (1/k)) <= k (x ** (1/k) - 1); the rounding of
+    x ** (1/k) moves it by ~1e-13 at most, under the caller's padding."""
+    return 1024.0 * (x ** (1 / 1024) - 1.0)
+
+
+def _rank_without(
+    conn: sqlite3.Connection,
+    informative: list[str],
+    margin: float,
+    expression: str,
+    tag: str | None,
+    wanted: int,
+) -> list[_Candidate] | None:
+    """The best `wanted` by bm25 of `expression`, found by ranking the entries on the terms
+    `informative` alone: the others add at most `margin` to an entry's score."""
     weights = ", ".join(str(w) for w in FTS_WEIGHTS.values())
     tag_clause, tag_params = _tag_filter(tag)
-    margin = common * COMMON_WORD_SCORE
-    # bm25() is negative, lower is better; `nth` is the wanted-th best score without the common
-    # words, and every entry within `margin` of it is scored in full (a CASE, not a rowid IN in
-    # the WHERE clause: FTS5 would then recount every word's entries for each row). The
-    # snippets of the likely results are made on the way, while FTS5 is on their rows.
+    # bm25() is negative, lower is better; `nth` is the wanted-th best score without the
+    # skipped words, and every entry within `margin` of it is scored in full: "+rowid", a
+    # filter on what FTS5 matched (handed the rowids, FTS5 would recount every word's entries
+    # for each). The snippets of the likely results are made on the way, while FTS5 is on
+    # their rows.
     rows = conn.execute(
         f"""WITH pruned AS MATERIALIZED (
                 SELECT rowid AS id, bm25(docs_fts, {weights}) AS score FROM docs_fts
@@ -242,13 +317,12 @@ def _rank_skipping_common_words(
             cut AS MATERIALIZED (
                 SELECT score AS nth FROM pruned ORDER BY score LIMIT 1 OFFSET :wanted - 1),
             likely AS MATERIALIZED (SELECT id FROM pruned ORDER BY score LIMIT :wanted)
-            SELECT rowid,
-                   CASE WHEN rowid IN (SELECT id FROM pruned
-                                       WHERE score <= (SELECT nth FROM cut) + :margin)
-                   THEN bm25(docs_fts, {weights}) END AS score,
-                   (SELECT nth FROM cut) AS nth,
+            SELECT rowid, bm25(docs_fts, {weights}) AS score,
                    CASE WHEN rowid IN likely THEN {_FIRST_MARKED} END AS snippet
-            FROM docs_fts WHERE docs_fts MATCH :all AND score IS NOT NULL
+            FROM docs_fts
+            WHERE (SELECT nth FROM cut) < -:margin AND docs_fts MATCH :all
+              AND +rowid IN (SELECT id FROM pruned
+                             WHERE score <= (SELECT nth FROM cut) + :margin)
             ORDER BY score LIMIT :wanted""",
         {
             "informative": " OR ".join(informative),
@@ -258,25 +332,29 @@ def _rank_skipping_common_words(
             **tag_params,
         },
     ).fetchall()
-    # fewer than `wanted` entries hold an informative word, or one holding only common words
-    # might be among the best
-    if len(rows) < wanted or -rows[0][2] <= 2 * margin:
+    # no rows when an entry holding only skipped words (at most `margin`) might be among the
+    # best: that is checked once, before FTS5 reads the words' entries; fewer than `wanted`
+    # when fewer entries hold an informative word
+    if len(rows) < wanted:
         return None
     ranked = []
-    for rowid, score, _, snippet in rows:
+    for rowid, score, snippet in rows:
         ranked.append(_Candidate(rowid, -score))
         ranked[-1].snippet = snippet
     return ranked
 
 
-# What a word in half of the entries or more adds to FTS5's bm25 at most: its clamped IDF (1e-6)
-# times (k1 + 1) = 2.2, padded for rounding.
-COMMON_WORD_SCORE = 2.5e-6
+def _entry_counts(conn: sqlite3.Connection, terms: list[str], *, half: bool = False) -> list[int]:
+    """[entries in the wiki, then how many hold each term], in one statement.
 
-
-def _entry_counts(conn: sqlite3.Connection, terms: list[str]) -> list[int]:
-    """[entries in the wiki, then how many hold each term], in one statement."""
-    counts = ", ".join("(SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?)" for _ in terms)
+    `half`: a term in half of the entries or more is counted only that far (all that tells
+    whether FTS5 clamps its IDF): its entries are most of what counting reads.
+    """
+    if half:
+        one = f"SELECT 1 FROM docs_fts WHERE docs_fts MATCH ? LIMIT ({_ENTRIES} + 1) / 2"
+        counts = ", ".join(f"(SELECT count(*) FROM ({one}))" for _ in terms)
+    else:
+        counts = ", ".join("(SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?)" for _ in terms)
     return list(conn.execute(f"SELECT {_ENTRIES}, {counts}", terms).fetchone())
 
 
