@@ -195,3 +195,22 @@ def test_pod_json_of_an_oomkilled_pod_names_k8s_oomkilled():
     result = _explain(["-", "--json"], stdin=pod.read_bytes())
     top = json.loads(result.stdout)["matches"][0]
     assert top["id"] == "k8s-oomkilled"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="journalctl -o json writes a MESSAGE holding a non-printable byte (an ANSI colour "
+    "code) as an array of byte values; explain keeps such a record as raw JSON numbers, so the "
+    "message is lost and explain says 'No line in it looks like an error'",
+)
+def test_journald_byte_array_message_is_read(tmp_path):
+    line = (
+        (RUNBOOKS / "nvml-driver-library-mismatch" / "pynvml-librmversionmismatch-dask-cuda949.log")
+        .read_text(encoding="utf-8")
+        .splitlines()[0]
+    )
+    message = list(("\x1b[0;31m" + line + "\x1b[0m").encode())
+    path = tmp_path / "journal.json"
+    path.write_text(json.dumps({"_SYSTEMD_UNIT": "vllm.service", "MESSAGE": message}) + "\n")
+    result = json.loads(_explain([str(path), "--json"]).stdout)
+    assert result["matches"] and result["matches"][0]["id"] == "nvml-driver-library-mismatch"
