@@ -35,6 +35,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO
 
+from llmdoctor.pasted import RecordLines
 from llmdoctor.signatures import SignatureSet, literal_weight
 from llmdoctor.textsource import TextSource
 from llmdoctor.wiki.links import page_url
@@ -154,6 +155,7 @@ SALIENT_KEPT = 40  # salient lines kept (the last ones: the end of a log explain
 QUERY_LINES = 16  # salient lines used as the search query
 WHOLE_QUERY_CHARS = 32 * 1024  # a paste this short is searched whole, as `wiki search` would
 CLEAN_BYTES = 8 * 1024 * 1024  # a file this small is read whole and cleaned like a paste
+SNIFF = 64 * 1024  # a bigger log whose first lines here are JSON records is read as records
 MAX_TEXT = 2000  # characters of one evidence line kept
 SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1}
 
@@ -345,25 +347,29 @@ def read_input(
     text, numbers, rest = _small_text(source)
     if text is not None:
         found = scanner.scan_text(text)
-    elif isinstance(source, TextSource):
+    elif rest is None:
         found = scanner.scan(source, workers=workers)
     else:
         found = scanner.scan_stream(rest)
-    for m in found:
-        line = numbers[m.line - 1] if numbers else m.line
-        ids = m.entry_ids
-        if SALIENT_ID in ids:
-            if not ADVICE.search(m.text):
-                salient.append(Evidence(line, m.text[:MAX_TEXT]))
-            ids = tuple(i for i in ids if i != SALIENT_ID)
-            if not ids:
-                continue
-        fired = [i for i in scanner.matching(m.text) if scanner.patterns[i][0] in ids]
-        weight = max((weights[i] for i in fired), default=0)
-        strong = scanner.strong_ids(fired)
-        matched_lines += bool(strong)  # lines a signature matched (not those only a hint did)
-        for entry_id in ids:
-            hits.setdefault(entry_id, _Hits()).add(line, m.text, weight, entry_id in strong)
+    try:
+        for m in found:
+            line = numbers[m.line - 1] if numbers else m.line
+            ids = m.entry_ids
+            if SALIENT_ID in ids:
+                if not ADVICE.search(m.text):
+                    salient.append(Evidence(line, m.text[:MAX_TEXT]))
+                ids = tuple(i for i in ids if i != SALIENT_ID)
+                if not ids:
+                    continue
+            fired = [i for i in scanner.matching(m.text) if scanner.patterns[i][0] in ids]
+            weight = max((weights[i] for i in fired), default=0)
+            strong = scanner.strong_ids(fired)
+            matched_lines += bool(strong)  # lines a signature matched (not only a hint)
+            for entry_id in ids:
+                hits.setdefault(entry_id, _Hits()).add(line, m.text, weight, entry_id in strong)
+    finally:
+        if isinstance(rest, RecordLines):
+            rest.close()
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
     return _Reading(hits, list(salient), matched_lines, text, invalid), scanner
 
@@ -373,13 +379,15 @@ def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:
     with each line's number in the input; a big file as (None, [], None) and a long stream as
     (None, [], the whole stream again), both scanned as they are.
     """
-    from llmdoctor.pasted import clean_lines
+    from llmdoctor.pasted import clean_lines, looks_like_records
 
     if isinstance(source, TextSource):
         if source.text is not None:
             raw = source.text
         elif source.path is not None and source.size_bytes() <= CLEAN_BYTES:
             raw = source.path.read_bytes().decode("utf-8", errors="replace")
+        elif source.path is not None and _records_file(source.path):
+            return None, [], RecordLines(source.path.open("rb"), owned=True)
         else:
             return None, [], None
     else:
@@ -392,10 +400,18 @@ def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:
             size += len(chunk)
         head = b"".join(parts)
         if len(head) > CLEAN_BYTES:
-            return None, [], _Rejoined(head, source)
+            rejoined = _Rejoined(head, source)
+            return None, [], RecordLines(rejoined) if looks_like_records(head[:SNIFF]) else rejoined
         raw = head.decode("utf-8", errors="replace")
     pairs = clean_lines(raw)
     return "\n".join(t for _, t in pairs), [n for n, _ in pairs], None
+
+
+def _records_file(path: Path) -> bool:
+    from llmdoctor.pasted import looks_like_records
+
+    with path.open("rb") as fh:
+        return looks_like_records(fh.read(SNIFF))
 
 
 class _Rejoined:
@@ -410,16 +426,6 @@ class _Rejoined:
             self._head = self._head[len(chunk) :]
             return chunk
         return self._rest.read(size)
-
-    def readline(self) -> bytes:
-        if self._head:
-            end = self._head.find(b"\n")
-            if end >= 0:
-                line, self._head = self._head[: end + 1], self._head[end + 1 :]
-                return line
-            line, self._head = self._head, b""
-            return line + self._rest.readline()
-        return self._rest.readline()
 
 
 def explain(

@@ -25,6 +25,8 @@ ENTITY = re.compile(r"&(?:quot|amp|lt|gt|apos|nbsp|#[0-9]{1,6}|#x[0-9a-fA-F]{1,5
 # the fields that hold the message in Docker's json-file, journald's JSON export, Fluent Bit /
 # Vector / Loki records and Cloud Logging (GKE) exports, in that order of preference
 MESSAGE_FIELDS = ("log", "message", "msg", "MESSAGE", "textPayload")
+# a record's fields that say why, added after its message
+ERROR_FIELDS = ("error", "err", "exception", "exc_info", "stack_trace", "stacktrace")
 MAX_RECORD_CHARS = 64 * 1024  # a longer line is kept as it is, never parsed
 MIN_WRAP_WIDTH = 60
 MIN_WRAPPED_LINES = 3
@@ -41,8 +43,14 @@ def clean_line(line: str) -> str:
     return line.rstrip("\r")
 
 
-def record_message(line: str) -> list[str] | None:
-    """The lines of a JSON log record's message, or None when the line is not such a record."""
+def record_message(line: str) -> str | None:
+    """The message of a JSON log record (it may span lines), or None when the line is not one.
+
+    Its error fields (containerd's `error`, a logger's `exception` or `stack_trace`) follow it,
+    as `key=value`: they often say why. journald writes a message holding control bytes as an
+    array of byte values; it is decoded. A lone UTF-16 surrogate (a record cut mid-character)
+    becomes U+FFFD.
+    """
     text = line.strip()
     if not (text.startswith("{") and text.endswith("}")) or len(text) > MAX_RECORD_CHARS:
         return None
@@ -52,11 +60,72 @@ def record_message(line: str) -> list[str] | None:
         return None
     if not isinstance(record, dict):
         return None
-    for field in MESSAGE_FIELDS:
-        message = record.get(field)
-        if isinstance(message, str):
-            return message.rstrip("\n").split("\n")
+    message = next((m for f in MESSAGE_FIELDS if (m := _text(record.get(f))) is not None), None)
+    if message is None:
+        return None
+    extra = [f"{key}={value}" for key in ERROR_FIELDS if (value := _text(record.get(key)))]
+    message = " ".join([message.rstrip("\n"), *extra]) if extra else message.rstrip("\n")
+    return message.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def _text(value) -> str | None:
+    if isinstance(value, str):
+        return value
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(b, int) and 0 <= b < 256 for b in value)
+    ):
+        return bytes(value).decode("utf-8", "replace")  # journald's bytes form
     return None
+
+
+def looks_like_records(head: bytes, sample: int = 5) -> bool:
+    """Whether a log is JSON records: the first `sample` non-empty whole lines of its head are."""
+    whole = head.split(b"\n")[:-1]  # the last piece may be cut
+    lines = [ln for ln in whole[: sample * 4] if ln.strip()][:sample]
+    return bool(lines) and all(
+        record_message(ln.decode("utf-8", "replace")) is not None for ln in lines
+    )
+
+
+class RecordLines:
+    """A binary stream of JSON log records read as their messages: one line per record (a
+    message's own newlines become spaces, so line numbers stay the input's); a line that is not
+    a record passes as it is. Used for logs too big to clean whole.
+    """
+
+    def __init__(self, raw, owned: bool = False):
+        from llmdoctor.signatures import read_blocks
+
+        self._raw, self._owned = raw, owned
+        self._blocks = read_blocks(raw)
+        self._buffer = b""
+
+    def close(self) -> None:
+        """Close the underlying file when this stream opened it."""
+        if self._owned:
+            self._raw.close()
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._buffer) < size:
+            block = next(self._blocks, None)
+            if block is None:
+                break
+            self._buffer += self._convert(block)
+        if size < 0:
+            out, self._buffer = self._buffer, b""
+        else:
+            out, self._buffer = self._buffer[:size], self._buffer[size:]
+        return out
+
+    @staticmethod
+    def _convert(block: bytes) -> bytes:
+        out = []
+        for raw in block.split(b"\n"):
+            message = record_message(raw.decode("utf-8", "replace")) if raw[:1] == b"{" else None
+            out.append(raw if message is None else message.replace("\n", " ").encode("utf-8"))
+        return b"\n".join(out)
 
 
 def wrap_width(lines: list[str]) -> int | None:
@@ -80,9 +149,12 @@ def clean_lines(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     joining = False
     for number, (original, line) in enumerate(zip(raw, lines, strict=True), 1):
-        message = record_message(original) if original.lstrip()[:1] == "{" else None
+        record = original
+        if " | " in record[:60]:
+            record = COMPOSE_PREFIX.sub("", record, count=1)
+        message = record_message(record) if record.lstrip()[:1] == "{" else None
         if message is not None:  # a record keeps its line number for each of its lines
-            out.extend((number, clean_line(piece)) for piece in message)
+            out.extend((number, clean_line(piece)) for piece in message.split("\n"))
             joining = False
             continue
         if joining and out:

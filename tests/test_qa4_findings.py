@@ -69,11 +69,6 @@ def _docker_record(line: str) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a stream longer than 8 MB on stdin crashes: _Rejoined.readline calls "
-    "LogStream.readline, which does not exist ('internal error: AttributeError')",
-)
 def test_stdin_longer_than_8mb_is_explained_not_an_internal_error():
     log = _padded(HEALTHY_STARTUP, OOM.read_text(encoding="utf-8").splitlines())
     result = _explain(["-", "--json"], stdin=log.encode())
@@ -82,11 +77,6 @@ def test_stdin_longer_than_8mb_is_explained_not_an_internal_error():
     assert json.loads(result.stdout)["matches"][0]["id"] == "cuda-oom-runtime"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a .gz log that decompresses to more than 8 MB crashes the same way "
-    "('LogStream' object has no attribute 'readline')",
-)
 def test_gzip_log_longer_than_8mb_is_explained(tmp_path):
     log = _padded(HEALTHY_STARTUP, OOM.read_text(encoding="utf-8").splitlines())
     path = tmp_path / "vllm.log.1.gz"
@@ -97,12 +87,6 @@ def test_gzip_log_longer_than_8mb_is_explained(tmp_path):
     assert json.loads(result.stdout)["matches"][0]["id"] == "cuda-oom-runtime"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="JSON records are read as their message only in files up to 8 MB: past that, a "
-    "Docker json-file log is scanned as raw JSON, so an escaped '<' (\\u003c) hides the "
-    "signature and a 1.00 verdict becomes a MAYBE (and evidence is shown as raw JSON)",
-)
 def test_docker_json_file_longer_than_8mb_keeps_the_verdict(tmp_path):
     failure = [_docker_record(line) for line in NAN.read_text(encoding="utf-8").splitlines()]
     small = tmp_path / "small-json.log"
@@ -116,12 +100,6 @@ def test_docker_json_file_longer_than_8mb_keeps_the_verdict(tmp_path):
     assert not big_top["evidence"][0]["text"].startswith('{"log"')
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a JSON record whose message holds a lone UTF-16 surrogate (\\ud83d, as a shipper that "
-    "cut a record mid-emoji writes it) crashes explain: 'internal error: UnicodeEncodeError', "
-    "no file:line, no verdict for the rest of the log",
-)
 def test_json_record_with_lone_surrogate_does_not_crash(tmp_path):
     line = next(
         text
@@ -137,12 +115,6 @@ def test_json_record_with_lone_surrogate_does_not_crash(tmp_path):
     assert json.loads(result.stdout)["matches"][0]["id"] == "illegal-memory-access"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a JSON record is replaced by its msg field alone: the 'error' (and 'level') fields "
-    "are dropped, so containerd's 'PullImage ... failed' loses 'context canceled' and explain "
-    "abstains where the same line as logfmt gives image-pull-slow",
-)
 def test_json_record_keeps_its_error_field(tmp_path):
     raw = CONTAINERD.read_text(encoding="utf-8").splitlines()[1]  # level=error msg=... error=...
     fields = dict(token.partition("=")[::2] for token in shlex.split(raw))
@@ -161,13 +133,6 @@ def test_json_record_keeps_its_error_field(tmp_path):
     assert result["matches"] and result["matches"][0]["id"] == "image-pull-slow"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a docker-compose prefix in front of a JSON record stops it being read as a record "
-    "(record_message looks at the uncleaned line): an app that logs JSON under 'docker compose "
-    'logs\' gets the raw \'{"log": "Killed\\n", ...}\' as its salient line, and an anchored '
-    "signature ('^Killed$') cannot match it",
-)
 def test_compose_prefixed_json_record_is_read_as_its_message(tmp_path):
     lines = (
         (RUNBOOKS / "host-oom-killer" / "vllm-v0-killed-after-gpu-blocks-got-ocr.log")
@@ -197,12 +162,6 @@ def test_pod_json_of_an_oomkilled_pod_names_k8s_oomkilled():
     assert top["id"] == "k8s-oomkilled"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="journalctl -o json writes a MESSAGE holding a non-printable byte (an ANSI colour "
-    "code) as an array of byte values; explain keeps such a record as raw JSON numbers, so the "
-    "message is lost and explain says 'No line in it looks like an error'",
-)
 def test_journald_byte_array_message_is_read(tmp_path):
     line = (
         (RUNBOOKS / "nvml-driver-library-mismatch" / "pynvml-librmversionmismatch-dask-cuda949.log")
