@@ -45,8 +45,12 @@ CORPUS = ROOT / "tests" / "fixtures" / "explain_corpus"
 RESULTS = ROOT / "benchmarks" / "results" / "explain_accuracy.json"
 HEALTHY, UNKNOWN = "_healthy", "_unknown"
 HALVES = ("tune", "heldout")
-# a report's identity: the repository and the issue / pull request / discussion number
-REPORT = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/([0-9]+)")
+# a report's identity: a GitHub issue / pull request / discussion by repository and number, a
+# file in a GitHub repository by repository and path (whatever the branch or commit), any other
+# page by host and path
+URL = re.compile(r"https?://[^\s|)>\]`'\"]+")
+GITHUB_REPORT = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/([0-9]+)")
+GITHUB_FILE = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:blob|tree|raw)/[^/]+/(.+)")
 RUNBOOK_SOURCES = (
     *sorted((ROOT / "tests" / "fixtures" / "runbooks").glob("*/SOURCES.md")),
     ROOT / "tests" / "fixtures" / "healthy" / "SOURCES.md",
@@ -82,12 +86,22 @@ def extra_files() -> list[tuple[str, Path]]:
     ]
 
 
-def _reports(text: str) -> set[tuple[str, str]]:
-    return {(m.group(1).lower(), m.group(2)) for m in REPORT.finditer(text)}
+def _reports(text: str) -> set[tuple[str, ...]]:
+    keys: set[tuple[str, ...]] = set()
+    for url in URL.findall(text):
+        url = url.rstrip(".,;:").split("#")[0].split("?")[0].rstrip("/")
+        if m := GITHUB_REPORT.search(url):
+            keys.add(("report", m.group(1).lower(), m.group(2)))
+        elif m := GITHUB_FILE.search(url):
+            keys.add(("file", m.group(1).lower(), m.group(2)))
+        else:
+            keys.add(("page", url.split("://", 1)[1].lower().removeprefix("www.")))
+    return keys
 
 
 def shared_excerpts(corpus: Path = CORPUS) -> set[str]:
-    """`<folder>/<name>` of the corpus excerpts whose source report is also a runbook source."""
+    """`<folder>/<name>` of the corpus excerpts whose source report (or page) is also a
+    runbook source."""
     known: set[tuple[str, str]] = set()
     for path in RUNBOOK_SOURCES:
         if path.is_file():

@@ -198,12 +198,6 @@ def test_enforce_eager_on_the_command_line_does_not_outrank_a_crash(tmp_path):
     assert closest["id"] == "host-oom-killer"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the 'independent' split knows a report only by a GitHub issue/pull/discussion URL: "
-    "an excerpt copied from a README, a blob file or a Hugging Face page that is also a runbook "
-    "source (kagaho's Jetson README for enforce-eager-in-production) counts as independent",
-)
 def test_independent_split_knows_non_issue_sources(tmp_path):
     import importlib.util
 
