@@ -148,13 +148,6 @@ def test_compose_prefixed_json_record_is_read_as_its_message(tmp_path):
     assert [s["text"] for s in result["salient"]] == ["Killed"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="'kubectl get pod -o json' of an OOMKilled pod ('\"reason\": \"OOMKilled\"', "
-    "'\"exitCode\": 137'): no k8s-oomkilled signature takes the JSON form, and the top MAYBE "
-    "is probe-killed-during-load (pod-not-ready before today), whose own text says 'a reason "
-    "other than OOMKilled'",
-)
 def test_pod_json_of_an_oomkilled_pod_names_k8s_oomkilled():
     pod = ROOT / "tests" / "fixtures" / "k8s" / "pod-vllm-7b-oomkilled.json"
     result = _explain(["-", "--json"], stdin=pod.read_bytes())
