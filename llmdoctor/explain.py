@@ -149,6 +149,12 @@ SALIENT_PATTERNS = (
 )
 # a line that gives advice ("If you are running out of memory, consider ...") is not an error
 ADVICE = re.compile(r"\b[Ii]f you\b.*\b(consider|try|please|set|use)\b")
+# nor is a status field that says "nothing": nvidia-smi -q's `Remapping Failure Occurred : No`,
+# -q -x's `<sram_threshold_exceeded>N/A</sram_threshold_exceeded>`, describe's `Exit Code: 0`
+NOTHING = r"(No|None|N/A|0|False|Disabled)"
+NEGATIVE_FIELD = re.compile(
+    rf"^\s*(<[A-Za-z_]+>\s*{NOTHING}\s*</[A-Za-z_]+>|[A-Za-z][A-Za-z0-9 _()/-]*:\s*{NOTHING})\s*$"
+)
 SALIENT_ID = "\x00salient"
 FIRST, LAST = 3, 2  # evidence lines kept per entry
 SALIENT_KEPT = 40  # salient lines kept (the last ones: the end of a log explains it)
@@ -356,7 +362,7 @@ def read_input(
             line = numbers[m.line - 1] if numbers else m.line
             ids = m.entry_ids
             if SALIENT_ID in ids:
-                if not ADVICE.search(m.text):
+                if not ADVICE.search(m.text) and not NEGATIVE_FIELD.match(m.text):
                     salient.append(Evidence(line, m.text[:MAX_TEXT]))
                 ids = tuple(i for i in ids if i != SALIENT_ID)
                 if not ids:

@@ -538,3 +538,20 @@ def test_a_one_minute_image_pull_is_no_slow_pull(entries):
     assert run_text(slow + "\n", entries).matches[0].id == "image-pull-slow"
     quick = slow.replace("4m47.129s", "1m4.210s")
     assert "image-pull-slow" not in [m.id for m in run_text(quick + "\n", entries).matches]
+
+
+@pytest.mark.parametrize(
+    "xml", sorted((FIXTURES / "nvidia-smi").glob("*.xml")), ids=lambda p: p.stem
+)
+def test_healthy_nvidia_smi_xml_is_no_error(entries, xml):
+    # `<remapped_row_failure>No</...>` and `<sram_threshold_exceeded>N/A</...>` say "nothing":
+    # they are not error lines (every capture here is of a healthy GPU)
+    result = run_text(fixture_text(xml), entries)
+    assert result.how == "none" and not result.salient, [e.text for e in result.salient]
+
+
+def test_a_pending_row_remap_hints_at_ecc_memory_and_says_so():
+    path = RUNBOOK_FIXTURES / "xid-ecc-memory/nvidia-smi-q-remapped-rows-pending-stas00.txt"
+    result = runner.invoke(app, ["explain", str(path)])
+    assert result.exit_code == 0
+    assert "A line hints at xid-ecc-memory (weak evidence, check it): 27:" in result.stdout

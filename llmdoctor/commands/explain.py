@@ -143,6 +143,13 @@ def render(result, console) -> None:
                 "No line in it looks like an error (no Error/Exception/FATAL/failed/Killed, "
                 "exit code or warning Event)."
             )
+            for m in [m for m in result.below_threshold if m.evidence][:2]:
+                e = m.evidence[-1]
+                console.print(
+                    f"A line hints at [bold]{m.id}[/] (weak evidence, check it): "
+                    f"[dim]{e.line}:[/] {escape(_cut(e.text.strip()))}",
+                    soft_wrap=True,
+                )
             if result.below_threshold:
                 guesses = ", ".join(m.id for m in result.below_threshold[:3])
                 console.print(
