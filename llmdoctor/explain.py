@@ -144,6 +144,7 @@ SALIENT_PATTERNS = (
     r"[Nn]o available",
     r"(Status|Phase): +Pending",
     r"FailedScheduling",
+    r"[0-9]+/[0-9]+ nodes are available",  # the scheduler's message, pasted without its event
     r"Waiting: [1-9][0-9]+ reqs",
     r"KV cache usage: (8[5-9]|9[0-9]|100)\.",
 )
@@ -195,6 +196,7 @@ MAYBE_SEVERITY = "warning"  # a text-only match is at most a warning, shown as M
 # the very line it matched).
 WEAK_HIT = 0.2
 WEAK_CEILING = 0.29
+HINT_OFF_ERROR = 0.5  # a hint on a line that is no error line (a pasted command) counts half
 
 
 @dataclass(frozen=True)
@@ -292,12 +294,16 @@ class _Hits:
     last_line: int = 0
     weight: int = 0  # literal characters of the most specific signature that fired
     strong: bool = False  # a signature other than a weak one (SignatureSet.weak) fired
+    on_error_line: bool = False  # one of its lines is also a salient (error) line
 
-    def add(self, line: int, text: str, weight: int, strong: bool = True) -> None:
+    def add(
+        self, line: int, text: str, weight: int, strong: bool = True, salient: bool = False
+    ) -> None:
         self.count += 1
         self.last_line = line
         self.weight = max(self.weight, weight)
         self.strong = self.strong or strong
+        self.on_error_line = self.on_error_line or salient
         item = Evidence(line, text[:MAX_TEXT])
         if len(self.first) < FIRST:
             self.first.append(item)
@@ -361,9 +367,11 @@ def read_input(
         for m in found:
             line = numbers[m.line - 1] if numbers else m.line
             ids = m.entry_ids
+            is_salient = False
             if SALIENT_ID in ids:
                 if not ADVICE.search(m.text) and not NEGATIVE_FIELD.match(m.text):
                     salient.append(Evidence(line, m.text[:MAX_TEXT]))
+                    is_salient = True
                 ids = tuple(i for i in ids if i != SALIENT_ID)
                 if not ids:
                     continue
@@ -372,7 +380,9 @@ def read_input(
             strong = scanner.strong_ids(fired)
             matched_lines += bool(strong)  # lines a signature matched (not only a hint)
             for entry_id in ids:
-                hits.setdefault(entry_id, _Hits()).add(line, m.text, weight, entry_id in strong)
+                hits.setdefault(entry_id, _Hits()).add(
+                    line, m.text, weight, entry_id in strong, is_salient
+                )
     finally:
         if isinstance(rest, RecordLines):
             rest.close()
@@ -528,8 +538,10 @@ def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Ma
             confidence = TEXT_ONLY * evidence * place**PLACE_POWER
             if h is not None:
                 # only weak signatures fired: a closer guess, never named on their word (the
-                # text that agrees is mostly the very line the hint matched)
-                confidence = min(confidence + WEAK_HIT, WEAK_CEILING)
+                # text that agrees is mostly the very line the hint matched); a hint on a line
+                # that is no error (a pasted command line) says less than one on an error line
+                hint = WEAK_HIT if h.on_error_line else WEAK_HIT * HINT_OFF_ERROR
+                confidence = min(confidence + hint, WEAK_CEILING)
             severity = _at_most_warning(entry.severity)
             how = "search"
         matches.append(

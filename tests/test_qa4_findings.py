@@ -168,13 +168,6 @@ def test_journald_byte_array_message_is_read(tmp_path):
     assert result["matches"] and result["matches"][0]["id"] == "nvml-driver-library-mismatch"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the new --enforce-eager hint outranks the failure: a pasted 'vllm serve ... "
-    "--enforce-eager' command line followed by the server's 'Killed' makes "
-    "enforce-eager-in-production (a throughput entry, 0.29) the closest guess, above "
-    "host-oom-killer (0.22, 0.27 without the command line)",
-)
 def test_enforce_eager_on_the_command_line_does_not_outrank_a_crash(tmp_path):
     command = (
         RUNBOOKS
