@@ -504,11 +504,12 @@ def newlines(block: bytes) -> int:
 
 def read_blocks(stream: BinaryIO, block_bytes: int | None = None) -> Iterator[bytes]:
     """Blocks of whole lines of a stream, each ending in a newline except perhaps the last:
-    about `block_bytes` at a time, cut after their last newline; the rest of the line starts
-    the next block (a line longer than a block stays one line). Only `read` is used, so any
-    stream serves (a pipe, a LogStream over gzip or stdin).
+    `block_bytes` read at once, then the rest of the line they stop in (a line longer than a
+    block stays one line). A stream without `readline` (a LogStream over gzip or stdin) is cut
+    after each block's last newline instead, the rest starting the next block.
     """
     size = block_bytes or BLOCK_BYTES
+    readline = getattr(stream, "readline", None)
     carry = b""
     while True:
         chunk = stream.read(size)
@@ -520,10 +521,10 @@ def read_blocks(stream: BinaryIO, block_bytes: int | None = None) -> Iterator[by
             chunk, carry = carry + chunk, b""
         if chunk.endswith(b"\n"):
             yield chunk
-            continue
-        cut = chunk.rfind(b"\n")
-        if cut < 0:  # one line longer than the block so far: read on
+        elif readline is not None:
+            yield chunk + readline()
+        elif (cut := chunk.rfind(b"\n")) < 0:  # one line longer than the block so far
             carry = chunk
-            continue
-        yield chunk[: cut + 1]
-        carry = chunk[cut + 1 :]
+        else:
+            yield chunk[: cut + 1]
+            carry = chunk[cut + 1 :]
