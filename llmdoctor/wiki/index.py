@@ -19,7 +19,6 @@ from __future__ import annotations
 import marshal
 import os
 import time
-import zlib
 from stat import S_ISREG
 
 try:  # the C module behind `sqlite3`: the same connection and error classes
@@ -80,12 +79,22 @@ def resolve_dirs(extra_dirs: list[str | Path] | None = None) -> list[Path]:
 
 
 def _checksum(data: bytes) -> str:
+    import zlib  # (a shared library to load: only a file-by-file check needs it)
+
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+
+
+def _name_hash(text: str) -> str:
+    """64-bit FNV-1a of a short text (the folder list): stable across runs, no import."""
+    h = 0xCBF29CE484222325
+    for byte in text.encode():
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
 
 
 def index_file(dirs: list[str | Path]) -> str:
     """The database file for this ordered set of (absolute) folders."""
-    key = _checksum(os.pathsep.join(map(str, dirs)).encode())
+    key = _name_hash(os.pathsep.join(map(str, dirs)))
     return os.path.join(cache_dir_path(), f"wiki-{key}.sqlite3")
 
 
