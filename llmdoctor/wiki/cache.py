@@ -1,4 +1,4 @@
-"""Where llmdoctor keeps derived files: the wiki index and unsaved `wiki add` drafts.
+"""Where llmdoctor keeps derived files: the wiki index, parsed entries and unsaved `wiki add` drafts.
 
 $XDG_CACHE_HOME/llmdoctor (default ~/.cache/llmdoctor). Everything here can be deleted.
 """
