@@ -18,8 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 RUNBOOKS = ROOT / "tests" / "fixtures" / "runbooks"
 HEALTHY = ROOT / "tests" / "fixtures" / "healthy"
