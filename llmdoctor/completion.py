@@ -6,11 +6,13 @@ Annotations are real objects here (no `from __future__ import annotations`): typ
 completion callback's arguments by their types.
 """
 
+import os
 import threading
 
 import typer
 
 CLUSTER_BUDGET = 1.0  # seconds: an unreachable API server must not freeze the shell
+BUDGET_ENV = "LLMDOCTOR_COMPLETION_TIMEOUT"  # a slower cluster (a VPN away) may be given more
 KINDS = {
     "pod": "pods",
     "deploy": "deployments",
@@ -31,12 +33,22 @@ def runbook_ids(incomplete: str) -> list[str]:
         return []
 
 
+def cluster_budget() -> float:
+    """CLUSTER_BUDGET, or LLMDOCTOR_COMPLETION_TIMEOUT seconds when that is a number in (0, 30]."""
+    try:
+        value = float(os.environ.get(BUDGET_ENV, ""))
+    except ValueError:
+        return CLUSTER_BUDGET
+    return value if 0 < value <= 30 else CLUSTER_BUDGET
+
+
 def cluster_names(
-    resource: str, namespace: str | None, context: str | None, budget: float = CLUSTER_BUDGET
+    resource: str, namespace: str | None, context: str | None, budget: float | None = None
 ) -> list[str]:
     """Names of the pods / deployments / statefulsets of a namespace, or [] when the cluster
-    does not answer within `budget` seconds of the client being loaded (the listing thread is
-    left to die on its own)."""
+    does not answer within `budget` seconds (cluster_budget()) of the client being loaded (the
+    listing thread is left to die on its own)."""
+    budget = cluster_budget() if budget is None else budget
     found: list[str] = []
     try:
         # importing the client is local work of bounded length (slow on a busy machine); only

@@ -180,7 +180,9 @@ def test_completion_lists_pods_from_the_cluster(tmp_path):
                 "serving",
                 "diagnose",
                 "pod/vllm",
-            ]
+            ],
+            # the 1 s default is for a shell; a busy test machine may need longer to answer
+            {"LLMDOCTOR_COMPLETION_TIMEOUT": "20"},
         )
     finally:
         running.__exit__(None, None, None)
@@ -206,6 +208,40 @@ def test_completion_gives_up_quickly_on_an_api_server_that_never_answers(tmp_pat
         took = time.monotonic() - started
     assert done.returncode == 0 and done.stdout.splitlines() == [":4"] and not done.stderr
     assert took < 1.0 + 4.0  # the 1 s budget plus start-up; a hang would hit the 60 s timeout
+
+
+def test_the_completion_budget_can_be_raised_but_not_past_30_s(tmp_path, monkeypatch):
+    from llmdoctor.completion import CLUSTER_BUDGET, cluster_budget
+
+    for value, budget in (
+        ("5", 5.0),
+        ("0.5", 0.5),
+        ("", CLUSTER_BUDGET),
+        ("x", CLUSTER_BUDGET),
+        ("0", CLUSTER_BUDGET),
+        ("31", CLUSTER_BUDGET),
+        ("nan", CLUSTER_BUDGET),
+    ):
+        monkeypatch.setenv("LLMDOCTOR_COMPLETION_TIMEOUT", value)
+        assert cluster_budget() == budget, value
+    with SilentServer() as silent:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "c", "cluster": {"server": silent.url}}],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "c",
+        }
+        (tmp_path / "kubeconfig").write_text(json.dumps(config))
+        started = time.monotonic()
+        done = run_plugin(
+            [str(BIN / "kubectl_complete-llmdoctor"), "diagnose", "pod/"],
+            {"KUBECONFIG": str(tmp_path / "kubeconfig"), "LLMDOCTOR_COMPLETION_TIMEOUT": "2"},
+        )
+        took = time.monotonic() - started
+    assert done.returncode == 0 and done.stdout.splitlines() == [":4"]
+    assert took >= 2.0  # it waited the budget it was given
 
 
 def test_bash_completion_of_runbook_ids_and_target_kinds():

@@ -4,8 +4,7 @@ as an adversary would.
 Each test pins one problem found by running the CLI on real excerpts (tests/fixtures/runbooks/,
 tests/fixtures/healthy/). Where a test wraps real lines in a log record (Docker's json-file, a
 containerd JSON line), only the encoding is added: the text of every line is as captured.
-A test that fails today is marked xfail(strict=True): the suite stays green, and the mark must go
-once the problem is fixed.
+Each was fixed the same day; these tests hold the fixes.
 """
 
 from __future__ import annotations
