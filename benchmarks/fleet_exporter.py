@@ -18,7 +18,6 @@ Targets (tests/vllm_server.py's scripted servers on 127.0.0.1, the exporter in-p
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import subprocess
@@ -108,16 +107,8 @@ def main() -> None:
     startup = time.monotonic() - start
     completion = []
     with SilentServer() as silent, tempfile.TemporaryDirectory() as tmp:
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "c", "cluster": {"server": silent.url}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-            "current-context": "c",
-        }
         path = Path(tmp) / "kubeconfig"
-        path.write_text(json.dumps(config))
+        silent.write_kubeconfig(path)
         for _ in range(3):
             start = time.monotonic()
             subprocess.run(

@@ -191,15 +191,7 @@ def test_completion_lists_pods_from_the_cluster(tmp_path):
 
 def test_completion_gives_up_quickly_on_an_api_server_that_never_answers(tmp_path):
     with SilentServer() as silent:
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "c", "cluster": {"server": silent.url}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-            "current-context": "c",
-        }
-        (tmp_path / "kubeconfig").write_text(json.dumps(config))
+        silent.write_kubeconfig(tmp_path / "kubeconfig")
         started = time.monotonic()
         done = run_plugin(
             [str(BIN / "kubectl_complete-llmdoctor"), "diagnose", "pod/"],
@@ -225,15 +217,7 @@ def test_the_completion_budget_can_be_raised_but_not_past_30_s(tmp_path, monkeyp
         monkeypatch.setenv("LLMDOCTOR_COMPLETION_TIMEOUT", value)
         assert cluster_budget() == budget, value
     with SilentServer() as silent:
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "c", "cluster": {"server": silent.url}}],
-            "users": [{"name": "u", "user": {"token": "t"}}],
-            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-            "current-context": "c",
-        }
-        (tmp_path / "kubeconfig").write_text(json.dumps(config))
+        silent.write_kubeconfig(tmp_path / "kubeconfig")
         started = time.monotonic()
         done = run_plugin(
             [str(BIN / "kubectl_complete-llmdoctor"), "diagnose", "pod/"],

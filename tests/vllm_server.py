@@ -738,6 +738,20 @@ class SilentServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
 
+    def write_kubeconfig(self, path) -> None:
+        """A kubeconfig whose only cluster is this server (an API server that never answers)."""
+        import json
+
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "c", "cluster": {"server": self.url}}],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "c",
+        }
+        path.write_text(json.dumps(config))
+
     def _accept(self) -> None:
         self.sock.settimeout(0.1)
         while not self.stopping.is_set():
