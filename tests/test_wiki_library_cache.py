@@ -64,6 +64,21 @@ def test_an_edited_added_or_removed_file_is_read_again(cache, team):
     assert lib.entries["shm-too-small"].path == str(team / "shm-too-small.md")
 
 
+def test_a_file_replaced_with_the_same_size_and_mtime_is_read_again(cache, team):
+    # `cp -p` / `rsync -t` keep a source's mtime: a one-letter change in a copy put in place
+    # has the size and mtime of the file it replaces, but not its inode
+    path = team / "cuda-oom-runtime.md"
+    load_library([team])
+    st = path.stat()
+    text = path.read_text(encoding="utf-8").replace("while serving", "while servinG", 1)
+    replacement = team / ".cuda-oom-runtime.md.new"
+    replacement.write_text(text, encoding="utf-8")
+    os.utime(replacement, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(replacement, path)
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    assert load_library([team]).entries["cuda-oom-runtime"].title.endswith("while servinG")
+
+
 def test_a_corrupt_cache_is_ignored_and_a_bad_entry_still_reported(cache, team):
     load_library([team])
     for stored in cache.glob("entries-*.marshal"):

@@ -1,7 +1,7 @@
 """Find and load runbook entries: the built-in ones plus the team's folders, with overrides.
 
 Parsed entries are kept in the cache folder (one file per set of wiki folders, marshal of each
-entry's fields, keyed by the file's path, mtime and size and by the parser's own file), so a
+entry's fields, keyed by the file's path, inode, mtime and size and by the parser's own file), so a
 command that needs the whole wiki does not parse every markdown file again: 45 built-in entries
 cost ~0.2 s to parse and ~1 ms to load; a 10,000-entry team wiki minutes against a second.
 """
@@ -66,10 +66,10 @@ class _ParsedEntries:
         from llmdoctor.wiki.index import _name_hash
 
         parser = Path(entry_module.__file__).stat()
-        self.version = [2, parser.st_mtime_ns, parser.st_size]  # a new parser: parse again
+        self.version = [3, parser.st_mtime_ns, parser.st_size]  # a new parser: parse again
         key = _name_hash(os.pathsep.join(str(d.resolve()) for d in dirs))
         self.file = os.path.join(cache_dir_path(), f"entries-{key}.marshal")
-        self.kept: dict[str, list] = {}  # path -> [mtime_ns, size, fields]
+        self.kept: dict[str, list] = {}  # path -> [inode, mtime_ns, size, fields]
         self.seen: dict[str, list] = {}
         self.changed = False
         try:
@@ -84,9 +84,10 @@ class _ParsedEntries:
         st = path.stat()
         name = str(path)
         row = self.kept.get(name)
-        if row is not None and row[:2] == [st.st_mtime_ns, st.st_size]:
+        stamp = [st.st_ino, st.st_mtime_ns, st.st_size]
+        if row is not None and row[:3] == stamp:
             try:
-                entry = RunbookEntry(**row[2])
+                entry = RunbookEntry(**row[3])
             except TypeError:
                 entry = None  # fields of another shape: parse
             if entry is not None:
@@ -98,7 +99,7 @@ class _ParsedEntries:
             marshal.dumps(fields)  # front matter YAML may hold dates: such an entry is not kept
         except ValueError:
             return entry
-        self.seen[name] = [st.st_mtime_ns, st.st_size, fields]
+        self.seen[name] = [*stamp, fields]
         self.changed = True
         return entry
 
