@@ -33,6 +33,15 @@ def cache_dir_path() -> str:
     return folder
 
 
+def folders_file(kind: str, dirs: list, suffix: str) -> str:
+    """The cache file of `kind` for this ordered set of (absolute) folders: named by a 64-bit
+    FNV-1a of the folder list (stable across runs, and no import on a search's path)."""
+    h = 0xCBF29CE484222325
+    for byte in os.pathsep.join(map(str, dirs)).encode():
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return os.path.join(cache_dir_path(), f"{kind}-{h:016x}{suffix}")
+
+
 def cache_dir() -> Path:
     """The llmdoctor cache folder (created on demand; falls back to the temp folder)."""
     from pathlib import Path

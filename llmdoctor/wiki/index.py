@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - an interpreter that has only the packa
     from sqlite3 import DatabaseError, Error
     from sqlite3 import connect as _open
 
-from llmdoctor.wiki.cache import cache_dir_path
+from llmdoctor.wiki.cache import folders_file
 from llmdoctor.wiki.folders import wiki_dir_paths
 
 # the read path (`wiki search`) uses plain os.path strings: pathlib and typing cost ~12 ms there
@@ -84,18 +84,9 @@ def _checksum(data: bytes) -> str:
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
-def _name_hash(text: str) -> str:
-    """64-bit FNV-1a of a short text (the folder list): stable across runs, no import."""
-    h = 0xCBF29CE484222325
-    for byte in text.encode():
-        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{h:016x}"
-
-
 def index_file(dirs: list[str | Path]) -> str:
     """The database file for this ordered set of (absolute) folders."""
-    key = _name_hash(os.pathsep.join(map(str, dirs)))
-    return os.path.join(cache_dir_path(), f"wiki-{key}.sqlite3")
+    return folders_file("wiki", dirs, ".sqlite3")
 
 
 def index_path(dirs: list[Path]) -> Path:

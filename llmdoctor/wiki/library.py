@@ -62,13 +62,11 @@ class _ParsedEntries:
     """The entries parsed by an earlier run, reused while their file is unchanged."""
 
     def __init__(self, dirs: list[Path]):
-        from llmdoctor.wiki.cache import cache_dir_path
-        from llmdoctor.wiki.index import _name_hash
+        from llmdoctor.wiki.cache import folders_file
 
         parser = Path(entry_module.__file__).stat()
         self.version = [3, parser.st_mtime_ns, parser.st_size]  # a new parser: parse again
-        key = _name_hash(os.pathsep.join(str(d.resolve()) for d in dirs))
-        self.file = os.path.join(cache_dir_path(), f"entries-{key}.marshal")
+        self.file = folders_file("entries", [d.resolve() for d in dirs], ".marshal")
         self.kept: dict[str, list] = {}  # path -> [inode, mtime_ns, size, fields]
         self.seen: dict[str, list] = {}
         self.changed = False
@@ -89,8 +87,8 @@ class _ParsedEntries:
             try:
                 entry = RunbookEntry(**row[3])
             except TypeError:
-                entry = None  # fields of another shape: parse
-            if entry is not None:
+                pass  # fields of another shape: parse
+            else:
                 self.seen[name] = row
                 return entry
         entry = parse_entry_file(path)
