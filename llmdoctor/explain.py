@@ -35,7 +35,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO
 
-from llmdoctor.pasted import RecordLines
+from llmdoctor.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.signatures import SignatureSet, literal_weight
 from llmdoctor.textsource import TextSource
 from llmdoctor.wiki.links import page_url
@@ -393,10 +393,9 @@ def read_input(
 def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:
     """A paste, a small file or a short stream (stdin) as text cleaned by pasted.clean_lines,
     with each line's number in the input; a big file as (None, [], None) and a long stream as
-    (None, [], the whole stream again), both scanned as they are.
+    (None, [], the whole stream again), both scanned as they are, except that a big log of
+    JSON records comes back as a stream of their messages (RecordLines).
     """
-    from llmdoctor.pasted import clean_lines, looks_like_records
-
     if isinstance(source, TextSource):
         if source.text is not None:
             raw = source.text
@@ -424,8 +423,6 @@ def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:
 
 
 def _records_file(path: Path) -> bool:
-    from llmdoctor.pasted import looks_like_records
-
     with path.open("rb") as fh:
         return looks_like_records(fh.read(SNIFF))
 

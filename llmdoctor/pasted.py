@@ -38,9 +38,11 @@ def clean_line(line: str) -> str:
         line = ANSI.sub("", line)
     if "&" in line and ENTITY.search(line):
         line = html.unescape(line)
-    if " | " in line[:60]:
-        line = COMPOSE_PREFIX.sub("", line, count=1)
-    return line.rstrip("\r")
+    return _without_compose_prefix(line).rstrip("\r")
+
+
+def _without_compose_prefix(line: str) -> str:
+    return COMPOSE_PREFIX.sub("", line, count=1) if " | " in line[:60] else line
 
 
 def record_message(line: str) -> str | None:
@@ -149,9 +151,7 @@ def clean_lines(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     joining = False
     for number, (original, line) in enumerate(zip(raw, lines, strict=True), 1):
-        record = original
-        if " | " in record[:60]:
-            record = COMPOSE_PREFIX.sub("", record, count=1)
+        record = _without_compose_prefix(original)
         message = record_message(record) if record.lstrip()[:1] == "{" else None
         if message is not None:  # a record keeps its line number for each of its lines
             out.extend((number, clean_line(piece)) for piece in message.split("\n"))

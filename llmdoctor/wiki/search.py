@@ -210,8 +210,6 @@ def _rank_skipping_common_words(
     expression: str,
     tag: str | None,
     wanted: int,
-    *,
-    frequent: bool = True,
 ) -> list[_Candidate] | None:
     """What _rank_every_match gives, at a fraction of the cost when some words of the text are
     in many entries; None when that cannot be told for sure this way.
@@ -221,8 +219,8 @@ def _rank_skipping_common_words(
     of a pasted text's cost on a large wiki. So the entries are first ranked on the other words
     alone; every entry that could still reach the best `wanted` once the skipped words are added
     back is then scored by the very bm25 of all the words, which alone orders them: same
-    entries, same scores, same order. `frequent`: first try skipping also the most frequent of
-    the other words (a word adds at most (k1 + 1) * IDF to bm25), fewer entries to score.
+    entries, same scores, same order. The first try skips also the most frequent of the other
+    words (a word adds at most (k1 + 1) * IDF to bm25): fewer entries to score.
     """
     terms = query.term_expressions()
     entries, *holding = _entry_counts(conn, terms, half=True)
@@ -231,10 +229,9 @@ def _rank_skipping_common_words(
     kept = [(t, n) for t, n in zip(terms, holding, strict=True) if 2 * n < entries or t[0] == "("]
     margin = (len(terms) - len(kept)) * COMMON_WORD_SCORE
     tries = [([t for t, _ in kept], margin)] if margin and kept else []
-    if frequent:
-        rare, bound = _without_frequent_words(kept, entries, wanted)
-        if bound:
-            tries.insert(0, (rare, margin + bound))
+    rare, bound = _without_frequent_words(kept, entries, wanted)
+    if bound:
+        tries.insert(0, (rare, margin + bound))
     for informative, most in tries:
         ranked = _rank_without(conn, informative, most, expression, tag, wanted)
         if ranked is not None:
