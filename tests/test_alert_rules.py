@@ -340,14 +340,31 @@ def _labels_and_url(alert: str, labels: dict, runbook: str) -> dict:
     }
 
 
-def test_promtool_fires_each_alert_on_failing_series_and_not_on_healthy_ones(tmp_path, capsys):
-    promtool = require_tool("promtool")
-    # promtool compares every annotation: keep runbook_url (rendered), drop the prose
+def _rules_under_test(tmp_path: Path, capsys) -> None:
+    """under-test.yml: the rules as `alerts` writes them, each annotation but runbook_url dropped
+    (promtool compares every annotation: keep the rendered runbook_url, not the prose)."""
     doc = yaml.safe_load(rules_file(tmp_path, capsys).read_text())
     for group in doc["groups"]:
         for rule in group["rules"]:
             rule["annotations"] = {"runbook_url": rule["annotations"]["runbook_url"]}
     (tmp_path / "under-test.yml").write_text(yaml.safe_dump(doc))
+
+
+def _promtool_test_rules(promtool: str, unit: Path, tests: list) -> subprocess.CompletedProcess:
+    """`promtool test rules` of these unit tests against under-test.yml (beside `unit`)."""
+    unit.write_text(
+        yaml.safe_dump(
+            {"rule_files": ["under-test.yml"], "evaluation_interval": "1m", "tests": tests}
+        )
+    )
+    return subprocess.run(
+        [promtool, "test", "rules", str(unit)], capture_output=True, text=True, cwd=unit.parent
+    )
+
+
+def test_promtool_fires_each_alert_on_failing_series_and_not_on_healthy_ones(tmp_path, capsys):
+    promtool = require_tool("promtool")
+    _rules_under_test(tmp_path, capsys)
     tests = []
     for alert, failing, labels, healthy in ALL_CASES:
         runbook = labels["runbook"]
@@ -371,15 +388,7 @@ def test_promtool_fires_each_alert_on_failing_series_and_not_on_healthy_ones(tmp
                 "alert_rule_test": [{"eval_time": "25m", "alertname": alert, "exp_alerts": []}],
             }
         )
-    unit = tmp_path / "tests.yml"
-    unit.write_text(
-        yaml.safe_dump(
-            {"rule_files": ["under-test.yml"], "evaluation_interval": "1m", "tests": tests}
-        )
-    )
-    done = subprocess.run(
-        [promtool, "test", "rules", str(unit)], capture_output=True, text=True, cwd=tmp_path
-    )
+    done = _promtool_test_rules(promtool, tmp_path / "tests.yml", tests)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "SUCCESS" in done.stdout
 
@@ -391,11 +400,7 @@ def test_an_unknown_format_is_one_line_and_exit_3(capsys):
 
 def test_promtool_stale_node_check_fires_after_three_missed_runs_only(tmp_path, capsys):
     promtool = require_tool("promtool")
-    doc = yaml.safe_load(rules_file(tmp_path, capsys).read_text())
-    for group in doc["groups"]:
-        for rule in group["rules"]:
-            rule["annotations"] = {"runbook_url": rule["annotations"]["runbook_url"]}
-    (tmp_path / "under-test.yml").write_text(yaml.safe_dump(doc))
+    _rules_under_test(tmp_path, capsys)
     stale = _labels_and_url(
         "LlmdoctorNodeCheckStale",
         {**NODE, "runbook": "node-check-not-reporting"},
@@ -438,13 +443,5 @@ def test_promtool_stale_node_check_fires_after_three_missed_runs_only(tmp_path, 
             "alert_rule_test": [at(m, False) for m in (44, 76, 120, 179)],
         },
     ]
-    unit = tmp_path / "stale.yml"
-    unit.write_text(
-        yaml.safe_dump(
-            {"rule_files": ["under-test.yml"], "evaluation_interval": "1m", "tests": tests}
-        )
-    )
-    done = subprocess.run(
-        [promtool, "test", "rules", str(unit)], capture_output=True, text=True, cwd=tmp_path
-    )
+    done = _promtool_test_rules(promtool, tmp_path / "stale.yml", tests)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]

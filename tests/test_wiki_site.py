@@ -10,6 +10,7 @@ import re
 import threading
 import time
 import urllib.request
+from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -282,14 +283,17 @@ def test_wiki_list_and_a_plain_wiki_search_print_page_addresses(capsys, monkeypa
     assert f"page: {base}/cuda-oom-runtime.html" in out
 
 
-def test_serve_serves_the_site_and_rebuilds_when_an_entry_changes(tmp_path, team_wiki):
+@contextmanager
+def _serving(site: Path, wiki: Path):
+    """`wiki serve` of `wiki` in a thread, once it has said where it listens: (its messages,
+    a deadline 30 s out); stopped on leaving, and it must have stopped."""
     from llmdoctor.wiki.site_serve import serve
 
     messages: list[str] = []
     stop = threading.Event()
     thread = threading.Thread(
         target=serve,
-        args=(tmp_path / "site", [team_wiki], None, "127.0.0.1", 0, messages.append, stop),
+        args=(site, [wiki], None, "127.0.0.1", 0, messages.append, stop),
         daemon=True,
     )
     thread.start()
@@ -297,6 +301,15 @@ def test_serve_serves_the_site_and_rebuilds_when_an_entry_changes(tmp_path, team
         deadline = time.monotonic() + 30
         while not messages and time.monotonic() < deadline:
             time.sleep(0.05)
+        yield messages, deadline
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive()
+
+
+def test_serve_serves_the_site_and_rebuilds_when_an_entry_changes(tmp_path, team_wiki):
+    with _serving(tmp_path / "site", team_wiki) as (messages, deadline):
         url = re.search(r"http://\S+/", messages[0]).group(0)
         with urllib.request.urlopen(url + "redis-timeout.html", timeout=5) as resp:
             assert resp.status == 200 and b"Raise the pool size" in resp.read()
@@ -306,10 +319,6 @@ def test_serve_serves_the_site_and_rebuilds_when_an_entry_changes(tmp_path, team
             time.sleep(0.1)
         with urllib.request.urlopen(url + "redis-pool.html", timeout=5) as resp:
             assert b"Double the pool size" in resp.read()
-    finally:
-        stop.set()
-        thread.join(10)
-    assert not thread.is_alive()
 
 
 def test_the_deploy_examples_commands_build_a_site(tmp_path, team_wiki, capsys):
@@ -367,24 +376,8 @@ def test_serve_says_why_it_cannot_listen_in_one_line(tmp_path, capsys):
 
 
 def test_serve_says_which_entry_a_rebuild_left_out(tmp_path, team_wiki):
-    from llmdoctor.wiki.site_serve import serve
-
-    messages: list[str] = []
-    stop = threading.Event()
-    thread = threading.Thread(
-        target=serve,
-        args=(tmp_path / "site", [team_wiki], None, "127.0.0.1", 0, messages.append, stop),
-        daemon=True,
-    )
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not messages and time.monotonic() < deadline:
-            time.sleep(0.05)
+    with _serving(tmp_path / "site", team_wiki) as (messages, deadline):
         (team_wiki / "broken.md").write_text("---\nid: [broken\n", encoding="utf-8")
         while time.monotonic() < deadline and not any("broken.md" in m for m in messages):
             time.sleep(0.1)
-    finally:
-        stop.set()
-        thread.join(10)
     assert any("broken.md" in m and "left out" in m for m in messages), messages
