@@ -59,6 +59,15 @@ def pasted_queries() -> list[str]:
     return [t for t in texts if not parse_query(t).short]
 
 
+def parsed_pasted_queries():
+    """(text, parsed query, its MATCH expression) of each pasted query that has one."""
+    for text in pasted_queries():
+        query = parse_query(text)
+        expression = query.match_expression()
+        if expression is not None:
+            yield text, query, expression
+
+
 def typed_queries() -> list[str]:
     rng = random.Random(9)
     vocabulary = (  # noqa: SIM905
@@ -81,11 +90,7 @@ def test_skipping_common_words_ranks_as_every_match(wiki, tag, generated_wiki):
 
     def compare(conn):
         nonlocal used
-        for text in pasted_queries():
-            query = parse_query(text)
-            expression = query.match_expression()
-            if expression is None:
-                continue
+        for text, query, expression in parsed_pasted_queries():
             for wanted in (5, 20):
                 fast = search_module._rank_skipping_common_words(
                     conn, query, expression, tag, wanted
@@ -109,11 +114,7 @@ def test_skipping_frequent_words_too_ranks_as_every_match(tag, generated_wiki, m
 
     def compare(conn):
         nonlocal used, declined
-        for text in pasted_queries():
-            query = parse_query(text)
-            expression = query.match_expression()
-            if expression is None:
-                continue
+        for text, query, expression in parsed_pasted_queries():
             terms = query.term_expressions()
             entries, *holding = search_module._entry_counts(conn, terms)
             kept = [(t, n) for t, n in zip(terms, holding, strict=True) if 2 * n < entries]
