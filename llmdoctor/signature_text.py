@@ -10,7 +10,9 @@ search, so a signature is first read as text:
   exactly where that text is a substring of it, and no regex engine is needed at all;
 * `required_texts`: for any other, the plain runs at its top level that no quantifier makes
   optional ('NCCL WARN Call to ibv_[a-z_]+ failed' needs 'NCCL WARN Call to ibv_' and ' failed');
-  a line lacking one of them cannot match, so the signature need not be compiled for it.
+  a line lacking one of them cannot match, so the signature need not be compiled for it;
+* `literal_words`: its words of four ASCII letters or more outside escapes, of which a text must
+  hold one (in any case) before the signature is compiled for it.
 
 Both read RE2's syntax conservatively: whatever they do not fully understand (a top-level `|`,
 flags such as (?i), \\Q...\\E, \\x and \\p escapes, POSIX classes) yields None or no texts, and the
@@ -145,3 +147,27 @@ def _class_end(signature: str, start: int) -> int | None:
             return i
         i += 1
     return None
+
+
+_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def literal_words(signature: str) -> list[str]:
+    """The runs of four ASCII letters or more in `signature` once each escape (a backslash and
+    the character after it, but a newline) is a space: `[A-Za-z]{4,}` found in `\\\\.` replaced."""
+    out: list[str] = []
+    run: list[str] = []
+    chars = iter(signature)
+    for char in chars:
+        if char == "\\":  # an escape; or a backslash before a newline or at the end, which stay:
+            next(chars, None)  # either way no letter (a newline is none either)
+            char = " "
+        if char in _ASCII_LETTERS:
+            run.append(char)
+            continue
+        if len(run) >= 4:
+            out.append("".join(run))
+        run = []
+    if len(run) >= 4:
+        out.append("".join(run))
+    return out

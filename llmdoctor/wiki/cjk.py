@@ -11,8 +11,9 @@ process, and a query of plain ASCII never needs it.
 
 from __future__ import annotations
 
-import re
-from functools import cache
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
 
 CJK_RANGES = (
     (0x3040, 0x30FF),  # hiragana, katakana
@@ -25,10 +26,21 @@ CJK_CHARS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_RANGES)
 REGEX_MIN_CHARS = 64
 
 
-@cache
+_compiled: dict[str, re.Pattern] = {}
+
+
+def _compile(source: str) -> re.Pattern:
+    compiled = _compiled.get(source)
+    if compiled is None:
+        import re  # (not at import: `wiki search` of ASCII text never loads `re`)
+
+        compiled = _compiled[source] = re.compile(source)
+    return compiled
+
+
 def cjk_run() -> re.Pattern:
     """A run of CJK characters."""
-    return re.compile(f"[{CJK_CHARS}]+")
+    return _compile(f"[{CJK_CHARS}]+")
 
 
 def is_cjk(char: str) -> bool:
@@ -79,9 +91,8 @@ def document_grams(text: str) -> str:
     return " ".join(grams)
 
 
-@cache
 def _script_boundary() -> re.Pattern:
-    return re.compile(f"(?<=[A-Za-z0-9])(?=[{CJK_CHARS}])|(?<=[{CJK_CHARS}])(?=[A-Za-z0-9])")
+    return _compile(f"(?<=[A-Za-z0-9])(?=[{CJK_CHARS}])|(?<=[{CJK_CHARS}])(?=[A-Za-z0-9])")
 
 
 def separate_scripts(text: str) -> str:

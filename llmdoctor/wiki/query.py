@@ -17,17 +17,21 @@ for that symptom (SYMPTOMS): `slow` is searched as ("slow" OR "latency" OR "ttft
 
 from __future__ import annotations
 
-import re
-from functools import cache
-
 from llmdoctor.wiki.cjk import run_grams, split_runs
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
 
 MAX_QUERY_CHARS = 200_000
 MAX_TERMS = 64
 SHORT_QUERY_WORDS = 8  # up to this many words, numbers and one-letter words are kept
 
-# Compiled on first use (a `wiki search` process pays for every compile, ~0.1-0.5 ms each), and
-# tried only on text holding what they need: a typed "OOM" compiles WORD alone.
+# The definitions of how a text is cut. Plain ASCII text, what nearly every query is, is cut by
+# the scans further down, which give exactly what these give (tests/test_wiki_query_scan.py holds
+# them equal): `import re` alone costs a `wiki search` process ~5 ms (with enum and functools), a
+# fifth of the whole search. Other text is cut by these, compiled on first use and tried only on
+# text holding what they need.
 URL = r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+"  # only in text holding "://"
 PATH = r"(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?"  # only with a / or \\
 TRACEBACK_FRAME = r'^\s*File "[^"\n]*", line \d+'  # only in a line holding 'File "'
@@ -39,10 +43,139 @@ ERRORISH = (  # only to put a text's error lines first: never for one line
 )
 
 
-@cache
+_compiled: dict[str, re.Pattern] = {}
+
+
 def pattern(source: str) -> re.Pattern:
-    """One of the patterns above, compiled (ERRORISH ignoring case)."""
-    return re.compile(source, re.IGNORECASE if source == ERRORISH else 0)
+    """One of the patterns above, compiled (ERRORISH ignoring case) on first use."""
+    compiled = _compiled.get(source)
+    if compiled is None:
+        import re
+
+        flags = re.IGNORECASE if source == ERRORISH else 0
+        compiled = _compiled[source] = re.compile(source, flags)
+    return compiled
+
+
+# ---- the same cuts for ASCII text, without `re` ----
+_SPACE_FOR_NON_WORD = {code: " " for code in range(128) if not chr(code).isalnum()}
+_HEX_DIGITS = frozenset("0123456789abcdef")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_PATH_CHARS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.@+~-"
+)  # [\w.@+~-] in ASCII
+_ERROR_WORDS = (  # ERRORISH spelled out: time[ds]? ?out is six words
+    "error", "exception", "fail", "fatal", "critical", "killed", "refused", "timeout",
+    "time out", "timedout", "timed out", "timesout", "times out", "denied", "invalid", "cannot",
+    "unable", "not found", "xid", "panic",
+)  # fmt: skip
+
+
+def words_in(text: str) -> list[str]:
+    """The runs of letters and digits in `text`: WORD's findall."""
+    if text.isascii():
+        return text.translate(_SPACE_FOR_NON_WORD).split()
+    return pattern(WORD).findall(text)
+
+
+def is_traceback_frame(line: str) -> bool:
+    """TRACEBACK_FRAME matches `line` (one line: it holds no newline)."""
+    rest = line.lstrip()  # \s* (str's whitespace is the \s of `re`)
+    if not rest.startswith('File "'):
+        return False
+    quote = rest.find('"', 6)
+    return (
+        quote >= 0
+        and rest.startswith('", line ', quote)
+        and len(rest) > quote + 8
+        and rest[quote + 8].isdecimal()  # \d
+    )
+
+
+def _is_hexlike(word: str) -> bool:
+    """HEXLIKE matches `word` (a word holds no newline)."""
+    if not word.isascii():
+        return pattern(HEXLIKE).match(word) is not None
+    if word.startswith("0x") and len(word) > 2:
+        return all(c in _HEX_DIGITS for c in word[2:])
+    return (
+        len(word) >= 6
+        and all(c in _HEX_DIGITS for c in word)
+        and not word.isalpha()
+        and not word.isdigit()
+    )
+
+
+def _errorish(line: str) -> bool:
+    """ERRORISH is found in `line`."""
+    if not line.isascii():
+        return pattern(ERRORISH).search(line) is not None
+    lowered = line.lower()
+    return any(word in lowered for word in _ERROR_WORDS)
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"  # \w
+
+
+def _without_urls_ascii(line: str) -> str:
+    """URL's matches in `line` (ASCII) replaced by a space, as `pattern(URL).sub(" ", line)`."""
+    out: list[str] = []
+    pos = 0  # where the previous match ended: the next starts here or later
+    found = line.find("://")
+    while found >= 0:
+        start = found  # the scheme: the run of [a-zA-Z0-9+.-] before "://", from its leftmost
+        while start > pos and line[start - 1] in _SCHEME_CHARS:  # letter at a word boundary
+            start -= 1
+        while start < found and not (
+            line[start].isalpha() and (start == 0 or not _is_word_char(line[start - 1]))
+        ):
+            start += 1
+        end = found + 3
+        while end < len(line) and not line[end].isspace():  # \S+
+            end += 1
+        if start < found and end > found + 3:
+            out += [line[pos:start], " "]
+            pos = end
+            found = line.find("://", end)
+        else:
+            found = line.find("://", found + 1)
+    return "".join(out) + line[pos:] if out else line
+
+
+def _path_end(line: str, start: int) -> int:
+    """Where PATH's match ends when it starts at `start` with a slash; -1 when it does not match."""
+    segments, end = 0, start
+    while end + 1 < len(line) and line[end] in "\\/" and line[end + 1] in _PATH_CHARS:
+        end += 2
+        while end < len(line) and line[end] in _PATH_CHARS:
+            end += 1
+        segments += 1
+    if segments < 2:
+        return -1
+    return end + 1 if end < len(line) and line[end] in "\\/" else end
+
+
+def _without_paths_ascii(line: str) -> str:
+    """PATH's matches in `line` (ASCII) replaced by a space, as `pattern(PATH).sub(" ", line)`."""
+    out: list[str] = []
+    pos = 0
+    slash = pos
+    while True:
+        slashes = [i for i in (line.find("/", slash), line.find("\\", slash)) if i >= 0]
+        if not slashes:
+            break
+        slash = min(slashes)
+        end = _path_end(line, slash)
+        if end < 0:
+            slash += 1
+            continue
+        start = slash  # a drive letter before it starts the match there: (?:[A-Za-z]:)?
+        if slash - 2 >= pos and line[slash - 1] == ":" and line[slash - 2].isalpha():
+            start = slash - 2
+        out += [line[pos:start], " "]
+        pos = slash = end
+    return "".join(out) + line[pos:] if out else line
 
 
 # what on-call engineers type -> the words the runbooks use for it (only for typed queries;
@@ -125,21 +258,21 @@ def _candidate_lines(text: str) -> list[str]:
             skip_next = False
             if line.startswith((" ", "\t")):
                 continue
-        if 'File "' in line and pattern(TRACEBACK_FRAME).match(line):
+        if 'File "' in line and is_traceback_frame(line):
             skip_next = True
             continue
         kept.append(line)
     if len(kept) < 2:
         return kept
-    errorish = pattern(ERRORISH).search
-    return [ln for ln in kept if errorish(ln)] + [ln for ln in kept if not errorish(ln)]
+    return [ln for ln in kept if _errorish(ln)] + [ln for ln in kept if not _errorish(ln)]
 
 
 def _without_urls_and_paths(line: str) -> str:
+    ascii_only = line.isascii()
     if "://" in line:
-        line = pattern(URL).sub(" ", line)
+        line = _without_urls_ascii(line) if ascii_only else pattern(URL).sub(" ", line)
     if "/" in line or "\\" in line:
-        line = pattern(PATH).sub(" ", line)
+        line = _without_paths_ascii(line) if ascii_only else pattern(PATH).sub(" ", line)
     return line
 
 
@@ -149,9 +282,8 @@ def parse_query(text: str) -> Query:
     query = Query(text=text)
     tokens: list[str] = []
     cjk_tokens: set[str] = set()
-    words_of = pattern(WORD).findall
     for line in _candidate_lines(text):
-        for word in words_of(_without_urls_and_paths(line)):
+        for word in words_in(_without_urls_and_paths(line)):
             if word.isascii():
                 tokens.append(word)
                 continue
@@ -165,7 +297,7 @@ def parse_query(text: str) -> Query:
     def keep(word: str) -> bool:
         if not short and (word.isdigit() or len(word) == 1):
             return False  # noise in a pasted text
-        return word.isalpha() or not pattern(HEXLIKE).match(word)
+        return word.isalpha() or not _is_hexlike(word)
 
     words = [w for w in latin if keep(w)]
     query.short = short
@@ -201,4 +333,4 @@ def parse_query(text: str) -> Query:
 
 def exact_name(text: str) -> str:
     """A name as compared with a typed query: its words, lower case ("CUDA-OOM" = "cuda oom")."""
-    return " ".join(pattern(WORD).findall(text.lower()))
+    return " ".join(words_in(text.lower()))

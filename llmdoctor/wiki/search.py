@@ -13,12 +13,10 @@ A query is cut into quoted words (llmdoctor.wiki.query), so any text is safe.
 
 from __future__ import annotations
 
-import re
-
-from llmdoctor.signature_text import plain_text, required_texts
+from llmdoctor.signature_text import literal_words, plain_text, required_texts
 from llmdoctor.wiki.cjk import run_grams
 from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS, index_problems, with_index
-from llmdoctor.wiki.query import Query, exact_name, parse_query, pattern
+from llmdoctor.wiki.query import Query, exact_name, parse_query
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,8 +31,6 @@ SNIPPET_TOKENS = 24
 SNIPPET_CHARS = 220
 SNIPPET_COLUMNS = ("symptom", "cause", "fix", "aliases", "signatures", "title")
 OPEN, CLOSE = "\x02", "\x03"
-_ESCAPE = r"\\."
-_LITERAL_WORD = r"[A-Za-z]{4,}"
 
 
 class SearchResult:
@@ -493,7 +489,7 @@ def _signature_matches(query: Query, candidates: list[tuple[str, str]]) -> set[s
                 continue
             if not all(needed in text for needed in required_texts(signature)):
                 continue
-            words = pattern(_LITERAL_WORD).findall(pattern(_ESCAPE).sub(" ", signature))
+            words = literal_words(signature)
             if words and not any(w.lower() in lowered for w in words):
                 continue
             from llmdoctor.re2_patterns import line_pattern  # RE2: a signature cannot hang a search
@@ -556,6 +552,8 @@ def _plain_snippet(conn: sqlite3.Connection, rowid: int, query: Query) -> str:
     texts = [t for t in (row or ()) if t]
     needles = sorted(set(query.cjk_runs) | set(query.grams), key=len, reverse=True)
     if needles:
+        import re  # (rarely needed: not on every search's path)
+
         pattern = re.compile("|".join(re.escape(n) for n in needles))
         for text in texts:
             m = pattern.search(text)

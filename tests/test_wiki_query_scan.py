@@ -1,0 +1,156 @@
+"""The query's hand-written cuts of ASCII text, held to the regexes that define them.
+
+`wiki search` cuts plain ASCII text without `re` (importing it is ~5 ms of a ~25 ms search), so
+each scan in llmdoctor/wiki/query.py must give exactly what its regex gives: checked on every line
+of the real excerpts under tests/fixtures/ and on random text built from the characters that
+matter to the regexes (slashes, colons, quotes, drive letters, hex digits, spaces).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from llmdoctor.signature_text import literal_words
+from llmdoctor.wiki import query
+from llmdoctor.wiki.entry import parse_entry_file
+
+REPO = Path(__file__).resolve().parents[1]
+
+WORD = re.compile(query.WORD)
+URL = re.compile(query.URL)
+PATH = re.compile(query.PATH)
+HEXLIKE = re.compile(query.HEXLIKE)
+ERRORISH = re.compile(query.ERRORISH, re.IGNORECASE)
+FRAME = re.compile(query.TRACEBACK_FRAME)
+ESCAPE = re.compile(r"\\.")
+LITERAL_WORD = re.compile(r"[A-Za-z]{4,}")
+
+# what the regexes turn on, often enough that random text meets every branch
+PIECES = st.sampled_from(
+    [
+        "/", "\\", ":", "://", "C:", "c:\\", "http", "s3", "x+y.z-", "_", ".", "@", "~", "-", "+",
+        " ", "\t", "\x1c", "\x0b", '"', 'File "', '", line ', "12", "0x", "0xdeadbeef",
+        "abcdef", "1a2b3c", "a", "Z", "9", "Error", "TIMED OUT", "times out", "xid", "not found",
+        "é", "显存", "١",  # a non-ASCII letter, CJK, an Arabic-Indic digit: the regex fallback
+    ]
+)  # fmt: skip
+TEXTS = st.lists(PIECES | st.text(max_size=4), max_size=24).map("".join)
+
+
+def fixture_lines() -> list[str]:
+    lines = []
+    fixtures = REPO / "tests" / "fixtures"
+    for path in sorted(fixtures.rglob("*")):
+        if path.is_file() and path.suffix in {".log", ".txt", ".json", ".xml", ".yaml", ".md"}:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            lines += text.splitlines()
+    return lines
+
+
+def assert_same_cuts(line: str) -> None:
+    assert query.words_in(line) == WORD.findall(line), line
+    if line.isascii():
+        assert query._without_urls_ascii(line) == URL.sub(" ", line), line
+        assert query._without_paths_ascii(line) == PATH.sub(" ", line), line
+    assert query._errorish(line) == bool(ERRORISH.search(line)), line
+    if "\n" not in line:
+        assert query.is_traceback_frame(line) == bool(FRAME.match(line)), line
+    assert literal_words(line) == LITERAL_WORD.findall(ESCAPE.sub(" ", line)), line
+    for word in WORD.findall(line):
+        for form in (word, word.lower()):
+            assert query._is_hexlike(form) == bool(HEXLIKE.match(form)), form
+
+
+def test_the_cuts_equal_the_regexes_on_every_real_line():
+    lines = fixture_lines()
+    for path in sorted((REPO / "runbooks").glob("*.md")):
+        lines += parse_entry_file(path).signatures
+    assert len(lines) > 15_000  # the fixtures are there
+    for line in lines:
+        assert_same_cuts(line)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(TEXTS)
+@example("see https://pytorch.org/docs/stable/notes/cuda.html#environment-variables now")
+@example("0/8 nodes are available: 8 Insufficient nvidia.com/gpu.")
+@example(r"C:\Users\me\model and C:/a/b/ and /a/b/ and //x/y and a://b x://")
+@example('  File "/usr/lib/python3.11/site-packages/vllm/engine.py", line 42, in run')
+@example("_http://x 1http://y +ftp://z a.b-c+d://e")
+@example("NCCL WARN Call to ibv_[a-z_]+ failed\\\nabcd\\\\Word\\")
+def test_the_cuts_equal_the_regexes_on_random_text(text):
+    assert_same_cuts(text)
+    assert_same_cuts(text.replace("\n", " "))
+
+
+def package_without_site(folder: Path) -> Path:
+    """The package as the wheel lays it out (runbooks/ as llmdoctor/builtin_runbooks), in links."""
+    package = folder / "llmdoctor"
+    package.mkdir(parents=True)
+    for item in (REPO / "llmdoctor").iterdir():
+        (package / item.name).symlink_to(item)
+    (package / "builtin_runbooks").symlink_to(REPO / "runbooks")
+    (package / "checks").symlink_to(REPO / "checks")
+    return folder
+
+
+def test_a_search_of_ascii_text_never_imports_re(tmp_path):
+    # scripts/llmdoctor, the installed console script, does not import `re` either. The child
+    # runs with -S: no .pth file runs (an editable install's finder loads `re` before us); our
+    # package and its dependencies are plain folders on PYTHONPATH
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    (wiki / "light.md").write_text(
+        "---\nid: light\ntitle: Light entry\nseverity: info\n---\n"
+        "## Symptom\ntorch.OutOfMemoryError: CUDA out of memory\n\n## Cause\nc\n\n## Fix\nf\n",
+        encoding="utf-8",
+    )
+    path = os.pathsep.join([str(package_without_site(tmp_path / "path")), purelib()])
+    env = {"PYTHONPATH": path, "NO_COLOR": "1", "HOME": str(tmp_path)}
+
+    def imported_by(*args: str) -> set[str]:
+        proc = subprocess.run(
+            [sys.executable, "-S", "-X", "importtime", "-c", RUN_MAIN, *args],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        return {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
+
+    imported_by("wiki", "index", "--wiki", str(wiki))
+    # a signature that is a regex is run by RE2 (google-re2 does not load `re` either)
+    loaded_re2 = []
+    for text in [
+        "OOM",
+        "显存 OOM",
+        "NCCL timeout",
+        "Error one\nfailed two\nthird line",
+        "see https://pytorch.org/docs/stable/notes/cuda.html#environment-variables, /dev/shm, "
+        "C:\\x\\y and 0/8 nodes are available: 8 Insufficient nvidia.com/gpu.",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0",
+    ]:
+        imported = imported_by("wiki", "search", text, "--wiki", str(wiki))
+        assert "llmdoctor.wiki.search" in imported
+        loaded_re2.append("re2" in imported)
+        if text.isascii():
+            assert not imported & {"re", "enum"}, (text, sorted(imported))
+    assert any(loaded_re2)  # the torch line's signatures were run
+
+
+def purelib() -> str:
+    import sysconfig
+
+    return sysconfig.get_paths()["purelib"]
+
+
+RUN_MAIN = "import sys; from llmdoctor.__main__ import main; sys.argv[0] = 'llmdoctor'; main()"
