@@ -58,6 +58,7 @@ def pattern(source: str) -> re.Pattern:
 
 
 # ---- the same cuts for ASCII text, without `re` ----
+SCAN_MAX_CHARS = 4096  # longer non-ASCII text is cut by WORD: a Python loop would cost more
 _SPACE_FOR_NON_WORD = {code: " " for code in range(128) if not chr(code).isalnum()}
 _HEX_DIGITS = frozenset("0123456789abcdef")
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
@@ -75,7 +76,20 @@ def words_in(text: str) -> list[str]:
     """The runs of letters and digits in `text`: WORD's findall."""
     if text.isascii():
         return text.translate(_SPACE_FOR_NON_WORD).split()
-    return pattern(WORD).findall(text)
+    if len(text) > SCAN_MAX_CHARS:
+        return pattern(WORD).findall(text)
+    out: list[str] = []
+    start = -1
+    for n, char in enumerate(text):
+        if char.isalnum():  # [^\W_]: `re`'s \w is str.isalnum() or "_"
+            if start < 0:
+                start = n
+        elif start >= 0:
+            out.append(text[start:n])
+            start = -1
+    if start >= 0:
+        out.append(text[start:])
+    return out
 
 
 def is_traceback_frame(line: str) -> bool:

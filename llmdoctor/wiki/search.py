@@ -552,20 +552,39 @@ def _plain_snippet(conn: sqlite3.Connection, rowid: int, query: Query) -> str:
     texts = [t for t in (row or ()) if t]
     needles = sorted(set(query.cjk_runs) | set(query.grams), key=len, reverse=True)
     if needles:
-        import re  # (rarely needed: not on every search's path)
-
-        pattern = re.compile("|".join(re.escape(n) for n in needles))
         for text in texts:
-            m = pattern.search(text)
-            if m:
-                start = max(0, m.start() - SNIPPET_CHARS // 3)
+            found = first_needle(text, needles)
+            if found:
+                start = max(0, found[0] - SNIPPET_CHARS // 3)
                 window = text[start : start + SNIPPET_CHARS]
-                marked = pattern.sub(lambda x: OPEN + x.group(0) + CLOSE, window)
+                marked = mark_needles(window, needles)
                 prefix = "…" if start else ""
                 suffix = "…" if start + SNIPPET_CHARS < len(text) else ""
                 return prefix + marked + suffix
     first = texts[0] if texts else ""
     return first[:SNIPPET_CHARS] + ("…" if len(first) > SNIPPET_CHARS else "")
+
+
+def first_needle(text: str, needles: list[str], start: int = 0) -> tuple[int, str] | None:
+    """Where the first of `needles` (non-empty, longest first) is found in `text` from `start`:
+    what the regex `needle1|needle2|...` finds, the earlier needle winning at one position."""
+    best: tuple[int, str] | None = None
+    for needle in needles:
+        at = text.find(needle, start)
+        if at >= 0 and (best is None or at < best[0]):
+            best = (at, needle)
+    return best
+
+
+def mark_needles(text: str, needles: list[str]) -> str:
+    """`text` with every needle found (as by first_needle, left to right) between OPEN, CLOSE."""
+    out: list[str] = []
+    pos = 0
+    while found := first_needle(text, needles, pos):
+        at, needle = found
+        out += [text[pos:at], OPEN, needle, CLOSE]
+        pos = at + len(needle)
+    return "".join(out) + text[pos:]
 
 
 def split_marks(marked: str) -> tuple[str, list[tuple[int, int]]]:
