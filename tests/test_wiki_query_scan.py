@@ -1,17 +1,15 @@
 """The query's hand-written cuts of ASCII text, held to the regexes that define them.
 
-`wiki search` cuts plain ASCII text without `re` (importing it is ~5 ms of a ~25 ms search), so
-each scan in llmdoctor/wiki/query.py must give exactly what its regex gives: checked on every line
-of the real excerpts under tests/fixtures/ and on random text built from the characters that
-matter to the regexes (slashes, colons, quotes, drive letters, hex digits, spaces).
+`wiki search` cuts plain ASCII text without `re` (importing it is ~5 ms of a ~25 ms search;
+tests/test_wiki_imports.py checks that it is not imported), so each scan in
+llmdoctor/wiki/query.py must give exactly what its regex gives: checked on every line of the real
+excerpts under tests/fixtures/ and on random text built from the characters that matter to the
+regexes (slashes, colons, quotes, drive letters, hex digits, spaces).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from hypothesis import example, given, settings
@@ -92,17 +90,6 @@ def test_the_cuts_equal_the_regexes_on_random_text(text):
     assert_same_cuts(text * (query.SCAN_MAX_CHARS // max(len(text), 1) + 1))  # WORD's findall
 
 
-def package_without_site(folder: Path) -> Path:
-    """The package as the wheel lays it out (runbooks/ as llmdoctor/builtin_runbooks), in links."""
-    package = folder / "llmdoctor"
-    package.mkdir(parents=True)
-    for item in (REPO / "llmdoctor").iterdir():
-        (package / item.name).symlink_to(item)
-    (package / "builtin_runbooks").symlink_to(REPO / "runbooks")
-    (package / "checks").symlink_to(REPO / "checks")
-    return folder
-
-
 @settings(max_examples=2000, deadline=None)
 @given(
     st.lists(st.sampled_from(["显", "存", "不", "足", "a", " "]), max_size=30).map("".join),
@@ -115,58 +102,3 @@ def test_snippet_needles_are_found_as_the_regex_finds_them(text, needles):
     found = regex.search(text)
     assert first_needle(text, needles) == ((found.start(), found.group(0)) if found else None)
     assert mark_needles(text, needles) == regex.sub(lambda m: OPEN + m.group(0) + CLOSE, text)
-
-
-def test_a_search_never_imports_re(tmp_path):
-    # scripts/llmdoctor, the installed console script, does not import `re` either. The child
-    # runs with -S: no .pth file runs (an editable install's finder loads `re` before us); our
-    # package and its dependencies are plain folders on PYTHONPATH
-    wiki = tmp_path / "wiki"
-    wiki.mkdir()
-    (wiki / "light.md").write_text(
-        "---\nid: light\ntitle: Light entry\nseverity: info\n---\n"
-        "## Symptom\ntorch.OutOfMemoryError: CUDA out of memory\n\n## Cause\nc\n\n## Fix\nf\n",
-        encoding="utf-8",
-    )
-    path = os.pathsep.join([str(package_without_site(tmp_path / "path")), purelib()])
-    env = {"PYTHONPATH": path, "NO_COLOR": "1", "HOME": str(tmp_path)}
-
-    def imported_by(*args: str) -> set[str]:
-        proc = subprocess.run(
-            [sys.executable, "-S", "-X", "importtime", "-c", RUN_MAIN, *args],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr[-3000:]
-        return {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
-
-    imported_by("wiki", "index", "--wiki", str(wiki))
-    # a signature that is a regex is run by RE2 (google-re2 does not load `re` either)
-    loaded_re2 = []
-    for text in [
-        "OOM",
-        "显存 OOM",
-        "vLLM 显存不足, KV cache 满了",
-        "NCCL timeout",
-        "Error one\nfailed two\nthird line",
-        "see https://pytorch.org/docs/stable/notes/cuda.html#environment-variables, /dev/shm, "
-        "C:\\x\\y and 0/8 nodes are available: 8 Insufficient nvidia.com/gpu.",
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0",
-    ]:
-        imported = imported_by("wiki", "search", text, "--wiki", str(wiki))
-        assert "llmdoctor.wiki.search" in imported
-        loaded_re2.append("re2" in imported)
-        assert not imported & {"re", "enum"}, (text, sorted(imported))
-    assert any(loaded_re2)  # the torch line's signatures were run
-
-
-def purelib() -> str:
-    import sysconfig
-
-    return sysconfig.get_paths()["purelib"]
-
-
-RUN_MAIN = "import sys; from llmdoctor.__main__ import main; sys.argv[0] = 'llmdoctor'; main()"
