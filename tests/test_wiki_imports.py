@@ -95,10 +95,10 @@ def test_a_search_never_imports_re(tmp_path):
     path = os.pathsep.join([str(package_without_site(tmp_path / "path")), purelib()])
     env = {"PYTHONPATH": path, "NO_COLOR": "1", "HOME": str(tmp_path)}
 
-    def imported_by(*args: str) -> set[str]:
+    def imported_by(*args: str, **more_env: str) -> set[str]:
         proc = subprocess.run(
             [sys.executable, "-S", "-X", "importtime", "-c", RUN_MAIN, *args],
-            env=env,
+            env=env | more_env,
             cwd=tmp_path,
             capture_output=True,
             text=True,
@@ -125,6 +125,16 @@ def test_a_search_never_imports_re(tmp_path):
         loaded_re2.append("re2" in imported)
         assert not imported & {"re", "enum"}, (text, sorted(imported))
     assert any(loaded_re2)  # the torch line's signatures were run
+    # a team's site address (README: set LLMDOCTOR_WIKI_URL) is checked without urllib.parse
+    site = "https://runbooks.example.com/llm"
+    for imported in (
+        imported_by("wiki", "search", "OOM", "--wiki", str(wiki), LLMDOCTOR_WIKI_URL=site),
+        imported_by(
+            "wiki", "search", "OOM", "--wiki", str(wiki), "--wiki-url", "http://wiki:8443/"
+        ),
+    ):
+        assert "llmdoctor.wiki.links" in imported
+        assert not imported & {"re", "enum"}, sorted(imported)
 
 
 def purelib() -> str:

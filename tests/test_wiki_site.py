@@ -15,6 +15,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from llmdoctor.cli import run
 from llmdoctor.wiki.library import load_library
@@ -272,6 +274,42 @@ def test_a_wiki_url_that_cannot_be_a_base_address_is_refused(capsys, monkeypatch
     code, _, err = cli(capsys, "wiki", "show", "gsp-timeout", "--wiki-url", url)
     assert code == 3 and "--wiki-url" in err and why in err
     assert "secret" not in err  # a password is never echoed back
+
+
+ADDRESS_PIECES = [
+    "http", "https", "://", ":", "/", "a", "Z", "9", ".", "-", "_", "~", "%", "@", "?", "#", "[",
+    "]", " ", "\n", "é", "65535", "65536", "99999", "0", "host.example",
+]  # fmt: skip
+
+
+PIECES_TEXT = st.lists(st.sampled_from(ADDRESS_PIECES), max_size=8).map("".join)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.one_of(
+        PIECES_TEXT,
+        st.tuples(
+            st.sampled_from(["http://", "https://", "file://", "ftp://", "http:/"]),
+            PIECES_TEXT,
+            st.sampled_from(["", "/", ":", ":8080", "/llm/"]),
+            PIECES_TEXT,
+        ).map("".join),
+    )
+)
+@example("https://runbooks.example.com/llm")
+@example("http://h:" + "1" * 5000)
+@example("http://a/?")
+@example("http://a/#x")
+@example("http://u@h/")
+@example("http://[::1/")
+@example("https://h:65536/")
+def test_the_plain_address_shortcut_accepts_only_what_urllib_accepts(value):
+    # what `wiki search` accepts without loading urllib.parse (and `re` with it)
+    from llmdoctor.wiki.links import _plain_site_address, address_problem
+
+    if _plain_site_address(value):
+        assert address_problem(value) is None, value
 
 
 def test_wiki_list_and_a_plain_wiki_search_print_page_addresses(capsys, monkeypatch):

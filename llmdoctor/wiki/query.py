@@ -146,9 +146,10 @@ def _without_urls_ascii(line: str) -> str:
         ):
             start += 1
         end = found + 3
-        while end < len(line) and not line[end].isspace():  # \S+
-            end += 1
-        if start < found and end > found + 3:
+        if start < found:  # \S+ is read only then, so each character once: linear time
+            while end < len(line) and not line[end].isspace():
+                end += 1
+        if end > found + 3:
             out += [line[pos:start], " "]
             pos = end
             found = line.find("://", end)
@@ -174,21 +175,22 @@ def _without_paths_ascii(line: str) -> str:
     """PATH's matches in `line` (ASCII) replaced by a space, as `pattern(PATH).sub(" ", line)`."""
     out: list[str] = []
     pos = 0
-    slash = pos
-    while True:
-        slashes = [i for i in (line.find("/", slash), line.find("\\", slash)) if i >= 0]
-        if not slashes:
-            break
-        slash = min(slashes)
+    forward, back = line.find("/"), line.find("\\")  # the next of each: each found once
+    while forward >= 0 or back >= 0:
+        slash = forward if back < 0 or 0 <= forward < back else back
         end = _path_end(line, slash)
         if end < 0:
-            slash += 1
-            continue
-        start = slash  # a drive letter before it starts the match there: (?:[A-Za-z]:)?
-        if slash - 2 >= pos and line[slash - 1] == ":" and line[slash - 2].isalpha():
-            start = slash - 2
-        out += [line[pos:start], " "]
-        pos = slash = end
+            end = slash + 1  # no match here: the next slash
+        else:
+            start = slash  # a drive letter before it starts the match there: (?:[A-Za-z]:)?
+            if slash - 2 >= pos and line[slash - 1] == ":" and line[slash - 2].isalpha():
+                start = slash - 2
+            out += [line[pos:start], " "]
+            pos = end
+        if 0 <= forward < end:
+            forward = line.find("/", end)
+        if 0 <= back < end:
+            back = line.find("\\", end)
     return "".join(out) + line[pos:] if out else line
 
 
@@ -293,6 +295,8 @@ def _without_urls_and_paths(line: str) -> str:
 def parse_query(text: str) -> Query:
     """Cut user text into search terms; never raises, whatever the text holds."""
     text = (text or "")[-MAX_QUERY_CHARS:]  # a huge paste is a log: its end holds the error
+    if not text.isascii():  # bytes that were not UTF-8 (stdin, argv) arrive as lone surrogates,
+        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")  # (RE2: U+FFFD)
     query = Query(text=text)
     tokens: list[str] = []
     cjk_tokens: set[str] = set()
