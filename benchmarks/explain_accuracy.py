@@ -237,8 +237,20 @@ def main(argv: list[str] | None = None) -> int:
         help="also list held-out files (only for the final report: tuning looks at `tune` only)",
     )
     parser.add_argument("--tune-only", action="store_true", help="evaluate the tune half only")
+    parser.add_argument(
+        "--subset",
+        metavar="PREFIX",
+        help="also report the excerpts whose file name starts with PREFIX (r5: a round collected "
+        "after the knowledge it tests was written, measured once)",
+    )
     args = parser.parse_args(argv)
     report = evaluate(halves=("tune",) if args.tune_only else HALVES)
+    if args.subset:
+        chosen = [o for o in report["outcomes"] if o["file"].split("/")[-1].startswith(args.subset)]
+        report["subset"] = {"prefix": args.subset, "files": len(chosen)} | {
+            name: figures([o for o in chosen if name in (o["half"], "all")])
+            for name in (*HALVES, "all")
+        }
     rows = (
         report["outcomes"]
         if args.verbose
@@ -266,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in (*HALVES, "all"):
         if report["independent"][name]["excerpts"]:
             print(_summary(name, report["independent"][name]))
+    if args.subset:
+        print(f"files named {args.subset}* ({report['subset']['files']}):")
+        for name in (*HALVES, "all"):
+            if report["subset"][name]["excerpts"]:
+                print(_summary(name, report["subset"][name]))
     if not args.no_record and not args.tune_only:
         record = {k: v for k, v in report.items() if k != "outcomes"}
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
