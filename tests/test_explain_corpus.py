@@ -38,7 +38,7 @@ TOP1 = {"tune": 0.90, "heldout": 0.90}
 TOP3 = {"tune": 0.97, "heldout": 0.9518}
 BEHIND_SEARCH = {"tune": (0, 0), "heldout": (0, 0)}  # excerpts, top-1 and top-3
 # named first AND confident (not "too weak to name"), at the level reached on each half
-CONFIDENT_TOP1 = {"tune": 0.8889, "heldout": 0.8489}
+CONFIDENT_TOP1 = {"tune": 0.8855, "heldout": 0.8489}
 NOT_ABSTAINED = 8  # uncovered failures named (never critical), at the level reached (bar: 0)
 INDEPENDENT_TOP1 = {"tune": 0.90, "heldout": 0.9109}
 HELDOUT_GAP = 0.05

@@ -163,6 +163,41 @@ def test_search_index_is_sqlites_own_terms(site):
     assert "</script" not in text
 
 
+def test_symptom_phrases_are_counted_as_fts5_finds_them(tmp_path):
+    # "first token" (what "ttft" also searches) must be adjacent, as FTS5's phrase: an entry
+    # holding both words apart is no match in the page either
+    from llmdoctor.wiki.index import with_index
+    from llmdoctor.wiki.query import SYMPTOMS
+    from llmdoctor.wiki.site_index import build_search_data
+
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    for name, symptom in (("apart", "the first reply; one token later"), ("near", "FIRST TOKENS")):
+        (wiki / f"{name}.md").write_text(
+            f"---\nid: {name}\ntitle: {name}\nseverity: info\n---\n"
+            f"## Symptom\n{symptom}\n\n## Cause\nc\n\n## Fix\nf\n",
+            encoding="utf-8",
+        )
+
+    def check(conn):
+        data = build_search_data(conn)
+        ids = [d[0] for d in data["docs"]]
+        spellings = {s for spelled in SYMPTOMS.values() for s in spelled if " " in s}
+        assert set(data["phrases"]) == spellings
+        for spelling, flat in data["phrases"].items():
+            in_page = {ids[d] for d in flat[::2]}
+            rows = conn.execute(
+                "SELECT docs.id FROM docs_fts JOIN docs ON docs.rowid = docs_fts.rowid "
+                "WHERE docs_fts MATCH ?",
+                (f'"{spelling}"',),
+            ).fetchall()
+            assert in_page == {r[0] for r in rows}, spelling
+        found = {ids[d] for d in data["phrases"]["first token"][::2]}
+        assert "near" in found and "apart" not in found
+
+    with_index([wiki], check)
+
+
 def test_base_url_sets_canonical_links_and_urls_json(tmp_path):
     site = build_site(tmp_path / "site", None, "https://runbooks.example.com/llm/").path
     urls = json.loads((site / "urls.json").read_text())

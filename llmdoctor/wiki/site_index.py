@@ -6,7 +6,9 @@ the page needs, per stemmed term: the entries holding it and the bm25 frequency 
 column's count times the column's weight, as FTS5's bm25 adds them up); per entry: its total
 token count, the token sequence of its id, title, aliases, tags and Chinese title grams (for the
 "names the entry" tier), its names as an exact typed query compares them, its signatures and a
-short snippet.
+short snippet. The symptom words' spellings of several words ("first token") are phrases, which
+FTS5 finds only with their words adjacent: their frequencies are counted here from the token
+offsets, since the page keeps no positions.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 import sqlite3
 from collections import defaultdict
 
-from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS
+from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS, TOKENIZER
 from llmdoctor.wiki.query import STOPWORDS, SYMPTOMS
 
 HEAD_COLUMNS = ("name", "title", "aliases", "tags", "cjk_title")
@@ -48,6 +50,7 @@ def build_search_data(conn: sqlite3.Connection) -> dict:
         sizes[d] += count
         per_doc = postings[term]
         per_doc[d] = per_doc.get(d, 0.0) + weights[col] * count
+    phrases = _phrase_postings(conn, position, weights)
     heads: list[list[list[str]]] = [[[] for _ in HEAD_COLUMNS] for _ in rows]
     marks = ", ".join("?" for _ in HEAD_COLUMNS)
     for doc, col, term in conn.execute(
@@ -69,12 +72,64 @@ def build_search_data(conn: sqlite3.Connection) -> dict:
         "sizes": sizes,
         "total_tokens": sum(sizes),
         "postings": flat,
+        "phrases": phrases,
         "heads": heads,
         "signatures": signatures,
         "names": names,
         "symptoms": {word: list(spellings) for word, spellings in SYMPTOMS.items()},
         "stopwords": sorted(STOPWORDS),
     }
+
+
+def _phrase_postings(conn: sqlite3.Connection, position: dict, weights: dict) -> dict:
+    """Each SYMPTOMS spelling of several words -> [doc, weighted frequency, ...]: how often its
+    stemmed tokens stand next to each other in each column, as FTS5 counts a phrase."""
+    spellings = sorted({s for spelled in SYMPTOMS.values() for s in spelled if " " in s})
+    if not spellings:
+        return {}
+    conn.execute("DROP TABLE IF EXISTS temp.llmdoctor_phrase")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE temp.llmdoctor_phrase USING fts5(x, tokenize={TOKENIZER!r})"
+    )
+    conn.execute("DROP TABLE IF EXISTS temp.llmdoctor_phrase_vocab")
+    conn.execute(
+        "CREATE VIRTUAL TABLE temp.llmdoctor_phrase_vocab "
+        "USING fts5vocab(temp, 'llmdoctor_phrase', 'instance')"
+    )
+    conn.executemany(
+        "INSERT INTO temp.llmdoctor_phrase(rowid, x) VALUES (?, ?)", enumerate(spellings, 1)
+    )
+    tokens: dict[int, list[str]] = defaultdict(list)
+    for doc, term in conn.execute(
+        "SELECT doc, term FROM temp.llmdoctor_phrase_vocab ORDER BY doc, offset"
+    ):
+        tokens[doc].append(term)
+    out: dict[str, list] = {}
+    for n, spelling in enumerate(spellings, 1):
+        words = tokens[n]
+        counts: dict[int, float] = defaultdict(float)
+        marks = ", ".join("?" for _ in words)
+        found = defaultdict(set)  # (doc, col) -> {(term index, offset)}
+        for term, doc, col, offset in conn.execute(
+            f"SELECT term, doc, col, offset FROM temp.llmdoctor_vocab WHERE term IN ({marks})",
+            words,
+        ):
+            for i, word in enumerate(words):
+                if word == term:
+                    found[(doc, col)].add((i, offset))
+        for (doc, col), hits in found.items():
+            d = position.get(doc)
+            starts = sum(
+                1
+                for i, offset in hits
+                if i == 0 and all((k, offset + k) in hits for k in range(1, len(words)))
+            )
+            if d is not None and starts:
+                counts[d] += weights[col] * starts
+        out[spelling] = [x for d, f in sorted(counts.items()) for x in (d, _number(f))]
+    conn.execute("DROP TABLE temp.llmdoctor_phrase_vocab")
+    conn.execute("DROP TABLE temp.llmdoctor_phrase")
+    return out
 
 
 def search_data_script(data: dict) -> str:

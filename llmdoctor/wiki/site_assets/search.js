@@ -308,6 +308,7 @@
     SYMPTOMS = data.symptoms || {};
     STOPWORDS = new Set(data.stopwords || []);
     const postings = data.postings; // stemmed term -> [doc, weighted freq, doc, freq, ...]
+    const phrases = data.phrases || {}; // a symptom spelling of several words -> the same
     const docs = data.docs; // [id, title, severity, snippet]
     const N = docs.length;
     const avgdl = N ? data.total_tokens / N : 1;
@@ -325,8 +326,15 @@
         for (let i = 0; i < p.length; i += 2) m.set(p[i], p[i + 1]);
         return m;
       }
-      // several tokens: rows holding all of them (FTS5 would also need them adjacent; the
-      // index keeps no positions outside the naming columns, so this is a near match)
+      // several tokens: a phrase. The symptom spellings' frequencies were counted at site time
+      // with their words adjacent, as FTS5 counts them; any other is a near match (rows
+      // holding every token: the index keeps no positions outside the naming columns)
+      if (Object.prototype.hasOwnProperty.call(phrases, term)) {
+        const p = phrases[term];
+        const m = new Map();
+        for (let i = 0; i < p.length; i += 2) m.set(p[i], p[i + 1]);
+        return m;
+      }
       let m = null;
       for (const t of toks) {
         const p = postings[t] || [];
