@@ -227,6 +227,12 @@ def _summary(name: str, f: dict) -> str:
     )
 
 
+def _print_sets(figures_by_set: dict) -> None:
+    for name in (*HALVES, "all"):
+        if figures_by_set[name]["excerpts"]:
+            print(_summary(name, figures_by_set[name]))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="print every excerpt")
@@ -271,18 +277,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{mark:5} {o['half']:7} {o['file']:<72} {ranked or '-'}  | search: {o['search'][:1]}"
         )
     print(f"\n{report['files']} files")
-    for name in (*HALVES, "all"):
-        if report[name]["excerpts"]:
-            print(_summary(name, report[name]))
+    _print_sets(report)
     print("independent excerpts only (their source report is no runbook source):")
-    for name in (*HALVES, "all"):
-        if report["independent"][name]["excerpts"]:
-            print(_summary(name, report["independent"][name]))
+    _print_sets(report["independent"])
     if args.subset:
         print(f"files named {args.subset}* ({report['subset']['files']}):")
-        for name in (*HALVES, "all"):
-            if report["subset"][name]["excerpts"]:
-                print(_summary(name, report["subset"][name]))
+        _print_sets(report["subset"])
     if not args.no_record and not args.tune_only:
         record = {k: v for k, v in report.items() if k != "outcomes"}
         RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,8 @@ process, and a query of plain ASCII never needs it.
 
 from __future__ import annotations
 
+from llmdoctor.lazy_regex import compiled
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
@@ -26,21 +28,9 @@ CJK_CHARS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_RANGES)
 REGEX_MIN_CHARS = 64
 
 
-_compiled: dict[str, re.Pattern] = {}
-
-
-def _compile(source: str) -> re.Pattern:
-    compiled = _compiled.get(source)
-    if compiled is None:
-        import re  # (not at import: `wiki search` of ASCII text never loads `re`)
-
-        compiled = _compiled[source] = re.compile(source)
-    return compiled
-
-
 def cjk_run() -> re.Pattern:
     """A run of CJK characters."""
-    return _compile(f"[{CJK_CHARS}]+")
+    return compiled(f"[{CJK_CHARS}]+")
 
 
 def is_cjk(char: str) -> bool:
@@ -92,7 +82,7 @@ def document_grams(text: str) -> str:
 
 
 def _script_boundary() -> re.Pattern:
-    return _compile(f"(?<=[A-Za-z0-9])(?=[{CJK_CHARS}])|(?<=[{CJK_CHARS}])(?=[A-Za-z0-9])")
+    return compiled(f"(?<=[A-Za-z0-9])(?=[{CJK_CHARS}])|(?<=[{CJK_CHARS}])(?=[A-Za-z0-9])")
 
 
 def separate_scripts(text: str) -> str:

@@ -17,6 +17,7 @@ for that symptom (SYMPTOMS): `slow` is searched as ("slow" OR "latency" OR "ttft
 
 from __future__ import annotations
 
+from llmdoctor.lazy_regex import compiled
 from llmdoctor.wiki.cjk import run_grams, split_runs
 
 TYPE_CHECKING = False
@@ -43,18 +44,9 @@ ERRORISH = (  # only to put a text's error lines first: never for one line
 )
 
 
-_compiled: dict[str, re.Pattern] = {}
-
-
 def pattern(source: str) -> re.Pattern:
     """One of the patterns above, compiled (ERRORISH ignoring case) on first use."""
-    compiled = _compiled.get(source)
-    if compiled is None:
-        import re
-
-        flags = re.IGNORECASE if source == ERRORISH else 0
-        compiled = _compiled[source] = re.compile(source, flags)
-    return compiled
+    return compiled(source, ignore_case=source == ERRORISH)
 
 
 # ---- the same cuts for ASCII text, without `re` ----
@@ -280,7 +272,11 @@ def _candidate_lines(text: str) -> list[str]:
         kept.append(line)
     if len(kept) < 2:
         return kept
-    return [ln for ln in kept if _errorish(ln)] + [ln for ln in kept if not _errorish(ln)]
+    errorish: list[str] = []
+    others: list[str] = []
+    for ln in kept:
+        (errorish if _errorish(ln) else others).append(ln)
+    return errorish + others
 
 
 def _without_urls_and_paths(line: str) -> str:

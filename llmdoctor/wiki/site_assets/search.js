@@ -316,25 +316,21 @@
     function tfPart(f, d) {
       return (f * (K1 + 1)) / (f + K1 * (1 - B + (B * sizes[d]) / avgdl));
     }
+    function hitsOf(flat) {
+      // [doc, weighted freq, doc, freq, ...] -> Map doc -> freq
+      const m = new Map();
+      for (let i = 0; i < flat.length; i += 2) m.set(flat[i], flat[i + 1]);
+      return m;
+    }
     // a quoted query term is a phrase of its tokens; one token is the common case
     function termHits(term) {
       const toks = tokenize(term);
       if (toks.length === 0) return new Map();
-      if (toks.length === 1) {
-        const p = postings[toks[0]] || [];
-        const m = new Map();
-        for (let i = 0; i < p.length; i += 2) m.set(p[i], p[i + 1]);
-        return m;
-      }
+      if (toks.length === 1) return hitsOf(postings[toks[0]] || []);
       // several tokens: a phrase. The symptom spellings' frequencies were counted at site time
       // with their words adjacent, as FTS5 counts them; any other is a near match (rows
       // holding every token: the index keeps no positions outside the naming columns)
-      if (Object.prototype.hasOwnProperty.call(phrases, term)) {
-        const p = phrases[term];
-        const m = new Map();
-        for (let i = 0; i < p.length; i += 2) m.set(p[i], p[i + 1]);
-        return m;
-      }
+      if (Object.prototype.hasOwnProperty.call(phrases, term)) return hitsOf(phrases[term]);
       let m = null;
       for (const t of toks) {
         const p = postings[t] || [];
