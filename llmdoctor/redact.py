@@ -1,59 +1,183 @@
-"""Remove secrets before anything is written to a bundle."""
+"""The one redactor: every path that can carry a secret into a file, a page or a message goes
+through here (bundles, `wiki add --from-log`, the site's examples, Prometheus selectors and
+URL errors, argv lists).
+
+Secrets are told by their shape (URL passwords, `Authorization`/`Bearer` values, `hf_…`, `sk-…`,
+GitHub and JWT tokens) or by the name they are given (`API_KEY=…`, `--api-key VALUE`, an env
+entry `HF_TOKEN`, a JSON key `password`). A name is secret when one of its words is (`api_key`,
+`hfToken`, `client-key-data`); `max_num_batched_tokens` or `tokenizer_mode` are evidence and stay.
+Matching is RE2 (linear time): a log line of a megabyte is redacted in milliseconds.
+"""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 REDACTED = "<redacted>"
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-# scheme://user:password@host — the password part of a URL's userinfo
-URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+@")
-SECRET_TEXT = [
-    (URL_PASSWORD, r"\1" + REDACTED + "@"),
-    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), "hf_" + REDACTED),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), "sk-" + REDACTED),
-    (
-        re.compile(r"(?i)(authorization\s*[:=]\s*)(bearer|basic|token)?\s*[^\s'\",}]+"),
-        r"\1\2 " + REDACTED,
-    ),
-    (re.compile(r"(?i)(--(?:api-key|hf-token|token)[= ])\S+"), r"\1" + REDACTED),
-    (
-        re.compile(r"(?i)\b([A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD)[A-Z0-9_]*=)[^\s'\"]+"),
-        r"\1" + REDACTED,
-    ),
-]
+SECRET_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "credential",
+        "credentials",
+        "authorization",
+        "cookie",
+    }
+)
+# a word that ends in one of these is a secret's name too (HFTOKEN, OPENAIAPIKEY, dbpassword)
+SECRET_SUFFIXES = ("apikey", "token", "secret", "password", "passwd")
+# names that hold a reference to a secret, never the secret itself (k8s tolerations, selectors)
+NOT_SECRET_NAMES = frozenset({"key", "keys", "secretname", "secretref", "secretkeyref"})
+
+_URL_PASSWORD = r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+@"
+_TOKENS = (
+    r"\b(hf_)[A-Za-z0-9]{20,}",
+    r"\b(sk-)[A-Za-z0-9_-]{16,}",
+    r"\b(gh[pousr]_)[A-Za-z0-9]{20,}",
+    r"\b(github_pat_)[A-Za-z0-9_]{20,}",
+    r"\b(xox[abpr]-)[A-Za-z0-9-]{10,}",
+    r"\b(eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+",  # a JWT
+)
+_AUTH_HEADER = r"(?i)\b(authorization\s*[:=]\s*(?:(?:bearer|basic|token)\s+)?)[^\s'\",}]+"
+_BEARER = r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"
+# --name VALUE and --name=VALUE; the name decides (see is_secret_name)
+_FLAG = r"(--([A-Za-z0-9][A-Za-z0-9_-]*)(?:=|[ \t]+))('[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-][^\s'\"]*)"
+# NAME=VALUE, NAME='VALUE' (Python reprs, env files, query strings)
+_ASSIGN = r"(\b([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*)('[^'\n]*'|\"[^\"\n]*\"|[^\s'\",;&)}\]]+)"
+# "name": "value" in JSON text
+_JSON_PAIR = r"(\"([A-Za-z_][A-Za-z0-9_.-]*)\"\s*:\s*)\"((?:[^\"\\\n]|\\.)*)\""
+# name: value at the start of a line (YAML: a kubeconfig's token, client-key-data)
+_YAML_PAIR = r"(?m)^(\s*-?\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*:[ \t]+)([^\s#][^\n]*)$"
+
+_compiled: list | None = None
+
+
+def _words(name: str) -> list[str]:
+    """'OPENAI_API_KEY' -> [openai, api, key]; 'hfToken' -> [hf, token]."""
+    out: list[str] = []
+    word = ""
+    prev = ""
+    for ch in name:
+        if not ch.isalnum():
+            if word:
+                out.append(word)
+            word = ""
+        elif ch.isupper() and prev.islower() and word:
+            out.append(word)
+            word = ch
+        else:
+            word += ch
+        prev = ch
+    if word:
+        out.append(word)
+    return [w.lower() for w in out]
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a value named `name` (an env var, a flag, a JSON key) is a secret."""
+    if name.lower().replace("-", "").replace("_", "") in NOT_SECRET_NAMES:
+        return False
+    return any(w in SECRET_WORDS or w.endswith(SECRET_SUFFIXES) for w in _words(name))
+
+
+def _named(match) -> str:
+    prefix, name, value = match.group(1), match.group(2), match.group(3)
+    if not is_secret_name(name) or value.strip("'\"") == REDACTED:
+        return match.group(0)
+    quote = value[0] if value[:1] in ("'", '"') and value[-1:] == value[:1] else ""
+    return f"{prefix}{quote}{REDACTED}{quote}"
+
+
+def _bearer(match) -> str:
+    token = match.group(0)[len(match.group(1)) :]
+    if token.isalpha() and len(token) < 20:  # "Bearer authentication failed" is prose
+        return match.group(0)
+    return match.group(1) + REDACTED
+
+
+def _json_named(match) -> str:
+    if not is_secret_name(match.group(2)):
+        return match.group(0)
+    return f'{match.group(1)}"{REDACTED}"'
+
+
+def _patterns() -> list:
+    global _compiled
+    if _compiled is None:
+        import re2
+
+        options = re2.Options()
+        options.log_errors = False
+
+        def c(source: str):
+            return re2.compile(source, options)
+
+        _compiled = [
+            (c(_URL_PASSWORD), lambda m: m.group(1) + REDACTED + "@"),
+            *((c(t), lambda m: m.group(1) + REDACTED) for t in _TOKENS),
+            (c(_AUTH_HEADER), lambda m: m.group(1) + REDACTED),
+            (c(_BEARER), _bearer),
+            (c(_FLAG), _named),
+            (c(_ASSIGN), _named),
+            (c(_JSON_PAIR), _json_named),
+            (c(_YAML_PAIR), _named),
+        ]
+    return _compiled
 
 
 def redact_text(text: str) -> str:
-    """Mask tokens (hf_…, sk-…), Authorization values, --api-key values and NAME=secret pairs."""
-    for pattern, replacement in SECRET_TEXT:
+    """`text` with every secret it shows replaced by <redacted> (see the module's docstring)."""
+    if not text:
+        return text
+    for pattern, replacement in _patterns():
         text = pattern.sub(replacement, text)
     return text
 
 
 def redact_url(url: str) -> str:
     """A URL with the password of its userinfo masked: http://user:<redacted>@host."""
-    return URL_PASSWORD.sub(r"\1" + REDACTED + "@", url)
+    return redact_text(url)
+
+
+def redact_argv(argv: list) -> list:
+    """An argument list with the value after a secret flag masked, in both spellings:
+    ['--api-key', 'sk-x'] and ['--api-key=sk-x'] (other strings as redact_text)."""
+    out: list = []
+    hide_next = False
+    for arg in argv:
+        if hide_next and isinstance(arg, str) and not arg.startswith("--"):
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        hide_next = False
+        if isinstance(arg, str) and arg.startswith("--") and "=" not in arg:
+            hide_next = is_secret_name(arg[2:])
+        out.append(redact_json(arg))
+    return out
 
 
 def redact_json(value: Any) -> Any:
-    """Redact a JSON document: env entries and header/dict keys with secret names, and strings."""
+    """A JSON document redacted: env entries and keys with secret names, argv lists, strings."""
     if isinstance(value, dict):
         out = {}
-        is_env_var = "name" in value and "value" in value and isinstance(value.get("name"), str)
+        name = value.get("name")
+        is_env_var = "value" in value and isinstance(name, str)
         for k, v in value.items():
-            if (is_env_var and k == "value" and SECRET_NAME.search(value["name"])) or (
-                isinstance(k, str)
-                and isinstance(v, str)
-                and (SECRET_NAME.search(k) or k.lower() == "authorization")
+            if (is_env_var and k == "value" and isinstance(v, str) and is_secret_name(name)) or (
+                isinstance(k, str) and isinstance(v, str) and is_secret_name(k)
             ):
                 out[k] = REDACTED
             else:
                 out[k] = redact_json(v)
         return out
     if isinstance(value, list):
-        return [redact_json(v) for v in value]
+        return redact_argv(value)
     if isinstance(value, str):
         return redact_text(value)
     return value

@@ -30,7 +30,13 @@ def probe_base_url(url: str) -> tuple[str, str | None]:
     trimmed = url.rstrip("/")
     if trimmed.endswith("/v1"):
         base = trimmed[: -len("/v1")]
-        return base, f"{url} ends in /v1: probing {base} (its /v1/models, /health, /metrics)"
+        from llmdoctor.redact import redact_url
+
+        shown, shown_base = redact_url(url), redact_url(base)
+        return (
+            base,
+            f"{shown} ends in /v1: probing {shown_base} (its /v1/models, /health, /metrics)",
+        )
     return trimmed, None
 
 
