@@ -224,3 +224,181 @@ def test_a_tag_never_names_a_file_outside_tags_or_a_hidden_one(tmp_path, tag):
     names = [p.name for p in (site / "tags").iterdir()]
     assert all(not n.startswith(".") for n in names)
     assert not list(tmp_path.glob("x.html")) and not list(site.glob("x.html"))
+
+
+# --- team regexes in the page ---------------------------------------------------------------
+
+SEARCH_JS = Path(__file__).resolve().parents[1] / "llmdoctor" / "wiki" / "site_assets" / "search.js"
+# search.js's matchesProgram, run by node over every (program, line) pair given on stdin
+NODE_MATCHER = """
+globalThis.window = {};
+globalThis.document = { readyState: "complete", getElementById: () => null };
+const fs = require("fs");
+eval(fs.readFileSync(process.argv[1], "utf8"));
+const { programs, lines } = JSON.parse(fs.readFileSync(0, "utf8"));
+const codes = lines.map((l) => Array.from(l, (c) => c.codePointAt(0)));
+const started = Date.now();
+const out = programs.map((p) => codes.map((l) => window.llmdoctorMatchesProgram(p, l)));
+process.stdout.write(JSON.stringify({ out, ms: Date.now() - started }));
+"""
+
+
+def page_matches(programs: list, lines: list[str]) -> tuple[list[list[bool]], float]:
+    """What the page's matcher answers for each program on each line, and how long it took."""
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (apt-get install nodejs)")
+    done = subprocess.run(
+        [node, "-e", NODE_MATCHER, str(SEARCH_JS)],
+        input=json.dumps({"programs": programs, "lines": lines}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    answer = json.loads(done.stdout)
+    return answer["out"], answer["ms"]
+
+
+def test_the_page_matches_every_builtin_signature_exactly_as_re2_does():
+    # the page's ranking equals `wiki search` only if its matcher agrees with RE2 on real lines
+    from llmdoctor.wiki.library import load_library
+    from llmdoctor.wiki.re2_patterns import line_pattern
+    from llmdoctor.wiki.site_regex import signature_program
+
+    root = Path(__file__).resolve().parent / "fixtures" / "runbooks"
+    lines = [
+        line
+        for path in sorted(root.glob("*/*"))
+        if path.is_file() and path.name != "SOURCES.md"
+        for line in path.read_text(errors="replace").splitlines()[:40]
+        if line.strip()
+    ]
+    signatures = sorted(
+        {s for e in load_library().entries.values() for s in [*e.signatures, *e.hints]}
+    )
+    programs = [signature_program(s) for s in signatures]
+    assert all(programs), "every built-in signature runs in the page"
+    got, _ = page_matches(programs, lines)
+    for signature, answers in zip(signatures, got, strict=True):
+        pattern = line_pattern(signature)
+        assert answers == [bool(pattern.search(line)) for line in lines], signature
+
+
+@pytest.mark.parametrize(
+    "signature",
+    [
+        r"^(a|aa)+$",  # exponential in a backtracking engine
+        r"(a+)+b",
+        r"(x+x+)+y",
+        r"^(\w+\s?)*$",
+        r"(.*a){12}",  # polynomial of degree 12
+    ],
+)
+def test_a_catastrophic_signature_is_linear_in_the_page(signature):
+    # 20,000 characters that almost match: JavaScript's RegExp would not return
+    from llmdoctor.wiki.re2_patterns import line_pattern
+    from llmdoctor.wiki.site_regex import signature_program
+
+    program = signature_program(signature)
+    assert program is not None
+    line = "a" * 20_000 + "!"
+    (answer,), ms = page_matches([program], [line])
+    assert answer == [bool(line_pattern(signature).search(line))]
+    assert ms < 20_000
+
+
+@pytest.mark.parametrize(
+    "signature",
+    [
+        r"(a)\1",  # a back-reference: no linear matcher exists
+        r"foo(?=bar)",  # lookahead
+        r"(?i)cuda",  # inline flags
+        r"a{0,5000}",  # larger than the page runs
+    ],
+)
+def test_a_signature_without_a_linear_program_is_left_to_the_cli(signature):
+    from llmdoctor.wiki.site_regex import signature_program
+
+    assert signature_program(signature) is None
+
+
+def _regexes():
+    from hypothesis import strategies as st
+
+    atoms = st.sampled_from(["a", "b", ".", "[ab]", "[^a]", r"\w", r"\s", r"\b", "^", "$", " "])
+
+    def grow(inner):
+        return st.one_of(
+            st.tuples(inner, inner).map("".join),
+            st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"),
+            st.tuples(inner, st.sampled_from(["*", "+", "?", "{2}", "{1,3}", "{0,2}"])).map(
+                lambda t: f"({t[0]}){t[1]}"
+            ),
+        )
+
+    return st.recursive(atoms, grow, max_leaves=8)
+
+
+def test_the_page_matcher_agrees_with_re2_on_generated_regexes():
+    # property: for any regex of the shared subset and any line, page and CLI agree
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from llmdoctor.wiki.re2_patterns import line_pattern
+    from llmdoctor.wiki.site_regex import signature_program
+
+    @settings(max_examples=15, deadline=None)
+    @given(
+        regexes=st.lists(_regexes(), min_size=20, max_size=40),
+        lines=st.lists(st.text("ab !é", max_size=12), min_size=10, max_size=20),
+    )
+    def agree(regexes, lines):
+        kept = [(r, signature_program(r)) for r in regexes if line_pattern(r) is not None]
+        got, _ = page_matches([p for _, p in kept], lines)
+        for (regex, _), answers in zip(kept, got, strict=True):
+            pattern = line_pattern(regex)
+            assert answers == [bool(pattern.search(line)) for line in lines], regex
+
+    agree()
+
+
+def test_a_catastrophic_team_signature_does_not_freeze_the_page(tmp_path):
+    # real Chromium: a team signature that passes lint, `(a|aa)+$`, and a pasted line that
+    # almost matches it. RegExp took exponential time and froze the tab; the page answers.
+    pytest.importorskip("playwright.sync_api")
+    from playwright.sync_api import sync_playwright
+    from test_wiki_site_browser import CHROMIUM_ARGS, _chromium
+
+    executable = _chromium()
+    if executable is None:
+        if __import__("os").environ.get("LLMDOCTOR_REQUIRE_BROWSER") == "1":
+            pytest.fail("browser tests are required here but chromium is not installed")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    entry(wiki, "gateway-stall", signature="gateway stalled (a|aa)+$")
+    site = build_site(tmp_path / "site", [wiki]).path
+    query = "gateway stalled " + "a" * 40 + "!"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto((site / "index.html").as_uri())
+            page.fill("#q", query)
+            page.wait_for_function(
+                "q => document.getElementById('results').dataset.query === q",
+                arg=query,
+                timeout=10_000,
+            )
+            ids = page.locator("#results li").evaluate_all("els => els.map(e => e.dataset.id)")
+            assert "gateway-stall" in ids  # found by its words, not by the signature
+            page.fill("#q", "gateway stalled aaaa")
+            page.wait_for_function(
+                "() => document.querySelector('#results li .sigmatch') !== null", timeout=10_000
+            )
+        finally:
+            browser.close()

@@ -19,6 +19,7 @@ from collections import defaultdict
 
 from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS, TOKENIZER
 from llmdoctor.wiki.query import STOPWORDS, SYMPTOMS
+from llmdoctor.wiki.site_regex import signature_program
 
 HEAD_COLUMNS = ("name", "title", "aliases", "tags", "cjk_title")
 SNIPPET_CHARS = 220
@@ -36,6 +37,7 @@ def build_search_data(conn: sqlite3.Connection, published: set[str] | None = Non
     position = {row[0]: n for n, row in enumerate(rows)}
     docs = [[r[1], r[2], r[3], _snippet(r[5] or "")] for r in rows]
     signatures = [[s for s in (r[4] or "").splitlines() if s.strip()] for r in rows]
+    programs = [[signature_program(s) for s in sigs] for sigs in signatures]
     names = [(r[6] or "").split("\n") for r in rows]
     conn.execute("DROP TABLE IF EXISTS temp.llmdoctor_vocab")
     conn.execute(
@@ -78,6 +80,7 @@ def build_search_data(conn: sqlite3.Connection, published: set[str] | None = Non
         "phrases": phrases,
         "heads": heads,
         "signatures": signatures,
+        "programs": programs,
         "names": names,
         "symptoms": {word: list(spellings) for word, spellings in SYMPTOMS.items()},
         "stopwords": sorted(STOPWORDS),
