@@ -35,7 +35,8 @@ SECRET_SUFFIXES = ("apikey", "token", "secret", "password", "passwd")
 # names that hold a reference to a secret, never the secret itself (k8s tolerations, selectors)
 NOT_SECRET_NAMES = frozenset({"key", "keys", "secretname", "secretref", "secretkeyref"})
 
-_URL_PASSWORD = r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+@"
+# to the last @ before the path, as urlsplit reads it: a password may hold an @ itself
+_URL_PASSWORD = r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s]+@"
 _TOKENS = (
     r"\b(hf_)[A-Za-z0-9]{20,}",
     r"\b(sk-)[A-Za-z0-9_-]{16,}",

@@ -242,3 +242,10 @@ def test_a_signature_made_from_a_redacted_line_still_fires_on_the_real_line():
     signature = generalize(redact_text(line))
     assert signature and "Sup3rS3cret" not in signature and REDACTED not in signature
     assert line_pattern(signature).search(line)
+
+
+def test_a_url_password_holding_an_at_sign_is_redacted_whole():
+    # urlsplit reads userinfo to the last @: so must the redactor, or half the password shows
+    assert redact_text("fetch http://bot:p@ss@hub.example/m ok") == (
+        f"fetch http://bot:{REDACTED}@hub.example/m ok"
+    )

@@ -299,6 +299,8 @@
 
   // ---- signatures: a Pike VM over the programs of llmdoctor/wiki/site_regex.py ----------------
 
+  const MAX_SIGNATURE_STEPS = 20000000;
+
   function isWordCode(c) {
     return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
   }
@@ -312,8 +314,10 @@
   }
 
   // whether the program matches anywhere in `codes` (code points): every state is visited at
-  // most once per position, so the cost is at most codes.length x program.length steps
-  function matchesProgram(prog, codes) {
+  // most once per position, so the cost is at most codes.length x program.length steps; and
+  // `budget.steps` bounds a whole search (a huge paste against many signatures): once it is
+  // spent, no further signature matches (the CLI still tells)
+  function matchesProgram(prog, codes, budget = { steps: MAX_SIGNATURE_STEPS }) {
     const n = codes.length;
     const mark = new Int32Array(prog.length).fill(-1);
     function holds(kind, i) {
@@ -328,6 +332,7 @@
       while (stack.length) {
         const p = stack.pop();
         if (mark[p] === i) continue;
+        if (--budget.steps < 0) return false;
         mark[p] = i;
         const ins = prog[p];
         const op = typeof ins === "number" ? "c" : ins[0];
@@ -492,6 +497,7 @@
       if (!lines.length) return;
       const lowered = q.text.toLowerCase();
       let codes = null;
+      const budget = { steps: MAX_SIGNATURE_STEPS };
       for (const c of cands) {
         const programs = (data.programs || [])[c.d] || [];
         (data.signatures[c.d] || []).some((sig, k) => {
@@ -499,7 +505,7 @@
           if (words.length && !words.some((w) => lowered.includes(w.toLowerCase()))) return false;
           if (!programs[k]) return false;
           codes = codes || lines.map((l) => Array.from(l, (ch) => ch.codePointAt(0)));
-          if (codes.some((l) => matchesProgram(programs[k], l))) c.sig = true;
+          if (codes.some((l) => matchesProgram(programs[k], l, budget))) c.sig = true;
           return c.sig;
         });
       }
