@@ -402,3 +402,39 @@ def test_a_catastrophic_team_signature_does_not_freeze_the_page(tmp_path):
             )
         finally:
             browser.close()
+
+
+def test_a_planted_marker_cannot_make_a_rebuild_delete_outside_the_site(tmp_path, capsys):
+    # the marker is a file in the site folder: one listing ../victim once had it deleted
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / SITE_MARKER).write_text(json.dumps({"files": ["../victim.txt"]}))
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    entry(wiki, "planted")
+    from llmdoctor.errors import BadInput
+
+    with pytest.raises(BadInput, match="not a file of a site"):
+        build_site(site, [wiki])
+    assert victim.read_text() == "keep me\n"
+
+
+def test_a_rebuild_writes_nothing_through_a_linked_subfolder(tmp_path):
+    # a site folder whose tags/ is a link elsewhere: the pages would land outside the site
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    entry(wiki, "linked-tags")
+    site = build_site(tmp_path / "site", [wiki]).path
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    import shutil
+
+    shutil.rmtree(site / "tags")
+    (site / "tags").symlink_to(elsewhere)
+    from llmdoctor.errors import BadInput
+
+    with pytest.raises(BadInput, match="link out of the folder"):
+        build_site(site, [wiki])
+    assert list(elsewhere.iterdir()) == []

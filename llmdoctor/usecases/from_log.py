@@ -90,11 +90,14 @@ class LogDraft:
 
         from llmdoctor.wiki.authoring import strip_editor_comments
         from llmdoctor.wiki.entry import EntryError, parse_entry
+        from llmdoctor.wiki.lint import ID_PATTERN
 
         try:
             entry_id = parse_entry(strip_editor_comments(text), "entry").id
         except EntryError:
             return None
+        if not isinstance(entry_id, str) or not ID_PATTERN.match(entry_id):
+            return None  # the id names the examples folder: never a path
         try:
             path = write_examples(folder, entry_id, self)
         except OSError as exc:

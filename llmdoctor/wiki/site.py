@@ -185,7 +185,24 @@ def _check_target(out_dir: Path) -> list[str] | None:
             f"-o {out_dir}: the folder is not empty and was not written by `llmdoctor wiki site`; "
             "choose an empty or new folder (nothing was changed)"
         )
+    for name in written:  # the marker is a file in the folder: whoever can write there wrote it
+        if not _site_file_name(name):
+            raise BadInput(
+                f"-o {out_dir}: its {SITE_MARKER} lists {name!r}, not a file of a site; "
+                "remove the marker or choose another folder (nothing was changed)"
+            )
     return written
+
+
+def _site_file_name(name: str) -> bool:
+    """Whether a marker's entry can be a file the site wrote: a relative path below the folder."""
+    parts = name.split("/")
+    return (
+        bool(name)
+        and "\\" not in name
+        and "\0" not in name
+        and all(p not in ("", ".", "..") for p in parts)
+    )
 
 
 def _replace(work: Path, out_dir: Path, previous: list[str] | None) -> None:
@@ -198,6 +215,12 @@ def _replace(work: Path, out_dir: Path, previous: list[str] | None) -> None:
         os.replace(work, out_dir)
         return
     ours = set(previous or ())
+    linked = [f for f in [*new, *ours] if not inside(out_dir / f, out_dir)]
+    if linked:
+        raise BadInput(
+            f"-o {out_dir}: {linked[0]} is reached through a link out of the folder; "
+            "remove the link first (nothing was changed)"
+        )
     foreign = [f for f in new if f not in ours and os.path.lexists(out_dir / f)]
     if foreign:
         raise BadInput(
