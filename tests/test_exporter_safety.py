@@ -237,3 +237,24 @@ def test_the_deployment_binds_every_interface_and_allows_only_its_services():
     for url in probe["spec"]["targets"]["staticConfig"]["static"]:
         parts = urllib.parse.urlsplit(url)
         policy.check(parts.hostname, parts.port)
+
+
+def test_a_request_dripped_byte_by_byte_is_closed_at_the_request_timeout():
+    # slowloris: a byte every 0.2 s never trips a per-read timeout, yet must not hold a slot
+    import select
+
+    settings = settings_with(TargetPolicy(), max_connections=2, request_timeout=1.5)
+    with Running(settings) as ex, socket.create_connection(("127.0.0.1", ex.port), 5) as s:
+        started = time.monotonic()
+        closed_after = None
+        for byte in b"GET /metrics HTTP/1.0\r\nX-Slow: " + b"a" * 100:
+            try:
+                s.sendall(bytes([byte]))
+                readable, _, _ = select.select([s], [], [], 0.2)
+                if readable and s.recv(100) == b"":
+                    closed_after = time.monotonic() - started
+            except OSError:
+                closed_after = time.monotonic() - started
+            if closed_after is not None or time.monotonic() - started > 8:
+                break
+    assert closed_after is not None and closed_after < 4

@@ -372,12 +372,38 @@ INDEX = b"""llmdoctor exporter
 """
 
 
+class _DeadlineReader:
+    """A socket's reading side that gives up at a deadline, however slowly bytes arrive."""
+
+    def __init__(self, sock, deadline: float):
+        self.sock, self.deadline = sock, deadline
+        self.closed = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request took longer than --request-timeout")
+        self.sock.settimeout(left)
+        return self.sock.recv_into(buffer)
+
+    def close(self) -> None:
+        self.closed = True
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: ExporterServer
 
     def setup(self) -> None:
+        import io
+
         self.timeout = self.server.exporter.settings.request_timeout  # per socket operation
         super().setup()
+        # and for the whole request: a client dripping a byte a second holds no slot for long
+        raw = _DeadlineReader(self.connection, time.monotonic() + self.timeout)
+        self.rfile = io.BufferedReader(raw)
 
     def log_message(self, *args) -> None:  # a scrape every 15 s per target: no access log
         return
