@@ -4,8 +4,10 @@ URL errors, argv lists).
 
 Secrets are told by their shape (URL passwords, `Authorization`/`Bearer` values, `hf_…`, `sk-…`,
 GitHub and JWT tokens) or by the name they are given (`API_KEY=…`, `--api-key VALUE`, an env
-entry `HF_TOKEN`, a JSON key `password`). A name is secret when one of its words is (`api_key`,
-`hfToken`, `client-key-data`); `max_num_batched_tokens` or `tokenizer_mode` are evidence and stay.
+entry `HF_TOKEN`, a JSON key `password`), read word by word (secret_kind): `api_key`, `hfToken`,
+`client-key-data` name secrets; `max_num_batched_tokens`, `tokenizer_mode`, `KeyError`,
+`topologyKey` and `add_bos_token=True` (a token-named setting holding a number or a boolean) are
+evidence and stay.
 Matching is RE2 (linear time): a log line of a megabyte is redacted in milliseconds.
 """
 
@@ -14,28 +16,48 @@ from __future__ import annotations
 from typing import Any
 
 REDACTED = "<redacted>"
-SECRET_WORDS = frozenset(
+# a name holding one of these words names a secret, whatever its value
+STRONG_WORDS = frozenset(
     {
-        "key",
-        "apikey",
-        "token",
-        "secret",
         "password",
         "passwd",
         "pwd",
         "passphrase",
+        "secret",
         "credential",
         "credentials",
         "authorization",
         "cookie",
+        "apikey",
     }
 )
-# a word that ends in one of these is a secret's name too (HFTOKEN, OPENAIAPIKEY, dbpassword)
-SECRET_SUFFIXES = ("apikey", "token", "secret", "password", "passwd")
-# names that hold a reference to a secret, never the secret itself (k8s tolerations, selectors)
-NOT_SECRET_NAMES = frozenset({"key", "keys", "secretname", "secretref", "secretkeyref"})
+# "key" names a secret only after one of these (api_key, client-key-data; not KeyError,
+# topologyKey, input_key); "token" only as the last word (HF_TOKEN; not TokenExpirationSeconds)
+KEY_QUALIFIERS = frozenset(
+    {
+        "api",
+        "secret",
+        "access",
+        "private",
+        "client",
+        "auth",
+        "signing",
+        "encryption",
+        "master",
+        "account",
+        "license",
+        "subscription",
+        "session",
+        "app",
+        "hf",
+        "openai",
+        "ssh",
+    }
+)
+# names that hold a reference to a secret, never the secret itself
+NOT_SECRET_NAMES = frozenset({"secretname", "secretref", "secretkeyref"})
+_PLAIN_VALUES = frozenset({"", "true", "false", "none", "null"})
 
-# to the last @ before the path, as urlsplit reads it: a password may hold an @ itself
 _URL_PASSWORD = r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s]+@"
 _TOKENS = (
     r"\b(hf_)[A-Za-z0-9]{20,}",
@@ -80,16 +102,54 @@ def _words(name: str) -> list[str]:
     return [w.lower() for w in out]
 
 
-def is_secret_name(name: str) -> bool:
-    """Whether a value named `name` (an env var, a flag, a JSON key) is a secret."""
+def secret_kind(name: str) -> str | None:
+    """'strong' when `name` names a secret (password, api_key), 'weak' when it names a token (a
+    short number or a boolean there is a setting: add_bos_token=True, max_num_token=42308),
+    None when it names no secret (max_num_batched_tokens, KeyError, topologyKey)."""
     if name.lower().replace("-", "").replace("_", "") in NOT_SECRET_NAMES:
+        return None
+    words = _words(name)
+    if any(w in STRONG_WORDS or w.endswith(("password", "passwd", "apikey")) for w in words):
+        return "strong"
+    if any(w == "key" and n > 0 and words[n - 1] in KEY_QUALIFIERS for n, w in enumerate(words)):
+        return "strong"
+    if words and words[-1].endswith("token"):
+        return "weak"
+    return None
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a value named `name` (an env var, a flag, a JSON key) may be a secret."""
+    return secret_kind(name) is not None
+
+
+def _is_setting(value: str) -> bool:
+    """A short number, a boolean or nothing: what a token-named setting holds, never a secret
+    (hex and floats included: startToken = 0x3, max_total_num_token=42308)."""
+    text = value.strip().strip("'\"").strip().lower()
+    if text in _PLAIN_VALUES:
+        return True
+    if len(text) > 10:  # a long run of digits may well be a token
         return False
-    return any(w in SECRET_WORDS or w.endswith(SECRET_SUFFIXES) for w in _words(name))
+    try:
+        float(text)
+        return True
+    except ValueError:
+        pass
+    return (
+        text.startswith("0x") and all(c in "0123456789abcdef" for c in text[2:]) and len(text) > 2
+    )
+
+
+def hides(name: str, value: str) -> bool:
+    """Whether the value `value` given to `name` is to be redacted."""
+    kind = secret_kind(name)
+    return kind == "strong" or (kind == "weak" and not _is_setting(value))
 
 
 def _named(match) -> str:
     prefix, name, value = match.group(1), match.group(2), match.group(3)
-    if not is_secret_name(name) or value.strip("'\"") == REDACTED:
+    if not hides(name, value) or value.strip("'\"") == REDACTED:
         return match.group(0)
     quote = value[0] if value[:1] in ("'", '"') and value[-1:] == value[:1] else ""
     return f"{prefix}{quote}{REDACTED}{quote}"
@@ -103,7 +163,7 @@ def _bearer(match) -> str:
 
 
 def _json_named(match) -> str:
-    if not is_secret_name(match.group(2)):
+    if not hides(match.group(2), match.group(3)):
         return match.group(0)
     return f'{match.group(1)}"{REDACTED}"'
 
@@ -150,15 +210,13 @@ def redact_argv(argv: list) -> list:
     """An argument list with the value after a secret flag masked, in both spellings:
     ['--api-key', 'sk-x'] and ['--api-key=sk-x'] (other strings as redact_text)."""
     out: list = []
-    hide_next = False
+    flag = None  # the flag whose value comes next
     for arg in argv:
-        if hide_next and isinstance(arg, str) and not arg.startswith("--"):
+        if flag and isinstance(arg, str) and not arg.startswith("--") and hides(flag, arg):
             out.append(REDACTED)
-            hide_next = False
+            flag = None
             continue
-        hide_next = False
-        if isinstance(arg, str) and arg.startswith("--") and "=" not in arg:
-            hide_next = is_secret_name(arg[2:])
+        flag = arg[2:] if isinstance(arg, str) and arg.startswith("--") and "=" not in arg else None
         out.append(redact_json(arg))
     return out
 
@@ -170,8 +228,8 @@ def redact_json(value: Any) -> Any:
         name = value.get("name")
         is_env_var = "value" in value and isinstance(name, str)
         for k, v in value.items():
-            if (is_env_var and k == "value" and isinstance(v, str) and is_secret_name(name)) or (
-                isinstance(k, str) and isinstance(v, str) and is_secret_name(k)
+            if (is_env_var and k == "value" and isinstance(v, str) and hides(name, v)) or (
+                isinstance(k, str) and isinstance(v, str) and hides(k, v)
             ):
                 out[k] = REDACTED
             else:

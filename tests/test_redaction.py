@@ -100,6 +100,27 @@ def test_a_real_vllm_startup_log_is_not_changed_by_redaction():
     assert redact_text(text) == text
 
 
+# real files holding words a name-based redactor mistakes for secrets; none of them holds one
+EVIDENCE_FILES = [
+    "explain_corpus/_unknown/sglang-scheduler-transformers-keyerror-qwen3-moe.log",  # KeyError:
+    "k8s/pod-vllm-1-pending-aks.json",  # "topologyKey"
+    "runbooks/k8s-gpu-unschedulable/describe-pod-vllm-pending-insufficient-gpu-aks.txt",
+    "runbooks/gsp-timeout/gsp-heartbeat-timeout-h100-595-ogkm1230.log",  # startToken = 0x3
+    "explain_corpus/_healthy/sglang-musa-piecewise-graph-captured-max-total-tokens.log",
+    "explain_corpus/_healthy/r5a-llamacpp-server-qwen15-14b-two-gpu-offload-41-layers.log",
+    "explain_corpus/_unknown/sglang-early-kv-cache-pool-leak-detected.log",
+    "explain_corpus/enforce-eager-in-production/r4b-openrlhf-grpo-ray-job-enforce-eager-slow-rollout.log",
+]
+
+
+@pytest.mark.parametrize("name", EVIDENCE_FILES)
+def test_real_logs_with_key_and_token_words_keep_their_evidence(name):
+    # KeyError: 'qwen3_moe', BOS token = 151643, add_bos_token=True, --input_key prompt,
+    # TokenExpirationSeconds: 3607: the evidence a diagnosis reads, redacted by a word match
+    text = (FIXTURES / name).read_text()
+    assert redact_text(text) == text
+
+
 @pytest.mark.parametrize(
     "name,secret",
     [
@@ -111,6 +132,9 @@ def test_a_real_vllm_startup_log_is_not_changed_by_redaction():
         ("max_num_batched_tokens", False),  # a budget in tokens, not a token
         ("TOKENIZERS_PARALLELISM", False),
         ("key", False),  # a toleration's or selector's key names a label
+        ("KeyError", False),  # Python's exception, not a key
+        ("input_key", False),  # a dataset column
+        ("TokenExpirationSeconds", False),  # a duration
         ("secretName", False),  # a reference to a Secret, not its value
     ],
 )
