@@ -52,7 +52,7 @@ def history(facts: Facts, layer: str) -> dict[str, Any] | None:
     if not facts.has(QUERY_KEY):
         return None
     timeline = facts.require(TIMELINE_KEY)
-    series = facts.get(SERIES_KEY) or {}
+    series = timeline["series"]  # validated: only what the timeline could read
     if not any(series.get(name) for name in LAYER_SERIES[layer]):
         query = facts.get(QUERY_KEY) or {}
         failed = [series.get("failed", {}).get(n) for n in LAYER_SERIES[layer]]

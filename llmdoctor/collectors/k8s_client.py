@@ -99,6 +99,15 @@ def _kubeconfig_namespace(config_file: str | None, context: str | None) -> str |
     return ((chosen or {}).get("context") or {}).get("namespace")
 
 
+def without_retries(cfg) -> None:
+    """One attempt per request: urllib3's default Retry(3) made a silent API server cost four
+    --timeouts per call, past the budget the user gave."""
+    from urllib3.util.retry import Retry
+
+    cfg.retries = Retry(total=0, redirect=0, raise_on_status=False)
+    cfg.client_go_retries = False
+
+
 def connect(context: str | None, namespace: str | None, timeout: float) -> KubeConnection:
     """Load kubeconfig (or the in-cluster service account); BadInput when neither works."""
     from kubernetes import client, config
@@ -123,6 +132,7 @@ def connect(context: str | None, namespace: str | None, timeout: float) -> KubeC
                 default_namespace = fh.read().strip() or None
     except (OSError, ValueError, TypeError) as exc:
         raise BadInput(f"cannot load kubeconfig: {type(exc).__name__}: {exc}") from None
+    without_retries(cfg)
     return KubeConnection(
         api_client=client.ApiClient(configuration=cfg),
         namespace=namespace or default_namespace or "default",
