@@ -20,6 +20,8 @@ SERIES_KEY = "prometheus/series.json"
 QUERY_KEY = "prometheus/query.json"
 LAST_TIMESTAMP = 253402300799.0  # 9999-12-31T23:59:59Z, the last second a datetime can show
 META = ("absent", "failed", "layers")
+# values a series cannot take: vLLM's KV usage is a fraction, so 5 is bad data, not "500 %"
+VALUE_RANGES = {"kv_cache_usage": (0.0, 1.0)}
 
 
 def _number(value: Any) -> float | None:
@@ -85,9 +87,10 @@ def clean_series(series: Any, start: float, end: float, step: float) -> dict[str
         if name in META:
             continue
         kept = []
+        low, high = VALUE_RANGES.get(name, (-math.inf, math.inf))
         for item in items if isinstance(items, list) else [items]:
             raw = item.get("points") if isinstance(item, dict) else None
-            points = valid_points(raw, start, end, step)
+            points = [p for p in valid_points(raw, start, end, step) if low <= p[1] <= high]
             dropped += (len(raw) if isinstance(raw, list) else 1) - len(points)
             if points:
                 points.sort(key=lambda p: p[0])
