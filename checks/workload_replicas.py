@@ -41,8 +41,10 @@ def workload_replicas(facts: Facts) -> Finding:
     name = f"{kind}/{field_dict(owner, 'metadata').get('name') or '?'}"
     desired = int(number(field_dict(owner, "spec").get("replicas"), 1))
     status = field_dict(owner, "status")
-    # StatefulSets count availableReplicas from Kubernetes 1.22; before, readyReplicas
-    available = int(number(status.get("availableReplicas", status.get("readyReplicas")), 0))
+    counted_field = status.get("availableReplicas")  # omitted when 0
+    if kind == "StatefulSet" and counted_field is None:  # counted from Kubernetes 1.22 only
+        counted_field = status.get("readyReplicas")
+    available = int(number(counted_field, 0))
     counted = f"{available} of {desired} replica{'s' if desired != 1 else ''} available"
     items = [evidence(f"{name}: {counted}", "k8s/owner.json")]
     if available >= desired:
