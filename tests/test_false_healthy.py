@@ -8,6 +8,7 @@ runbook ids and exit codes, not on wording.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from llmdoctor.cli import run as cli_run
 
 POD = "vllm-7b-7d9f8c6b5-x2kqp"
 ROOT = Path(__file__).resolve().parents[1]
+CAPACITY = ROOT / "tests" / "fixtures" / "capacity"
 
 
 @pytest.fixture
@@ -304,3 +306,25 @@ def test_kv_usage_above_one_in_the_history_is_dropped_not_a_full_cache():
     timeline = timeline_from_series(series, {"start": start, "end": start + 150, "step": 15.0})
     assert [e["what"] for e in timeline["events"]] == []
     assert timeline["dropped"] == 10
+
+
+# --- impossible model configs -----------------------------------------------------------------
+
+
+def test_more_kv_heads_than_attention_heads_is_refused(capsys, tmp_path):
+    # Qwen2-7B's config with num_key_value_heads 64 over 28 attention heads: no such model
+    config = json.loads((CAPACITY / "qwen2-7b-instruct-config.json").read_text())
+    config["num_key_value_heads"] = 64
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    code, out, err = run(capsys, "capacity", "--model-config", str(path), "--gpu", "A100-80GB")
+    assert code == 3 and "key/value heads" in err and "FITS" not in out
+
+
+def test_the_unchanged_config_is_accepted(capsys):
+    # the control: Qwen2-7B's 4 KV heads over 28 attention heads (GQA)
+    config = copy.deepcopy(json.loads((CAPACITY / "qwen2-7b-instruct-config.json").read_text()))
+    assert config["num_key_value_heads"] == 4
+    path = CAPACITY / "qwen2-7b-instruct-config.json"
+    code, _, _ = run(capsys, "capacity", "--model-config", str(path), "--gpu", "A100-80GB")
+    assert code in (0, 1, 2)
