@@ -412,3 +412,17 @@ def test_save_draft_leaves_no_file_when_the_disk_is_full(full_disk, monkeypatch)
     with pytest.raises(DraftNotSaved):
         save_draft("x" * 100_000, "big")
     assert not [p for p in full_disk.rglob("*.md")]
+
+
+def test_a_full_disk_during_wiki_add_json_keeps_stdout_one_json_object(
+    full_disk, monkeypatch, capsys
+):
+    # a script reading --json still gets valid JSON, with the text inside it
+    monkeypatch.setenv("XDG_CACHE_HOME", str(full_disk / "cache"))
+    argv = ["wiki", "add", "--json", "--wiki", str(full_disk / "team"), "--id", "lost-lesson"]
+    argv += ["--title", "A lesson", "--symptom", "the symptom I typed at 3am"]
+    argv += ["--cause", "a cause", "--fix", "a fix"]
+    code, out, _ = run(capsys, *argv)
+    answer = json.loads(out)
+    assert code == 3 and answer["written"] is False
+    assert "the symptom I typed at 3am" in answer["text"]

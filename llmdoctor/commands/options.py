@@ -21,13 +21,16 @@ import typer
 from llmdoctor.engine.collect import MAX_WINDOW
 
 
-def finite(value: float | None) -> float | None:
+def finite(param: typer.CallbackParam, value: float | None) -> float | None:
     """Refuse nan and inf for a number option: click's range checks let nan through (every
     comparison with nan is false), and a nan threshold or duration never fires nor ends."""
     import math
 
+    from llmdoctor.errors import BadInput
+
     if value is not None and not math.isfinite(value):
-        raise typer.BadParameter(f"{value}: must be a finite number")
+        name = param.opts[0] if param.opts else param.name
+        raise BadInput(f"{name} {value}: must be a finite number")
     return value
 
 

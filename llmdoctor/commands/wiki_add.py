@@ -306,7 +306,13 @@ def _write_validated(text, draft, folder: Path, force, source: Path | None, as_j
         try:
             source = save_draft(text, entry.id if entry else "")
         except DraftNotSaved as exc:
-            _print_typed_text(text)
+            if as_json:  # the text inside the one JSON object, so a script still parses stdout
+                import json
+
+                data = {"written": False, "reason": f"{reason}; {exc}", "draft": None}
+                typer.echo(json.dumps({**data, "text": text}, ensure_ascii=False))
+            else:
+                _print_typed_text(text)
             typer.echo(f"llmdoctor: entry not written: {reason}; {exc}", err=True)
             raise typer.Exit(3) from None
     draft_path = source
