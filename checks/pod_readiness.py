@@ -126,7 +126,8 @@ def _terminating(facts: Facts, pod: dict) -> Finding | None:
     if not deleting:
         return None
     items = [evidence(f"metadata.deletionTimestamp: {deleting}", "k8s/pod.json")]
-    finalizers = [str(f) for f in meta.get("finalizers") or [] if isinstance(f, str)]
+    listed = meta.get("finalizers")
+    finalizers = [f for f in listed if isinstance(f, str)] if isinstance(listed, list) else []
     if finalizers:
         items.append(evidence(f"metadata.finalizers: {', '.join(finalizers)}", "k8s/pod.json"))
     node = field_dict(pod, "spec").get("nodeName")

@@ -25,9 +25,9 @@ from llmdoctor.parsers.vllm_serving import (
 CHECK = "vllm-kv-cache"
 
 
-def is_fraction(value: float) -> bool:
+def is_fraction(value) -> bool:
     """vLLM's KV usage gauge is a fraction (0.73 is 73 %), whatever `_perc` in its name says."""
-    return 0.0 <= value <= 1.0
+    return isinstance(value, int | float) and 0.0 <= value <= 1.0
 
 
 def _rate(counter: dict) -> str:

@@ -10,6 +10,8 @@ server's refusal as message) onto the Deployment, so the reason is read there.
 
 from __future__ import annotations
 
+import math
+
 from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
 from llmdoctor.engine.registry import check
@@ -19,6 +21,12 @@ CHECK = "workload-replicas"
 GPU_SHORTAGE = "k8s-gpu-unschedulable"
 NOT_READY = "pod-not-ready"
 KINDS = ("Deployment", "StatefulSet", "ReplicaSet")
+
+
+def _count(value) -> int:
+    """A replica count from the object; 0 for a missing, negative or non-finite one."""
+    counted = number(value, 0)
+    return int(counted) if math.isfinite(counted) and counted > 0 else 0
 
 
 def _gpu_refusal(message: str) -> bool:
@@ -39,12 +47,12 @@ def workload_replicas(facts: Facts) -> Finding:
     if kind not in KINDS:
         raise FactMissing("k8s/owner.json", f"is not a {', '.join(KINDS)} object")
     name = f"{kind}/{field_dict(owner, 'metadata').get('name') or '?'}"
-    desired = int(number(field_dict(owner, "spec").get("replicas"), 1))
+    desired = _count(field_dict(owner, "spec").get("replicas", 1))
     status = field_dict(owner, "status")
     counted_field = status.get("availableReplicas")  # omitted when 0
     if kind == "StatefulSet" and counted_field is None:  # counted from Kubernetes 1.22 only
         counted_field = status.get("readyReplicas")
-    available = int(number(counted_field, 0))
+    available = _count(counted_field)
     counted = f"{available} of {desired} replica{'s' if desired != 1 else ''} available"
     items = [evidence(f"{name}: {counted}", "k8s/owner.json")]
     if available >= desired:

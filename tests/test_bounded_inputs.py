@@ -156,6 +156,7 @@ def test_an_xid_policy_nested_past_the_cap_is_a_one_line_error(tmp_path, capsys)
         ["diagnose", "pod/x", "--window", "nan"],
         ["exporter", "--window", "inf"],
         ["exporter", "--queue-wait", "1e12"],
+        ["exporter", "--timeout", "1e9"],  # refused before it listens, not on every scrape
         ["capacity", "--gpu-memory-utilization", "nan"],
         [
             "probe",

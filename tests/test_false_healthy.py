@@ -188,6 +188,39 @@ def test_a_statefulset_before_kubernetes_1_22_counts_ready_replicas(capsys, tmp_
     assert finding.severity.value == "warning"
 
 
+@pytest.mark.parametrize(
+    ("spec", "status", "severity"),
+    [
+        ({"replicas": "nan"}, {"availableReplicas": 1}, "ok"),  # no count asked: nothing missing
+        ({"replicas": 3}, {"availableReplicas": -2}, "critical"),  # a negative count is none
+        ({"replicas": 3}, {"availableReplicas": "3"}, "ok"),  # a number as text still counts
+        ({}, {}, "critical"),  # spec.replicas defaults to 1; none available
+    ],
+)
+def test_odd_replica_counts_are_read_not_raised(spec, status, severity):
+    from llmdoctor.engine.facts import Facts
+    from llmdoctor.engine.registry import all_checks
+
+    owner = load("deployment-vllm-7b.json")
+    owner["spec"] = {k: v for k, v in owner["spec"].items() if k != "replicas"} | spec
+    owner["status"] = status
+    check = next(c for c in all_checks() if c.id == "workload-replicas")
+    assert check.fn(Facts({"k8s/owner.json": owner})).severity.value == severity
+
+
+def test_finalizers_that_are_not_a_list_are_ignored(cluster, capsys):
+    # a hand-written object: the string is not read letter by letter as finalizer names
+    def odd(pod):
+        pod["metadata"]["deletionTimestamp"] = rfc3339(30 * 60)
+        pod["metadata"]["finalizers"] = "example.com/protect"
+
+    cluster(healthy_with(odd))
+    _, report = diagnose_pod(capsys)
+    (finding,) = by_check(report, "pod-readiness")
+    assert finding["severity"] == "critical"
+    assert not any("finalizers" in e["text"] for e in finding["evidence"])
+
+
 # --- the generation probe ---------------------------------------------------------------------
 
 

@@ -76,8 +76,11 @@ def exporter_command(
 
       curl 'http://localhost:9808/probe?target=http://vllm.serving:8000'
     """
+    from llmdoctor.engine.collect import valid_timeout
     from llmdoctor.errors import BadInput
     from llmdoctor.fleet.exporter import ExporterServer, ProbeExporter, ProbeSettings, parse_listen
+
+    valid_timeout(timeout)  # before listening, not on every scrape
 
     try:
         address = parse_listen(listen)
