@@ -210,6 +210,35 @@ def test_a_silent_api_server_is_asked_once_within_the_timeout(tmp_path, monkeypa
         assert elapsed < 7  # 2 s, plus importing the client on a busy machine; was over 8
 
 
+def test_an_exec_credential_plugin_that_never_answers_is_bounded(tmp_path, monkeypatch, capsys):
+    # the kubernetes client waits for the plugin without a timeout (a login in a browser)
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [
+            {
+                "name": "u",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "/bin/sh",
+                        "args": ["-c", "sleep 20"],
+                    }
+                },
+            }
+        ],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "c",
+    }
+    (tmp_path / "kubeconfig").write_text(json.dumps(kubeconfig))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
+    started = time.monotonic()
+    code, _, err = run(capsys, "diagnose", "pod/vllm-0", "--timeout", "1")
+    assert code == 3 and "exec credential plugin" in err
+    assert time.monotonic() - started < 10  # was: the plugin's 20 s, or for ever
+
+
 # --- Ctrl-C -----------------------------------------------------------------------------------
 
 

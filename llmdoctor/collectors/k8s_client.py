@@ -109,7 +109,24 @@ def without_retries(cfg) -> None:
 
 
 def connect(context: str | None, namespace: str | None, timeout: float) -> KubeConnection:
-    """Load kubeconfig (or the in-cluster service account); BadInput when neither works."""
+    """Load kubeconfig (or the in-cluster service account); BadInput when neither works.
+
+    Loading can run the kubeconfig's exec credential plugin (aws, gke-gcloud-auth-plugin,
+    kubelogin), which the client waits for without a timeout; one waiting for a browser login
+    would hang the run, so it gets --timeout like every request."""
+    from llmdoctor.engine.collect import submit_abandonable
+
+    loading = submit_abandonable(_connect, context, namespace, timeout)
+    try:
+        return loading.result(timeout=timeout)
+    except TimeoutError:
+        raise BadInput(
+            f"loading the kubeconfig took more than {timeout:g}s: its exec credential plugin "
+            "did not answer (a login waiting in a browser? run any kubectl command once)"
+        ) from None
+
+
+def _connect(context: str | None, namespace: str | None, timeout: float) -> KubeConnection:
     from kubernetes import client, config
 
     cfg = client.Configuration()
