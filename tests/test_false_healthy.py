@@ -130,8 +130,11 @@ def test_a_container_not_ready_under_ready_true_is_a_warning(cluster, capsys):
 
 # --- the Deployment ---------------------------------------------------------------------------
 
-# The ReplicaSet controller's refusal as the API server words it (a namespace ResourceQuota on
-# GPUs); the deployment controller copies the ReplicaFailure condition onto the Deployment.
+# The ReplicaSet controller's refusal as the API server words it, in the shape of a real one
+# (github.com/ministryofjustice/cloud-platform/issues/590: `pods "allocation-manager-6597bc46dc-
+# 2wm8j" is forbidden: exceeded quota: namespace-quota, requested: limits.cpu=1,...`) with a GPU
+# quota; the deployment controller copies the ReplicaSet's ReplicaFailure condition onto the
+# Deployment (kubernetes pkg/controller/deployment/progress.go, syncRolloutStatus).
 QUOTA_REFUSAL = (
     'pods "vllm-7b-7d9f8c6b5-q5mll" is forbidden: exceeded quota: gpu-quota, requested: '
     "requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=1, limited: "
