@@ -52,12 +52,23 @@ def _loader(text: str):
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # libyaml is ~10x faster
 
 
+def _single_node(loader):
+    import yaml
+
+    try:
+        return loader.get_single_node()
+    except RecursionError:  # the pure-Python composer (no libyaml) recurses per level
+        error = yaml.YAMLError("nested too deeply")
+        error.problem, error.problem_mark = "nested too deeply", None
+        raise error from None
+
+
 def compose_bounded(text: str, *, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH):
     """The node tree of one YAML document (None when empty); yaml.YAMLError with a mark when
     it is invalid or too large."""
     loader = _loader(text)
     try:
-        node = loader.get_single_node()
+        node = _single_node(loader)
     finally:
         loader.dispose()
     if node is not None:
@@ -69,7 +80,7 @@ def load_bounded(text: str, *, max_nodes: int = MAX_NODES, max_depth: int = MAX_
     """yaml.safe_load, refusing (yaml.YAMLError) a document too large once expanded."""
     loader = _loader(text)
     try:
-        node = loader.get_single_node()
+        node = _single_node(loader)
         if node is None:
             return None
         _check_expanded_size(node, max_nodes, max_depth)

@@ -417,6 +417,13 @@ def test_an_editor_that_corrupts_the_draft_keeps_it_and_says_how_to_resume(
     assert draft.read_bytes().endswith(b"\xff\xfe lesson")
 
 
+def test_an_editor_that_swaps_the_draft_for_a_device_is_refused(tmp_path, monkeypatch, capsys):
+    # the draft now points at /dev/zero: reading it whole would never end (was: unbounded read)
+    _editor(tmp_path, monkeypatch, "p.unlink()\np.symlink_to('/dev/zero')\n")
+    code, _, err = run(capsys, "wiki", "add", "--wiki", str(tmp_path / "team"), "--editor")
+    assert code == 3 and "no longer a regular file" in err
+
+
 def test_a_full_disk_during_wiki_add_prints_what_was_typed(full_disk, monkeypatch, capsys):
     # neither the wiki folder nor the drafts folder can take the entry: the text is printed
     monkeypatch.setenv("XDG_CACHE_HOME", str(full_disk / "cache"))

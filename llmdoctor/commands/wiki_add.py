@@ -180,11 +180,16 @@ def _edit_template(draft) -> tuple[Path, str]:
     if status != 0:
         raise BadInput(f"the editor {editor!r} exited with status {status}; draft kept in {path}")
     try:
-        raw = path.read_bytes()
+        if path.exists() and not path.is_file():  # replaced by a folder, a FIFO, /dev/zero
+            raise BadInput(f"the draft {path} is no longer a regular file; nothing written")
+        with open(path, "rb") as fh:
+            raw = fh.read(4 * MAX_ENTRY_CHARS + 1)  # UTF-8: at most 4 bytes a character
     except FileNotFoundError:
         raise BadInput(f"the editor removed the draft {path}; nothing written") from None
     except OSError as exc:
         raise BadInput(f"cannot read the draft {path}: {exc.strerror or exc}") from None
+    if len(raw) > 4 * MAX_ENTRY_CHARS:
+        raise BadInput(f"the draft {path} is over {MAX_ENTRY_CHARS >> 10} KiB; nothing written")
     try:
         edited = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
