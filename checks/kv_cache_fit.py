@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, critical, evidence, ok
+from llmdoctor.findings import Finding, critical, evidence, info, ok
 from llmdoctor.registry import check
 
 CHECK = "kv-cache-fit"
@@ -160,6 +160,14 @@ def _finding(result, path: str, gpu_name: str, memory: int, gpu_source: str) -> 
     items += [evidence(step, source="capacity") for step in result.steps]
     items += [evidence(f"warning: {w}", source="capacity") for w in result.warnings]
     length = f"{result.max_model_len:,}-token"
+    if not result.modelled:
+        items += [evidence(n, source="capacity") for n in result.not_modelled]
+        return info(
+            CHECK,
+            f"{result.not_modelled[0]}: whether max-model-len {result.max_model_len:,} fits on "
+            f"{gpu_name} is not said",
+            items,
+        )
     if result.fits:
         blocks = (
             f"; {result.mamba_cache_blocks} Mamba cache blocks for max_num_seqs "
