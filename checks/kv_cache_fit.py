@@ -35,6 +35,8 @@ ARG_NAMES = (
     "enforce_eager",
     "enable_prefix_caching",
     "data_parallel_size",
+    "disable_hybrid_kv_cache_manager",
+    "allow_chunked_local_attn_hybrid",
 )
 
 
@@ -148,6 +150,8 @@ def _inputs(CapacityInputs, shape, args: dict[str, Any], memory: int, gpu_name: 
         enforce_eager=bool(args["enforce_eager"]),
         prefix_caching=bool(args["enable_prefix_caching"]),
         data_parallel_size=whole("data_parallel_size") or 1,
+        hybrid_kv_cache=not args["disable_hybrid_kv_cache_manager"],
+        chunked_local_hybrid=args["allow_chunked_local_attn_hybrid"] is not False,
     )
 
 

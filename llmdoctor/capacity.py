@@ -100,6 +100,9 @@ class CapacityInputs:
     enforce_eager: bool = False  # no CUDA graphs: no Mamba-block check at startup
     prefix_caching: bool = False  # hybrid models then keep 2 state blocks per sequence
     hybrid_kv_cache: bool = True  # vLLM's hybrid KV-cache manager (sliding/chunked layers)
+    # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE (default 1): 0 turns the hybrid manager
+    # off for models with chunked local attention
+    chunked_local_hybrid: bool = True
     data_parallel_size: int = 1
 
 
@@ -437,9 +440,17 @@ def _hybrid_layout(
     return layout, steps
 
 
-def _kv_cache_manager(shape: ModelShape, hybrid: bool, steps: list[str]) -> ModelShape:
+def _kv_cache_manager(
+    shape: ModelShape, hybrid: bool, chunked_hybrid: bool, steps: list[str]
+) -> ModelShape:
     """The layers vLLM's KV-cache manager keeps every token of: with the hybrid manager off,
     sliding-window and chunked layers are allocated as full attention."""
+    if shape.chunked_layers and hybrid and not chunked_hybrid:
+        hybrid = False
+        steps.append(
+            "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0: vLLM turns the hybrid "
+            "KV-cache manager off for chunked local attention (vllm/config/vllm.py)"
+        )
     if shape.chunked_layers and hybrid:
         steps.append(
             f"chunked local attention: the hybrid KV-cache manager keeps "
@@ -471,7 +482,7 @@ def plan(i: CapacityInputs) -> CapacityPlan:
     model_dtype = i.dtype if i.dtype not in (None, "auto") else shape.dtype
     model_b = min(dtype_bytes(model_dtype), 2) if shape.quant_bits else dtype_bytes(model_dtype)
     steps: list[str] = [f"layers: {t}" for t in shape.traces]
-    shape = _kv_cache_manager(shape, i.hybrid_kv_cache, steps)
+    shape = _kv_cache_manager(shape, i.hybrid_kv_cache, i.chunked_local_hybrid, steps)
     not_modelled = list(shape.not_modelled)
     kv_name = resolve_kv_cache_dtype(shape, i.kv_cache_dtype or "auto", model_dtype)
     if kv_name != (i.kv_cache_dtype or "auto") and kv_name == "fp8_ds_mla":

@@ -189,6 +189,22 @@ def test_scout_without_the_hybrid_kv_cache_manager_keeps_every_token_in_every_la
     assert any("hybrid KV-cache manager off" in s for s in result.steps)
 
 
+def test_the_chunked_attention_env_set_to_0_turns_the_hybrid_manager_off_for_scout():
+    # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0 in the pod: vllm/config/vllm.py
+    # disables the hybrid manager for models with attention_chunk_size
+    result = plan(
+        CapacityInputs(
+            shape=shape_of("llama-4-scout-17b-16e-instruct"),
+            gpu_memory_bytes=find_gpu("H100").usable_bytes,
+            tensor_parallel_size=4,
+            max_model_len=1_000_000,
+            chunked_local_hybrid=False,
+        )
+    )
+    assert not result.fits and result.seq_bytes > 45 * GiB
+    assert any("HYBRID_KV_CACHE=0" in s for s in result.steps)
+
+
 def test_deepseek_v4_is_not_modelled_and_gets_no_verdict():
     # compress_ratios: a compressed history plus a window that llmdoctor does not size
     result = plan(
