@@ -55,6 +55,7 @@ from llmdoctor.model_shape import (  # noqa: F401
 from llmdoctor.model_weights import (  # noqa: F401
     SafetensorsWeights,
     estimate_parameters,
+    parameter_breakdown,
     safetensors_weights,
     weight_bytes_from_parameters,
 )
@@ -280,9 +281,14 @@ def kv_bytes_per_token(
         return value, f"{layers} MLA layers{of} x {per_layer}, on every GPU (not split by TP)"
     heads = max(1, shape.kv_heads // tp)
     split = f" ({shape.kv_heads} / TP {tp})" if tp > 1 else ""
+    per_head = f"{shape.head_dim} head_dim x {_num(kv_dtype_bytes)} bytes"
+    if kv_dtype == "nvfp4":
+        per_head = (
+            f"({shape.head_dim}/2 fp4 + {shape.head_dim}/16 fp8 scales) bytes (vLLM "
+            "nvfp4_kv_cache_full_dim)"
+        )
     return value, (
-        f"2 (K,V) x {layers} attention layers{of} x {heads} KV heads{split} x "
-        f"{shape.head_dim} head_dim x {_num(kv_dtype_bytes)} bytes"
+        f"2 (K,V) x {layers} attention layers{of} x {heads} KV heads{split} x {per_head}"
     )
 
 
@@ -717,6 +723,8 @@ def _memory(
         )
         quant = f"; {shape.quant_note}" if shape.quant_bits and shape.quant_note else ""
         steps.append(f"weights: {params / 1e9:.2f}B parameters ({source}{quant}) = {gib(weights)}")
+        if not i.parameters:
+            steps.append(f"parameters: {parameter_trace(shape)}")
     else:
         steps.append(f"weights: {gib(weights)} ({i.weights_source or 'given'})")
     weights_gpu = weights // tp
@@ -821,6 +829,39 @@ def _verdict(result: CapacityPlan, shape: ModelShape, layout: _Layout | None, ch
             "--max-model-len for this)"
         )
         result.runbooks.append(MAMBA_RUNBOOK)
+
+
+def parameter_trace(shape: ModelShape) -> str:
+    """The parameter estimate by part, each with the config fields it multiplies."""
+    parts = parameter_breakdown(shape)
+    h = shape.hidden_size
+    out = [
+        f"embeddings {parts['embeddings'] / 1e9:.2f}B (vocab_size {shape.vocab_size:,} x "
+        f"hidden_size {h:,}{'' if shape.tie_word_embeddings else ' x 2, lm_head untied'})",
+        f"attention {parts['attention'] / 1e9:.2f}B ({shape.attention_layers} layers"
+        + (", MLA through q_lora_rank / kv_lora_rank" if shape.is_mla else "")
+        + ")",
+    ]
+    if parts["state"]:
+        out.append(
+            f"linear-attention/Mamba {parts['state'] / 1e9:.2f}B ({shape.state_layers} layers)"
+        )
+    if shape.experts:
+        out.append(
+            f"routed experts {parts['experts'] / 1e9:.2f}B ({shape.moe_layers} MoE layers x "
+            f"{shape.experts} experts x 3 x {h:,} x {shape.expert_intermediate_size:,})"
+        )
+        dense = shape.dense_mlp_layers
+        width = shape.dense_intermediate_size or shape.intermediate_size
+        out.append(
+            f"shared experts, routers and dense MLPs {parts['mlp'] / 1e9:.2f}B"
+            + (f" ({dense} dense layers of {width:,})" if dense else "")
+        )
+    else:
+        out.append(
+            f"MLP {parts['mlp'] / 1e9:.2f}B (3 x {h:,} x {shape.intermediate_size:,} per layer)"
+        )
+    return "; ".join(out)
 
 
 def _weights_suggestions(result: CapacityPlan, shape: ModelShape) -> list[str]:

@@ -134,6 +134,11 @@ def test_deepseek_v32_with_fp8_stores_fp8_ds_mla_and_the_indexer_key():
     assert kv_per_token("deepseek-v3.2", "fp8", tp=8) == 48_068  # MLA is not split by TP
 
 
+def test_nvfp4_kv_packs_fp4_values_with_one_fp8_scale_per_16():
+    # gpt-oss-120b: 36 layers x 2 x 8 KV heads x (64/2 + 64/16) B (vLLM nvfp4_kv_cache_full_dim)
+    assert kv_per_token("gpt-oss-120b", "nvfp4") == 36 * 2 * 8 * (32 + 4)
+
+
 def test_deepseek_v31_with_fp8_is_one_byte_per_latent_element():
     # dense MLA has no indexer and no fp8_ds_mla: 61 x 576 x 1 B
     assert kv_per_token("deepseek-v3.1", "fp8") == 61 * 576
