@@ -29,6 +29,15 @@ MODELLED_TYPES = frozenset(
         "kimi_k2", "kimi_k25", "glm4", "glm4_moe", "minimax_m2", "phi3", "llama4",
         "llama4_text", "nemotron_h", "granitemoehybrid", "jamba", "falcon_h1", "bamba",
         "cohere2", "olmo2", "mistral3",
+        # standard decoders (every layer full GQA/MQA attention; MoE from the usual fields),
+        # alone or as the text model of a vision-language wrapper
+        "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text", "qwen3_vl",
+        "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "llava", "llava_next",
+        "llava_onevision", "internlm2", "internlm3", "granite", "granitemoe",
+        "granitemoeshared", "olmo", "olmoe", "starcoder2", "gpt_bigcode", "gpt_neox",
+        "baichuan", "ernie4_5", "seed_oss", "smollm3", "apertus", "arcee",
+        "cohere", "minicpm", "stablelm", "nemotron", "ministral", "phimoe", "deepseek",
+        "bailing_moe", "mimo",
     }
 )  # fmt: skip
 # layer_types values vLLM's model files know; anything else is named as not modelled
