@@ -121,7 +121,11 @@ def moe_layers(config: dict[str, Any], layers: int, experts: int) -> tuple[list[
             "layers MoE (vLLM deepseek_v2.py / glm4_moe.py: i >= first_k_dense_replace and "
             "i % moe_layer_freq == 0)"
         )
-    if "mlp_only_layers" in config or "decoder_sparse_step" in config:
+    if (
+        "mlp_only_layers" in config
+        or "decoder_sparse_step" in config
+        or model_type in QWEN_MOE_TYPES
+    ):
         only = config.get("mlp_only_layers") or []
         only = {i for i in only if isinstance(i, int)} if isinstance(only, list) else set()
         step = max(1, _int(config, "decoder_sparse_step", 1))
