@@ -220,6 +220,7 @@ def gib(n: float) -> str:
     return f"{n / GiB:.2f} GiB"
 
 
+FLASHMLA_BLOCK_SIZE = 64
 FP8_DS_MLA_BYTES = 656  # vLLM MLAAttentionSpec: 512 fp8 latent + 4 fp32 scales + 64 bf16 RoPE
 
 
@@ -488,6 +489,13 @@ def plan(i: CapacityInputs) -> CapacityPlan:
     model_dtype = i.dtype if i.dtype not in (None, "auto") else shape.dtype
     model_b = min(dtype_bytes(model_dtype), 2) if shape.quant_bits else dtype_bytes(model_dtype)
     steps: list[str] = [f"layers: {t}" for t in shape.traces]
+    if shape.is_mla and i.block_size % FLASHMLA_BLOCK_SIZE:
+        steps.append(
+            f"block size {FLASHMLA_BLOCK_SIZE}, not {i.block_size}: vLLM forces it for its MLA "
+            'kernels on NVIDIA GPUs (vllm/platforms/cuda.py, "Forcing kv cache block size to 64 '
+            'for FlashMLA backend"; 128 with CUTLASS MLA on Blackwell)'
+        )
+        i = replace(i, block_size=FLASHMLA_BLOCK_SIZE)
     shape = _kv_cache_manager(shape, i.hybrid_kv_cache, i.chunked_local_hybrid, steps)
     not_modelled = list(shape.not_modelled)
     kv_name = resolve_kv_cache_dtype(shape, i.kv_cache_dtype or "auto", model_dtype)

@@ -134,6 +134,20 @@ def test_deepseek_v32_with_fp8_stores_fp8_ds_mla_and_the_indexer_key():
     assert kv_per_token("deepseek-v3.2", "fp8", tp=8) == 48_068  # MLA is not split by TP
 
 
+def test_mla_models_get_the_64_token_blocks_vllm_forces_for_flashmla():
+    # --block-size 16 (the default) becomes 64: a 163,840-token request is 2,560 blocks
+    result = plan(
+        CapacityInputs(
+            shape=shape_of("deepseek-v3.1"),
+            gpu_memory_bytes=141 * GiB,
+            tensor_parallel_size=8,
+            kv_cache_bytes=40 * GiB,
+        )
+    )
+    assert result.block_size == 64 and result.block_bytes == 64 * 70_272
+    assert any("Forcing kv cache block size to 64" in s for s in result.steps)
+
+
 def test_nvfp4_kv_packs_fp4_values_with_one_fp8_scale_per_16():
     # gpt-oss-120b: 36 layers x 2 x 8 KV heads x (64/2 + 64/16) B (vLLM nvfp4_kv_cache_full_dim)
     assert kv_per_token("gpt-oss-120b", "nvfp4") == 36 * 2 * 8 * (32 + 4)
