@@ -169,10 +169,11 @@ def not_modelled(config: dict[str, Any]) -> list[str]:
     ratios = config.get("compress_ratios")
     if ratios is not None or model_type == "deepseek_v4":
         out.append(
-            f"{model_type or 'this model'}'s compressed attention cache (compress_ratios: "
-            "layers keep a compressed entry per 4 or 128 tokens plus a "
-            f"{config.get('sliding_window', '?')}-token window, with their own indexer "
-            "caches); assumed: only the window, which understates the cache of long requests"
+            f"{model_type or 'this model'}'s compressed attention cache (compress_ratios"
+            f"{_ratio_counts(ratios, config.get('num_hidden_layers'))}: besides a "
+            f"{config.get('sliding_window', '?')}-token window, layers keep one compressed "
+            "entry per that many tokens, some with their own indexer cache); assumed: only the "
+            "window, which understates the cache of long requests"
         )
     if config.get("expert_dtype") not in (None, "", "bf16", "bfloat16"):
         out.append(
@@ -198,6 +199,20 @@ def not_modelled(config: dict[str, Any]) -> list[str]:
             "attention, the MLP as its fields say)"
         )
     return out
+
+
+def _ratio_counts(ratios: Any, layers: Any) -> str:
+    """' 4:1 in 30 layers, 128:1 in 30, none in 1' from a compress_ratios list (its first
+    num_hidden_layers entries; a trailing one belongs to the MTP layer)."""
+    if not isinstance(ratios, list) or not ratios:
+        return ""
+    if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0:
+        ratios = ratios[:layers]
+    counts: dict[str, int] = {}
+    for r in ratios:
+        key = f"{r}:1" if isinstance(r, int) and r > 1 else "none"
+        counts[key] = counts.get(key, 0) + 1
+    return " " + ", ".join(f"{k} in {n} layers" for k, n in counts.items())
 
 
 def layer_layout(config: dict[str, Any], layers: int, experts: int) -> LayerLayout:
