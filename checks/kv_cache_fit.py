@@ -1,7 +1,7 @@
 """Will vLLM start: do the weights, one max-model-len request and (hybrid models) the Mamba
 state blocks fit? (`diagnose --model-config`, or a bundle holding model/config.json)
 
-The same arithmetic as `llmdoctor capacity` (llmdoctor.capacity): the pod's serving arguments
+The same arithmetic as `llmdoctor capacity` (llmdoctor.capacity.planner): the pod's serving arguments
 (max_model_len, gpu_memory_utilization or kv_cache_memory_bytes, tensor_parallel_size,
 kv_cache_dtype, dtype, max_num_seqs, max_num_batched_tokens, block_size, performance_mode,
 enforce_eager, enable_prefix_caching), the fact model/config.json, and the GPU's memory (from
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, critical, evidence, info, ok
-from llmdoctor.registry import check
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, info, ok
+from llmdoctor.engine.registry import check
 
 CHECK = "kv-cache-fit"
 RUNBOOK = "kv-cache-too-small-for-max-model-len"
@@ -66,7 +66,7 @@ def _serving_args(facts: Facts) -> dict[str, Any]:
 
 def _gpu(facts: Facts) -> tuple[int, str, str]:
     """(CUDA-visible bytes per GPU, GPU name, where it was read)."""
-    from llmdoctor.capacity import MiB, find_gpu
+    from llmdoctor.capacity.planner import MiB, find_gpu
 
     doc = facts.get("node/gpus")
     gpus = doc.get("gpus") if isinstance(doc, dict) else doc if isinstance(doc, list) else None
@@ -105,7 +105,7 @@ def _gpu(facts: Facts) -> tuple[int, str, str]:
     runbooks=(RUNBOOK, "vllm-startup-memory-insufficient", "mamba-cache-blocks-exceeded"),
 )
 def kv_cache_fit(facts: Facts) -> Finding:
-    from llmdoctor.capacity import CapacityInputs, model_shape, plan
+    from llmdoctor.capacity.planner import CapacityInputs, model_shape, plan
     from llmdoctor.errors import BadInput
 
     config, path = _model_config(facts)
@@ -156,7 +156,7 @@ def _inputs(CapacityInputs, shape, args: dict[str, Any], memory: int, gpu_name: 
 
 
 def _finding(result, path: str, gpu_name: str, memory: int, gpu_source: str) -> Finding:
-    from llmdoctor.capacity import gib
+    from llmdoctor.capacity.planner import gib
 
     source = "settings/model_config_path" if path != MODEL_CONFIG else MODEL_CONFIG
     items = [evidence(f"model config {path}", source=source)]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from llmdoctor.capacity import CapacityInputs, GiB, find_gpu, model_shape, plan
+from llmdoctor.capacity.model_weights import estimate_parameters
+from llmdoctor.capacity.planner import CapacityInputs, GiB, find_gpu, model_shape, plan
 from llmdoctor.cli import app
-from llmdoctor.model_weights import estimate_parameters
 
 MODELS = Path(__file__).parent / "fixtures" / "capacity" / "models"
 runner = CliRunner()

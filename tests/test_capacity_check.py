@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from llmdoctor.bundle import Bundle
-from llmdoctor.diagnosis import diagnose
+from llmdoctor.collectors.bundle import Bundle
+from llmdoctor.usecases.diagnose import diagnose
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLE = ROOT / "examples" / "bundles" / "healthy-vllm-7b"
@@ -78,9 +78,9 @@ def test_an_unreadable_model_config_is_a_skip_reason(tmp_path):
 def test_the_model_config_is_a_fact_a_written_bundle_replays(tmp_path):
     # diagnose --model-config reads the file once into model/config.json; a bundle written from
     # those facts carries it, and diagnosing that bundle needs no --model-config any more.
-    from llmdoctor.bundle import write_bundle
-    from llmdoctor.derive import derive_all
-    from llmdoctor.diagnosis import add_settings
+    from llmdoctor.collectors.bundle import write_bundle
+    from llmdoctor.engine.derive import derive_all
+    from llmdoctor.usecases.diagnose import add_settings
 
     facts = Bundle(BUNDLE).to_facts()
     facts.set("k8s/node.json", json.loads(A100_NODE.read_text()))

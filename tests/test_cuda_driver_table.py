@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from llmdoctor.gpu_tables import family_min_driver, max_cuda_for_driver, toolkit_driver
+from llmdoctor.gpus.tables import family_min_driver, max_cuda_for_driver, toolkit_driver
 
 
 def test_cuda_13_4_needs_the_615_driver_of_its_ga_run_file():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from k8s_server import load
 
-from llmdoctor.facts import Facts
+from llmdoctor.engine.facts import Facts
 from llmdoctor.parsers.serving_args import (
     parse_human_int,
     parse_serving_args,

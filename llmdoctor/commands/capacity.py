@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from llmdoctor import cli_options as opt
+from llmdoctor.commands import options as opt
 
 
 def capacity_command(
@@ -142,7 +142,7 @@ def capacity_command(
     import json
     import sys
 
-    from llmdoctor import capacity as cap
+    from llmdoctor.capacity import planner as cap
     from llmdoctor.errors import BadInput
 
     if not model_config and not model_dir:
@@ -210,7 +210,7 @@ def capacity_command(
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     else:
-        from llmdoctor.output import make_console
+        from llmdoctor.commands.output import make_console
 
         render(result, make_console(no_color))
     raise typer.Exit(1 if not result.modelled else 0 if result.fits else 2)

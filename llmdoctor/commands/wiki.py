@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from llmdoctor import cli_options as opt
+from llmdoctor.commands import options as opt
 from llmdoctor.wiki.search_cli import MAX_LIMIT
 
 wiki_app = typer.Typer(
@@ -64,7 +64,7 @@ def search_command(
 
 
 def _complete_runbook_id(incomplete: str) -> list:
-    from llmdoctor.completion import complete_runbook_id
+    from llmdoctor.commands.shell_completion import complete_runbook_id
 
     return complete_runbook_id(incomplete)
 

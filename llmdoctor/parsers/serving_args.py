@@ -35,9 +35,9 @@ import re
 import shlex
 from typing import Any
 
-from llmdoctor.derive import derived_fact
-from llmdoctor.facts import Facts
-from llmdoctor.gpu_tables import load_table
+from llmdoctor.engine.derive import derived_fact
+from llmdoctor.engine.facts import Facts
+from llmdoctor.gpus.tables import load_table
 from llmdoctor.parsers.k8s_pod import require_pod
 
 # field -> flag spellings (normalised: dashes, long form) that set it
