@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from llmdoctor.commands import options as opt
+
 
 def exporter_command(
     listen: Annotated[
@@ -58,6 +60,7 @@ def exporter_command(
         float,
         typer.Option(
             "--timeout",
+            callback=opt.finite,
             min=0.1,
             help="Seconds each request of a probe may take.",
             show_default=True,
@@ -67,6 +70,8 @@ def exporter_command(
         float,
         typer.Option(
             "--window",
+            callback=opt.finite,
+            max=opt.MAX_WINDOW,
             min=0.0,
             help="Seconds between the target's two /metrics scrapes.",
             show_default=True,
@@ -76,6 +81,7 @@ def exporter_command(
         float,
         typer.Option(
             "--max-latency-ms",
+            callback=opt.finite,
             min=1.0,
             help="Slowest completion that counts as success.",
             show_default=True,
@@ -91,6 +97,8 @@ def exporter_command(
         float,
         typer.Option(
             "--queue-wait",
+            callback=opt.finite,
+            max=opt.MAX_WINDOW,
             min=0.0,
             help="Seconds a scrape waits for a free probe slot before it is answered 503.",
             show_default=True,
@@ -116,9 +124,12 @@ def exporter_command(
     """
     import os
 
+    from llmdoctor.engine.collect import valid_timeout
     from llmdoctor.errors import BadInput
     from llmdoctor.fleet.exporter import ExporterServer, ProbeExporter, ProbeSettings, parse_listen
     from llmdoctor.fleet.target_policy import TargetPolicy
+
+    valid_timeout(timeout)  # before listening, not on every scrape
 
     try:
         address = parse_listen(listen)
