@@ -258,3 +258,44 @@ def test_a_request_dripped_byte_by_byte_is_closed_at_the_request_timeout():
             if closed_after is not None or time.monotonic() - started > 8:
                 break
     assert closed_after is not None and closed_after < 4
+
+
+def test_the_command_refuses_metadata_and_logs_no_traceback(tmp_path):
+    # the real command, as deployed: every refusal is a 400 with a reason, stderr stays clean
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.request
+
+    from vllm_server import free_port, wait_until
+
+    port = free_port()
+    command = [str(Path(sys.executable).parent / "llmdoctor"), "exporter"]
+    proc = subprocess.Popen(
+        [*command, "--listen", f"127.0.0.1:{port}", *("--allow-target", "0.0.0.0/0")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    codes = []
+    try:
+
+        def answers(target: str) -> bool:
+            query = urllib.parse.urlencode({"target": target})
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/probe?{query}", timeout=10):
+                    codes.append(200)
+            except urllib.error.HTTPError as exc:
+                codes.append(exc.code)
+            except OSError:
+                return False
+            return True
+
+        assert wait_until(lambda: answers("http://169.254.169.254/"), timeout=20)
+        for target in ("http://2852039166/", "http://0251.0376.0251.0376/", "http://[::1]:1/"):
+            answers(target)  # decimal and octal spellings of 169.254.169.254; ::1 not allowed
+    finally:
+        proc.terminate()
+        err = proc.communicate(timeout=10)[1]
+    assert set(codes) == {400}
+    assert "Traceback" not in err and "Exception" not in err

@@ -13,6 +13,7 @@ one that sends nothing for `request_timeout` seconds.
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 from dataclasses import dataclass, field
@@ -372,12 +373,13 @@ INDEX = b"""llmdoctor exporter
 """
 
 
-class _DeadlineReader:
-    """A socket's reading side that gives up at a deadline, however slowly bytes arrive."""
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reading side that gives up at a deadline, however slowly bytes arrive.
+    Closing it leaves the socket to the server (which shuts it down)."""
 
     def __init__(self, sock, deadline: float):
+        super().__init__()
         self.sock, self.deadline = sock, deadline
-        self.closed = False
 
     def readable(self) -> bool:
         return True
@@ -389,16 +391,11 @@ class _DeadlineReader:
         self.sock.settimeout(left)
         return self.sock.recv_into(buffer)
 
-    def close(self) -> None:
-        self.closed = True
-
 
 class _Handler(BaseHTTPRequestHandler):
     server: ExporterServer
 
     def setup(self) -> None:
-        import io
-
         self.timeout = self.server.exporter.settings.request_timeout  # per socket operation
         super().setup()
         # and for the whole request: a client dripping a byte a second holds no slot for long

@@ -78,7 +78,7 @@ def refused_address(ip) -> str | None:
     """Why an address is never probed (metadata, link-local, unspecified), or None."""
     for network in REFUSED_NETWORKS:
         if ip.version == network.version and ip in network:
-            return f"{ip} is a cloud metadata or link-local address ({network})"
+            return f"{ip}, a cloud metadata, link-local or unspecified address ({network})"
     return None
 
 
@@ -153,7 +153,7 @@ class Permit:
             return f"connected to {peer!r}, not an IP address"
         why = refused_address(ip)
         if why:
-            return why
+            return f"{self.host} reached {why}"
         if not self.by_name and not any(p.matches_address(ip) for p in policy.allow):
             return f"{self.host} now resolves to {ip}, which no --allow-target pattern allows"
         if (
@@ -266,7 +266,9 @@ class TargetPolicy:
         for ip in addresses:
             why = refused_address(ip)
             if why:
-                raise TargetRefused(why if literal is not None else f"{host} resolves to {why}")
+                raise TargetRefused(
+                    f"{host} is {why}" if literal is not None else f"{host} resolves to {why}"
+                )
         by_name = literal is None and any(p.matches_name(host) for p in self.allow)
         if not by_name and not self._matches(self.allow, host, addresses):
             raise TargetRefused(
