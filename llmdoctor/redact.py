@@ -21,7 +21,6 @@ STRONG_WORDS = frozenset(
     {
         "password",
         "passwd",
-        "pwd",
         "passphrase",
         "secret",
         "credential",
@@ -73,8 +72,12 @@ _BEARER = r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"
 _FLAG = r"(--([A-Za-z0-9][A-Za-z0-9_-]*)(?:=|[ \t]+))('[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-][^\s'\"]*)"
 # NAME=VALUE, NAME='VALUE' (Python reprs, env files, query strings)
 _ASSIGN = r"(\b([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*)('[^'\n]*'|\"[^\"\n]*\"|[^\s'\",;&)}\]]+)"
-# "name": "value" in JSON text
-_JSON_PAIR = r"(\"([A-Za-z_][A-Za-z0-9_.-]*)\"\s*:\s*)\"((?:[^\"\\\n]|\\.)*)\""
+# an X- header naming a key, token or secret (X-Api-Key: …, X-Auth-Token: …)
+_X_HEADER = r"(?i)\b(x-[a-z0-9-]*(?:key|token|secret|auth)[a-z0-9-]*[ \t]*:[ \t]*)[^\s'\",]+"
+# a Cookie header's whole value (its names are the site's own: session=…, sid=…)
+_COOKIE = r"(?i)\b((?:set-)?cookie[ \t]*[:=][ \t]*)[^'\"\n]+"
+# "name": "value" in JSON text, 'name': 'value' in a Python dict's repr
+_QUOTED_PAIR = r"([\"']([A-Za-z_][A-Za-z0-9_.-]*)[\"'][ \t]*:[ \t]*)(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')"
 # name: value at the start of a line (YAML: a kubeconfig's token, client-key-data)
 _YAML_PAIR = r"(?m)^(\s*-?\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*:[ \t]+)([^\s#][^\n]*)$"
 
@@ -162,12 +165,6 @@ def _bearer(match) -> str:
     return match.group(1) + REDACTED
 
 
-def _json_named(match) -> str:
-    if not hides(match.group(2), match.group(3)):
-        return match.group(0)
-    return f'{match.group(1)}"{REDACTED}"'
-
-
 def _patterns() -> list:
     global _compiled
     if _compiled is None:
@@ -185,8 +182,10 @@ def _patterns() -> list:
             (c(_AUTH_HEADER), lambda m: m.group(1) + REDACTED),
             (c(_BEARER), _bearer),
             (c(_FLAG), _named),
+            (c(_COOKIE), lambda m: m.group(1) + REDACTED),
             (c(_ASSIGN), _named),
-            (c(_JSON_PAIR), _json_named),
+            (c(_X_HEADER), lambda m: m.group(1) + REDACTED),
+            (c(_QUOTED_PAIR), _named),
             (c(_YAML_PAIR), _named),
         ]
     return _compiled

@@ -42,6 +42,9 @@ SHAPES = [
     "hf_token='{}'",
     '{{"api_key": "{}"}}',
     "?access_token={}&x=1",
+    "curl -H 'X-Api-Key: {}' http://x",
+    "curl -H 'Cookie: sid={}; theme=dark' http://x",
+    "{{'hf_token': '{}', 'model': 'm'}}",
     "\n  token: {}",  # YAML (a kubeconfig): a name at the start of a line
     "\nclient-key-data: {}",
 ]
@@ -110,6 +113,9 @@ EVIDENCE_FILES = [
     "explain_corpus/_healthy/r5a-llamacpp-server-qwen15-14b-two-gpu-offload-41-layers.log",
     "explain_corpus/_unknown/sglang-early-kv-cache-pool-leak-detected.log",
     "explain_corpus/enforce-eager-in-production/r4b-openrlhf-grpo-ray-job-enforce-eager-slow-rollout.log",
+    "runbooks/nvidia-container-toolkit/docker-run-runtime-nvidia-not-registered-3dgrut.log",  # $PWD
+    "explain_corpus/_healthy/tgi-llama2-13b-4-shards-startup.log",  # Args { …: None }
+    "explain_corpus/_unknown/r4a-litellm-proxy-no-api-key-passed-health-401.log",  # api_key_auth.py
 ]
 
 
