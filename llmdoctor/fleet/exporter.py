@@ -89,7 +89,7 @@ class ProbeSettings:
     max_latency_ms: float = 1000.0
     max_concurrent: int = 4
     queue_wait: float = 10.0
-    policy: TargetPolicy = field(default_factory=TargetPolicy)
+    policy: TargetPolicy = field(default_factory=TargetPolicy, hash=False, compare=False)
     max_connections: int = 64  # open connections; more are answered 503 and closed
     request_timeout: float = 30.0  # seconds a connection may send nothing
 

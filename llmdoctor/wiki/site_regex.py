@@ -38,6 +38,10 @@ def signature_program(signature: str) -> list | None:
     import re._constants as c
     import re._parser as parser
 
+    from llmdoctor.wiki.re2_patterns import line_pattern
+
+    if "[:" in signature or line_pattern(signature) is None:
+        return None  # POSIX classes parse differently in Python; what RE2 refuses, the CLI does
     try:
         parsed = parser.parse(signature)
     except Exception:  # `wiki lint` reports a signature that does not compile
