@@ -9,7 +9,7 @@ from typing import Any
 from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.report import Report
 from llmdoctor.exit_codes import ExitCode
-from llmdoctor.render.fix_text import fix_excerpt
+from llmdoctor.render import fix_text
 from llmdoctor.terminal_text import visible
 from llmdoctor.wiki.links import page_url
 
@@ -190,7 +190,7 @@ def _print_finding(console, f: Finding, entries: dict, escape, fixes_shown: set[
             console.print("      [dim](its Fix is shown above)[/]")
             continue
         fixes_shown.add(rid)
-        for n, line in enumerate(fix_excerpt(entry.fix)):
+        for n, line in enumerate(fix_text.terminal_lines(entry, f)):
             label = "Fix: " if n == 0 else "     "
             console.print(f"      [dim]{label}[/]{escape(line)}", soft_wrap=True)
         console.print(f"      [dim]more: llmdoctor wiki show {escape(rid)}[/]")
@@ -241,7 +241,7 @@ def render_markdown(report: Report, charts: list[tuple[str, str]] | None = None)
                 )
                 if entry and rid not in fixes_shown:
                     fixes_shown.add(rid)
-                    out += [f"    > {v(line)}" for line in fix_excerpt(entry.fix)]
+                    out += [f"    > {v(line)}" for line in fix_text.markdown_lines(entry, f)]
             out.append("")
     out += timeline_view.render_markdown(report, charts)
     if fine:
