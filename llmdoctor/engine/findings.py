@@ -42,6 +42,8 @@ class Finding:
     runbooks: list[str] = field(default_factory=list)
     subject: str | None = None
     since: float | None = None  # unix seconds the problem started (from Prometheus history)
+    # values this incident gives a runbook's Fix parameters ({max_model_len}: 5632)
+    params: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -55,6 +57,8 @@ class Finding:
             out["subject"] = self.subject
         if self.since is not None:
             out["since"] = rfc3339(self.since)
+        if self.params:
+            out["params"] = self.params
         links = _runbook_links(self.runbooks)
         if links:
             out["runbook_links"] = links
