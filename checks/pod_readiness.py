@@ -121,6 +121,14 @@ def _pending(facts: Facts, pod: dict) -> Finding:
     needs=("k8s/pod.json",),
     runbooks=(RUNBOOK,),
     kind="symptom",
+    follows=(
+        "pod-restarts",
+        "pod-scheduling",
+        "pod-image-pull",
+        "pod-probes",
+        "vllm-health",
+        "vllm-engine",
+    ),
 )
 def pod_readiness(facts: Facts) -> Finding:
     pod = require_pod(facts)

@@ -196,6 +196,7 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
     scope="vllm",
     needs=("vllm/window",),
     runbooks=("engine-wedged", "engine-dead"),
+    follows=("xid", "gpu-health", "pod-restarts"),
 )
 def vllm_engine(facts: Facts) -> list[Finding]:
     window: dict[str, Any] = facts.require("vllm/window")

@@ -11,6 +11,7 @@ from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.registry import CheckSpec
 from llmdoctor.engine.report import Report, finding_order
+from llmdoctor.engine.story import link_findings
 
 
 def drop_superseded(findings: list[Finding], specs: dict[str, CheckSpec]) -> list[Finding]:
@@ -112,4 +113,5 @@ def run_checks(
         findings.extend(produced)
     findings = drop_superseded(findings, {spec.id: spec for spec in checks})
     findings.sort(key=finding_order)
+    link_findings(findings, facts.get("wiki/entries") or {})
     return Report(target=target, findings=findings, skipped=skipped, errors=errors, facts=facts)
