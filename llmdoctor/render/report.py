@@ -9,6 +9,7 @@ from typing import Any
 from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.report import Report
 from llmdoctor.exit_codes import ExitCode
+from llmdoctor.render.fix_text import fix_excerpt
 from llmdoctor.terminal_text import visible
 from llmdoctor.wiki.links import page_url
 
@@ -97,38 +98,6 @@ def headline(report: Report) -> str:
             return "OK in what was checked (see 'Not checked')"
         return "OK: no problems found"
     return report.status.upper()
-
-
-def fix_excerpt(fix: str, max_lines: int = 4, max_code_lines: int = 8) -> list[str]:
-    """The first lines of a Fix section for the report, with a code block it reaches shown
-    whole (fences dropped, code indented; cut with "…" past `max_code_lines`): the command
-    is usually in the code block, after the line that introduces it.
-    """
-    out: list[str] = []
-    prose = code = 0
-    in_code = False
-    for raw in fix.splitlines():
-        stripped = raw.strip()
-        if stripped.startswith(("```", "~~~")):
-            in_code = not in_code
-            code = 0
-            if not in_code and prose >= max_lines:
-                break
-            continue
-        if in_code:
-            code += 1
-            if code <= max_code_lines:
-                out.append("    " + stripped)
-            elif code == max_code_lines + 1:
-                out.append("    …")
-            continue
-        if not stripped:
-            continue
-        if prose >= max_lines:
-            break
-        out.append(raw.rstrip())
-        prose += 1
-    return out
 
 
 def render_terminal(report: Report, console, verbose: bool = False) -> None:
