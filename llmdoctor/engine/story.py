@@ -45,6 +45,7 @@ class Chapter:
 
     root: Finding
     folded: list[Finding] = field(default_factory=list)
+    runbook: str | None = None  # the runbook of the story's cause (see root_runbook)
 
     @property
     def severity(self) -> Severity:
@@ -158,9 +159,22 @@ def root_of(finding: Finding) -> Finding:
     return finding
 
 
-def chapters(findings: list[Finding]) -> list[Chapter]:
+def root_runbook(chapter: Chapter, graph: CauseGraph) -> str | None:
+    """The runbook of the story's cause: the root's first runbook that none of the story's
+    other runbooks explains (cuda-oom-runtime, not the engine-dead it leads to); the folded
+    findings' runbooks when the root has none."""
+    ids = list(dict.fromkeys(chapter.root.runbooks))
+    if not ids:
+        ids = list(dict.fromkeys(r for f in chapter.folded for r in f.runbooks))
+    for rid in ids:
+        if not any(other != rid and graph.explains(other, rid) for other in ids):
+            return rid
+    return ids[0] if ids else None
+
+
+def chapters(findings: list[Finding], entries: Mapping | None = None) -> list[Chapter]:
     """The problems as stories: each root with what it explains, worst story first (in the
-    findings' own order within a severity)."""
+    findings' own order within a severity); `entries` (the wiki) names each story's runbook."""
     problems = [f for f in findings if f.severity is not Severity.OK]
     order = [Chapter(f) for f in problems if root_of(f) is f]
     by_root = {id(c.root): c for c in order}
@@ -168,4 +182,7 @@ def chapters(findings: list[Finding]) -> list[Chapter]:
         root = root_of(f)
         if root is not f:
             by_root[id(root)].folded.append(f)
+    graph = CauseGraph.from_entries(entries or {})
+    for chapter in order:
+        chapter.runbook = root_runbook(chapter, graph)
     return sorted(order, key=lambda c: -c.severity.rank)
