@@ -97,7 +97,8 @@ def _patience(pod: dict) -> float:
 def _pending(facts: Facts, pod: dict) -> Finding:
     """A pod not started yet serves nothing either: a warning while it may still start."""
     created = field_dict(pod, "metadata").get("creationTimestamp")
-    items = [evidence(f"status.phase: Pending since {created or '?'}", "k8s/pod.json")]
+    since_text = f"since {created}" if created else "(creation time not in the pod object)"
+    items = [evidence(f"status.phase: Pending {since_text}", "k8s/pod.json")]
     scheduled = _condition(pod, "PodScheduled") or {}
     if scheduled.get("status") == "False":
         why = f"not scheduled: {scheduled.get('reason') or '?'}"
@@ -149,6 +150,18 @@ def pod_readiness(facts: Facts) -> Finding:
     since = ready.get("lastTransitionTime")
     if ready.get("status") == "True":
         when = f" since {since}" if since else ""
+        unready = _unready_containers(pod)
+        if unready:  # a condition not yet updated: never "Ready" beside a crash loop
+            return warning(
+                CHECK,
+                f"the pod's Ready condition says True{when}, but not ready: "
+                f"{'; '.join(unready)}: the condition is stale",
+                [
+                    evidence(f"condition Ready=True{when}", "k8s/pod.json"),
+                    evidence("not ready: " + "; ".join(unready), "k8s/pod.json"),
+                ],
+                [RUNBOOK],
+            )
         return ok(
             CHECK,
             f"the pod is Ready{when}",
@@ -156,7 +169,8 @@ def pod_readiness(facts: Facts) -> Finding:
         )
     items = [
         evidence(
-            f"condition Ready={ready.get('status')} since {since or '?'}: "
+            f"condition Ready={ready.get('status')} "
+            f"{f'since {since}' if since else '(the time it changed is not in the pod status)'}: "
             f"{ready.get('reason') or ''} {ready.get('message') or ''}".strip(),
             "k8s/pod.json",
         )

@@ -139,7 +139,10 @@ def check_kind(check_id: str) -> str:
 
 
 def check_spec(check_id: str) -> CheckSpec | None:
-    """The registered check of this id, or None (a finding from a check no longer loaded)."""
+    """The registered check of this id (the built-in checks loaded first), or None (a finding
+    from a check that is not loaded)."""
+    if check_id not in _CHECKS:
+        load_builtin_checks()
     return _CHECKS.get(check_id)
 
 

@@ -15,8 +15,9 @@ The same check naming the same runbook on several subjects (one SXid per NVSwitc
 per GPU, one crash loop per replica) is one problem too, whatever the subjects.
 
 A finding nothing explains is a root: the report leads with it and lists what it explains
-under it. An ok finding is contradicted when a problem on its subject is one its check exists
-to catch, or one its check follows; the report then gives it no check mark.
+under it. An ok finding is contradicted when a problem on its subject is the one its check exists
+to catch (its first runbook), or, for what a live request to vLLM saw, a critical problem its
+check follows; the report then gives it no check mark.
 """
 
 from __future__ import annotations
@@ -143,11 +144,16 @@ def link_findings(findings: list[Finding], entries: Mapping) -> None:
 def _contradicts(problem: Finding, fine: Finding) -> bool:
     if not same_subject(problem.subject, fine.subject):
         return False
-    if problem.severity is Severity.CRITICAL and _follows(fine.check, problem.check):
-        return True  # what it saw is downstream of a failure: a pod in a crash loop is not Ready
     spec = check_spec(fine.check)
+    if spec is None:
+        return False
+    # what a live request saw cannot stand beside a critical failure upstream of it (a Pending
+    # pod "serves qwen7b"): the answer came from elsewhere, or from before the failure
+    upstream = problem.severity is Severity.CRITICAL and _follows(fine.check, problem.check)
+    if upstream and spec.scope == "vllm":
+        return True
     # the problem the check exists to catch is its first runbook (the others it may link)
-    return spec is not None and bool(spec.runbooks) and spec.runbooks[0] in problem.runbooks
+    return bool(spec.runbooks) and spec.runbooks[0] in problem.runbooks
 
 
 def root_of(finding: Finding) -> Finding:
@@ -160,12 +166,10 @@ def root_of(finding: Finding) -> Finding:
 
 
 def root_runbook(chapter: Chapter, graph: CauseGraph) -> str | None:
-    """The runbook of the story's cause: the root's first runbook that none of the story's
-    other runbooks explains (cuda-oom-runtime, not the engine-dead it leads to); the folded
-    findings' runbooks when the root has none."""
+    """The runbook of the story's cause: the root's first runbook that none of its other
+    runbooks explains (cuda-oom-runtime, not the engine-dead it leads to). None when the root
+    has none: a consequence's runbook (pod-not-ready) does not name the cause."""
     ids = list(dict.fromkeys(chapter.root.runbooks))
-    if not ids:
-        ids = list(dict.fromkeys(r for f in chapter.folded for r in f.runbooks))
     for rid in ids:
         if not any(other != rid and graph.explains(other, rid) for other in ids):
             return rid

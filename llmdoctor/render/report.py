@@ -15,7 +15,7 @@ from llmdoctor.render.verdict import Verdict, blind_spots, verdicts
 from llmdoctor.terminal_text import visible
 from llmdoctor.wiki.links import page_url
 
-SCHEMA = "llmdoctor/1"
+SCHEMA = "llmdoctor/2"
 MAX_EVIDENCE = 8
 STYLE = {
     "critical": "bold white on red",
@@ -41,7 +41,7 @@ def _entries(report: Report) -> dict:
 
 
 def to_json(report: Report) -> dict[str, Any]:
-    """The documented `llmdoctor/1` object (`timeline` only with Prometheus history)."""
+    """The documented `llmdoctor/2` object (`timeline` only with Prometheus history)."""
     from llmdoctor.timeline import view as timeline_view
 
     out = {
@@ -68,6 +68,7 @@ def render_json(report: Report) -> str:
 
 
 MAX_TERMINAL_TEXT = 160  # an evidence line in a pipe; on a terminal, one screen line
+MAX_PROOF_TEXT = 240  # the verdict's line of evidence, wrapped on a terminal
 
 
 def _evidence_line(item: dict[str, Any], limit: int | None = None) -> str:
@@ -188,9 +189,10 @@ def render_terminal(report: Report, console, verbose: bool = False) -> None:
     escape = screen.escape
     entries = _entries(report)
     style = STYLE.get(report.status, "bold")
-    console.print(
-        f"[{style}] {escape(headline(report))} [/]  [bold]{escape(report.target)}[/]  "
-        f"[dim]({escape(_counts(report))})[/]"
+    screen.line(
+        f"[{style}] {escape(headline(report))} [/]  ",
+        f"{report.target}  ({_counts(report)})",
+        hang=2,
     )
     _print_verdict(screen, report)
     fixes_shown: set[str] = set()
@@ -201,7 +203,7 @@ def render_terminal(report: Report, console, verbose: bool = False) -> None:
 
     timeline_view.render_terminal(report, console, escape)
     _print_fine(screen, report, verbose)
-    _print_not_checked(screen, report, verbose)
+    _print_not_checked(screen, report)
 
 
 def _print_verdict(screen: _Screen, report: Report) -> None:
@@ -225,8 +227,8 @@ def _print_verdict(screen: _Screen, report: Report) -> None:
                 screen.line(
                     "[bold]Do now[/]      ", "no runbook covers it: read the evidence below"
                 )
-            if v.proof is not None:
-                text = _evidence_line(v.proof, screen.evidence_limit(12))
+            if v.proof is not None:  # wrapped, not cut to one line: it is the proof
+                text = _evidence_line(v.proof, MAX_PROOF_TEXT)
                 screen.line("[bold]Evidence[/]    ", text, style="dim")
             continue
         label = "[bold]Also[/]        " if n == 1 else "            "
@@ -330,26 +332,18 @@ def _print_fine(screen: _Screen, report: Report, verbose: bool) -> None:
     for f in fine:
         screen.line(f"  [green]✓[/] {escape(f.check)}{escape(_subject(f))}: ", f.summary, hang=4)
         for item in f.evidence[:MAX_EVIDENCE]:
-            screen.verbatim("      [dim]", _evidence_line(item, screen.evidence_limit(6)) + "[/]")
+            screen.verbatim("      [dim]│[/] ", _evidence_line(item, screen.evidence_limit(8)))
 
 
-def _print_not_checked(screen: _Screen, report: Report, verbose: bool) -> None:
+def _print_not_checked(screen: _Screen, report: Report) -> None:
+    """Every check that did not run, grouped by why (a skipped check is never called fine)."""
     escape = screen.escape
     if not (report.skipped or report.errors):
         return
     screen.console.print()
-    if report.skipped and not verbose:
-        screen.line(
-            f"[bold]Not checked[/] ({len(report.skipped)}): ",
-            "the facts they need were not collected (-v says why for each)",
-            hang=2,
-        )
-    elif report.skipped:
-        screen.console.print("[bold]Not checked[/]")
-        for reason, checks in group_skipped(report.skipped):
-            screen.line("  [dim]-[/] ", f"{reason}: {checks}", hang=4)
-    if report.errors and not report.skipped:
-        screen.console.print("[bold]Not checked[/]")
+    screen.console.print("[bold]Not checked[/]")
+    for reason, checks in group_skipped(report.skipped):
+        screen.line("  [dim]-[/] ", f"{reason}: {checks}", hang=4)
     for e in report.errors:
         name = e.get("check") or f"collector {e.get('collector')}"
         screen.line(f"  [red]![/] {escape(name)}: ", e["message"], hang=4)

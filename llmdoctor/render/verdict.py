@@ -53,11 +53,17 @@ def _entries(report: Report) -> dict:
 
 def proof_line(finding: Finding) -> dict[str, Any] | None:
     """The evidence item that proves the finding: the first one quoting a line of a file (a
-    log line, a kernel message) when there is one, else the first item."""
+    log line, a kernel message), else the first Warning event, else the first item."""
     quoted = [e for e in finding.evidence if "line" in e]
-    if quoted:
-        return quoted[0]
-    return finding.evidence[0] if finding.evidence else None
+    warned = [
+        e
+        for e in finding.evidence
+        if e.get("source") == "k8s/events.json" and str(e["text"]).startswith("Warning ")
+    ]
+    for found in (quoted, warned, finding.evidence):
+        if found:
+            return found[0]
+    return None
 
 
 def verdicts(report: Report) -> list[Verdict]:
@@ -76,17 +82,28 @@ def verdicts(report: Report) -> list[Verdict]:
     return out
 
 
-def blind_spots(report: Report) -> list[str]:
-    """The reasons llmdoctor was refused or could not reach a source, each with the checks
-    it left blind ("logs/vllm.log: forbidden: …: log-signatures, memory-fragmentation")."""
-    lines = []
-    by_reason: dict[str, list[str]] = {}
+def blind_spots(report: Report, most: int = 3) -> list[str]:
+    """What llmdoctor was refused or could not reach, each reason once with the checks it
+    left blind ("connection refused: vllm/health.json, vllm/window (not checked: …)")."""
+    by_why: dict[str, tuple[list[str], list[str]]] = {}
     for s in report.skipped:
-        if _BLIND.search(s["reason"]):
-            by_reason.setdefault(s["reason"], []).append(s["check"])
-    for reason, checks in by_reason.items():
-        lines.append(f"{reason} (not checked: {', '.join(dict.fromkeys(checks))})")
+        if not _BLIND.search(s["reason"]):
+            continue
+        key, sep, why = s["reason"].partition(": ")
+        if not (sep and ("/" in key or key.endswith(".json")) and " " not in key):
+            key, why = "", s["reason"]
+        keys, checks = by_why.setdefault(why, ([], []))
+        if key and key not in keys:
+            keys.append(key)
+        if s["check"] not in checks:
+            checks.append(s["check"])
+    lines = [
+        f"{why}{': ' + ', '.join(keys) if keys else ''} (not checked: {', '.join(checks)})"
+        for why, (keys, checks) in by_why.items()
+    ]
     for e in report.errors:
         if "collector" in e and _BLIND.search(e["message"]):
             lines.append(f"collector {e['collector']}: {e['message']}")
+    if len(lines) > most:
+        lines = [*lines[: most - 1], f"and {len(lines) - most + 1} more (see 'Not checked')"]
     return lines
