@@ -8,6 +8,7 @@ from __future__ import annotations
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
 from llmdoctor.engine.registry import check
+from llmdoctor.parsers.fix_values import fix_values
 from llmdoctor.parsers.k8s_pod import (
     container_named,
     container_statuses,
@@ -51,6 +52,14 @@ def _previous_log_causes(facts: Facts, container: str) -> tuple[list[str], list[
                 first[entry_id] = evidence(m.text, source=log.name, line=m.line)
     hinted = {i: line for i, line in weak.items() if i not in strong}
     return list(strong), list(hinted), [*strong.values(), *hinted.values()]
+
+
+def _fix_params(causes: list[str], lines: list[dict]) -> dict:
+    """The Fix parameters the previous log's matched lines give for the causes linked."""
+    params: dict = {}
+    for entry_id in causes:
+        params.update(fix_values(entry_id, (str(line.get("text", "")) for line in lines)))
+    return params
 
 
 def _describe(term: dict) -> str:
@@ -143,4 +152,6 @@ def pod_restarts(facts: Facts) -> list[Finding]:
             )
         else:
             findings.append(ok("pod-restarts", "no restarts", items, subject))
+            continue
+        findings[-1].params = _fix_params(causes, cause_lines)
     return findings

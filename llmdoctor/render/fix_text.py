@@ -16,10 +16,14 @@ block "nvidia-smi -r -i 0\\n".
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from llmdoctor.wiki.fix_params import fill
+
 FENCES = ("```", "~~~")
+MAX_FIX_LINES = 8
 
 
 @dataclass(frozen=True)
@@ -131,15 +135,72 @@ def steps_of(fix: str) -> list[FixStep]:
     return [_step_from_lines(lines, start, end, fences) for start, end, fences in spans]
 
 
-def fix_steps(entry) -> list[FixStep]:
-    """The steps of a runbook entry's Fix section."""
-    return steps_of(entry.fix)
+def _filled(step: FixStep, values: Mapping[str, object]) -> FixStep:
+    parts: list[Prose | CodeBlock] = []
+    for part in step.parts:
+        if isinstance(part, Prose):
+            parts.append(Prose(tuple(fill(line, values) for line in part.lines)))
+        else:
+            parts.append(CodeBlock(part.info, fill(part.code, values)))
+    return FixStep(tuple(parts))
 
 
-def first_step(entry) -> FixStep | None:
-    """The Fix's first step: what to do now, for the verdict block."""
-    steps = fix_steps(entry)
+def fix_steps(entry, finding=None, params: Mapping[str, object] | None = None) -> list[FixStep]:
+    """The steps of a runbook entry's Fix, its parameters filled from the finding's values
+    (`Finding.params`, then `params`) or shown as what they stand for."""
+    values = {**(getattr(finding, "params", None) or {}), **(params or {})}
+    return [_filled(step, values) for step in steps_of(entry.fix)]
+
+
+def first_step(entry, finding=None, params: Mapping[str, object] | None = None) -> FixStep | None:
+    """The Fix's first step, filled: what to do now, for the verdict block."""
+    steps = fix_steps(entry, finding, params)
     return steps[0] if steps else None
+
+
+def leading_steps(steps: list[FixStep], max_lines: int = MAX_FIX_LINES) -> list[FixStep]:
+    """The first step, and the ones after it while the lines stay within `max_lines`: whole
+    steps only, never a step cut before its command (`wiki show ID` has the rest)."""
+    shown: list[FixStep] = []
+    used = 0
+    for step in steps:
+        size = len(step.lines())
+        if shown and used + size > max_lines:
+            break
+        shown.append(step)
+        used += size
+    return shown
+
+
+def terminal_lines(
+    entry, finding=None, max_lines: int = MAX_FIX_LINES, params: Mapping | None = None
+) -> list[str]:
+    """The Fix's leading whole steps as plain lines; code indented 4 more, its own
+    indentation kept."""
+    steps = leading_steps(fix_steps(entry, finding, params), max_lines)
+    return [line for step in steps for line in step.lines()]
+
+
+def _fence_for(code: str) -> str:
+    """A backtick fence longer than any run of backticks in the code, so none can close it."""
+    longest = run = 0
+    for char in code:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
+
+
+def markdown_lines(entry, finding=None, max_lines: int = MAX_FIX_LINES) -> list[str]:
+    """The Fix's leading whole steps as markdown (code in fences, byte for byte)."""
+    out: list[str] = []
+    for step in leading_steps(fix_steps(entry, finding), max_lines):
+        for part in step.parts:
+            if isinstance(part, Prose):
+                out += list(part.lines)
+            else:
+                fence = _fence_for(part.code)
+                out += [f"{fence}{part.info}", *part.code.splitlines(), fence]
+    return out
 
 
 def fix_excerpt(fix: str, max_lines: int = 4, max_code_lines: int = 8) -> list[str]:

@@ -10,7 +10,8 @@ from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.report import Report
 from llmdoctor.engine.story import Chapter, chapters
 from llmdoctor.exit_codes import ExitCode
-from llmdoctor.render.fix_text import CodeBlock, fix_excerpt
+from llmdoctor.render import fix_text
+from llmdoctor.render.fix_text import CodeBlock
 from llmdoctor.render.verdict import Verdict, blind_spots, verdicts
 from llmdoctor.terminal_text import visible
 from llmdoctor.wiki.links import page_url
@@ -255,7 +256,7 @@ def _print_chapter(screen: _Screen, chapter: Chapter, entries: dict, fixes_shown
     if len(f.evidence) > MAX_EVIDENCE:
         screen.console.print(f"    [dim]│ … {len(f.evidence) - MAX_EVIDENCE} more (see --json)[/]")
     if chapter.runbook is not None:
-        _print_runbook(screen, chapter.runbook, entries, fixes_shown)
+        _print_runbook(screen, chapter.runbook, entries, fixes_shown, f)
     for rid in f.runbooks:  # what the cause leads to: named, its Fix one command away
         if rid != chapter.runbook:
             entry = entries.get(rid)
@@ -284,7 +285,9 @@ def _print_chapter(screen: _Screen, chapter: Chapter, entries: dict, fixes_shown
             )
 
 
-def _print_runbook(screen: _Screen, rid: str, entries: dict, fixes_shown: set) -> None:
+def _print_runbook(
+    screen: _Screen, rid: str, entries: dict, fixes_shown: set, finding: Finding
+) -> None:
     escape = screen.escape
     entry = entries.get(rid)
     if entry is None:
@@ -297,7 +300,7 @@ def _print_runbook(screen: _Screen, rid: str, entries: dict, fixes_shown: set) -
         screen.console.print("      [dim](its Fix is shown above)[/]")
         return
     fixes_shown.add(rid)
-    for n, line in enumerate(fix_excerpt(entry.fix)):
+    for n, line in enumerate(fix_text.terminal_lines(entry, finding)):
         label = "[dim]Fix: [/]" if n == 0 else "     "
         screen.verbatim(f"      {label}", line)
     screen.console.print(f"      [dim]more: llmdoctor wiki show {escape(rid)}[/]")
@@ -432,7 +435,7 @@ def _markdown_chapter(chapter: Chapter, entries: dict, fixes_shown: set[str]) ->
         )
         if entry and rid == chapter.runbook and rid not in fixes_shown:
             fixes_shown.add(rid)
-            out += [f"    > {v(line)}" for line in fix_excerpt(entry.fix)]
+            out += [f"    > {v(line)}" for line in fix_text.markdown_lines(entry, f)]
     if chapter.folded:
         out.append(f"  - follows from it ({len(chapter.folded)}):")
     for folded in chapter.folded:

@@ -52,15 +52,16 @@ def _entries(report: Report) -> dict:
 
 
 def proof_line(finding: Finding) -> dict[str, Any] | None:
-    """The evidence item that proves the finding: the first one quoting a line of a file (a
-    log line, a kernel message), else the first Warning event, else the first item."""
+    """The evidence item that proves the finding: the first Warning event (what Kubernetes
+    itself reported), else the first line quoted from a file (a log line, a kernel message),
+    else the first item."""
     quoted = [e for e in finding.evidence if "line" in e]
     warned = [
         e
         for e in finding.evidence
         if e.get("source") == "k8s/events.json" and str(e["text"]).startswith("Warning ")
     ]
-    for found in (quoted, warned, finding.evidence):
+    for found in (warned, quoted, finding.evidence):
         if found:
             return found[0]
     return None
@@ -77,7 +78,9 @@ def verdicts(report: Report) -> list[Verdict]:
         entry = entries.get(rid) if rid else None
         root = chapter.root
         title = entry.title if entry is not None else root.summary
-        step = first_step(entry) if entry is not None else None
+        # the values this incident gives the Fix's parameters, the root's first
+        params = {k: v for f in (*chapter.folded, root) for k, v in f.params.items()}
+        step = first_step(entry, params=params) if entry is not None else None
         out.append(Verdict(chapter, rid, title, step, proof_line(root)))
     return out
 
