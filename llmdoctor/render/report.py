@@ -10,9 +10,8 @@ from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.report import Report
 from llmdoctor.engine.story import Chapter, chapters
 from llmdoctor.exit_codes import ExitCode
-from llmdoctor.render import fix_text
 from llmdoctor.render.fix_text import CodeBlock
-from llmdoctor.render.verdict import Verdict, blind_spots, verdicts
+from llmdoctor.render.verdict import Verdict, blind_spots, shown_steps, verdicts
 from llmdoctor.terminal_text import visible
 from llmdoctor.wiki.links import page_url
 
@@ -197,14 +196,20 @@ def render_terminal(report: Report, console, verbose: bool = False) -> None:
     )
     _print_verdict(screen, report)
     fixes_shown: set[str] = set()
-    for chapter in chapters(report.findings, entries):
+    for n, chapter in enumerate(chapters(report.findings, entries)):
         console.print()
-        _print_chapter(screen, chapter, entries, fixes_shown)
+        # the first story's first step is the verdict's "Do now": not printed twice
+        _print_chapter(screen, chapter, entries, fixes_shown, lead=n == 0 and _has_verdict(chapter))
     from llmdoctor.timeline import view as timeline_view
 
     timeline_view.render_terminal(report, console, escape)
     _print_fine(screen, report, verbose)
     _print_not_checked(screen, report)
+
+
+def _has_verdict(chapter: Chapter) -> bool:
+    """Whether the verdict names this story (warning or worse; see verdict.verdicts)."""
+    return chapter.severity.rank >= Severity.WARNING.rank
 
 
 def _print_verdict(screen: _Screen, report: Report) -> None:
@@ -241,7 +246,9 @@ def _print_verdict(screen: _Screen, report: Report) -> None:
         screen.line(label, why, style="yellow")
 
 
-def _print_chapter(screen: _Screen, chapter: Chapter, entries: dict, fixes_shown: set) -> None:
+def _print_chapter(
+    screen: _Screen, chapter: Chapter, entries: dict, fixes_shown: set, lead: bool
+) -> None:
     f = chapter.root
     escape = screen.escape
     sev = str(chapter.severity)
@@ -256,7 +263,7 @@ def _print_chapter(screen: _Screen, chapter: Chapter, entries: dict, fixes_shown
     if len(f.evidence) > MAX_EVIDENCE:
         screen.console.print(f"    [dim]│ … {len(f.evidence) - MAX_EVIDENCE} more (see --json)[/]")
     if chapter.runbook is not None:
-        _print_runbook(screen, chapter.runbook, entries, fixes_shown, f)
+        _print_runbook(screen, chapter, entries, fixes_shown, lead)
     for rid in f.runbooks:  # what the cause leads to: named, its Fix one command away
         if rid != chapter.runbook:
             entry = entries.get(rid)
@@ -286,9 +293,12 @@ def _print_chapter(screen: _Screen, chapter: Chapter, entries: dict, fixes_shown
 
 
 def _print_runbook(
-    screen: _Screen, rid: str, entries: dict, fixes_shown: set, finding: Finding
+    screen: _Screen, chapter: Chapter, entries: dict, fixes_shown: set, lead: bool
 ) -> None:
+    """The story's runbook: its title, and its Fix's leading whole steps (after the first
+    when the verdict showed that one as "Do now")."""
     escape = screen.escape
+    rid = chapter.runbook or ""
     entry = entries.get(rid)
     if entry is None:
         screen.console.print(f"    [cyan]runbook[/] {escape(rid)} [dim](not in the wiki)[/]")
@@ -300,8 +310,12 @@ def _print_runbook(
         screen.console.print("      [dim](its Fix is shown above)[/]")
         return
     fixes_shown.add(rid)
-    for n, line in enumerate(fix_text.terminal_lines(entry, finding)):
-        label = "[dim]Fix: [/]" if n == 0 else "     "
+    steps = shown_steps(chapter, entry)
+    if lead and steps:
+        steps = steps[1:]
+        screen.console.print("      [dim]Fix: the first step is 'Do now' above[/]")
+    for n, line in enumerate(line for step in steps for line in step.lines()):
+        label = "[dim]Fix: [/]" if n == 0 and not lead else "     "
         screen.verbatim(f"      {label}", line)
     screen.console.print(f"      [dim]more: llmdoctor wiki show {escape(rid)}[/]")
 
@@ -418,7 +432,23 @@ def _markdown_verdict(report: Report) -> list[str]:
     return [*out, ""] if out else []
 
 
-def _markdown_chapter(chapter: Chapter, entries: dict, fixes_shown: set[str]) -> list[str]:
+def _markdown_steps(steps: list) -> list[str]:
+    """Whole Fix steps as markdown lines: prose as written, code in fences byte for byte."""
+    out: list[str] = []
+    for step in steps:
+        for part in step.parts:
+            if isinstance(part, CodeBlock):
+                code = part.code.splitlines()
+                fence = _fence(code)
+                out += [f"{fence}{part.info}", *code, fence]
+            else:
+                out += list(part.lines)
+    return out
+
+
+def _markdown_chapter(
+    chapter: Chapter, entries: dict, fixes_shown: set[str], lead: bool
+) -> list[str]:
     v = visible
     f = chapter.root
     sev = str(chapter.severity).upper()
@@ -435,7 +465,11 @@ def _markdown_chapter(chapter: Chapter, entries: dict, fixes_shown: set[str]) ->
         )
         if entry and rid == chapter.runbook and rid not in fixes_shown:
             fixes_shown.add(rid)
-            out += [f"    > {v(line)}" for line in fix_text.markdown_lines(entry, f)]
+            steps = shown_steps(chapter, entry)
+            if lead and steps:  # the first step is the verdict's "Do now"
+                steps = steps[1:]
+                out.append("    > (the first step is **Do now** above)")
+            out += [f"    > {v(line)}" for line in _markdown_steps(steps)]
     if chapter.folded:
         out.append(f"  - follows from it ({len(chapter.folded)}):")
     for folded in chapter.folded:
@@ -468,8 +502,9 @@ def render_markdown(report: Report, charts: list[tuple[str, str]] | None = None)
     fixes_shown: set[str] = set()
     if stories:
         out += ["### Findings", ""]
-        for chapter in stories:
-            out += _markdown_chapter(chapter, entries, fixes_shown)
+        for n, chapter in enumerate(stories):
+            lead = n == 0 and _has_verdict(chapter)
+            out += _markdown_chapter(chapter, entries, fixes_shown, lead=lead)
     out += timeline_view.render_markdown(report, charts)
     fine = [f for f in report.findings if f.severity is Severity.OK and not f.contradicted_by]
     doubted = [f for f in report.findings if f.severity is Severity.OK and f.contradicted_by]

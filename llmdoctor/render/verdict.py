@@ -14,7 +14,7 @@ from typing import Any
 from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.report import Report
 from llmdoctor.engine.story import Chapter, chapters
-from llmdoctor.render.fix_text import FixStep, first_step
+from llmdoctor.render.fix_text import FixStep, fix_steps, leading_steps
 
 # what makes a skipped check a blind spot worth naming beside the headline: llmdoctor was
 # refused or could not reach a source, so a problem there would go unseen (as opposed to a
@@ -67,6 +67,17 @@ def proof_line(finding: Finding) -> dict[str, Any] | None:
     return None
 
 
+def story_params(chapter: Chapter) -> dict[str, Any]:
+    """The values this incident gives a Fix's parameters: every finding's of the story, the
+    root's winning."""
+    return {k: v for f in (*chapter.folded, chapter.root) for k, v in f.params.items()}
+
+
+def shown_steps(chapter: Chapter, entry) -> list[FixStep]:
+    """The whole leading steps of `entry`'s Fix a report shows for this story, filled."""
+    return leading_steps(fix_steps(entry, params=story_params(chapter)))
+
+
 def verdicts(report: Report) -> list[Verdict]:
     """Every independent problem of warning or worse, worst first."""
     entries = _entries(report)
@@ -78,10 +89,8 @@ def verdicts(report: Report) -> list[Verdict]:
         entry = entries.get(rid) if rid else None
         root = chapter.root
         title = entry.title if entry is not None else root.summary
-        # the values this incident gives the Fix's parameters, the root's first
-        params = {k: v for f in (*chapter.folded, root) for k, v in f.params.items()}
-        step = first_step(entry, params=params) if entry is not None else None
-        out.append(Verdict(chapter, rid, title, step, proof_line(root)))
+        steps = shown_steps(chapter, entry) if entry is not None else []
+        out.append(Verdict(chapter, rid, title, steps[0] if steps else None, proof_line(root)))
     return out
 
 
