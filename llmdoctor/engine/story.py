@@ -121,9 +121,10 @@ def link_findings(findings: list[Finding], entries: Mapping) -> None:
     problems = [f for f in findings if f.severity is not Severity.OK]
     # an info finding (a note, a measurement not taken) explains nothing and contradicts nothing
     causes = [f for f in problems if f.severity.rank >= Severity.WARNING.rank]
+    can_cause = {id(f) for f in causes}
     ties = []
     for i, cause in enumerate(problems):
-        if cause not in causes:
+        if id(cause) not in can_cause:
             continue
         for j, effect in enumerate(problems):
             if i != j and (tie := _tie(graph, cause, effect, i < j)) is not None:
