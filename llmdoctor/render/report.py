@@ -130,8 +130,14 @@ def _step_lines(verdict: Verdict) -> list[tuple[str, str]]:
         if isinstance(part, CodeBlock):
             out += [("code", line) for line in part.code.splitlines()]
         else:
-            text = " ".join(line.strip() for line in part.lines)
-            out.append(("prose", _LIST_MARKER.sub("", text, count=1) if not out else text))
+            for n, line in enumerate(part.lines):
+                text = line.strip()
+                if not out:
+                    out.append(("prose", _LIST_MARKER.sub("", text, count=1)))
+                elif n and out[-1][0] == "prose" and not _LIST_MARKER.match(text):
+                    out[-1] = ("prose", f"{out[-1][1]} {text}")  # a wrapped line: one sentence
+                else:
+                    out.append(("prose", text))  # a nested item keeps its own line
     return out
 
 

@@ -53,15 +53,16 @@ def _entries(report: Report) -> dict:
 
 def proof_line(finding: Finding) -> dict[str, Any] | None:
     """The evidence item that proves the finding: the first Warning event (what Kubernetes
-    itself reported), else the first line quoted from a file (a log line, a kernel message),
-    else the first item."""
+    itself reported), else the error a request got, else the first line quoted from a file (a
+    log line, a kernel message), else the first item."""
     quoted = [e for e in finding.evidence if "line" in e]
     warned = [
         e
         for e in finding.evidence
         if e.get("source") == "k8s/events.json" and str(e["text"]).startswith("Warning ")
     ]
-    for found in (warned, quoted, finding.evidence):
+    failed = [e for e in finding.evidence if str(e["text"]).startswith("error: ")]
+    for found in (warned, failed, quoted, finding.evidence):
         if found:
             return found[0]
     return None
