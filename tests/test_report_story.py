@@ -335,3 +335,22 @@ def test_the_readme_shows_the_verdict_the_example_really_prints():
     shown = next(line for line in readme if line.startswith("Root cause  "))
     printed = _terminal(_report(_bundle("examples/bundles/crashloop-cuda-oom"))).splitlines()
     assert shown in printed
+
+
+def test_the_same_crash_loop_on_two_replicas_is_one_story():
+    # a deployment whose two pods crash the same way (the shipped crash loop, replayed as two
+    # pods): one headline names the cause; the other pod's restarts are folded under it
+    facts_list = []
+    for pod in ("pod/vllm-a", "pod/vllm-b"):
+        facts = Bundle(str(_bundle("examples/bundles/crashloop-cuda-oom"))).to_facts()
+        facts.set("target", pod)
+        facts_list.append(facts)
+    report = diagnose(facts_list, "deploy/vllm")
+    text = _terminal(report)
+    assert [s for s, _ in _headlines(text)].count("CRITICAL") == 1
+    assert "runbook cuda-oom-runtime" in "\n".join(text.splitlines()[:8])
+    restarts = [f for f in to_json(report)["findings"] if f["check"] == "pod-restarts"]
+    assert [f["explained_by"] for f in restarts] == [
+        [],
+        [{"check": "pod-restarts", "subject": "pod/vllm-a container vllm"}],
+    ]
