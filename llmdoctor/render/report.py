@@ -406,6 +406,14 @@ def _markdown_evidence(items: list[dict[str, Any]], indent: str) -> list[str]:
     return ["", f"{indent}{fence}text", *[f"{indent}{line}" for line in lines], f"{indent}{fence}"]
 
 
+def _inline_code(text: str) -> str:
+    """Text as markdown inline code that no backtick inside it can close (log text carries
+    `<`, `*`, `_` that would otherwise be read as markup)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    tick = "`" * (longest + 1)
+    return f"{tick} {text} {tick}" if longest else f"{tick}{text}{tick}"
+
+
 def _markdown_verdict(report: Report) -> list[str]:
     v = visible
     out: list[str] = []
@@ -419,6 +427,8 @@ def _markdown_verdict(report: Report) -> list[str]:
             continue
         out.append(f"- **Root cause:** {v(verdict.title)}{subject}{book}")
         step = _step_lines(verdict)
+        if not step and verdict.runbook is None:
+            out.append("- **Do now:** no runbook covers it: read the evidence below")
         code: list[str] = []
         for m, (kind, text) in enumerate([*step, ("end", "")]):
             if kind == "code":
@@ -431,7 +441,7 @@ def _markdown_verdict(report: Report) -> list[str]:
             if kind == "prose":
                 out.append(f"- **Do now:** {v(text)}" if m == 0 else f"  {v(text)}")
         if verdict.proof is not None:
-            out.append(f"- **Evidence:** {v(_evidence_line(verdict.proof))}")
+            out.append(f"- **Evidence:** {_inline_code(v(_evidence_line(verdict.proof)))}")
     for n, why in enumerate(blind_spots(report)):
         label = "**Blind spot:** " if n == 0 else ""
         out.append(f"- {label}{v(why)}")
