@@ -2,8 +2,9 @@
 
 From `vllm/probe.json` (one streamed completion of a fixed prompt at temperature 0). A failed
 probe is classified from its status and error body (vLLM's flat `{"object": "error", ...}` up
-to 0.10.0 and nested `{"error": {...}}` from 0.10.1); empty text or a latency over
-settings/max_latency_ms is critical even when /health says 200.
+to 0.10.0 and nested `{"error": {...}}` from 0.10.1); empty text, text that is not language
+(`!!!!`, NaN logits) or a latency over settings/max_latency_ms is critical even when /health
+says 200.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
 from llmdoctor.parsers.documents import NUMBER, OBJECT, TEXT, require_document
+from llmdoctor.parsers.generated_text import degenerate
 from llmdoctor.parsers.vllm_engines import engine_views
 from llmdoctor.parsers.vllm_serving import model_subject, pod_restarting, threshold
 
@@ -69,6 +71,8 @@ def classify(probe: dict) -> tuple[str, list[str]]:
         return "the answer broke off mid-stream", ["engine-dead"]
     if kind == "garbage":
         return "the answer is not an OpenAI completion", ["gateway-timeout"]
+    if kind == "degenerate":
+        return "the text is not language (NaN logits sample token 0)", ["nan-or-garbage-output"]
     return "the server rejected the request", []
 
 
@@ -241,6 +245,15 @@ def vllm_generation(facts: Facts) -> Finding:
             f"{probe.get('finish_reason')}){also}",
             items,
             ["nan-or-garbage-output", *(["chat-template-missing"] if "messages" in req else [])],
+            subject,
+        )
+    why = degenerate(probe.get("text") or "")  # a bundle from before the probe refused it
+    if why is not None:
+        return critical(
+            CHECK,
+            f"business-level health failed: the probe's text is not language ({why}){also}",
+            items,
+            ["nan-or-garbage-output"],
             subject,
         )
     limit = threshold(facts, "max_latency_ms")

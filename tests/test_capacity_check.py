@@ -113,3 +113,13 @@ def test_a_hybrid_model_with_too_many_sequences_points_at_the_mamba_runbook(tmp_
     assert str(finding.severity) == "critical", finding.summary
     assert finding.runbooks == ["mamba-cache-blocks-exceeded"]
     assert "Mamba cache blocks" in finding.summary
+
+
+def test_a_model_llmdoctor_does_not_model_is_info_naming_it_never_ok_or_critical():
+    # DeepSeek-V4's compressed cache on the Qwen2 pod's A100: no verdict either way
+    v4 = ROOT / "tests" / "fixtures" / "capacity" / "models" / "deepseek-v4-pro" / "config.json"
+    report = run_check({"model_config_path": str(v4)})
+    [finding] = report.findings
+    assert str(finding.severity) == "info", finding.summary
+    assert finding.summary.startswith("not modelled: deepseek_v4's compressed attention cache")
+    assert "is not said" in finding.summary and finding.runbooks == []

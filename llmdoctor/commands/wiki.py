@@ -157,7 +157,7 @@ def _render_entry(entry, record, is_builtin: bool, overridden_builtin: list[str]
 
     from llmdoctor.terminal_text import visible
 
-    console = Console(no_color=no_color or "NO_COLOR" in os.environ, highlight=False)
+    console = Console(no_color=no_color or "NO_COLOR" in os.environ, highlight=False, emoji=False)
     style = {"critical": "bold red", "warning": "bold yellow"}.get(entry.severity, "bold blue")
     head = Text()
     head.append(visible(entry.title), style="bold")

@@ -79,7 +79,7 @@ def histories(report) -> list[tuple[Any, dict, dict]]:
     for facts in report.pod_facts or ([report.facts] if report.facts is not None else []):
         timeline, series = facts.get("prometheus/timeline"), facts.get("prometheus/series.json")
         if isinstance(timeline, dict) and isinstance(series, dict):
-            out.append((facts, timeline, series))
+            out.append((facts, timeline, timeline.get("series", series)))
     return out
 
 

@@ -144,10 +144,11 @@ def parse_entry(text: str, path: Path | str = "<text>") -> RunbookEntry:
     """Parse markdown text into a RunbookEntry; EntryError (with file:line) if it is malformed."""
     import yaml
 
+    from llmdoctor.bounded_yaml import load_bounded
+
     fm_text, body, body_line = split_front_matter(text, path)
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster
     try:
-        meta = yaml.load(fm_text, Loader=loader) or {}
+        meta = load_bounded(fm_text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 2) if mark is not None else 2
