@@ -222,5 +222,9 @@ def gpu_memory(facts: Facts) -> list[Finding]:
                 )
             )
             continue
-        findings.append(_fits(gpu, subject, utilization, where, roles))
+        fit = _fits(gpu, subject, utilization, where, roles)
+        holder = [f.params["pid"] for f in held if "pid" in f.params]
+        if holder and fit.runbooks:  # the one process to stop, for the Fix's `kill {pid}`
+            fit.params["pid"] = holder[0]
+        findings.append(fit)
     return findings

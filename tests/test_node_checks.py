@@ -316,7 +316,10 @@ def test_llama_server_holding_65gb_blocks_vllm_and_is_named():
     assert "85.47 GiB" in startup.summary and "30.79 GiB is free" in startup.summary
     # memory held by another process: free it or ask for less, never "raise it to 0.95"
     assert startup.runbooks == ["gpu-memory-taken-by-other-process"]
-    assert startup.params == {"gpu_memory_utilization": 0.32}  # the "lower it to 0.32" it says
+    assert startup.params == {
+        "gpu_memory_utilization": 0.32,
+        "pid": 116860,
+    }  # the "lower it to 0.32" it says
 
 
 def test_default_utilization_is_checked_but_only_warns():

@@ -163,3 +163,70 @@ def test_a_crash_loop_on_a_kv_cache_too_small_carries_the_estimate_to_its_fix():
     (finding,) = [f for f in report.findings if f.check == "pod-restarts"]
     assert finding.runbooks[0] == "kv-cache-too-small-for-max-model-len"
     assert finding.params == {"max_model_len": 5632}
+
+
+@pytest.mark.parametrize(
+    ("line", "share"),
+    [
+        # 31.44 of 47.38 GiB free: 0.66 fits (0.6635 rounded down), not vLLM's 0.95
+        (
+            "ValueError: Free memory on device (31.44/47.38 GiB) on startup is less than desired "
+            "GPU memory utilization (0.95, 45.01 GiB). Decrease GPU memory utilization or reduce "
+            "GPU memory used by other processes.",
+            0.66,
+        ),
+        # 0.49 of 79.32 GiB: 0.006 rounds down to 0, which is no value to print
+        (
+            "Free memory on device (0.49/79.32 GiB) on startup is less than desired GPU memory "
+            "utilization (0.6, 47.59 GiB)",
+            None,
+        ),
+        # a mangled line gives nothing rather than a wrong number
+        ("Free memory on device (nan/47.38 GiB) on startup", None),
+    ],
+)
+def test_vllms_startup_refusal_gives_the_share_that_is_free(line, share):
+    from llmdoctor.parsers.fix_values import fix_values
+
+    expected = {} if share is None else {"gpu_memory_utilization": share}
+    assert fix_values("gpu-memory-taken-by-other-process", [line]) == expected
+
+
+PENDING_POD = FIXTURES / "k8s/pod-vllm-1-pending-aks.json"
+
+
+@pytest.mark.parametrize(
+    ("check_id", "key", "answer"),
+    [
+        ("vllm-health", "vllm/health.json", {"status": None, "latency_ms": 2.0}),
+        (
+            "vllm-generation",
+            "vllm/probe.json",
+            {"request": {"model": "m"}, "status": None, "latency_ms": 2.0},
+        ),
+    ],
+)
+def test_a_pod_that_never_started_gets_no_engine_dead(check_id, key, answer):
+    # the AKS pod Pending on "2 Insufficient nvidia.com/gpu": its server never ran, so the
+    # refused connection is not an engine that died; the scheduling finding is the cause
+    facts = Facts({"time/now": 0, "target": "pod/vllm-1"})
+    facts.set("k8s/pod.json", json.loads(PENDING_POD.read_text()))
+    facts.set(key, {**answer, "error": "connection refused", "error_kind": "connect"})
+    report = diagnose([facts], "pod/vllm-1", scopes=("vllm",), only=[check_id])
+    (finding,) = [f for f in report.findings if f.check == check_id]
+    assert finding.severity == "warning" and finding.runbooks == []
+    assert "has not started" in finding.summary and "Unschedulable" in finding.summary
+
+
+def test_a_running_pod_whose_endpoint_refuses_still_points_at_engine_death():
+    # the same refusal from a pod that is Running and ready: the engine is the suspect
+    pod = json.loads((FIXTURES / "k8s/pod-vllm-7b-healthy.json").read_text())
+    facts = Facts({"time/now": 0, "target": "pod/vllm"})
+    facts.set("k8s/pod.json", pod)
+    facts.set(
+        "vllm/health.json",
+        {"status": None, "latency_ms": 2.0, "error": "connection refused", "error_kind": "connect"},
+    )
+    report = diagnose([facts], "pod/vllm", scopes=("vllm",), only=["vllm-health"])
+    (finding,) = [f for f in report.findings if f.check == "vllm-health"]
+    assert finding.runbooks == ["engine-dead"]

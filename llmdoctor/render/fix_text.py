@@ -181,6 +181,12 @@ def terminal_lines(
     return [line for step in steps for line in step.lines()]
 
 
+def shown_key(entry, finding=None) -> tuple:
+    """What makes two printed Fixes the same: the entry and the text printed for it (a second
+    finding whose values change that text gets its own Fix, not "shown above")."""
+    return (entry.id, tuple(terminal_lines(entry, finding)))
+
+
 def _fence_for(code: str) -> str:
     """A backtick fence longer than any run of backticks in the code, so none can close it."""
     longest = run = 0
