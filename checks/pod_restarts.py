@@ -77,6 +77,7 @@ def _describe(term: dict) -> str:
     needs=("k8s/pod.json",),
     runbooks=("k8s-oomkilled",),
     supersedes=("log-signatures",),
+    follows=("pod-probes",),
 )
 def pod_restarts(facts: Facts) -> list[Finding]:
     pod = require_pod(facts)

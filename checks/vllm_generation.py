@@ -187,6 +187,14 @@ def _health_says_ok(facts: Facts) -> str:
         "nan-or-garbage-output",
     ),
     kind="symptom",
+    follows=(
+        "vllm-kv-cache",
+        "vllm-queue",
+        "vllm-engine",
+        "vllm-health",
+        "pod-restarts",
+        "pod-scheduling",
+    ),
 )
 def vllm_generation(facts: Facts) -> Finding:
     probe = require_document(

@@ -196,6 +196,15 @@ def _metrics(facts: Facts) -> Finding | None:
     scope="vllm",
     needs=("vllm/health.json",),
     runbooks=("engine-dead", "gateway-timeout", "model-name-not-found"),
+    follows=(
+        "pod-restarts",
+        "pod-readiness",
+        "pod-scheduling",
+        "pod-image-pull",
+        "vllm-engine",
+        "xid",
+        "gpu-health",
+    ),
 )
 def vllm_health(facts: Facts) -> list[Finding]:
     findings = [_health(facts)]
