@@ -101,10 +101,11 @@ def _patience(pod: dict) -> float:
 def _pending(facts: Facts, pod: dict) -> Finding:
     """A pod not started yet serves nothing either: a warning while it may still start."""
     created = field_dict(pod, "metadata").get("creationTimestamp")
-    items = [evidence(f"status.phase: Pending since {created or '?'}", "k8s/pod.json")]
+    since_text = f"since {created}" if created else "(creation time not in the pod object)"
+    items = [evidence(f"status.phase: Pending {since_text}", "k8s/pod.json")]
     scheduled = _condition(pod, "PodScheduled") or {}
     if scheduled.get("status") == "False":
-        why = f"not scheduled: {scheduled.get('reason') or '?'}"
+        why = f"not scheduled: {scheduled.get('reason') or 'no reason given'}"
         items.append(evidence(f"PodScheduled=False: {scheduled.get('message') or ''}".strip()))
     else:
         waiting = [u for u in _unready_containers(pod) if "waiting" in u]
@@ -161,6 +162,14 @@ def _terminating(facts: Facts, pod: dict) -> Finding | None:
     needs=("k8s/pod.json",),
     runbooks=(RUNBOOK,),
     kind="symptom",
+    follows=(
+        "pod-restarts",
+        "pod-scheduling",
+        "pod-image-pull",
+        "pod-probes",
+        "vllm-health",
+        "vllm-engine",
+    ),
 )
 def pod_readiness(facts: Facts) -> Finding:
     pod = require_pod(facts)
@@ -208,7 +217,8 @@ def pod_readiness(facts: Facts) -> Finding:
         return ok(CHECK, f"the pod is Ready{when}", items)
     items = [
         evidence(
-            f"condition Ready={ready.get('status')} since {since or '?'}: "
+            f"condition Ready={ready.get('status')} "
+            f"{f'since {since}' if since else '(the time it changed is not in the pod status)'}: "
             f"{ready.get('reason') or ''} {ready.get('message') or ''}".strip(),
             "k8s/pod.json",
         )
@@ -231,7 +241,7 @@ def pod_readiness(facts: Facts) -> Finding:
         gates = [
             g.get("conditionType") for g in dicts(field_dict(pod, "spec").get("readinessGates"))
         ]
-        why = f"readiness gate(s) {', '.join(str(g) for g in gates) or '?'} not met"
+        why = f"readiness gate(s) {', '.join(str(g) for g in gates) or '(unnamed)'} not met"
     runbooks = [RUNBOOK]
     for_how_long = f" for {_minutes(spell)}" if spell is not None else ""
     summary = (

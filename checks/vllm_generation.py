@@ -18,7 +18,12 @@ from llmdoctor.engine.registry import check
 from llmdoctor.parsers.documents import NUMBER, OBJECT, TEXT, require_document
 from llmdoctor.parsers.generated_text import degenerate
 from llmdoctor.parsers.vllm_engines import engine_views
-from llmdoctor.parsers.vllm_serving import model_subject, pod_restarting, threshold
+from llmdoctor.parsers.vllm_serving import (
+    model_subject,
+    pod_not_started,
+    pod_restarting,
+    threshold,
+)
 
 CHECK = "vllm-generation"
 CONTEXT_LENGTH = re.compile(
@@ -182,6 +187,14 @@ def _health_says_ok(facts: Facts) -> str:
         "nan-or-garbage-output",
     ),
     kind="symptom",
+    follows=(
+        "vllm-kv-cache",
+        "vllm-queue",
+        "vllm-engine",
+        "vllm-health",
+        "pod-restarts",
+        "pod-scheduling",
+    ),
 )
 def vllm_generation(facts: Facts) -> Finding:
     probe = require_document(
@@ -217,6 +230,17 @@ def vllm_generation(facts: Facts) -> Finding:
                 f"restarting ({restarting}); the restart's cause is the finding to act on",
                 items,
                 [],
+                subject,
+            )
+        not_started = pod_not_started(facts)
+        if not_started and probe.get("status") is None:
+            items.append(evidence(not_started, "k8s/pod.json"))
+            return warning(
+                CHECK,
+                f"no generation ({what}: {probe['error']}): the server has not started "
+                f"({not_started}); why the pod has not started is the finding to act on",
+                items,
+                [],  # not engine-dead: an engine that never ran did not die
                 subject,
             )
         if probe.get("error_kind") == "timeout" and also:

@@ -12,6 +12,7 @@ from typing import Any
 from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
 from llmdoctor.engine.registry import check
+from llmdoctor.parsers.k8s_pod import counter_reset_text
 from llmdoctor.parsers.vllm_serving import (
     fmt_count,
     fmt_pct,
@@ -49,7 +50,9 @@ def cache_text(cache: dict) -> str:
     return "KV cache (vllm:cache_config_info): " + ", ".join(parts)
 
 
-def _model_finding(model: str, data: dict, window: dict, full_at: float) -> Finding | None:
+def _model_finding(
+    model: str, data: dict, window: dict, full_at: float, reset_text: str
+) -> Finding | None:
     gauges, counters = data["gauges"], data["counters"]
     kv = gauges.get("kv_cache_usage")
     pre = counters.get("preemptions")
@@ -81,7 +84,7 @@ def _model_finding(model: str, data: dict, window: dict, full_at: float) -> Find
         if pre.get("delta") is not None:
             rising = pre["delta"] > 0
             delta_text = f"+{fmt_count(pre['delta'])} {window_text(window)}{_rate(pre)}"
-            reset = " (counter reset: the server restarted)" if pre.get("reset") else ""
+            reset = f" ({reset_text})" if pre.get("reset") else ""
             items.append(evidence(f"{pre['metric']}: {delta_text}{reset}", where))
         else:
             items.append(
@@ -176,7 +179,8 @@ def vllm_kv_cache(facts: Facts) -> list[Finding]:
     findings = [
         f
         for model, data in sorted(window["models"].items())
-        if (f := _model_finding(model, data, window, full_at)) is not None
+        if (f := _model_finding(model, data, window, full_at, counter_reset_text(facts)))
+        is not None
     ]
     if not findings:
         raise FactMissing("vllm/window", "no KV-cache usage or preemption counter in /metrics")

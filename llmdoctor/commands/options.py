@@ -34,12 +34,12 @@ def finite(param: typer.CallbackParam, value: float | None) -> float | None:
     return value
 
 
-# explain, wiki and capacity print their own JSON objects; diagnose/node/probe the llmdoctor/1 one
+# explain, wiki and capacity print their own JSON objects; diagnose/node/probe the llmdoctor/2 one
 Json = Annotated[
     bool,
     typer.Option("--json", help="Print JSON instead of text (keys: README, Output contracts)."),
 ]
-ReportJson = Annotated[bool, typer.Option("--json", help="Print the llmdoctor/1 JSON object.")]
+ReportJson = Annotated[bool, typer.Option("--json", help="Print the llmdoctor/2 JSON object.")]
 Markdown = Annotated[
     bool, typer.Option("--markdown", help="Print markdown for an incident doc or retro.")
 ]

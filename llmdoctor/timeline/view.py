@@ -178,7 +178,7 @@ def header(timeline: dict, report=None, facts=None) -> str:
 
 
 def timeline_json(timeline: dict) -> dict[str, Any]:
-    """The `timeline` object of the llmdoctor/1 JSON."""
+    """The `timeline` object of the llmdoctor/2 JSON."""
     events = []
     for e in timeline.get("events") or []:
         item = {k: v for k, v in e.items() if k != "since"}
