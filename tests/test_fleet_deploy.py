@@ -30,7 +30,7 @@ def test_the_exporter_deployment_fits_its_probe_in_the_scrape_timeout():
     worst = float(flags["window"]) + 1.5 * float(flags["timeout"])
     scrape = docs["Probe"]["spec"]["scrapeTimeout"]
     assert worst < float(scrape.rstrip("s"))
-    assert flags["listen"] == f":{container['ports'][0]['containerPort']}"
+    assert flags["listen"] == f"0.0.0.0:{container['ports'][0]['containerPort']}"
     assert (
         docs["Service"]["spec"]["selector"] == docs["Deployment"]["spec"]["selector"]["matchLabels"]
     )

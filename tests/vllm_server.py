@@ -558,6 +558,7 @@ class _Handler(BaseHTTPRequestHandler):
             path = path[len(fake.scenario.prefix) :]
         path = path.rstrip("/") or "/"
         fake.requests.append((method, path, body))
+        fake.authorizations.append(self.headers.get("Authorization"))
         route = fake.scenario.routes.get(f"{method} {path}") or fake.default_route(method, path)
         if callable(route) and not isinstance(route, Reply | Stream | Blackhole | Drip | ResetNow):
             route = route(body or {})
@@ -686,6 +687,7 @@ class FakeVllmServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.scenario = scenario or Scenario()
         self.requests: list[tuple[str, str, Any]] = []
+        self.authorizations: list[str | None] = []  # each request's Authorization header
         self.stopping = threading.Event()
         self.metrics_served = 0
         self._thread = threading.Thread(

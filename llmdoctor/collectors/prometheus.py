@@ -109,13 +109,20 @@ def _series() -> tuple[SeriesQuery, ...]:
 def default_selector(target_kind: str, namespace: str | None, pod: str | None, url: str | None):
     """The label matchers that find the target's series (Prometheus-operator conventions)."""
     if target_kind == "http" and url:
-        from urllib.parse import urlsplit
-
-        return f'instance="{urlsplit(url).netloc}"'
+        return f'instance="{instance_of(url)}"'
     if pod:
         where = f'namespace="{namespace}",' if namespace else ""
         return f'{where}pod="{pod}"'
     return None
+
+
+def instance_of(url: str) -> str:
+    """The `instance` label Prometheus gives a scrape of `url`: HOST:PORT, never its userinfo
+    (`http://u:pw@vllm:8000` is scraped as `vllm:8000`)."""
+    from urllib.parse import urlsplit
+
+    netloc = urlsplit(url).netloc.rpartition("@")[2]
+    return netloc.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def normalize_selector(text: str) -> str:

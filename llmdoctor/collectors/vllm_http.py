@@ -2,8 +2,9 @@
 
 A thin wrapper over llmdoctor.collectors.vllm_endpoint.collect_endpoint (shared with the
 Kubernetes collector) plus the local tokenizer probe of `--tokenizer PATH`.
-Options read from ctx.options: window, model, chat, max_latency_ms, tokenizer.
-An API key for servers started with --api-key is taken from $LLMDOCTOR_API_KEY.
+Options read from ctx.options: window, model, chat, max_latency_ms, tokenizer, and from the
+exporter api_key and prepare_session. An API key for servers started with --api-key is taken
+from $LLMDOCTOR_API_KEY unless options say which key (or none) this target gets.
 
 Also here: the probe's base URL, from which a trailing `/v1` (the OpenAI client's base_url) is
 dropped, since every path here starts with it. Failures are classified by
@@ -30,7 +31,13 @@ def probe_base_url(url: str) -> tuple[str, str | None]:
     trimmed = url.rstrip("/")
     if trimmed.endswith("/v1"):
         base = trimmed[: -len("/v1")]
-        return base, f"{url} ends in /v1: probing {base} (its /v1/models, /health, /metrics)"
+        from llmdoctor.redact import redact_url
+
+        shown, shown_base = redact_url(url), redact_url(base)
+        return (
+            base,
+            f"{shown} ends in /v1: probing {shown_base} (its /v1/models, /health, /metrics)",
+        )
     return trimmed, None
 
 
@@ -83,7 +90,10 @@ def collect(target: Target, ctx: CollectContext) -> Facts:
     session.headers["User-Agent"] = f"llmdoctor/{__version__}"
     if urlsplit(target.url).hostname in ("127.0.0.1", "localhost", "::1"):
         session.trust_env = False  # no HTTP(S)_PROXY detour for a local server
-    api_key = os.environ.get("LLMDOCTOR_API_KEY")
+    # the exporter decides per target whether the key goes (options["api_key"], None: not)
+    api_key = options["api_key"] if "api_key" in options else os.environ.get("LLMDOCTOR_API_KEY")
+    if options.get("prepare_session") is not None:
+        options["prepare_session"](session)  # the exporter's check of each address reached
     if api_key:
         session.headers["Authorization"] = f"Bearer {api_key}"
     local = _TokenizerProbe(tokenizer_path) if tokenizer_path else None

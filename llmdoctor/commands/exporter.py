@@ -11,8 +11,51 @@ from llmdoctor.commands import options as opt
 
 def exporter_command(
     listen: Annotated[
-        str, typer.Option("--listen", help="[HOST]:PORT to serve on.", show_default=True)
-    ] = ":9808",
+        str,
+        typer.Option(
+            "--listen",
+            help="[HOST]:PORT to serve on; loopback unless HOST is given (0.0.0.0:9808: every "
+            "interface, as a pod behind a Service needs).",
+            show_default=True,
+        ),
+    ] = "127.0.0.1:9808",
+    allow_target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-target",
+            help="Targets that may be probed (repeat): a CIDR (10.0.0.0/8), an address, a host "
+            "(vllm.serving) or *.DOMAIN (*.serving: every Service of namespace serving). "
+            "Default: loopback only. Cloud metadata addresses are always refused.",
+        ),
+    ] = None,
+    api_key_target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--api-key-target",
+            help="Targets that get $LLMDOCTOR_API_KEY as a Bearer header (repeat; same forms "
+            "as --allow-target). Default: none.",
+        ),
+    ] = None,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections",
+            min=1,
+            max=10000,
+            help="Open connections at most; more are answered 503 and closed.",
+            show_default=True,
+        ),
+    ] = 64,
+    request_timeout: Annotated[
+        float,
+        typer.Option(
+            "--request-timeout",
+            min=0.5,
+            max=3600,
+            help="Seconds a connection may send nothing before it is closed.",
+            show_default=True,
+        ),
+    ] = 30.0,
     timeout: Annotated[
         float,
         typer.Option(
@@ -70,20 +113,27 @@ def exporter_command(
     A probe takes at most window + 1.5 x timeout (less when Prometheus sends its scrape timeout);
     keep the scrape_timeout of the job above that. The exporter's own metrics are on /metrics.
 
+    Only targets an --allow-target pattern allows are probed (loopback by default); the API key
+    goes only to --api-key-target targets. See docs/exporter.md.
+
     Examples:
 
-      llmdoctor exporter --listen :9808
+      llmdoctor exporter --allow-target '*.serving' --api-key-target '*.serving'
 
       curl 'http://localhost:9808/probe?target=http://vllm.serving:8000'
     """
+    import os
+
     from llmdoctor.engine.collect import valid_timeout
     from llmdoctor.errors import BadInput
     from llmdoctor.fleet.exporter import ExporterServer, ProbeExporter, ProbeSettings, parse_listen
+    from llmdoctor.fleet.target_policy import TargetPolicy
 
     valid_timeout(timeout)  # before listening, not on every scrape
 
     try:
         address = parse_listen(listen)
+        policy = TargetPolicy.from_patterns(allow_target, api_key_target)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     settings = ProbeSettings(
@@ -92,13 +142,23 @@ def exporter_command(
         max_latency_ms=max_latency_ms,
         max_concurrent=max_concurrent,
         queue_wait=queue_wait,
+        policy=policy,
+        max_connections=max_connections,
+        request_timeout=request_timeout,
     )
+    if os.environ.get("LLMDOCTOR_API_KEY") and not api_key_target:
+        typer.echo(
+            "llmdoctor exporter: LLMDOCTOR_API_KEY is set but no --api-key-target names where "
+            "it may go: it is sent to no target",
+            err=True,
+        )
     try:
         server = ExporterServer(address, ProbeExporter(settings))
     except OSError as exc:
         raise BadInput(f"--listen {listen}: {exc.strerror or exc}") from None
     host, port = server.server_address[:2]
-    typer.echo(f"llmdoctor exporter listening on {host}:{port}", err=True)
+    allowed = ", ".join(p.text for p in policy.allow)
+    typer.echo(f"llmdoctor exporter listening on {host}:{port}; targets: {allowed}", err=True)
     try:
         server.serve_forever()
     finally:

@@ -294,7 +294,10 @@ class PrometheusOptions:
         if self.prometheus is None:
             return {}
         if not self.prometheus.startswith(("http://", "https://")):
-            raise BadInput(f"--prometheus {self.prometheus!r}: expected http(s)://HOST:PORT")
+            from llmdoctor.redact import redact_url
+
+            shown = redact_url(self.prometheus)
+            raise BadInput(f"--prometheus {shown!r}: expected http(s)://HOST:PORT")
         from llmdoctor.collectors.prometheus import normalize_selector
 
         ca = os.environ.get("LLMDOCTOR_PROMETHEUS_CA")

@@ -46,7 +46,11 @@ def parse_target(text: str | None, bundle: str | None = None) -> Target:
     """The Target for a command-line string; BadTarget (exit 3) listing the accepted forms."""
     if bundle:
         if text:
-            raise BadTarget(f"give either a target or --bundle, not both (got {text!r})")
+            from llmdoctor.redact import redact_text
+
+            raise BadTarget(
+                f"give either a target or --bundle, not both (got {redact_text(text)!r})"
+            )
         return Target("bundle", name=bundle)
     if not text:
         raise BadTarget(f"no target given; expected {ACCEPTED}")
@@ -56,20 +60,25 @@ def parse_target(text: str | None, bundle: str | None = None) -> Target:
     if text.startswith(("http://", "https://")):
         from urllib.parse import urlsplit
 
+        from llmdoctor.redact import redact_url
+
+        shown = redact_url(text)  # an error never echoes the URL's password
         try:
             parts = urlsplit(text)
         except ValueError as exc:  # "Invalid IPv6 URL" for http://[::1
-            raise BadTarget(f"{text!r}: not a valid URL ({exc})") from None
+            raise BadTarget(f"{shown!r}: not a valid URL ({exc})") from None
         if not parts.hostname:
-            raise BadTarget(f"{text!r}: the URL has no host; expected http(s)://HOST:PORT")
+            raise BadTarget(f"{shown!r}: the URL has no host; expected http(s)://HOST:PORT")
         try:
             parts.port  # noqa: B018 - validates the port number
         except ValueError:
-            raise BadTarget(f"{text!r}: the port is not a number from 1 to 65535") from None
+            raise BadTarget(f"{shown!r}: the port is not a number from 1 to 65535") from None
         return Target("http", url=text.rstrip("/"))
     kind, sep, name = text.partition("/")
     if sep and kind.lower() in KIND_ALIASES:
         if not K8S_NAME.match(name):
             raise BadTarget(f"{text!r}: {name!r} is not a valid Kubernetes object name")
         return Target(KIND_ALIASES[kind.lower()], name=name)
-    raise BadTarget(f"unrecognised target {text!r}; expected {ACCEPTED}")
+    from llmdoctor.redact import redact_text
+
+    raise BadTarget(f"unrecognised target {redact_text(text)!r}; expected {ACCEPTED}")

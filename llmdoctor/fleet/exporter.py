@@ -4,24 +4,82 @@
 (the same collector, timeouts and size caps, the vllm checks) and answers the result as metrics;
 `GET /metrics` is the exporter's own. At most `max_concurrent` probes run at once; a scrape that
 finds no free slot within `queue_wait` seconds is answered 503 instead of piling up threads.
+
+Whoever reaches the exporter names its targets, so: it listens on loopback unless told
+otherwise, probes only what its TargetPolicy allows (llmdoctor/fleet/target_policy.py), sends
+the API key only where the policy says, holds at most `max_connections` connections and closes
+one that sends nothing for `request_timeout` seconds.
 """
 
 from __future__ import annotations
 
+import io
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from llmdoctor.fleet.target_policy import TargetPolicy, TargetRefused
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 SEVERITIES = ("info", "warning", "critical")
 SCRAPE_TIMEOUT_HEADER = "X-Prometheus-Scrape-Timeout-Seconds"
 
 
+MAX_QUERY_CHARS = 4096
+MAX_TARGET_CHARS = 2048
+MAX_MODEL_CHARS = 256
+TRUE_WORDS = ("1", "true", "yes")
+
+
 class ProbeRefused(ValueError):
     """A /probe request that names no usable target (answered 400)."""
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    """What one /probe asks: the target URL, the model to ask for, chat or completions."""
+
+    target: str
+    model: str | None = None
+    chat: bool = False
+
+
+def parse_probe_query(query: str) -> ProbeRequest:
+    """The ProbeRequest of a /probe query string; ProbeRefused (one line) for anything else:
+    no target, several, one that is not an http(s)://HOST[:PORT] URL, or values too long."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise ProbeRefused(f"the query is longer than {MAX_QUERY_CHARS} characters")
+    try:
+        fields = parse_qs(query, keep_blank_values=True, max_num_fields=16)
+    except ValueError as exc:
+        raise ProbeRefused(f"unreadable query: {exc}") from None
+    targets = [t.strip() for t in fields.get("target", []) if t.strip()]
+    if not targets:
+        raise ProbeRefused("missing ?target=http://HOST:PORT")
+    if len(targets) > 1:
+        raise ProbeRefused("give one ?target= per probe")
+    target = targets[0]
+    if len(target) > MAX_TARGET_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in target):
+        raise ProbeRefused("the target is not a URL (too long, or control characters)")
+    if not target.lower().startswith(("http://", "https://")):
+        raise ProbeRefused("target must be an http(s)://HOST:PORT URL")
+    try:
+        parts = urlsplit(target)
+        parts.port  # noqa: B018 - validates the port number
+    except ValueError:
+        raise ProbeRefused("target must be an http(s)://HOST:PORT URL with a valid port") from None
+    if not parts.hostname:
+        raise ProbeRefused("target must name a host: http(s)://HOST:PORT")
+    model = (fields.get("model") or [""])[0].strip() or None
+    if model is not None and (
+        len(model) > MAX_MODEL_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in model)
+    ):
+        raise ProbeRefused(f"model must be a name of at most {MAX_MODEL_CHARS} characters")
+    chat = (fields.get("chat") or ["0"])[0].strip().lower() in TRUE_WORDS
+    return ProbeRequest(target, model, chat)
 
 
 @dataclass(frozen=True)
@@ -31,6 +89,9 @@ class ProbeSettings:
     max_latency_ms: float = 1000.0
     max_concurrent: int = 4
     queue_wait: float = 10.0
+    policy: TargetPolicy = field(default_factory=TargetPolicy, hash=False, compare=False)
+    max_connections: int = 64  # open connections; more are answered 503 and closed
+    request_timeout: float = 30.0  # seconds a connection may send nothing
 
     def budget(self, scrape_timeout: float | None) -> tuple[float, float]:
         """(timeout, window) shrunk so that a probe (window + 1.5 × timeout at worst) ends
@@ -44,11 +105,12 @@ class ProbeSettings:
 
 
 def parse_listen(text: str) -> tuple[str, int]:
-    """':9808' -> ('0.0.0.0', 9808); '127.0.0.1:9808'; '[::1]:9808'. ValueError otherwise."""
+    """':9808' -> ('127.0.0.1', 9808): loopback unless a host is named ('0.0.0.0:9808',
+    '[::]:9808' for every interface); '[::1]:9808'. ValueError otherwise."""
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--listen {text!r}: expected [HOST]:PORT, e.g. :9808")
-    host = host.strip("[]") or "0.0.0.0"
+        raise ValueError(f"--listen {text!r}: expected [HOST]:PORT, e.g. 127.0.0.1:9808")
+    host = host.strip("[]") or "127.0.0.1"
     return host, int(port)
 
 
@@ -65,7 +127,9 @@ def run_probe(
     window: float,
     settings: ProbeSettings,
 ):
-    """The `llmdoctor probe` pipeline for one target: (Report, seconds it took)."""
+    """The `llmdoctor probe` pipeline for one target the policy allows: (Report, seconds)."""
+    import os
+
     from llmdoctor.collectors.vllm_http import probe_base_url
     from llmdoctor.engine.collect import CollectContext
     from llmdoctor.engine.target import parse_target
@@ -77,13 +141,22 @@ def run_probe(
     except LlmdoctorError as exc:
         raise ProbeRefused(str(exc)) from None
     if parsed.kind != "http":
-        raise ProbeRefused(f"target must be an http(s)://HOST:PORT URL, not {target!r}")
+        raise ProbeRefused("target must be an http(s)://HOST:PORT URL")
     parsed = parse_target(probe_base_url(parsed.url)[0])
+    parts = urlsplit(parsed.url)
+    try:
+        permit = settings.policy.check(
+            parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+        )
+    except TargetRefused as exc:
+        raise ProbeRefused(f"target refused: {exc}") from None
     options = {
         "window": window,
         "model": model,
         "chat": chat,
         "max_latency_ms": settings.max_latency_ms,
+        "api_key": os.environ.get("LLMDOCTOR_API_KEY") if permit.send_api_key else None,
+        "prepare_session": permit.guard(settings.policy),
     }
     started = time.monotonic()
     ctx = CollectContext(target=parsed, timeout=timeout, options=options)
@@ -222,7 +295,8 @@ class ProbeExporter:
         )
         self.refused = Counter(
             "llmdoctor_exporter_probes_refused",
-            "Probe requests answered 400 (bad target) or 503 (no free slot in time).",
+            "Requests refused: 400 (bad or disallowed target), 503 (no free probe slot in "
+            "time, or too many open connections).",
             ["reason"],
             registry=self.registry,
         )
@@ -241,14 +315,14 @@ class ProbeExporter:
             registry=self.registry,
         )
 
-    def probe(self, query: dict[str, list[str]], scrape_timeout: float | None) -> tuple[int, bytes]:
-        """(HTTP status, body) for one /probe request."""
-        target = (query.get("target") or [""])[0].strip()
-        if not target:
+    def probe(self, query: str, scrape_timeout: float | None) -> tuple[int, bytes]:
+        """(HTTP status, body) for one /probe request (`query`: its query string)."""
+        try:
+            request = parse_probe_query(query)
+        except ProbeRefused as exc:
             self.refused.labels("bad-target").inc()
-            return 400, b"missing ?target=http://HOST:PORT\n"
-        model = (query.get("model") or [None])[0] or None
-        chat = (query.get("chat") or ["0"])[0].lower() in ("1", "true", "yes")
+            return 400, f"{exc}\n".encode()
+        target, model, chat = request.target, request.model, request.chat
         timeout, window = self.settings.budget(scrape_timeout)
         wait = self.settings.queue_wait
         if scrape_timeout is not None:  # wait for a slot only as long as the scrape can afford
@@ -299,8 +373,34 @@ INDEX = b"""llmdoctor exporter
 """
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reading side that gives up at a deadline, however slowly bytes arrive.
+    Closing it leaves the socket to the server (which shuts it down)."""
+
+    def __init__(self, sock, deadline: float):
+        super().__init__()
+        self.sock, self.deadline = sock, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request took longer than --request-timeout")
+        self.sock.settimeout(left)
+        return self.sock.recv_into(buffer)
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: ExporterServer
+
+    def setup(self) -> None:
+        self.timeout = self.server.exporter.settings.request_timeout  # per socket operation
+        super().setup()
+        # and for the whole request: a client dripping a byte a second holds no slot for long
+        raw = _DeadlineReader(self.connection, time.monotonic() + self.timeout)
+        self.rfile = io.BufferedReader(raw)
 
     def log_message(self, *args) -> None:  # a scrape every 15 s per target: no access log
         return
@@ -315,7 +415,7 @@ class _Handler(BaseHTTPRequestHandler):
                     scrape_timeout = float(header) if header else None
                 except ValueError:
                     scrape_timeout = None
-                status, body = exporter.probe(parse_qs(url.query), scrape_timeout)
+                status, body = exporter.probe(url.query, scrape_timeout)
             elif url.path == "/metrics":
                 status, body = 200, exporter.own_metrics()
             elif url.path == "/":
@@ -323,8 +423,11 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 status, body = 404, b"not found: try /probe?target=... or /metrics\n"
         except Exception as exc:  # one bad probe must not take the exporter down
+            from llmdoctor.redact import redact_text
+
             exporter.probes.labels("error").inc()
-            status, body = 500, f"probe failed: {type(exc).__name__}: {exc}\n".encode()
+            why = redact_text(f"{type(exc).__name__}: {exc}")
+            status, body = 500, f"probe failed: {why}\n".encode()
         self.send_response(status)
         self.send_header("Content-Type", CONTENT_TYPE)
         self.send_header("Content-Length", str(len(body)))
@@ -332,15 +435,43 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
 class ExporterServer(ThreadingHTTPServer):
-    """The HTTP server; `serve_forever()` runs it."""
+    """The HTTP server; `serve_forever()` runs it. One thread per connection, at most
+    `max_connections` of them: another connection is answered 503 and closed at once."""
 
     daemon_threads = True
+    request_queue_size = 128  # connections over the cap are refused at once, not left to SYN
 
     def __init__(self, address: tuple[str, int], exporter: ProbeExporter):
         import socket
 
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
-        super().__init__(address, _Handler)
         self.exporter = exporter
+        self.connections = threading.BoundedSemaphore(exporter.settings.max_connections)
+        super().__init__(address, _Handler)
+
+    def process_request(self, request, client_address) -> None:
+        if not self.connections.acquire(blocking=False):
+            self.exporter.refused.labels("connections").inc()
+            try:
+                request.settimeout(1.0)
+                request.sendall(BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.connections.release()
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release()

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmdoctor.errors import BadInput
+from llmdoctor.redact import REDACTED, redact_text
 
 MAX_SIGNATURES = 2
 MAX_SYMPTOM_LINES = 8
@@ -39,6 +40,7 @@ _PREFIX = re.compile(
 _EXCEPTION = re.compile(r"\b[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception)\b")
 # variable parts of a message, in the order they are tried, and the pattern each becomes
 _VARIABLE = (
+    (re.compile(re.escape(REDACTED)), r"[^ '\"@]+"),  # a secret the redactor took out
     (re.compile(r"\s{2,}|\t"), " +"),  # column padding (kubectl tables) varies with content
     (
         re.compile(r"\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b"),
@@ -88,11 +90,14 @@ class LogDraft:
 
         from llmdoctor.wiki.authoring import strip_editor_comments
         from llmdoctor.wiki.entry import EntryError, parse_entry
+        from llmdoctor.wiki.lint import ID_PATTERN
 
         try:
             entry_id = parse_entry(strip_editor_comments(text), "entry").id
         except EntryError:
             return None
+        if not isinstance(entry_id, str) or not ID_PATTERN.match(entry_id):
+            return None  # the id names the examples folder: never a path
         try:
             path = write_examples(folder, entry_id, self)
         except OSError as exc:
@@ -268,7 +273,9 @@ def draft_from_log(path: str, entries: dict) -> LogDraft:
             original = originals.get(e.line)
             if original is None or e.text[:200] not in clean_line(original):
                 original = e.text  # a stream, or a line explain joined: its cleaned text
-            draft.salient.append((name, e.line, original))
+            # a log carries tokens and URL passwords: none may reach the entry, its examples,
+            # its signatures or the notes printed about them
+            draft.salient.append((name, e.line, redact_text(original)))
     if not draft.salient:
         raise BadInput(
             f"--from-log {path}: no line in it looks like an error, so there is nothing to "

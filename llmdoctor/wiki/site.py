@@ -29,6 +29,7 @@ SITE_MARKER = ".llmdoctor-site"
 _SLUG = re.compile(r"[^a-z0-9._-]+")
 EXAMPLES_SHOWN = 3
 EXAMPLE_LINES = 12
+EXAMPLE_LINE_CHARS = 2000
 
 
 @dataclass
@@ -58,7 +59,23 @@ def entry_url(base_url: str, entry_id: str) -> str:
 
 
 def tag_slug(tag: str) -> str:
-    return _SLUG.sub("-", tag.strip().lower()).strip("-") or "tag"
+    return _SLUG.sub("-", tag.strip().lower()).strip("-.") or "tag"
+
+
+def unique_slugs(tags) -> dict[str, str]:
+    """A file name for each tag, no two alike: tags that differ only in case or punctuation
+    ('GPU', 'gpu', 'g p u') would otherwise overwrite each other's page."""
+    slugs: dict[str, str] = {}
+    taken: set[str] = set()
+    for tag in sorted(set(tags), key=lambda t: (tag_slug(t), t)):
+        base = slug = tag_slug(tag)
+        n = 2
+        while slug in taken:
+            slug = f"{base}-{n}"
+            n += 1
+        taken.add(slug)
+        slugs[tag] = slug
+    return slugs
 
 
 def build_site(
@@ -86,7 +103,12 @@ def build_site(
             f"{entries.pop(reserved).path}: the id {reserved!r} is the site's own page; "
             "its entry has no page (rename it)"
         )
-    search_data = with_index(wiki_dirs, build_search_data)
+    for entry_id, entry in list(entries.items()):
+        why = unpublishable(entry)
+        if why:
+            problems.append(f"{entry.path}: {why}; its entry has no page")
+            del entries[entry_id]
+    search_data = with_index(wiki_dirs, lambda conn: build_search_data(conn, set(entries)))
     renderer = _Renderer(entries, library.overridden, base_url)
     parent = out_dir.parent
     try:
@@ -104,7 +126,7 @@ def build_site(
             (work / f"{entry.id}.html").write_text(page, encoding="utf-8")
         tags = renderer.tags()
         for tag, ids in tags.items():
-            (work / "tags" / f"{tag_slug(tag)}.html").write_text(
+            (work / "tags" / f"{renderer.slug(tag)}.html").write_text(
                 renderer.tag_page(tag, ids), encoding="utf-8"
             )
         (work / "index.html").write_text(renderer.index_page(tags), encoding="utf-8")
@@ -117,6 +139,28 @@ def build_site(
 
 
 RESERVED_IDS = frozenset({"index"})  # index.html is the front page
+
+
+def unpublishable(entry) -> str | None:
+    """Why an entry cannot have a page (None: it can). Its id becomes a file name, so the lint
+    rules hold here too: a valid id, equal to the file's name; and the file is in its wiki
+    folder, not reached through a link out of it (a linked kubeconfig is not a runbook)."""
+    from llmdoctor.wiki.lint import ID_PATTERN
+
+    if not isinstance(entry.id, str) or not ID_PATTERN.match(entry.id):
+        return f"the id {entry.id!r} is not lower-case letters and digits joined by '-'"
+    path = Path(entry.path)
+    if entry.id != path.stem:
+        return f"the id {entry.id!r} does not match the file name {path.name!r}"
+    if not inside(path, path.parent):
+        return "the file is a link to outside its wiki folder"
+    return None
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """Whether `path`, every link followed, is within `folder` (links followed as well)."""
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    return real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _target_folder(out_dir: Path) -> Path:
@@ -142,7 +186,24 @@ def _check_target(out_dir: Path) -> list[str] | None:
             f"-o {out_dir}: the folder is not empty and was not written by `llmdoctor wiki site`; "
             "choose an empty or new folder (nothing was changed)"
         )
+    for name in written:  # the marker is a file in the folder: whoever can write there wrote it
+        if not _site_file_name(name):
+            raise BadInput(
+                f"-o {out_dir}: its {SITE_MARKER} lists {name!r}, not a file of a site; "
+                "remove the marker or choose another folder (nothing was changed)"
+            )
     return written
+
+
+def _site_file_name(name: str) -> bool:
+    """Whether a marker's entry can be a file the site wrote: a relative path below the folder."""
+    parts = name.split("/")
+    return (
+        bool(name)
+        and "\\" not in name
+        and "\0" not in name
+        and all(p not in ("", ".", "..") for p in parts)
+    )
 
 
 def _replace(work: Path, out_dir: Path, previous: list[str] | None) -> None:
@@ -155,6 +216,12 @@ def _replace(work: Path, out_dir: Path, previous: list[str] | None) -> None:
         os.replace(work, out_dir)
         return
     ours = set(previous or ())
+    linked = [f for f in [*new, *ours] if not inside(out_dir / f, out_dir)]
+    if linked:
+        raise BadInput(
+            f"-o {out_dir}: {linked[0]} is reached through a link out of the folder; "
+            "remove the link first (nothing was changed)"
+        )
     foreign = [f for f in new if f not in ours and os.path.lexists(out_dir / f)]
     if foreign:
         raise BadInput(
@@ -167,6 +234,24 @@ def _replace(work: Path, out_dir: Path, previous: list[str] | None) -> None:
     for name in sorted(ours - set(new)):  # pages of entries that are gone
         (out_dir / name).unlink(missing_ok=True)
     os.replace(work / SITE_MARKER, out_dir / SITE_MARKER)
+
+
+def _image_as_link(token) -> None:
+    """An image in an entry: a remote one becomes a link to it (the site loads nothing from
+    elsewhere: a reader's address is nobody's business), any other its alt text."""
+    src = str(token.attrs.get("src", ""))
+    alt = _esc(token.content or src)
+    token.type, token.tag, token.nesting, token.attrs, token.children = (
+        "html_inline",
+        "",
+        0,
+        {},
+        None,
+    )
+    if src.startswith(("http://", "https://")):
+        token.content = f'<a class="image" href="{_esc(src)}">{alt}</a>'
+    else:
+        token.content = alt
 
 
 def _asset(name: str) -> str:
@@ -202,10 +287,14 @@ class _Renderer:
         from llmdoctor.wiki.folders import builtin_dir_path
 
         self.builtin = os.path.realpath(builtin_dir_path())
+        self.slugs = unique_slugs(t for e in entries.values() for t in e.tags)
         self.checks: dict[str, list[str]] = {}
         for spec in all_checks():
             for runbook in spec.runbooks:
                 self.checks.setdefault(runbook, []).append(spec.id)
+
+    def slug(self, tag: str) -> str:
+        return self.slugs.get(tag) or tag_slug(tag)
 
     # -- shared pieces ------------------------------------------------------------------------
 
@@ -236,6 +325,9 @@ class _Renderer:
         for block in state.tokens:
             dropping = False  # links do not nest: a dropped link_open pairs with the next close
             for token in block.children or ():
+                if token.type == "image":
+                    _image_as_link(token)
+                    continue
                 if token.type == "link_close":
                     if dropping:
                         token.type, token.tag, token.nesting, token.content = "text", "", 0, ""
@@ -269,7 +361,7 @@ class _Renderer:
 
     def _tag_links(self, tags: list[str], up: str = "") -> str:
         return " ".join(
-            f'<a class="tag" href="{up}tags/{_esc(tag_slug(t))}.html">{_esc(t)}</a>' for t in tags
+            f'<a class="tag" href="{up}tags/{_esc(self.slug(t))}.html">{_esc(t)}</a>' for t in tags
         )
 
     # -- pages --------------------------------------------------------------------------------
@@ -330,19 +422,25 @@ class _Renderer:
         )
 
     def _examples(self, entry) -> str:
+        """The first lines of the entry's first example files, redacted as bundles are; a file
+        (or the folder) linked to outside the wiki folder is not read."""
+        from llmdoctor.redact import redact_text
+
         folder = Path(entry.path).with_name(f"{entry.id}.examples") if entry.path else None
-        if folder is None or not folder.is_dir():
+        wiki = Path(entry.path).parent if entry.path else None
+        if folder is None or not folder.is_dir() or not inside(folder, wiki):
             return ""
         shown = []
         for path in sorted(folder.iterdir())[:EXAMPLES_SHOWN]:
-            if not path.is_file():
+            if not path.is_file() or not inside(path, wiki):
                 continue
             try:
                 with path.open(encoding="utf-8", errors="replace") as fh:
-                    lines = [next(fh, "") for _ in range(EXAMPLE_LINES)]
+                    head = fh.read(EXAMPLE_LINES * (EXAMPLE_LINE_CHARS + 1))
             except OSError:
                 continue
-            text = "".join(lines).rstrip()
+            lines = head.splitlines()[:EXAMPLE_LINES]
+            text = redact_text("\n".join(line[:EXAMPLE_LINE_CHARS] for line in lines).rstrip())
             shown.append(
                 f"<figure><figcaption>{_esc(path.name)}</figcaption>"
                 f"<pre>{_esc(text)}</pre></figure>"
@@ -419,7 +517,7 @@ class _Renderer:
         order = {"critical": 0, "warning": 1, "info": 2}
         ids = sorted(self.entries, key=lambda i: (order.get(self.entries[i].severity, 3), i))
         tag_cloud = " ".join(
-            f'<a class="tag" href="tags/{_esc(tag_slug(t))}.html">{_esc(t)} '
+            f'<a class="tag" href="tags/{_esc(self.slug(t))}.html">{_esc(t)} '
             f"<small>{len(v)}</small></a>"
             for t, v in tags.items()
         )

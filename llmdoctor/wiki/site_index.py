@@ -19,20 +19,25 @@ from collections import defaultdict
 
 from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS, TOKENIZER
 from llmdoctor.wiki.query import STOPWORDS, SYMPTOMS
+from llmdoctor.wiki.site_regex import signature_program
 
 HEAD_COLUMNS = ("name", "title", "aliases", "tags", "cjk_title")
 SNIPPET_CHARS = 220
 
 
-def build_search_data(conn: sqlite3.Connection) -> dict:
-    """The index as plain data (JSON-able): docs, postings, sizes, heads, signatures."""
+def build_search_data(conn: sqlite3.Connection, published: set[str] | None = None) -> dict:
+    """The index as plain data (JSON-able): docs, postings, sizes, heads, signatures; only of
+    the `published` entry ids when given (an entry left off the site leaves no trace in it)."""
     rows = conn.execute(
         "SELECT rowid, id, heading, severity, signature_lines, symptom, exact_names FROM docs "
         "ORDER BY id"
     ).fetchall()
+    if published is not None:
+        rows = [r for r in rows if r[1] in published]
     position = {row[0]: n for n, row in enumerate(rows)}
     docs = [[r[1], r[2], r[3], _snippet(r[5] or "")] for r in rows]
     signatures = [[s for s in (r[4] or "").splitlines() if s.strip()] for r in rows]
+    programs = [[signature_program(s) for s in sigs] for sigs in signatures]
     names = [(r[6] or "").split("\n") for r in rows]
     conn.execute("DROP TABLE IF EXISTS temp.llmdoctor_vocab")
     conn.execute(
@@ -75,6 +80,7 @@ def build_search_data(conn: sqlite3.Connection) -> dict:
         "phrases": phrases,
         "heads": heads,
         "signatures": signatures,
+        "programs": programs,
         "names": names,
         "symptoms": {word: list(spellings) for word, spellings in SYMPTOMS.items()},
         "stopwords": sorted(STOPWORDS),

@@ -11,9 +11,50 @@ from pathlib import Path
 POLL_SECONDS = 1.0
 
 
-class _QuietHandler(SimpleHTTPRequestHandler):
+REQUEST_TIMEOUT = 30.0  # seconds a connection may sit idle before it is closed
+
+
+class _SiteHandler(SimpleHTTPRequestHandler):
+    """Serves the files the site's marker lists (what `build_site` wrote) and nothing else:
+    no directory listings, no `.git/config`, no file a team keeps beside the site."""
+
+    timeout = REQUEST_TIMEOUT
+
     def log_message(self, format, *args):
         pass
+
+    def send_head(self):
+        name = _listed_file(Path(self.directory), self.path)
+        if name is None:
+            self.send_error(404, "not a page of this site")
+            return None
+        self.path = "/" + name
+        return super().send_head()
+
+    def list_directory(self, path):
+        self.send_error(404, "not a page of this site")
+        return None
+
+
+def _listed_file(directory: Path, request_path: str) -> str | None:
+    """The site file a request names ('/' is index.html), if the marker lists it."""
+    import json
+    import os
+    from urllib.parse import unquote, urlsplit
+
+    from llmdoctor.wiki.site import SITE_MARKER, inside
+
+    name = unquote(urlsplit(request_path).path).lstrip("/") or "index.html"
+    try:
+        listed = json.loads((directory / SITE_MARKER).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(listed, list) or name not in listed:
+        return None
+    path = directory / name
+    if not inside(path, directory) or not os.path.isfile(path):
+        return None
+    return name
 
 
 def wiki_fingerprint(wiki_dirs) -> str:
@@ -29,7 +70,7 @@ def start_server(directory: Path, bind: str, port: int) -> ThreadingHTTPServer:
 
     from llmdoctor.errors import BadInput
 
-    handler = partial(_QuietHandler, directory=str(directory))
+    handler = partial(_SiteHandler, directory=str(directory))
     server_class = ThreadingHTTPServer
     if ":" in bind:  # an IPv6 address such as ::1
         server_class = type(

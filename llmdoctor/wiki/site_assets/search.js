@@ -297,6 +297,67 @@
     return out;
   }
 
+  // ---- signatures: a Pike VM over the programs of llmdoctor/wiki/site_regex.py ----------------
+
+  const MAX_SIGNATURE_STEPS = 20000000;
+
+  function isWordCode(c) {
+    return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
+  }
+
+  function inClass(ins, c) {
+    if (typeof ins === "number") return ins === c;
+    const r = ins[1];
+    let found = false;
+    for (let i = 0; i < r.length && !found; i += 2) found = c >= r[i] && c <= r[i + 1];
+    return found !== ins[2];
+  }
+
+  // whether the program matches anywhere in `codes` (code points): every state is visited at
+  // most once per position, so the cost is at most codes.length x program.length steps; and
+  // `budget.steps` bounds a whole search (a huge paste against many signatures): once it is
+  // spent, no further signature matches (the CLI still tells)
+  function matchesProgram(prog, codes, budget = { steps: MAX_SIGNATURE_STEPS }) {
+    const n = codes.length;
+    const mark = new Int32Array(prog.length).fill(-1);
+    function holds(kind, i) {
+      if (kind === "^") return i === 0;
+      if (kind === "$") return i === n;
+      const before = i > 0 && isWordCode(codes[i - 1]);
+      const after = i < n && isWordCode(codes[i]);
+      return kind === "b" ? before !== after : before === after;
+    }
+    function add(list, start, i) {
+      const stack = [start];
+      while (stack.length) {
+        const p = stack.pop();
+        if (mark[p] === i) continue;
+        if (--budget.steps < 0) return false;
+        mark[p] = i;
+        const ins = prog[p];
+        const op = typeof ins === "number" ? "c" : ins[0];
+        if (op === "m") return true;
+        if (op === "j") stack.push(ins[1]);
+        else if (op === "s") stack.push(ins[2], ins[1]);
+        else if (op === "a") {
+          if (holds(ins[1], i)) stack.push(p + 1);
+        } else list.push(p);
+      }
+      return false;
+    }
+    let current = [];
+    for (let i = 0; i <= n; i++) {
+      if (add(current, 0, i)) return true;
+      if (i === n) break;
+      const next = [];
+      for (const p of current) {
+        if (inClass(prog[p], codes[i]) && add(next, p + 1, i + 1)) return true;
+      }
+      current = next;
+    }
+    return false;
+  }
+
   // ---- ranking, as llmdoctor/wiki/search.py ranks ------------------------------------------
 
   function tokenize(term) {
@@ -428,33 +489,25 @@
       cands.sort((a, b) => b.rel - a.rel || a.d - b.d);
       return cands.slice(0, wanted);
     }
-    const compiled = new Map();
     function signatureMatches(q, cands) {
+      // a team's signature never runs in the browser's backtracking RegExp: the site compiled
+      // each into a program for matchesProgram (linear time); one without a program is left
+      // to `llmdoctor wiki search`
       const lines = queryLines(q.text);
       if (!lines.length) return;
       const lowered = q.text.toLowerCase();
+      let codes = null;
+      const budget = { steps: MAX_SIGNATURE_STEPS };
       for (const c of cands) {
-        for (const sig of data.signatures[c.d] || []) {
+        const programs = (data.programs || [])[c.d] || [];
+        (data.signatures[c.d] || []).some((sig, k) => {
           const words = sig.replace(ESCAPE, " ").match(LITERAL_WORD) || [];
-          if (words.length && !words.some((w) => lowered.includes(w.toLowerCase()))) continue;
-          let re = compiled.get(sig);
-          if (re === undefined) {
-            try {
-              re = new RegExp(sig, "u");
-            } catch (e) {
-              try {
-                re = new RegExp(sig);
-              } catch (e2) {
-                re = null; // `llmdoctor wiki lint` reports it
-              }
-            }
-            compiled.set(sig, re);
-          }
-          if (re && lines.some((l) => re.test(l))) {
-            c.sig = true;
-            break;
-          }
-        }
+          if (words.length && !words.some((w) => lowered.includes(w.toLowerCase()))) return false;
+          if (!programs[k]) return false;
+          codes = codes || lines.map((l) => Array.from(l, (ch) => ch.codePointAt(0)));
+          if (codes.some((l) => matchesProgram(programs[k], l, budget))) c.sig = true;
+          return c.sig;
+        });
       }
     }
     function search(raw, limit = 10) {
@@ -488,6 +541,7 @@
     return { search, stem, parseQuery };
   }
   window.llmdoctorMakeIndex = makeIndex; // for tools and benchmarks
+  window.llmdoctorMatchesProgram = matchesProgram; // for the tests of site_regex
 
   // ---- the page ----------------------------------------------------------------------------
 
