@@ -13,13 +13,13 @@ llmdoctor.collectors.network_errors.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from typing import Any
 from urllib.parse import urlsplit
 
 from llmdoctor import __version__
 from llmdoctor.engine.collect import CollectContext
+from llmdoctor.engine.deadline import Background
 from llmdoctor.engine.facts import Facts, Missing
 from llmdoctor.engine.target import Target
 
@@ -39,25 +39,22 @@ class _TokenizerProbe:
 
     def __init__(self, path: str):
         self.path = path
-        self.result: dict[str, Any] | None = None
-        self.started = time.monotonic()
-        self.thread = threading.Thread(target=self._run, name="tokenizer-probe", daemon=True)
-        self.thread.start()
+        self.task = Background(self._run, "tokenizer-probe")
 
-    def _run(self) -> None:
+    def _run(self) -> dict[str, Any]:
         from llmdoctor.collectors.tokenizer_probe import probe_tokenizer
 
         try:
-            self.result = probe_tokenizer(self.path)
+            return probe_tokenizer(self.path)
         except Exception as exc:  # never lose the endpoint facts to a tokenizer bug
-            self.result = {"path": self.path, "errors": [f"{type(exc).__name__}: {exc}"]}
+            return {"path": self.path, "errors": [f"{type(exc).__name__}: {exc}"]}
 
     def wait(self, limit: float) -> dict[str, Any]:
         """The result, or a record saying it was abandoned after `limit` seconds in all."""
-        self.thread.join(max(0.0, self.started + limit - time.monotonic()))
-        if self.result is not None:
-            return self.result
-        waited = round(time.monotonic() - self.started, 1)
+        outcome = self.task.wait(self.task.started + limit)
+        if outcome.done and outcome.value is not None:
+            return outcome.value
+        waited = round(time.monotonic() - self.task.started, 1)
         return {
             "path": self.path,
             "load_s": None,

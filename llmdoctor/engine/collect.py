@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from llmdoctor.engine.deadline import Background
 from llmdoctor.engine.facts import Facts, Missing
 from llmdoctor.errors import BadInput
 
@@ -67,23 +67,19 @@ def run_collectors(collectors: Iterable[Collector], ctx: CollectContext, facts: 
     results: dict[str, dict[str, Any]] = {}
     failures: dict[str, str] = {}
 
-    def work(c: Collector) -> None:
-        try:
-            results[c.name] = c.fn(ctx) or {}
-        except Exception as exc:
-            failures[c.name] = one_line(exc)
-
-    threads = []
-    for c in collectors:
-        t = threading.Thread(target=work, args=(c,), name=f"collector-{c.name}", daemon=True)
-        t.start()
-        threads.append((c, t))
+    started = [
+        (c, Background(lambda c=c: c.fn(ctx) or {}, f"collector-{c.name}")) for c in collectors
+    ]
     deadline = time.monotonic() + ctx.timeout + 1.0
-    for c, t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
-        if t.is_alive():
-            failures.setdefault(c.name, f"timed out after {ctx.timeout:g}s")
-    for c, _ in threads:
+    for c, task in started:
+        outcome = task.wait(deadline)
+        if not outcome.done:
+            failures[c.name] = f"timed out after {ctx.timeout:g}s"
+        elif isinstance(outcome.error, Exception):
+            failures[c.name] = one_line(outcome.error)
+        elif outcome.error is None:
+            results[c.name] = outcome.value
+    for c, _ in started:
         if c.name in failures:
             reason = f"collector {c.name} failed: {failures[c.name]}"
             facts.collector_errors[c.name] = failures[c.name]
