@@ -2,7 +2,7 @@
 
 A thin wrapper over llmdoctor.collectors.vllm_endpoint.collect_endpoint (shared with the
 Kubernetes collector) plus the local tokenizer probe of `--tokenizer PATH`.
-Options read from ctx.options: window, model, chat, max_latency_ms, tokenizer.
+Options read from ctx.options (CollectOptions): window, model, chat, max_latency_ms, tokenizer.
 An API key for servers started with --api-key is taken from $LLMDOCTOR_API_KEY.
 
 Also here: the probe's base URL, from which a trailing `/v1` (the OpenAI client's base_url) is
@@ -70,9 +70,9 @@ def collect(target: Target, ctx: CollectContext) -> Facts:
     from llmdoctor.collectors.tokenizer_probe import sample_text
     from llmdoctor.collectors.vllm_endpoint import collect_endpoint
 
-    options = ctx.options or {}
-    window = float(options.get("window", 5.0) if options.get("window") is not None else 5.0)
-    tokenizer_path = options.get("tokenizer")
+    options = ctx.options
+    window = float(options.window if options.window is not None else 5.0)
+    tokenizer_path = options.tokenizer
     facts = Facts()
     facts.set("time/now", time.time())
     facts.set("target", str(target))
@@ -90,9 +90,9 @@ def collect(target: Target, ctx: CollectContext) -> Facts:
             session,
             timeout=ctx.timeout,
             window=window,
-            model=options.get("model"),
-            chat=bool(options.get("chat")),
-            max_latency_ms=options.get("max_latency_ms"),
+            model=options.model,
+            chat=bool(options.chat),
+            max_latency_ms=options.max_latency_ms,
             tokenize_text=sample_text() if tokenizer_path else None,
         )
     finally:

@@ -5,12 +5,64 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from llmdoctor.engine.deadline import Background
 from llmdoctor.engine.facts import Facts, Missing
 from llmdoctor.errors import BadInput
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    """What the user asked the collectors for; every option any collector reads, declared once.
+
+    Read as attributes. `get(name)` stays for the collectors written against the old options
+    dict, but an option name declared nowhere here is an error, not a silent None.
+    """
+
+    # Kubernetes (diagnose, collect)
+    namespace: str | None = None
+    context: str | None = None
+    selector: str | None = None
+    port: int | None = None
+    tail: int = 2000
+    no_exec: bool = False
+    # the vLLM endpoint (diagnose, probe, exporter)
+    window: float | None = None
+    model: str | None = None
+    chat: bool = False
+    max_latency_ms: float | None = None
+    tokenizer: str | None = None
+    # the team's Prometheus
+    prometheus: str | None = None
+    prometheus_since: float | None = None
+    prometheus_selector: str | None = None
+    # the node (node)
+    python: str | None = None
+    nvidia_smi_xml: str | None = None
+    kernel_log: str | None = None
+    since_seconds: float | None = None
+
+    @classmethod
+    def of(cls, values: CollectOptions | dict[str, Any] | None) -> CollectOptions:
+        """The options from a mapping; ValueError names an option no collector knows."""
+        if isinstance(values, CollectOptions):
+            return values
+        values = dict(values or {})
+        unknown = sorted(set(values) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown collector option(s): {', '.join(unknown)}")
+        return cls(**values)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name not in self.__dataclass_fields__:
+            raise AttributeError(f"no collector option {name!r} (engine/collect.py CollectOptions)")
+        value = getattr(self, name)
+        return default if value is None else value
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get(name)
 
 
 @dataclass
@@ -19,10 +71,11 @@ class CollectContext:
 
     target: Any
     timeout: float
-    options: dict[str, Any] = field(default_factory=dict)
+    options: CollectOptions = field(default_factory=CollectOptions)
 
     def __post_init__(self) -> None:
         self.timeout = valid_timeout(self.timeout)
+        self.options = CollectOptions.of(self.options)
 
 
 MAX_TIMEOUT = 24 * 3600.0

@@ -66,33 +66,24 @@ def run_probe(
     settings: ProbeSettings,
 ):
     """The `llmdoctor probe` pipeline for one target: (Report, seconds it took)."""
-    from llmdoctor.collectors.vllm_http import probe_base_url
-    from llmdoctor.engine.collect import CollectContext
-    from llmdoctor.engine.target import parse_target
     from llmdoctor.errors import LlmdoctorError
-    from llmdoctor.usecases.diagnose import diagnose, gather
+    from llmdoctor.usecases.probe import ProbeRequest, probe, probe_target
 
     try:
-        parsed = parse_target(target)
+        probe_target(target)
     except LlmdoctorError as exc:
         raise ProbeRefused(str(exc)) from None
-    if parsed.kind != "http":
-        raise ProbeRefused(f"target must be an http(s)://HOST:PORT URL, not {target!r}")
-    parsed = parse_target(probe_base_url(parsed.url)[0])
-    options = {
-        "window": window,
-        "model": model,
-        "chat": chat,
-        "max_latency_ms": settings.max_latency_ms,
-    }
-    started = time.monotonic()
-    ctx = CollectContext(target=parsed, timeout=timeout, options=options)
-    report = diagnose(
-        gather(parsed, ctx),
-        str(parsed),
+    request = ProbeRequest(
+        target,
+        timeout=timeout,
+        window=window,
+        model=model,
+        chat=chat,
+        max_latency_ms=settings.max_latency_ms,
         scopes=("vllm",),
-        settings={"model": model, "max_latency_ms": settings.max_latency_ms},
     )
+    started = time.monotonic()
+    report = probe(request)
     return report, time.monotonic() - started
 
 
