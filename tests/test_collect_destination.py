@@ -94,3 +94,20 @@ def test_output_that_names_another_kind_of_archive_is_refused(tmp_path, capsys, 
     err = one_line_refusal(capsys)
     assert "not supported" in err and ".tar.gz" in err and ".tgz" in err and "folder" in err
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("archive", [False, True])
+def test_force_replaces_a_bundle_holding_the_serving_images_argument_check(tmp_path, archive):
+    # serving/vllm-args.json is written into every bundle whose pod allowed exec; a bundle
+    # holding it is llmdoctor's own and --force may replace it (it was once called foreign)
+    from llmdoctor.collectors.bundle import write_bundle
+    from llmdoctor.engine.facts import Facts
+
+    facts = Facts()
+    facts.set("time/now", 1_700_000_000.0)
+    facts.set("serving/vllm-args.json", {"vllm": "0.10.1", "accepted": True})
+    dest = tmp_path / ("b.tar.gz" if archive else "b")
+    write_bundle(facts, dest, target=POD)
+    write_bundle(facts, dest, target=POD, force=True)
+    with Bundle(dest) as bundle:
+        assert "serving/vllm-args.json" in bundle.files()

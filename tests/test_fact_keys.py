@@ -123,3 +123,22 @@ def test_every_file_in_the_shipped_bundles_is_a_declared_bundle_key():
     for rel in files:
         fk = fact_keys.declared(rel)
         assert fk is not None and fk.kind == "bundle", rel
+
+
+def test_the_bundle_format_doc_lists_exactly_the_declared_bundle_keys():
+    # docs/bundle-format.md is what people assemble bundles by hand from: it must hold with the code
+    doc = (ROOT / "docs" / "bundle-format.md").read_text(encoding="utf-8")
+    table = doc[doc.index("| path | content |") :].split("\n\n")[0]
+    first_cells = re.findall(r"^\| ([^|]+) \|", table, re.M)
+    paths = {
+        re.sub(r"<(?!n>)[a-z]+>", "<name>", p)
+        for cell in first_cells
+        for p in re.findall(r"`([^`]+)`", cell)
+    }
+    paths.discard("manifest.json")
+    bundle_keys = {fk.key for fk in fact_keys.DECLARED if fk.kind == "bundle"}
+    undeclared = sorted(
+        p for p in paths if (fk := fact_keys.declared(p)) is None or fk.kind != "bundle"
+    )
+    assert undeclared == []
+    assert sorted(bundle_keys - paths) == []

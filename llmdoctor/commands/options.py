@@ -21,7 +21,7 @@ import typer
 # explain, wiki and capacity print their own JSON objects; diagnose/node/probe the llmdoctor/1 one
 Json = Annotated[
     bool,
-    typer.Option("--json", help="Print JSON instead of text (keys: README, Output contracts)."),
+    typer.Option("--json", help="Print JSON instead of text (keys: docs/guarantees.md)."),
 ]
 ReportJson = Annotated[bool, typer.Option("--json", help="Print the llmdoctor/1 JSON object.")]
 Markdown = Annotated[
