@@ -729,7 +729,7 @@ def test_independent_split_knows_non_issue_sources(tmp_path):
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "qa4_explain_accuracy", ROOT / "benchmarks" / "explain_accuracy.py"
+        "explain_accuracy_benchmark", ROOT / "benchmarks" / "explain_accuracy.py"
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -131,13 +131,18 @@ def connect(context: str | None, namespace: str | None, timeout: float) -> KubeC
     )
 
 
-def _status_message(body: Any) -> str:
+def _error_body(body: Any) -> tuple[Any, Any]:
+    """(the body as text when it was bytes, its JSON or None): an API error's body, read once."""
     if isinstance(body, bytes):
         body = body.decode("utf-8", errors="replace")
     try:
-        parsed = json.loads(body) if isinstance(body, str) and body.strip() else None
+        return body, json.loads(body) if isinstance(body, str) and body.strip() else None
     except json.JSONDecodeError:
-        parsed = None
+        return body, None
+
+
+def _status_message(body: Any) -> str:
+    body, parsed = _error_body(body)
     if isinstance(parsed, dict) and parsed.get("message"):
         return str(parsed["message"])
     return str(body or "").strip().splitlines()[0][:300] if body else ""
@@ -190,12 +195,7 @@ def describe_failure(
 
 def _is_status(body: Any) -> bool:
     """Whether an error body is the API server's `{"kind": "Status", ...}` object."""
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", errors="replace")
-    try:
-        parsed = json.loads(body) if isinstance(body, str) and body.strip() else None
-    except json.JSONDecodeError:
-        return False
+    parsed = _error_body(body)[1]
     return isinstance(parsed, dict) and parsed.get("kind") == "Status"
 
 
