@@ -27,6 +27,9 @@ from explain_accuracy import (  # noqa: E402
     shared_excerpts,
 )
 
+# the accuracy corpus (600+ labelled excerpts explained): minutes; `pytest -m slow` runs it
+pytestmark = pytest.mark.slow
+
 REQUIRED = 60
 # Issue 14's bars. Where a half does not reach one, the test holds it at the level reached (no
 # slack) and docs/explain.md says so: held-out top-3 is 95.2 % (97.0 % on the whole

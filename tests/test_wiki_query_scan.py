@@ -13,6 +13,7 @@ import re
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -77,6 +78,7 @@ def test_the_cuts_equal_the_regexes_on_every_real_line():
         assert_same_cuts(line)
 
 
+@pytest.mark.slow  # random-text equivalence, a benchmark of its own
 @settings(max_examples=3000, deadline=None)
 @given(TEXTS)
 @example("see https://pytorch.org/docs/stable/notes/cuda.html#environment-variables now")
@@ -91,6 +93,7 @@ def test_the_cuts_equal_the_regexes_on_random_text(text):
     assert_same_cuts(text * (query.SCAN_MAX_CHARS // max(len(text), 1) + 1))  # WORD's findall
 
 
+@pytest.mark.slow  # random-text equivalence
 @settings(max_examples=2000, deadline=None)
 @given(
     st.lists(st.sampled_from(["显", "存", "不", "足", "a", " "]), max_size=30).map("".join),

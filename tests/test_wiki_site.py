@@ -320,6 +320,7 @@ ADDRESS_PIECES = [
 PIECES_TEXT = st.lists(st.sampled_from(ADDRESS_PIECES), max_size=8).map("".join)
 
 
+@pytest.mark.slow  # random addresses against urllib
 @settings(max_examples=3000, deadline=None)
 @given(
     st.one_of(
