@@ -16,6 +16,7 @@ from llmdoctor.parsers.k8s_pod import (
     event_items,
     event_line,
     event_time,
+    field_dict,
     go_duration,
     require_pod,
 )
@@ -34,7 +35,7 @@ def _minutes(seconds: float) -> str:
 def _status_failures(pod: dict, events: list[dict]) -> list[Finding]:
     findings = []
     for cs in container_statuses(pod):
-        waiting = (cs.get("state") or {}).get("waiting") or {}
+        waiting = field_dict(field_dict(cs, "state"), "waiting")
         if waiting.get("reason") not in PULL_ERRORS:
             continue
         image = cs.get("image", "?")

@@ -479,3 +479,16 @@ def test_malformed_pod_json_is_named_and_the_rest_still_runs(capsys, tmp_path):
     assert code == 2  # the log checks still see the OOM
     assert "not valid JSON" in skipped(report)["pod-probes"]
     assert by_check(report, "memory-fragmentation")
+
+
+def test_a_container_state_that_is_not_an_object_does_not_break_the_image_pull_check(
+    capsys, tmp_path
+):
+    # found by tests/test_fuzz_parsers.py: `state: 1` made pod-image-pull raise AttributeError
+    path = bundle(tmp_path, "crashloop-cuda-oom")
+    pod = json.loads((path / "k8s" / "pod.json").read_text())
+    pod["status"]["containerStatuses"][0]["state"] = 1
+    (path / "k8s" / "pod.json").write_text(json.dumps(pod))
+    _, report, _ = diagnose_json(capsys, path)
+    assert check_errors(report) == []
+    assert by_check(report, "pod-image-pull")

@@ -56,32 +56,17 @@ def _last(values: list) -> Any:
     return next((v for v in reversed(values or []) if v is not None), None)
 
 
-def run_probe(
-    target: str,
-    *,
-    model: str | None,
-    chat: bool,
-    timeout: float,
-    window: float,
-    settings: ProbeSettings,
-):
-    """The `llmdoctor probe` pipeline for one target: (Report, seconds it took)."""
+def run_probe(request):
+    """The `llmdoctor probe` pipeline for one ProbeRequest: (Report, seconds it took).
+
+    ProbeRefused for a target that is not an http(s)://HOST:PORT URL."""
     from llmdoctor.errors import LlmdoctorError
-    from llmdoctor.usecases.probe import ProbeRequest, probe, probe_target
+    from llmdoctor.usecases.probe import probe, probe_target
 
     try:
-        probe_target(target)
+        probe_target(request.url)
     except LlmdoctorError as exc:
         raise ProbeRefused(str(exc)) from None
-    request = ProbeRequest(
-        target,
-        timeout=timeout,
-        window=window,
-        model=model,
-        chat=chat,
-        max_latency_ms=settings.max_latency_ms,
-        scopes=("vllm",),
-    )
     started = time.monotonic()
     report = probe(request)
     return report, time.monotonic() - started
@@ -234,6 +219,8 @@ class ProbeExporter:
 
     def probe(self, query: dict[str, list[str]], scrape_timeout: float | None) -> tuple[int, bytes]:
         """(HTTP status, body) for one /probe request."""
+        from llmdoctor.usecases.probe import ProbeRequest
+
         target = (query.get("target") or [""])[0].strip()
         if not target:
             self.refused.labels("bad-target").inc()
@@ -257,12 +244,15 @@ class ProbeExporter:
                 self.in_flight_gauge.set(self.in_flight)
             try:
                 report, seconds = run_probe(
-                    target,
-                    model=model,
-                    chat=chat,
-                    timeout=timeout,
-                    window=window,
-                    settings=self.settings,
+                    ProbeRequest(
+                        target,
+                        timeout=timeout,
+                        window=window,
+                        model=model,
+                        chat=chat,
+                        max_latency_ms=self.settings.max_latency_ms,
+                        scopes=("vllm",),
+                    )
                 )
             except ProbeRefused as exc:
                 self.refused.labels("bad-target").inc()
