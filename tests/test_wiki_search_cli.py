@@ -203,3 +203,16 @@ def test_wiki_search_from_an_endless_pipe_stops_at_the_cap(monkeypatch):
     result = CliRunner().invoke(build_app(("wiki",)), ["wiki", "search", "-"], input=piped)
     assert "searched the end of the first 1 MiB of stdin" in result.output
     assert "nothing to search for" in str(result.exception)  # exit 3 through llmdoctor.cli
+
+
+def test_the_terminal_hides_raw_scores_and_json_keeps_them(capsys, monkeypatch):
+    # a bm25 number means nothing to the reader at 3 a.m.; scripts still get it with --json
+    import json
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    fast_main(["fell", "off", "--limit", "2"])
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(" 1. xid-fallen-off-bus ") and first.endswith("[critical]")
+    fast_main(["fell", "off", "--limit", "2", "--json"])
+    scores = [r["score"] for r in json.loads(capsys.readouterr().out)["results"]]
+    assert len(scores) == 2 and scores[0] > scores[1] > 0

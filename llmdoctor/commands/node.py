@@ -121,10 +121,18 @@ def node_command(
 
         check_ids = sorted({c.id for c in checks_for_scopes(SCOPES)})
         duration = time.monotonic() - clock
-        write_textfile(
-            textfile, build_registry(result, check_ids, started=started, duration=duration)
+        registry = build_registry(result, check_ids, started=started, duration=duration)
+        try:
+            write_textfile(textfile, registry)
+            not_written = None
+        except OSError as exc:  # a full disk or a folder it may not write: the report still counts
+            not_written = exc.strerror or type(exc).__name__
+    code = int(emit(result, **report.output()))
+    if textfile is not None and not_written is not None:
+        typer.echo(
+            f"llmdoctor: --prometheus-textfile {textfile} not written: {not_written}", err=True
         )
-    raise typer.Exit(int(emit(result, **report.output())))
+    raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:

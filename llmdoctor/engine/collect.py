@@ -76,9 +76,15 @@ class CollectContext:
     def __post_init__(self) -> None:
         self.timeout = valid_timeout(self.timeout)
         self.options = CollectOptions.of(self.options)
+        window = self.options.window
+        if window is not None and not (
+            isinstance(window, int | float) and 0 <= window <= MAX_WINDOW
+        ):  # nan fails both comparisons
+            raise BadInput(f"--window {window}: must be 0 to {MAX_WINDOW:g} seconds")
 
 
 MAX_TIMEOUT = 24 * 3600.0
+MAX_WINDOW = 3600.0  # seconds between two /metrics scrapes (the --window of every command)
 
 
 def valid_timeout(seconds: float) -> float:

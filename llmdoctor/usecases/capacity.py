@@ -6,6 +6,7 @@ case reads the model, resolves the GPU, refuses what vLLM would refuse, and plan
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -33,6 +34,7 @@ class CapacityRequest:
     kv_cache_memory_bytes: str | None = None
     performance_mode: str | None = None
     enforce_eager: bool = False
+    disable_hybrid_kv_cache_manager: bool = False
     enable_prefix_caching: bool = False
 
 
@@ -58,12 +60,18 @@ def _size(cap, text: str | None, **kwargs) -> int | None:
 
 
 def capacity(request: CapacityRequest):
-    """The capacity plan (llmdoctor.capacity.planner's result); BadInput for what cannot be read."""
+    """The capacity plan (llmdoctor.capacity.planner's result); BadInput for what cannot be read.
+
+    The command exits 1 when the plan is not modelled (no verdict), else 0 fits, 2 does not."""
     from llmdoctor.capacity import planner as cap
     from llmdoctor.errors import BadInput
 
     if not request.model_config and not request.model_dir:
         raise BadInput("give --model-config config.json (or --model-dir with a config.json)")
+    if not math.isfinite(request.gpu_memory_utilization):  # the CLI's callback, for every caller
+        raise BadInput(
+            f"--gpu-memory-utilization {request.gpu_memory_utilization}: must be a finite number"
+        )
     config = cap.load_model_config(request.model_config or request.model_dir)
     shape = cap.model_shape(config)
     weights_bytes = None
@@ -107,6 +115,7 @@ def capacity(request: CapacityRequest):
         performance_mode=request.performance_mode,
         enforce_eager=request.enforce_eager,
         prefix_caching=request.enable_prefix_caching,
+        hybrid_kv_cache=not request.disable_hybrid_kv_cache_manager,
         data_parallel_size=request.data_parallel_size,
     )
     return cap.plan(inputs)
