@@ -16,15 +16,16 @@ from llmdoctor.parsers.k8s_pod import (
     event_items,
     event_line,
     event_time,
+    field_dict,
     go_duration,
     require_pod,
 )
+from llmdoctor.parsers.vllm_serving import threshold
 
 PULL_ERRORS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 PULLED = re.compile(r'Successfully pulled image "([^"]+)" in (\S+?)(?:\s|$)')
 PULLING = re.compile(r'Pulling image "([^"]+)"')
 FAILED = re.compile(r'Failed to pull image "([^"]+)"')
-DEFAULT_SLOW_SECONDS = 300.0
 
 
 def _minutes(seconds: float) -> str:
@@ -34,7 +35,7 @@ def _minutes(seconds: float) -> str:
 def _status_failures(pod: dict, events: list[dict]) -> list[Finding]:
     findings = []
     for cs in container_statuses(pod):
-        waiting = (cs.get("state") or {}).get("waiting") or {}
+        waiting = field_dict(field_dict(cs, "state"), "waiting")
         if waiting.get("reason") not in PULL_ERRORS:
             continue
         image = cs.get("image", "?")
@@ -72,7 +73,7 @@ def pod_image_pull(facts: Facts) -> list[Finding]:
     if findings:
         return findings
     events = event_items(facts.require("k8s/events.json"))
-    slow = float(facts.get("settings/image_pull_slow_seconds") or DEFAULT_SLOW_SECONDS)
+    slow = threshold(facts, "image_pull_slow_seconds")
     now = facts.get("time/now")
     pulled: dict[str, float] = {}
     pending: dict[str, dict] = {}

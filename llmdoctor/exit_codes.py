@@ -1,4 +1,4 @@
-"""Process exit codes: one place, as the README documents them."""
+"""Process exit codes: one place, as docs/guarantees.md documents them."""
 
 from enum import IntEnum
 

@@ -45,3 +45,15 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("LLMDOCTOR_WIKI", raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _forget_site_checks():
+    # checks loaded with --checks-dir stay registered in this process; later tests must not
+    # run (and wait for) the hanging ones
+    from llmdoctor.engine import registry
+
+    yield
+    for check_id, spec in list(registry._CHECKS.items()):
+        if spec.fn.__module__.startswith("llmdoctor_site_checks."):
+            del registry._CHECKS[check_id]

@@ -22,7 +22,7 @@ from llmdoctor.capacity.planner import (
     plan,
     safetensors_weights,
 )
-from llmdoctor.cli import app
+from llmdoctor.cli import app, run
 from llmdoctor.errors import BadInput
 
 FIXTURES = Path(__file__).parent / "fixtures" / "capacity"
@@ -447,3 +447,145 @@ def test_cli_bad_input_is_one_line_and_exit_3(args):
     with pytest.raises(SystemExit) as exc:
         run(args)
     assert exc.value.code == 3
+
+
+LLAMA_3_8B = {  # meta-llama/Meta-Llama-3-8B config.json, abridged
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 8192,
+    "torch_dtype": "bfloat16",
+}
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    """The installed command's path: llmdoctor.cli.run (exit codes, one-line errors)."""
+    with pytest.raises(SystemExit) as done:
+        run(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert "internal error" not in err, err
+    return int(done.value.code), out, err
+
+
+def one_line_error(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.startswith("llmdoctor: ")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def config_file(tmp_path: Path, **changes) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_3_8B, **changes}), encoding="utf-8")
+    return path
+
+
+def capacity_cli(capsys, *args: str) -> tuple[int, str, str]:
+    return run_cli(capsys, "capacity", "--gpu", "H100", *args)
+
+
+def test_capacity_zero_kv_heads_is_bad_input_not_all_heads(tmp_path, capsys):
+    # num_key_value_heads 0 used to fall back to all 32 heads: a 4x KV estimate, exit 0.
+    code, _, err = capacity_cli(
+        capsys, "--model-config", str(config_file(tmp_path, num_key_value_heads=0))
+    )
+    assert code == 3
+    assert "num_key_value_heads is 0" in one_line_error(err)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("num_hidden_layers", 32.5),  # used to be truncated to 32 silently
+        ("num_hidden_layers", 10**30),  # used to print a 34-digit byte count, exit 2
+        ("num_hidden_layers", 10**400),  # too big for a float
+        ("head_dim", -128),  # used to fall back to hidden/heads silently
+        ("num_attention_heads", "32"),  # a string where a number belongs
+    ],
+)
+def test_capacity_implausible_model_shape_is_bad_input(tmp_path, capsys, field, value):
+    # A config field that is present but not a plausible whole number is an error, not a guess.
+    code, _, err = capacity_cli(
+        capsys, "--model-config", str(config_file(tmp_path, **{field: value}))
+    )
+    assert code == 3
+    assert field in one_line_error(err)
+
+
+def test_capacity_accepts_whole_float_and_null_optional_fields(tmp_path, capsys):
+    # 32.0 layers and "head_dim": null appear in real exported configs; they are fine.
+    path = config_file(tmp_path, num_hidden_layers=32.0, head_dim=None)
+    code, out, _ = capacity_cli(capsys, "--model-config", str(path), "--json")
+    assert code == 0
+    assert json.loads(out)["kv_bytes_per_token"] == 131072
+
+
+def test_capacity_tp_not_dividing_attention_heads_is_refused_like_vllm(tmp_path, capsys):
+    # -tp 3 with 32 heads used to say FITS; vLLM refuses: "must be divisible by tensor parallel".
+    code, _, err = capacity_cli(capsys, "--model-config", str(config_file(tmp_path)), "-tp", "3")
+    assert code == 3
+    assert "must be divisible by tensor parallel size (3)" in one_line_error(err)
+
+
+def test_capacity_tp_not_dividing_kv_heads_is_refused(capsys):
+    # Qwen2-7B: 28 heads split over 7 GPUs, but 4 KV heads cannot be replicated evenly on 7.
+    code, _, err = capacity_cli(capsys, "--model-config", str(QWEN_CONFIG), "-tp", "7")
+    assert code == 3
+    assert "4 KV heads over 7 GPUs" in one_line_error(err)
+
+
+def test_capacity_hand_checked_kv_bytes_per_token(tmp_path, capsys):
+    # Llama-3-8B: 2 x 32 layers x 8 KV heads x 128 x 2 B = 128 KiB; fp8 halves it; TP 2 halves
+    # the KV heads per GPU; none of these may be refused.
+    path = str(config_file(tmp_path))
+    for extra, expected in [
+        ((), 131072),
+        (("--kv-cache-dtype", "fp8"), 65536),
+        (("-tp", "2"), 65536),
+    ]:
+        code, out, _ = capacity_cli(capsys, "--model-config", path, "--json", *extra)
+        assert code == 0
+        assert json.loads(out)["kv_bytes_per_token"] == expected
+
+
+@pytest.mark.parametrize("params", ["inf", "1e400", "0", "-7B"])
+def test_capacity_params_must_be_a_positive_finite_count(tmp_path, capsys, params):
+    # inf/1e400 used to crash (OverflowError); 0 and -7B gave a plan with no or negative weights.
+    code, _, err = capacity_cli(
+        capsys, "--model-config", str(config_file(tmp_path)), f"--params={params}"
+    )
+    assert code == 3
+    assert "is not a parameter count" in one_line_error(err)
+
+
+def test_capacity_zero_gpu_memory_is_bad_input(tmp_path, capsys):
+    # --gpu-memory 0 used to answer "DOES NOT FIT" (exit 2) as if it were a real GPU.
+    code, _, err = run_cli(
+        capsys, "capacity", "--model-config", str(config_file(tmp_path)), "--gpu-memory", "0"
+    )
+    assert code == 3
+    assert "GPU memory must be more than 0" in one_line_error(err)
+
+
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        {"dtype": "BF16", "shape": [4, "x"]},  # used to crash: ValueError from int('x')
+        {"dtype": "BF16", "data_offsets": [100, 0]},  # used to count -100 bytes of weights
+        {"dtype": "BF16", "data_offsets": [0, 10**15]},  # more bytes than the file holds
+    ],
+)
+def test_capacity_safetensors_tensor_with_bad_offsets_is_bad_input(tmp_path, capsys, tensor):
+    # A corrupt shard must be named, not summed into a wrong weight size.
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(LLAMA_3_8B), encoding="utf-8")
+    header = json.dumps({"model.embed_tokens.weight": tensor}).encode()
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
+    code, _, err = capacity_cli(capsys, "--model-dir", str(folder))
+    assert code == 3
+    assert "model.embed_tokens.weight" in one_line_error(err)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from llmdoctor.cli import run as cli_run
 from llmdoctor.collectors.bundle import Bundle
 from llmdoctor.usecases.diagnose import diagnose
 
@@ -116,6 +119,30 @@ def test_a_hybrid_model_with_too_many_sequences_points_at_the_mamba_runbook(tmp_
     assert str(finding.severity) == "critical", finding.summary
     assert finding.runbooks == ["mamba-cache-blocks-exceeded"]
     assert "Mamba cache blocks" in finding.summary
+
+
+HEALTHY_BUNDLE = ROOT / "examples" / "bundles" / "healthy-vllm-7b"
+
+
+def test_kv_cache_fit_skips_a_non_numeric_serving_argument(tmp_path):
+    # --max-model-len 32k (accepted by newer vLLM) used to make the check raise (a check error).
+    facts = Bundle(HEALTHY_BUNDLE).to_facts()
+    facts.set("k8s/node.json", json.loads(A100_NODE.read_text()))
+    settings = {"model_config_path": str(QWEN_CONFIG), "max_model_len": "32k"}
+    report = diagnose([facts], "bundle", only=["kv-cache-fit"], settings=settings)
+    assert not report.errors
+    [skip] = [s for s in report.skipped if s["check"] == "kv-cache-fit"]
+    assert "not a number" in skip["reason"]
+
+
+def test_a_model_config_that_is_a_device_or_deeply_nested_is_one_line(capsys, tmp_path):
+    deep = tmp_path / "config.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    for path, says in (("/dev/zero", "not a regular file"), (str(deep), "nested too deeply")):
+        with pytest.raises(SystemExit) as done:
+            cli_run(["capacity", "--model-config", path, "--gpu", "H100"])
+        err = capsys.readouterr().err
+        assert done.value.code == 3 and says in err and len(err.strip().splitlines()) == 1
 
 
 def test_a_model_llmdoctor_does_not_model_is_info_naming_it_never_ok_or_critical():

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from llmdoctor.cli import run
+from llmdoctor.cli import run as cli_run
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLES = sorted((ROOT / "examples" / "bundles").iterdir())
@@ -108,3 +109,66 @@ def test_json_help_names_only_the_object_the_command_prints(argv, reporting, cap
     option = re.search(r"^ +--json +(.+(?:\n {10,}\S.*)?)", text, re.MULTILINE)
     line = " ".join(option.group(1).split())
     assert ("llmdoctor/2" in line) is reporting, line
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "bundles"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--tail", "0"),
+        ("--tail", "-5"),
+        ("--window", "-1"),
+        ("--port", "0"),
+        ("--port", "70000"),
+        ("--timeout", "0.01"),
+    ],
+)
+def test_odd_collection_options_are_usage_errors(capsys, args):
+    # --tail 0 used to mean 2000 lines (`or 2000`); a negative window or port reached the client
+    with pytest.raises(SystemExit) as done:
+        cli_run(["diagnose", "pod/vllm-7b", *args])
+    err = capsys.readouterr().err
+    assert done.value.code == 3
+    assert args[0] in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ("diagnose", "--bundle", str(EXAMPLES / "healthy-vllm-7b"), "--timeout", "inf"),
+            "--timeout inf",
+        ),
+        (("probe", "http://127.0.0.1:9", "--timeout", "inf"), "--timeout inf"),
+        (("probe", "http://[::1"), "not a valid URL"),
+    ],
+)
+def test_impossible_values_are_one_line_errors(capsys, args, says):
+    with pytest.raises(SystemExit) as done:
+        cli_run(list(args))
+    err = capsys.readouterr().err
+    assert done.value.code == 3
+    assert says in err and "internal error" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_credentials_in_a_probe_url_are_never_printed(capsys):
+    with pytest.raises(SystemExit):
+        cli_run(["probe", "http://admin:hunter2@127.0.0.1:9", "--timeout", "1", "--window", "0"])
+    out = capsys.readouterr()
+    assert "hunter2" not in out.out + out.err
+    assert "admin:<redacted>@127.0.0.1:9" in out.out
+
+
+def test_credentials_in_a_url_are_redacted_in_a_written_bundle(tmp_path):
+    from llmdoctor.collectors.bundle import write_bundle
+    from llmdoctor.engine.facts import Facts
+
+    facts = Facts()
+    facts.set("vllm/health.json", {"url": "http://admin:hunter2@vllm:8000/health", "status": 200})
+    facts.set("logs/vllm.log", "INFO proxy to https://svc:p4ss@upstream/v1 ok\n")
+    dest = write_bundle(facts, tmp_path / "b", target="http://admin:hunter2@vllm:8000")
+    written = "".join(p.read_text() for p in dest.rglob("*") if p.is_file())
+    assert "hunter2" not in written and "p4ss" not in written
+    assert "admin:<redacted>@vllm:8000" in written

@@ -4,6 +4,7 @@ when every file in it, at every depth (or every member of the archive), is one a
 
 from __future__ import annotations
 
+import gzip
 import io
 import tarfile
 
@@ -94,3 +95,103 @@ def test_output_that_names_another_kind_of_archive_is_refused(tmp_path, capsys, 
     err = one_line_refusal(capsys)
     assert "not supported" in err and ".tar.gz" in err and ".tgz" in err and "folder" in err
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("archive", [False, True])
+def test_force_replaces_a_bundle_holding_the_serving_images_argument_check(tmp_path, archive):
+    # serving/vllm-args.json is written into every bundle whose pod allowed exec; a bundle
+    # holding it is llmdoctor's own and --force may replace it (it was once called foreign)
+    from llmdoctor.collectors.bundle import write_bundle
+    from llmdoctor.engine.facts import Facts
+
+    facts = Facts()
+    facts.set("time/now", 1_700_000_000.0)
+    facts.set("serving/vllm-args.json", {"vllm": "0.10.1", "accepted": True})
+    dest = tmp_path / ("b.tar.gz" if archive else "b")
+    write_bundle(facts, dest, target=POD)
+    write_bundle(facts, dest, target=POD, force=True)
+    with Bundle(dest) as bundle:
+        assert "serving/vllm-args.json" in bundle.files()
+
+
+def small_facts():
+    from llmdoctor.engine.facts import Facts
+
+    facts = Facts()
+    facts.set("logs/vllm.log", "INFO started\n")
+    facts.set("k8s/pod.json", {"kind": "Pod"})
+    return facts
+
+
+def test_force_never_deletes_a_folder_of_other_files(tmp_path):
+    from llmdoctor.collectors.bundle import write_bundle
+    from llmdoctor.errors import BadBundle
+
+    incidents = tmp_path / "incidents"
+    incidents.mkdir()
+    (incidents / "notes.md").write_text("retro notes")
+    (incidents / "2026-11-01.tar.gz").write_bytes(b"an earlier bundle")
+    with pytest.raises(BadBundle, match="not only an llmdoctor bundle"):
+        write_bundle(small_facts(), incidents, target="pod/x", force=True)
+    assert (incidents / "notes.md").read_text() == "retro notes"
+    assert (incidents / "2026-11-01.tar.gz").exists()
+
+
+def test_force_keeps_notes_added_to_an_earlier_bundle_folder(tmp_path):
+    from llmdoctor.collectors.bundle import write_bundle
+    from llmdoctor.errors import BadBundle
+
+    dest = write_bundle(small_facts(), tmp_path / "incident", target="pod/x")
+    (dest / "timeline.md").write_text("09:00 paged")
+    with pytest.raises(BadBundle, match=r"timeline\.md"):
+        write_bundle(small_facts(), dest, target="pod/x", force=True)
+    assert (dest / "timeline.md").read_text() == "09:00 paged"
+
+
+def test_force_replaces_an_earlier_bundle_folder_or_archive(tmp_path):
+    from llmdoctor.collectors.bundle import Bundle, write_bundle
+
+    for name in ("incident", "incident.tar.gz"):
+        dest = write_bundle(small_facts(), tmp_path / name, target="pod/old")
+        write_bundle(small_facts(), dest, target="pod/new", force=True)
+        with Bundle(dest) as b:
+            assert b.manifest["target"] == "pod/new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["incident", "incident.tar.gz"]
+
+
+def test_force_never_overwrites_a_file_that_is_not_a_bundle(tmp_path):
+    from llmdoctor.collectors.bundle import write_bundle
+    from llmdoctor.errors import BadBundle
+
+    dest = tmp_path / "incident.tar.gz"
+    dest.write_bytes(gzip.compress(b"someone's own archive"))
+    with pytest.raises(BadBundle, match="not an llmdoctor bundle"):
+        write_bundle(small_facts(), dest, target="pod/x", force=True)
+    assert gzip.decompress(dest.read_bytes()) == b"someone's own archive"
+
+
+@pytest.mark.parametrize(
+    ("output", "says"),
+    [
+        ("/dev/null", "not a regular file or folder"),
+        (".", "give a file or folder name"),
+        ("..", "give a file or folder name"),
+    ],
+)
+def test_collect_to_a_device_or_the_current_folder_is_refused_up_front(capsys, output, says):
+    with pytest.raises(SystemExit) as done:
+        cli_run(["collect", "pod/vllm-7b", "-o", output, "--force", "--timeout", "1"])
+    err = capsys.readouterr().err
+    assert done.value.code == 3
+    assert says in err and "internal error" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_bundle_into_an_unwritable_folder_is_a_one_line_refusal(tmp_path):
+    from llmdoctor.collectors.bundle import write_bundle
+    from llmdoctor.errors import BadBundle
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(BadBundle, match="cannot write"):
+        write_bundle(small_facts(), blocker / "incident.tar.gz", target="pod/x")
+    assert blocker.read_text() == "not a folder"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -12,7 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from example_bundles import bundle, diagnose_json, skipped
 
+from llmdoctor.cli import run as cli_run
 from llmdoctor.collectors.bundle import Bundle, write_bundle
 from llmdoctor.engine.collect import CollectContext, Collector, run_collectors
 from llmdoctor.engine.facts import Facts, Missing
@@ -431,7 +434,6 @@ def test_manifest_with_wrongly_typed_fields_is_refused(tmp_path):
 
 
 def test_a_binary_log_is_said_to_be_unscanned_not_clean(tmp_path):
-    import shutil
 
     folder = tmp_path / "b"
     shutil.copytree(EXAMPLES / "healthy-vllm-7b", folder)
@@ -444,7 +446,6 @@ def test_a_binary_log_is_said_to_be_unscanned_not_clean(tmp_path):
 
 
 def test_a_consequence_in_the_same_logs_is_demoted_below_its_cause(tmp_path):
-    import shutil
 
     # real lines: an Xid 79 (open-gpu-kernel-modules#1151) and vLLM's dead-engine shutdown (#10596);
     # the engine died because the GPU fell off the bus, so the Xid is what to act on
@@ -492,3 +493,132 @@ def test_a_bare_killed_line_in_a_log_is_a_warning_not_a_host_oom_verdict():
     report = diagnose([facts], "node", scopes=("logs",))
     (found,) = [f for f in report.findings if "host-oom-killer" in f.runbooks]
     assert str(found.severity) == "critical" and "weak evidence" not in found.summary
+
+
+def tar_of(path: Path, members: dict[str, bytes]) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+MANIFEST = json.dumps({"format": "llmdoctor-bundle/1", "target": "pod/x"}).encode()
+
+
+def test_an_archive_over_the_size_cap_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    import tempfile
+
+    from llmdoctor.collectors import bundle as bundle_module
+    from llmdoctor.errors import BadBundle
+
+    # the cap scaled down: a small archive whose members add up to more than it; the big
+    # member comes first, as in a bomb, and nothing of it may reach the disk
+    monkeypatch.setattr(bundle_module, "MAX_TOTAL_BYTES", 3 << 20)
+    monkeypatch.setattr(bundle_module, "MAX_MEMBER_BYTES", 2 << 20)
+    archive = tar_of(
+        tmp_path / "bomb.tar.gz",
+        {
+            "b/logs/a.log": b"\0" * (2 << 20),
+            "b/logs/b.log": b"\0" * (2 << 20),
+            "b/manifest.json": MANIFEST,
+        },
+    )
+    assert archive.stat().st_size < 64 * 1024
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    with pytest.raises(BadBundle, match="nothing was written"):
+        bundle_module.Bundle(archive)
+    assert list(temp.iterdir()) == []
+
+
+def test_sigterm_while_unpacking_leaves_nothing_in_the_temp_folder(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    archive = tar_of(
+        tmp_path / "big.tar.gz",
+        {"b/manifest.json": MANIFEST, **{f"b/logs/c{n}.log": b"\0" * (90 << 20) for n in range(4)}},
+    )
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llmdoctor", "diagnose", "--bundle", str(archive)],
+        env={**os.environ, "TMPDIR": str(temp)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not any(temp.rglob("*.log")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert any(temp.rglob("*.log")), "unpacking never started"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert b"Traceback" not in err
+    assert list(temp.iterdir()) == []
+
+
+def test_a_link_loop_in_a_bundle_folder_is_a_one_line_refusal(capsys, tmp_path):
+    path = bundle(tmp_path, "healthy-vllm-7b")
+    (path / "logs" / "a.log").symlink_to("b.log")
+    (path / "logs" / "b.log").symlink_to("a.log")
+    with pytest.raises(SystemExit) as done:
+        cli_run(["diagnose", "--bundle", str(path)])
+    err = capsys.readouterr().err
+    assert done.value.code == 3
+    assert "is a link loop" in err and len(err.strip().splitlines()) == 1
+
+
+def test_deeply_nested_json_is_a_reason_not_an_internal_error(capsys, tmp_path):
+    path = bundle(tmp_path, "healthy-vllm-7b")
+    (path / "k8s" / "pod.json").write_text("[" * 100_000 + "]" * 100_000)
+    _, report, _ = diagnose_json(capsys, path)
+    assert skipped(report)["pod-restarts"] == "k8s/pod.json: JSON nested too deeply to read"
+    (path / "manifest.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    with pytest.raises(SystemExit) as done:
+        cli_run(["diagnose", "--bundle", str(path)])
+    err = capsys.readouterr().err
+    assert done.value.code == 3 and "manifest.json: nested too deeply to read" in err
+
+
+def test_a_parser_stuck_on_a_document_times_out_like_a_check():
+    import threading
+    import time
+
+    from llmdoctor.engine import derive
+    from llmdoctor.engine.facts import Facts
+
+    release = threading.Event()
+    stuck = derive.Derivation("fuzz/stuck", ("logs/vllm.log",), lambda facts: release.wait(60))
+    derive.load_parsers()
+    derive._DERIVATIONS.append(stuck)
+    try:
+        facts = Facts()
+        facts.set("logs/vllm.log", "INFO x\n")
+        facts.set("settings/timeout", 0.3)
+        started = time.monotonic()
+        derive.derive_all(facts)
+        assert time.monotonic() - started < 10
+    finally:
+        derive._DERIVATIONS.remove(stuck)
+        release.set()
+    assert facts.missing_reason("fuzz/stuck").startswith("parsing timed out after 0.3s")
+    assert "parse fuzz/stuck" in facts.collector_errors
+
+
+def test_a_bundle_that_is_a_device_or_fifo_is_refused_at_once(capsys, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        with pytest.raises(SystemExit) as done:
+            cli_run(["diagnose", "--bundle", path])
+        err = capsys.readouterr().err
+        assert done.value.code == 3 and "not a regular file or folder" in err

@@ -27,9 +27,12 @@ from explain_accuracy import (  # noqa: E402
     shared_excerpts,
 )
 
+# the accuracy corpus (600+ labelled excerpts explained): minutes; `pytest -m slow` runs it
+pytestmark = pytest.mark.slow
+
 REQUIRED = 60
 # Issue 14's bars. Where a half does not reach one, the test holds it at the level reached (no
-# slack) and README's explain section says so: held-out top-3 is 95.2 % (97.0 % on the whole
+# slack) and docs/explain.md says so: held-out top-3 is 95.2 % (97.0 % on the whole
 # corpus, 99.0 % on the tune half); 8 of the 113 failures no entry covers are named (all
 # warnings: 6 text-only MAYBEs, and 2 LiteLLM "LLM Provider NOT provided" excerpts that
 # model-name-not-found covers since its scope was widened, kept as labelled). Explain ranks at

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -272,7 +273,6 @@ def test_from_log_of_a_big_log_keeps_only_salient_lines_in_memory(tmp_path):
 
 def test_from_log_reads_a_bundles_logs_within_the_same_bounds(tmp_path):
     import gzip
-    import shutil
 
     bundle = tmp_path / "bundle"
     shutil.copytree("examples/bundles/crashloop-cuda-oom", bundle)
@@ -363,3 +363,34 @@ def test_wiki_show_and_the_site_list_hints_apart_from_signatures(tmp_path):
     assert built.exit_code == 0, built.output
     page = (out / "team-thing.html").read_text(encoding="utf-8")
     assert '<ul class="signatures hints"><li><code>exited with code 137</code>' in page
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+RUNBOOK_FIXTURES = ROOT / "tests" / "fixtures" / "runbooks"
+
+
+# a real shell line for a SIGKILLed server (vectorch-ai/ScaleLLM#38): any SIGKILL prints it
+SHELL_KILLED = (
+    (RUNBOOK_FIXTURES / "host-oom-killer" / "compose-llm-server-killed-exit-137.log")
+    .read_text(encoding="utf-8")
+    .splitlines()[0]
+)
+
+
+def test_from_log_says_when_its_only_line_is_a_builtin_hint(tmp_path):
+    log = tmp_path / "incident.log"
+    log.write_text(SHELL_KILLED + "\n", encoding="utf-8")
+    wiki = tmp_path / "team"
+    wiki.mkdir()
+    result = runner.invoke(
+        app,
+        [
+            "wiki", "add", "--wiki", str(wiki), "--from-log", str(log), "--id", "liveness-kill",
+            "--title", "Liveness kill", "--severity", "warning",
+            "--cause", "The probe killed it.", "--fix", "Raise the probe budget.",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "host-oom-killer" in result.output and "hint" in result.output, result.output

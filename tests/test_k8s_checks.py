@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import copy
+import json
+import shutil
+from pathlib import Path
 
 import pytest
+from example_bundles import bundle, bundle_report, by_check, check_errors, diagnose_json, skipped
 from k8s_server import load, read_text
 
 from llmdoctor.engine.facts import Facts
@@ -364,3 +368,127 @@ def test_quantities_durations_and_probe_budgets():
     # defaults: period 10, failureThreshold 3
     assert probe_budget({"initialDelaySeconds": 60}) == 90
     assert probe_budget(copy.deepcopy({"periodSeconds": 10, "failureThreshold": 60})) == 600
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "bundles"
+
+
+def test_log_tail_without_the_start_gives_no_load_time(capsys):
+    # the saturated pod's log is 9 loggers.py lines from a running server: before, the report
+    # said "ran 350s" next to a stats line, as if loading had taken that long
+    (probes,) = by_check(bundle_report(capsys, EXAMPLES / "saturated-queue"), "pod-probes")
+    assert not [e for e in probes["evidence"] if e["text"].startswith(("ran ", "ready after"))]
+
+
+def test_healthy_start_still_measures_the_load(capsys):
+    # the healthy pod's log has the whole start: 137 s from the first line to ready
+    (probes,) = by_check(bundle_report(capsys, EXAMPLES / "healthy-vllm-7b"), "pod-probes")
+    assert probes["severity"] == "ok" and "137s load" in probes["summary"]
+
+
+def test_pod_shm_single_worker_names_its_container(capsys):
+    # every pod-shm finding says which container it is about
+    (shm,) = by_check(bundle_report(capsys, EXAMPLES / "healthy-vllm-7b"), "pod-shm")
+    assert shm["subject"] == "container vllm"
+
+
+def test_image_tag_ok_lists_only_real_images(capsys, tmp_path):
+    # a sidecar without an image field must not print as an empty image name
+    path = tmp_path / "b"
+    shutil.copytree(EXAMPLES / "healthy-vllm-7b", path)
+    pod = json.loads((path / "k8s" / "pod.json").read_text())
+    pod["spec"]["containers"].append({"name": "sidecar"})
+    (path / "k8s" / "pod.json").write_text(json.dumps(pod))
+    (tag,) = by_check(bundle_report(capsys, path), "pod-image-tag")
+    assert tag["summary"] == "images pinned: vllm/vllm-openai:v0.10.1.1"
+
+
+POD_CHECKS = (
+    "pod-image-pull",
+    "pod-image-tag",
+    "pod-probes",
+    "pod-scheduling",
+    "pod-gpu-request",
+    "pod-shm",
+    "pod-enforce-eager",
+)
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        # `kubectl get pods -l app=vllm -o json` instead of `kubectl get pod NAME -o json`
+        ({"apiVersion": "v1", "kind": "List", "items": [{}, {}]}, "is a List of 2 object(s)"),
+        ([1, 2, 3], "is not a Pod object (a JSON list)"),
+        # every top-level field null
+        (
+            {"apiVersion": None, "kind": None, "metadata": None, "spec": None, "status": None},
+            "is not a Pod object",
+        ),
+    ],
+)
+def test_pod_json_that_is_not_a_pod_skips_the_pod_checks_with_the_reason(
+    capsys, tmp_path, content, reason
+):
+    # before: "images pinned: " and "no liveness or startup probe" were reported ok, or the
+    # checks crashed with AttributeError
+    path = bundle(tmp_path, "healthy-vllm-7b")
+    (path / "k8s" / "pod.json").write_text(json.dumps(content))
+    code, report, _ = diagnose_json(capsys, path)
+    assert code in (0, 1, 2)
+    reasons = skipped(report)
+    for check_id in POD_CHECKS:
+        assert reason in reasons[check_id], check_id
+        assert not by_check(report, check_id)
+    assert not [e for e in check_errors(report) if e["check"] in POD_CHECKS]
+
+
+def test_pod_with_null_container_fields_is_not_a_pod(capsys, tmp_path):
+    # containers whose name/image are null: no "image  is not tagged", no "[container None]"
+    path = bundle(tmp_path, "crashloop-cuda-oom")
+    pod = json.loads((path / "k8s" / "pod.json").read_text())
+    pod["spec"]["containers"] = [dict.fromkeys(c, None) for c in pod["spec"]["containers"]]
+    (path / "k8s" / "pod.json").write_text(json.dumps(pod))
+    code, report, _ = diagnose_json(capsys, path)
+    assert code == 2  # the OOM in the previous log is still found
+    assert "is not a Pod object" in skipped(report)["pod-image-tag"]
+    assert not any("None" in (f.get("subject") or "") for f in report["findings"])
+
+
+def test_wrong_types_inside_a_pod_do_not_crash_the_pod_checks(capsys, tmp_path):
+    # a hand-edited pod: args a string, probe numbers as words, volumes with junk entries
+    path = bundle(tmp_path, "crashloop-cuda-oom")
+    pod = json.loads((path / "k8s" / "pod.json").read_text())
+    container = pod["spec"]["containers"][0]
+    container["args"] = "--model x"
+    container["startupProbe"] = {"periodSeconds": "ten", "failureThreshold": None}
+    pod["spec"]["volumes"] = [None, 1, {"name": "x", "emptyDir": "memory"}]
+    (path / "k8s" / "pod.json").write_text(json.dumps(pod))
+    code, report, _ = diagnose_json(capsys, path)
+    assert code == 2
+    assert not [e for e in check_errors(report) if e["check"] in POD_CHECKS]
+    assert not [e for e in report["errors"] if "serving/args" in e.get("collector", "")]
+    (probe,) = by_check(report, "pod-probes")  # the defaults: 3 x 10 s
+    assert "budget 30s" in probe["summary"]
+
+
+def test_malformed_pod_json_is_named_and_the_rest_still_runs(capsys, tmp_path):
+    path = bundle(tmp_path, "crashloop-cuda-oom")
+    (path / "k8s" / "pod.json").write_text('{"kind": "Pod", ')
+    code, report, _ = diagnose_json(capsys, path)
+    assert code == 2  # the log checks still see the OOM
+    assert "not valid JSON" in skipped(report)["pod-probes"]
+    assert by_check(report, "memory-fragmentation")
+
+
+def test_a_container_state_that_is_not_an_object_does_not_break_the_image_pull_check(
+    capsys, tmp_path
+):
+    # found by tests/test_fuzz_parsers.py: `state: 1` made pod-image-pull raise AttributeError
+    path = bundle(tmp_path, "crashloop-cuda-oom")
+    pod = json.loads((path / "k8s" / "pod.json").read_text())
+    pod["status"]["containerStatuses"][0]["state"] = 1
+    (path / "k8s" / "pod.json").write_text(json.dumps(pod))
+    _, report, _ = diagnose_json(capsys, path)
+    assert check_errors(report) == []
+    assert by_check(report, "pod-image-pull")

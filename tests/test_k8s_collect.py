@@ -18,10 +18,10 @@ from k8s_server import (
 
 from llmdoctor.cli import run as cli_run
 from llmdoctor.collectors.bundle import Bundle, write_bundle
-from llmdoctor.commands.collect import bundle_paths
 from llmdoctor.engine.collect import CollectContext
 from llmdoctor.engine.target import parse_target
 from llmdoctor.render.report import to_json
+from llmdoctor.usecases.collect import bundle_paths
 from llmdoctor.usecases.diagnose import diagnose, gather
 
 

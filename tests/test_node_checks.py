@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
+from example_bundles import bundle, by_check, check_errors, diagnose_json, skipped
 from llmdoctor.checks.gpu_arch import kernel_support
 from llmdoctor.checks.gpu_memory import process_role
 from llmdoctor.checks.torch_vllm_versions import satisfies
@@ -13,6 +16,7 @@ from llmdoctor.checks.torch_vllm_versions import satisfies
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.registry import all_checks
 from llmdoctor.engine.textsource import TextSource
+from llmdoctor.gpus.tables import toolkit_driver
 from llmdoctor.usecases.diagnose import diagnose
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -630,3 +634,125 @@ def test_ecc_and_reset_states_from_the_gpu_list():
         f.summary for f in found if f.severity == "critical" and f.subject.startswith("GPU 0")
     ]
     assert len(critical) == 3
+
+
+def test_cuda_11_0_driver_is_the_ga_driver():
+    # CUDA release notes Table 3: 11.0.2 GA >= 450.51.05 (450.36.06 was the 11.0.1 RC driver)
+    assert toolkit_driver("11.0") == "450.51.05"
+    assert toolkit_driver("12.8") == "570.26" and toolkit_driver("12.2") == "535.54.03"
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ('["torch"]', "is not a JSON object (a JSON list)"),
+        ('{"torch": 2.8, "torch_cuda": 12.8}', "torch version is a float"),
+        ('{"torch": "2.8.0", "torch_cuda": "twelve"}', "torch_cuda 'twelve' is not a CUDA"),
+    ],
+)
+def test_versions_json_with_wrong_types_is_skipped_with_the_reason(
+    capsys, tmp_path, content, reason
+):
+    # before: AttributeError, or "torch banana is a CPU-only build" (critical) from "twelve"
+    path = bundle(tmp_path, "torch-cu128-on-driver-535")
+    (path / "node" / "versions.json").write_text(content)
+    code, report, _ = diagnose_json(capsys, path)
+    assert reason in skipped(report)["driver-cuda"]
+    assert not by_check(report, "driver-cuda") and not check_errors(report)
+    assert code in (0, 1)
+
+
+def test_arch_list_without_any_arch_is_unknown_not_no_kernels(capsys, tmp_path):
+    # before: "torch has no kernels for sm_89" (critical) from a list of junk entries
+    path = bundle(tmp_path, "torch-cu128-on-driver-535")
+    versions = json.loads((path / "node" / "versions.json").read_text())
+    versions["torch_arch_list"] = [None, 5, "sm_xx"]
+    (path / "node" / "versions.json").write_text(json.dumps(versions))
+    _, report, _ = diagnose_json(capsys, path)
+    assert not by_check(report, "gpu-arch")
+    assert "torch_arch_list has no sm_/compute_ entry" in skipped(report)["gpu-arch"]
+
+
+@pytest.mark.parametrize(
+    "xml",
+    [
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n",
+        "",
+        None,  # truncated after 3000 bytes
+    ],
+)
+def test_broken_nvidia_smi_xml_skips_the_gpu_checks(capsys, tmp_path, xml):
+    path = bundle(tmp_path, "xid79-gpu-fallen-off-bus")
+    smi = path / "node" / "nvidia-smi.xml"
+    smi.write_text(smi.read_text()[:3000] if xml is None else xml)
+    code, report, _ = diagnose_json(capsys, path)
+    assert code == 2  # the Xid 79 in the kernel log is still critical
+    assert "not valid XML" in skipped(report)["gpu-health"]
+    assert not by_check(report, "gpu-health") and not check_errors(report)
+
+
+def test_nvidia_smi_listing_no_gpu_is_a_warning_not_silence(capsys, tmp_path):
+    # nvidia-smi -q -x with no <gpu>: before, gpu-health and gpu-memory returned nothing at all
+    path = bundle(tmp_path, "torch-cu128-on-driver-535")
+    (path / "node" / "nvidia-smi.xml").write_text(
+        '<?xml version="1.0" ?>\n<nvidia_smi_log><driver_version>535.86.05</driver_version>'
+        "<cuda_version>12.2</cuda_version><attached_gpus>0</attached_gpus></nvidia_smi_log>\n"
+    )
+    _, report, _ = diagnose_json(capsys, path)
+    (health,) = by_check(report, "gpu-health")
+    assert health["severity"] == "warning" and health["runbooks"] == ["gpu-not-visible"]
+    assert "lists no GPU" in skipped(report)["gpu-memory"]
+
+
+def test_nvml_and_gpu_documents_with_wrong_types_are_skipped(capsys, tmp_path):
+    path = bundle(tmp_path, "xid79-gpu-fallen-off-bus")
+    (path / "node" / "nvidia-smi.xml").unlink()
+    (path / "node" / "nvml.json").write_text('{"ok": "maybe", "error": "string"}')
+    gpu = {"index": 0, "name": "NVIDIA A100", "memory_mib": {"total": "lots"}}
+    (path / "node" / "gpus.json").write_text(json.dumps({"gpus": [gpu]}))
+    code, report, _ = diagnose_json(capsys, path)
+    reasons = skipped(report)
+    assert "is not an NVML status: ok is a string" in reasons["nvml-status"]
+    assert "gpus[0].memory_mib.total is not a number" in reasons["gpu-health"]
+    assert code == 2 and not check_errors(report)
+
+
+def test_binary_kernel_log_and_a_10mb_line_end_in_a_report(capsys, tmp_path):
+    path = bundle(tmp_path, "xid79-gpu-fallen-off-bus")
+    kernel = path / "node" / "kernel.log"
+    real = kernel.read_bytes()
+    kernel.write_bytes(bytes(range(256)) * 64 + b"\n" + b"z" * 10_000_000 + b"\n" + real)
+    code, report, _ = diagnose_json(capsys, path)
+    assert code == 2
+    (xid,) = by_check(report, "xid")
+    assert "Xid 79" in xid["summary"]
+
+
+def test_compressed_kernel_log_is_not_read_as_a_clean_one(capsys, tmp_path):
+    # `--kernel-log /var/log/kern.log.2.gz` (or a .gz dropped into a bundle): before, the xid
+    # check said "no Xid or SXid error in N lines" about compressed bytes
+    path = bundle(tmp_path, "xid79-gpu-fallen-off-bus")
+    kernel = path / "node" / "kernel.log"
+    kernel.write_bytes(gzip.compress(kernel.read_bytes()))
+    _, report, _ = diagnose_json(capsys, path)
+    assert not by_check(report, "xid")
+    assert "is gzip-compressed; decompress it first (zcat" in skipped(report)["xid"]
+
+
+def test_binary_kernel_log_is_not_read_as_a_clean_one(capsys, tmp_path):
+    path = bundle(tmp_path, "xid79-gpu-fallen-off-bus")
+    (path / "node" / "kernel.log").write_bytes(os.urandom(200_000))
+    _, report, _ = diagnose_json(capsys, path)
+    assert not by_check(report, "xid")
+    assert "is binary data, not kernel log text" in skipped(report)["xid"]
+
+
+def test_unknown_extra_files_are_ignored_or_named(capsys, tmp_path):
+    path = bundle(tmp_path, "healthy-vllm-7b")
+    (path / "notes").mkdir()
+    (path / "notes" / "blob.bin").write_bytes(bytes(range(256)))
+    (path / "unknown.json").write_text("{")
+    (path / "logs" / "sidecar.log").write_bytes(bytes(range(256)) * 10)
+    code, report, _ = diagnose_json(capsys, path)
+    assert code == 0
+    assert any("unknown.json" in e.get("collector", "") for e in report["errors"])

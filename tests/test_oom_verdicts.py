@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+from example_bundles import bundle_report, by_check
+
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.torch_oom import parse_torch_oom
@@ -76,3 +78,17 @@ def test_binary_and_text_logs_together_say_which_was_not_read(tmp_path):
 def test_kernel_memcg_oom_is_not_a_cuda_oom():
     line = "[18026.221140] Memory cgroup out of memory: Killed process 140339 (python3)"
     assert parse_torch_oom(line) is None
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "bundles"
+
+
+def test_oom_finding_names_the_container_and_says_why_free_memory_did_not_help(capsys):
+    # "tried 1.16 GiB with 1.17 GiB free" reads as a contradiction without the last clause;
+    # the subject is the container, as pod-restarts names it (was "vllm.previous")
+    (oom,) = by_check(
+        bundle_report(capsys, EXAMPLES / "crashloop-cuda-oom"), "memory-fragmentation"
+    )
+    assert oom["subject"] == "container vllm (previous run)"
+    assert "tried 1.16 GiB with 1.17 GiB free of 7.75 GiB" in oom["summary"]
+    assert "the GPU is full" in oom["summary"]

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from example_bundles import bundle, bundle_report, by_check, check_errors, diagnose_json, skipped
 from vllm_server import (
     EngineState,
     fixture_text,
@@ -643,3 +644,88 @@ def test_old_restarts_of_a_ready_container_do_not_excuse_a_silent_endpoint():
     )
     f = next(f for f in findings(facts, "vllm-health") if f.subject == "endpoint /health")
     assert f.severity is Severity.CRITICAL and f.runbooks == ["engine-dead"]
+
+
+def test_saturated_queue_is_reported_once_not_again_by_log_signatures(capsys):
+    # the loggers.py lines say the same as the /metrics window; vllm-queue knows more
+    report = bundle_report(capsys, EXAMPLES / "saturated-queue")
+    assert by_check(report, "vllm-queue")[0]["runbooks"] == ["queue-saturation"]
+    assert not [
+        f for f in by_check(report, "log-signatures") if "queue-saturation" in f["runbooks"]
+    ]
+
+
+def test_slow_queue_summary_names_ttft_once(capsys):
+    # before: "...; TTFT p95 32.0 s includes it; time to first token p95 32.0 s also over"
+    (latency,) = by_check(bundle_report(capsys, EXAMPLES / "saturated-queue"), "vllm-latency")
+    summary = latency["summary"]
+    assert summary.startswith("slow queue time: p95 23.8 s > 1.0 s")
+    assert summary.count("32.0 s") == 1 and "TTFT" not in summary
+
+
+def test_probe_and_health_with_wrong_types_are_skipped_not_crashed(capsys, tmp_path):
+    # before: "Unknown format code 'f' for object of type 'str'" and "'list' has no 'get'"
+    path = bundle(tmp_path, "saturated-queue")
+    (path / "vllm" / "probe.json").write_text(
+        json.dumps({"status": "two hundred", "latency_ms": "slow", "text": 5})
+    )
+    (path / "vllm" / "health.json").write_text("[]")
+    (path / "vllm" / "models.json").write_text('{"data": "x"}')
+    code, report, _ = diagnose_json(capsys, path)
+    assert code == 2  # the saturated queue is still found
+    reasons = skipped(report)
+    assert "is not a generation probe result: status is a string" in reasons["vllm-generation"]
+    assert "is not a /health result (a JSON list)" in reasons["vllm-health"]
+    assert not check_errors(report)
+
+
+def test_a_models_own_tokenizer_json_is_not_read_as_the_probe_result(capsys, tmp_path):
+    # a Hugging Face tokenizer.json dropped into the bundle root: before, "does not load:
+    # unknown error" (critical) about a tokenizer nobody probed
+    path = bundle(tmp_path, "healthy-vllm-7b")
+    hf = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "model": {}}
+    (path / "tokenizer.json").write_text(json.dumps(hf))
+    code, report, _ = diagnose_json(capsys, path)
+    assert code == 0
+    assert not by_check(report, "tokenizer")
+    assert "is not llmdoctor's tokenizer probe result" in skipped(report)["tokenizer"]
+
+
+def test_non_finite_metric_values_are_not_reported_as_numbers(capsys, tmp_path):
+    # NaN/Inf samples (and a scrape of random text): before, "KV cache at inf%" and
+    # "waiting -inf" were findings
+    path = bundle(tmp_path, "saturated-queue")
+    (path / "vllm" / "metrics-0.txt").write_text(
+        'vllm:num_requests_running{model_name="m"} NaN\n'
+        'vllm:num_requests_waiting{model_name="m"} -Inf\n'
+        'vllm:kv_cache_usage_perc{model_name="m"} 1e400\n'
+    )
+    (path / "vllm" / "metrics-1.txt").write_text("}}}{{ not metrics at all\n")
+    code, report, _ = diagnose_json(capsys, path)
+    assert code == 2  # the slow generation probe is still critical
+    assert not by_check(report, "vllm-kv-cache") and not by_check(report, "vllm-queue")
+    summaries = " ".join(f["summary"] for f in report["findings"])
+    assert "inf%" not in summaries and "-inf" not in summaries
+    assert "is nan (ignored)" in skipped(report)["vllm-queue"]
+    assert not check_errors(report)
+
+
+def test_empty_metrics_files_are_a_reason_not_a_verdict(capsys, tmp_path):
+    path = bundle(tmp_path, "saturated-queue")
+    for name in ("metrics-0.txt", "metrics-1.txt"):
+        (path / "vllm" / name).write_text("")
+    code, report, _ = diagnose_json(capsys, path)
+    reasons = skipped(report)
+    for check_id in ("vllm-queue", "vllm-kv-cache", "vllm-latency"):
+        assert "no vllm: series in /metrics" in reasons[check_id]
+    assert code == 2 and not check_errors(report)
+
+
+def test_one_scrape_does_not_claim_no_preemptions(capsys, tmp_path):
+    # with a single scrape the preemption rate is unknown: say the total, not "no preemptions"
+    path = bundle(tmp_path, "saturated-queue")
+    (path / "vllm" / "metrics-1.txt").unlink()
+    _, report, _ = diagnose_json(capsys, path)
+    (kv,) = by_check(report, "vllm-kv-cache")
+    assert "no preemptions" not in kv["summary"]
+    assert "since the server started" in kv["summary"]

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from llmdoctor.cli import app, run
+from llmdoctor.cli import run as cli_run
 from llmdoctor.wiki.entry import parse_entry_file
 from llmdoctor.wiki.library import builtin_dir
 from llmdoctor.wiki.search import search
@@ -475,3 +476,257 @@ def test_add_with_editor_problem_points_at_the_line_of_the_edited_draft(tmp_path
     draft = Path(result.output.split("your draft is saved in ")[1].split()[0])
     cause_line = draft.read_text().splitlines().index("## Cause") + 1
     assert f"{draft}:{cause_line}: section '## Cause' is empty" in result.output
+
+
+TEAM_BODY = """## Symptom
+The widget service logs `TEAMERR widget exploded`.
+## Cause
+The widget exploded.
+## Fix
+Restart the widget.
+## Verify
+The line is gone.
+## References
+- https://example.com/widget
+"""
+
+
+def explain_json(text: str, *extra: str) -> tuple[dict, int, str]:
+    result = runner.invoke(app, ["explain", "-", "--json", *extra], input=text)
+    return json.loads(result.stdout), result.exit_code, result.stderr
+
+
+def team_entry(folder: Path, entry_id: str, front: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{entry_id}.md"
+    path.write_text(
+        f"---\nid: {entry_id}\ntitle: Team {entry_id}\nseverity: warning\ntags: [team]\n{front}---\n"
+        + TEAM_BODY,
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.parametrize("hints", ["hints: 42\n", "hints: {a: b}\n", "hints:\n  -\n"])
+def test_a_bad_hints_field_is_said_not_silently_dropping_the_entry(tmp_path, hints):
+    wiki = tmp_path / "team"
+    path = team_entry(wiki, "team-widget", "signatures:\n  - 'TEAMERR widget exploded'\n" + hints)
+    result = runner.invoke(
+        app,
+        ["explain", "-", "--wiki", str(wiki), "--json"],
+        input="ERROR TEAMERR widget exploded\n",
+    )
+    said = f"{path.name}:" in result.stderr or result.exit_code == 3
+    named = [m["id"] for m in json.loads(result.stdout)["matches"]] == ["team-widget"]
+    assert said or named
+
+
+def test_lint_names_the_line_of_an_empty_hint(tmp_path):
+    wiki = tmp_path / "team"
+    team_entry(wiki, "team-widget", "signatures:\n  - 'TEAMERR widget exploded'\nhints:\n  - ''\n")
+    result = runner.invoke(app, ["wiki", "lint", str(wiki)])
+    assert result.exit_code == 1
+    assert "team-widget.md:9: hint ''" in result.output, result.output
+
+
+def test_a_bad_hint_is_called_a_hint(tmp_path):
+    wiki = tmp_path / "team"
+    team_entry(
+        wiki, "team-widget", "signatures:\n  - 'TEAMERR widget exploded'\nhints:\n  - 'foo(bar'\n"
+    )
+    _, _, stderr = explain_json("ERROR TEAMERR widget exploded\n", "--wiki", str(wiki))
+    assert "team-widget.md:9" in stderr
+    assert "hint 'foo(bar' ignored" in stderr, stderr
+
+
+def test_show_of_an_entry_with_bad_hints_names_the_file_and_line(tmp_path, capsys):
+    wiki = tmp_path / "team"
+    path = team_entry(
+        wiki, "team-widget", "signatures:\n  - 'TEAMERR widget exploded'\nhints: 42\n"
+    )
+    with pytest.raises(SystemExit) as stop:
+        cli_run(["wiki", "show", "team-widget", "--wiki", str(wiki)])
+    said = capsys.readouterr()
+    assert stop.value.code == 3
+    assert f"{path.name}:8" in said.err + said.out, said.err
+
+
+def run_cli_checked(capsys, *args: str) -> tuple[int, str, str]:
+    """The installed command's path: llmdoctor.cli.run (exit codes, one-line errors)."""
+    with pytest.raises(SystemExit) as done:
+        run(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert "internal error" not in err, err
+    return int(done.value.code), out, err
+
+
+def test_wiki_add_into_a_file_keeps_the_draft_and_exits_3(tmp_path, capsys):
+    # --wiki pointing at a file used to end in "internal error: FileExistsError", draft lost.
+    target = tmp_path / "runbooks.md"
+    target.write_text("not a folder\n", encoding="utf-8")
+    args = ["--id", "redis-timeout", "--title", "Gateway times out on Redis"]
+    args += ["--severity", "warning", "--symptom", "s", "--cause", "c", "--fix", "f"]
+    code, out, _ = run_cli_checked(capsys, "wiki", "add", "--wiki", str(target), "--json", *args)
+    assert code == 3
+    data = json.loads(out)
+    assert data["written"] is False and "is a file" in data["reason"]
+    assert Path(data["draft"]).is_file()
+
+
+def test_missing_wiki_folders_are_warned_about_not_silently_dropped(tmp_path, capsys, monkeypatch):
+    # A typo in LLMDOCTOR_WIKI or --wiki used to leave the team's entries out without a word.
+    env_dir, flag_dir = tmp_path / "no-such-env-wiki", tmp_path / "no-such-flag-wiki"
+    monkeypatch.setenv("LLMDOCTOR_WIKI", str(env_dir))
+    code, out, err = run_cli_checked(capsys, "wiki", "search", "OOM", "--wiki", str(flag_dir))
+    assert code == 0 and "cuda-oom-runtime" in out  # the built-in entries still answer
+    assert f"wiki folder {env_dir} does not exist" in err
+    assert f"wiki folder {flag_dir} does not exist" in err
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "bundles"
+
+
+OOM_LINE = (
+    # PyTorch's message, as in examples/bundles/crashloop-cuda-oom/logs/vllm.previous.log
+    "ERROR 03-13 09:00:43 [core.py:330] torch.OutOfMemoryError: CUDA out of memory. "
+    "Tried to allocate 1.16 GiB. GPU 0 has a total capacity of 7.75 GiB of which 1.17 GiB is free."
+)
+
+
+def wiki_add(*args: str, input: str | None = None):
+    from typer.testing import CliRunner
+
+    from llmdoctor.cli import build_app
+
+    return CliRunner().invoke(build_app(("wiki",)), ["wiki", "add", *args], input=input)
+
+
+def saved_draft(output: str) -> Path:
+    return Path(output.split("saved in ")[1].split()[0])
+
+
+def test_ctrl_d_in_the_fix_keeps_the_fix_lines_typed(tmp_path):
+    typed = "\n".join(
+        [
+            "disk-full",
+            "Model cache disk is full",
+            "warning",
+            "storage",
+            "",
+            "No space left on device",
+            "",
+            "Downloads stop with Errno 28.",
+            "",
+            "The emptyDir is too small.",
+            "",
+            "Mount a 200Gi PVC at /root/.cache/huggingface.",
+            "kubectl rollout restart deploy/vllm",
+        ]
+    )  # ... and Ctrl-D instead of the empty line that ends the Fix
+    result = wiki_add("--wiki", str(tmp_path / "team"), input=typed + "\n")
+    assert result.exit_code != 0
+    draft = saved_draft(result.output).read_text()
+    assert "Mount a 200Gi PVC" in draft and "kubectl rollout restart deploy/vllm" in draft
+    assert "No space left on device" in draft
+
+
+@pytest.mark.parametrize("signature", ["a{4294967296}", "x{99999999999999999999}"])
+def test_a_signature_with_an_absurd_repeat_count_is_a_problem_and_the_draft_is_kept(
+    tmp_path, signature
+):
+    result = wiki_add(
+        *("--wiki", str(tmp_path / "team"), "--id", "absurd", "--title", "Absurd"),
+        *("--signature", signature, "--symptom", "s", "--cause", "c", "--fix", "f"),
+    )
+    assert result.exit_code == 3, result.output
+    assert "repetition number is too large" in result.output
+    assert signature in saved_draft(result.output).read_text()
+    assert not (tmp_path / "team" / "absurd.md").exists()
+
+
+def test_yaml_special_values_come_back_exactly_as_typed(tmp_path):
+    from llmdoctor.wiki.entry import parse_entry_file
+
+    odd = [".inf", "0x1F", "=", "<<", "yes", "~", "null", "1e3", "- x", "a: b", "#c", "'q'"]
+    result = wiki_add(
+        *("--wiki", str(tmp_path / "team"), "--id", "odd-values", "--title", "<<"),
+        *[arg for value in odd for arg in ("--tag", value)],
+        *("--alias", "=", "--alias", ".NaN"),
+        *("--signature", r"'quoted' \\ back\slash: \[x\]", "--signature", "0x1F"),
+        *("--symptom", "s", "--cause", "c", "--fix", "f"),
+    )
+    assert result.exit_code == 0, result.output
+    entry = parse_entry_file(tmp_path / "team" / "odd-values.md")
+    assert entry.title == "<<"
+    assert entry.tags == odd
+    assert entry.aliases == ["=", ".NaN"]
+    assert entry.signatures == [r"'quoted' \\ back\slash: \[x\]", "0x1F"]
+
+
+ABSURD_ENTRY = """---
+id: absurd-repeat
+title: A signature past the regex compiler's repeat limit
+severity: warning
+signatures:
+  - 'a{4294967296}'
+---
+## Symptom
+s
+## Cause
+c
+## Fix
+f
+"""
+
+
+def test_lint_explain_and_diagnose_name_a_signature_with_an_absurd_repeat_count(capsys, tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "absurd-repeat.md").write_text(ABSURD_ENTRY)
+    log = tmp_path / "crash.log"
+    log.write_text(OOM_LINE + "\n")
+    runs = {
+        "lint": (["wiki", "lint", str(team)], 1),
+        "explain": (["explain", str(log), "--wiki", str(team)], 2),
+        "diagnose": (
+            ["diagnose", "--bundle", str(EXAMPLES / "crashloop-cuda-oom"), "--wiki", str(team)],
+            2,
+        ),
+    }
+    for name, (args, expected) in runs.items():
+        with pytest.raises(SystemExit) as done:
+            cli_run(args)
+        out = capsys.readouterr()
+        assert "internal error" not in out.err, name
+        assert done.value.code == expected, (name, out.err)
+    # lint says which line and why
+    with pytest.raises(SystemExit):
+        cli_run(runs["lint"][0])
+    assert "repetition number is too large" in capsys.readouterr().out
+
+
+def test_wiki_show_search_and_list_escape_a_team_entrys_control_characters(capsys, tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "kestrel-title.md").write_text(
+        '---\nid: kestrel-title\ntitle: "Kestrel \\e]0;pwned\\a gateway \\u202Eevil"\n'
+        "severity: warning\ntags: [kestrel]\n---\n## Symptom\nkestrel \x1b[2J clears\n"
+        "## Cause\nc\n## Fix\nf\n"
+    )
+    for args in (["show", "kestrel-title"], ["search", "kestrel"], ["list"]):
+        with pytest.raises(SystemExit) as done:
+            cli_run(["wiki", *args, "--wiki", str(team)])
+        out = capsys.readouterr().out
+        assert done.value.code == 0, args
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, args
+        assert "\\x1b]0;pwned\\x07" in out, args
+
+
+@pytest.mark.parametrize("source", ["/dev/zero", "folder"])
+def test_wiki_add_from_a_device_or_folder_is_refused_at_once(capsys, tmp_path, source):
+    path = str(tmp_path) if source == "folder" else source
+    with pytest.raises(SystemExit) as done:
+        cli_run(["wiki", "add", "--wiki", str(tmp_path / "team"), "--from-file", path])
+    err = capsys.readouterr().err
+    assert done.value.code == 3 and "not a regular file" in err

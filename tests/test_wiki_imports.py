@@ -125,7 +125,7 @@ def test_a_search_never_imports_re(tmp_path):
         loaded_re2.append("re2" in imported)
         assert not imported & {"re", "enum"}, (text, sorted(imported))
     assert any(loaded_re2)  # the torch line's signatures were run
-    # a team's site address (README: set LLMDOCTOR_WIKI_URL) is checked without urllib.parse
+    # a team's site address (docs/commands.md: set LLMDOCTOR_WIKI_URL) is checked without urllib.parse
     site = "https://runbooks.example.com/llm"
     for imported in (
         imported_by("wiki", "search", "OOM", "--wiki", str(wiki), LLMDOCTOR_WIKI_URL=site),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from llmdoctor.cli import run as cli_run
 from llmdoctor.wiki import index
 from llmdoctor.wiki.catalog import find_entry, list_entries, summarize_index
 from llmdoctor.wiki.search import search
@@ -291,3 +292,14 @@ def test_two_processes_building_a_missing_index_at_once(tmp_path):
         out, err = proc.communicate(timeout=240)
         assert proc.returncode == 0, err
         assert out.strip() == "200"
+
+
+def test_an_index_path_that_is_a_folder_is_a_one_line_error(capsys):
+    from llmdoctor.wiki.index import index_path, resolve_dirs
+
+    index_path(resolve_dirs(None)).mkdir(parents=True)
+    with pytest.raises(SystemExit) as done:
+        cli_run(["wiki", "search", "oom"])
+    err = capsys.readouterr().err
+    assert done.value.code == 3
+    assert "the wiki index is not a file" in err and "internal error" not in err

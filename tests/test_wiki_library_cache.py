@@ -100,3 +100,20 @@ def test_an_entry_whose_front_matter_marshal_cannot_keep_is_parsed_each_time(cac
     second = load_library([team])
     assert str(second.entries["nccl-failure"].front_matter["reviewed"]) == "2026-11-30"
     assert _fields(second) == _fields(first)
+
+
+@pytest.fixture(scope="module")
+def module_scoped_cache():
+    # module fixtures run before the per-test autouse one; they must not see the real cache
+    from llmdoctor.wiki.cache import cache_dir
+
+    return cache_dir()
+
+
+def test_no_fixture_of_any_scope_writes_into_the_users_cache(module_scoped_cache):
+    import pwd
+
+    real_home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    assert not module_scoped_cache.is_relative_to(real_home / ".cache")
+    assert not Path.home().is_relative_to(real_home) or Path.home() != real_home
+    assert os.environ["KUBECONFIG"] != str(real_home / ".kube" / "config")

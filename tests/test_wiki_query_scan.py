@@ -10,8 +10,10 @@ regexes (slashes, colons, quotes, drive letters, hex digits, spaces).
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -76,6 +78,7 @@ def test_the_cuts_equal_the_regexes_on_every_real_line():
         assert_same_cuts(line)
 
 
+@pytest.mark.slow  # random-text equivalence, a benchmark of its own
 @settings(max_examples=3000, deadline=None)
 @given(TEXTS)
 @example("see https://pytorch.org/docs/stable/notes/cuda.html#environment-variables now")
@@ -90,6 +93,7 @@ def test_the_cuts_equal_the_regexes_on_random_text(text):
     assert_same_cuts(text * (query.SCAN_MAX_CHARS // max(len(text), 1) + 1))  # WORD's findall
 
 
+@pytest.mark.slow  # random-text equivalence
 @settings(max_examples=2000, deadline=None)
 @given(
     st.lists(st.sampled_from(["显", "存", "不", "足", "a", " "]), max_size=30).map("".join),
@@ -102,3 +106,16 @@ def test_snippet_needles_are_found_as_the_regex_finds_them(text, needles):
     found = regex.search(text)
     assert first_needle(text, needles) == ((found.start(), found.group(0)) if found else None)
     assert mark_needles(text, needles) == regex.sub(lambda m: OPEN + m.group(0) + CLOSE, text)
+
+
+def test_a_line_of_schemeless_urls_is_cut_in_linear_time():
+    # the cut read every character after each '://' before checking its scheme: a 200 KB line
+    # would have taken ~15 minutes; bounded, not timed (10 s is far from either)
+    line = "1://" * 50_000  # 200 KB, no whitespace: no '://' here has a scheme URL accepts
+    started = time.perf_counter()
+    parsed = query.parse_query(line)
+    assert parsed.words == []  # only "1"s: digits of a long text are noise
+    assert query._without_urls_ascii(line) == re.sub(query.URL, " ", line)  # (the same cut)
+    slashes = "/ " * 100_000  # the path cut looked for the next backslash at every slash
+    assert query._without_paths_ascii(slashes) == re.sub(query.PATH, " ", slashes)
+    assert time.perf_counter() - started < 10

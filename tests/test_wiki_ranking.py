@@ -8,10 +8,13 @@ tags hold the query as typed, then a bm25 whose IDF stays positive.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from llmdoctor.cli import app
 from llmdoctor.wiki import search as search_module
 from llmdoctor.wiki.library import builtin_dir
 from llmdoctor.wiki.lint import lint_paths
@@ -256,3 +259,60 @@ def test_lint_rejects_explains_that_is_not_a_list_of_ids(tmp_path, explains, fra
     path = write_explaining(tmp_path / "wiki", "team-bad", explains)
     problems = [str(p) for p in lint_paths([tmp_path / "wiki"], known_checks=None).problems]
     assert [p for p in problems if fragment in p and p.startswith(f"{path}:5: ")], problems
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+RUNBOOK_FIXTURES = ROOT / "tests" / "fixtures" / "runbooks"
+
+
+runner = CliRunner()
+
+
+COMPOSE_EXIT_137 = (
+    (RUNBOOK_FIXTURES / "host-oom-killer" / "compose-llm-server-killed-exit-137.log")
+    .read_text(encoding="utf-8")
+    .splitlines()[1]
+)
+
+
+TEAM_BODY = """## Symptom
+The widget service logs `TEAMERR widget exploded`.
+## Cause
+The widget exploded.
+## Fix
+Restart the widget.
+## Verify
+The line is gone.
+## References
+- https://example.com/widget
+"""
+
+
+def explain_json(text: str, *extra: str) -> tuple[dict, int, str]:
+    result = runner.invoke(app, ["explain", "-", "--json", *extra], input=text)
+    return json.loads(result.stdout), result.exit_code, result.stderr
+
+
+def team_entry(folder: Path, entry_id: str, front: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{entry_id}.md"
+    path.write_text(
+        f"---\nid: {entry_id}\ntitle: Team {entry_id}\nseverity: warning\ntags: [team]\n{front}---\n"
+        + TEAM_BODY,
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_a_team_signature_ranks_above_a_builtin_hint_in_search(tmp_path):
+    wiki = tmp_path / "team"
+    team_entry(wiki, "team-exit-137", "signatures:\n  - 'exited with code 137'\n")
+    # the real compose line with the service named as a vLLM one usually is (scalellm -> vllm-1)
+    line = COMPOSE_EXIT_137.replace("scalellm", "vllm-1")
+    assert line == "vllm-1 exited with code 137"
+    doc, _, _ = explain_json(line + "\n", "--wiki", str(wiki))
+    assert doc["matches"][0]["id"] == "team-exit-137"  # explain: right
+    result = runner.invoke(app, ["wiki", "search", "--wiki", str(wiki), "--json", line])
+    assert json.loads(result.stdout)["results"][0]["id"] == "team-exit-137"

@@ -4,6 +4,7 @@ typer command. They must accept the same options and print the same thing."""
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 
@@ -144,6 +145,64 @@ def test_an_unwritable_stdout_is_one_line_and_the_same_exit_on_both_paths(stdout
         assert done.stderr.count("\n") == 1, done.stderr
         results.append((done.returncode, done.stderr))
     assert results[0] == results[1] and results[0][0] == 3
+
+
+def test_search_of_stdin_with_invalid_utf8_does_not_crash(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "llmdoctor", "wiki", "search", "-"],
+        input=b"torch.OutOfMemoryError: CUDA out of memory. \xff\n",
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert b"Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode == 0
+    assert b"cuda-oom-runtime" in proc.stdout
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    """The installed command's path: llmdoctor.cli.run (exit codes, one-line errors)."""
+    with pytest.raises(SystemExit) as done:
+        run(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert "internal error" not in err, err
+    return int(done.value.code), out, err
+
+
+def one_line_error(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.startswith("llmdoctor: ")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t"])
+def test_wiki_search_empty_query_is_a_one_line_error(capsys, query):
+    # An empty query used to answer "no runbook entry matches", as if the wiki had nothing.
+    code, _, err = run_cli(capsys, "wiki", "search", query)
+    assert code == 3
+    assert "nothing to search for" in one_line_error(err)
+
+
+OOM_LINE = (
+    # PyTorch's message, as in examples/bundles/crashloop-cuda-oom/logs/vllm.previous.log
+    "ERROR 03-13 09:00:43 [core.py:330] torch.OutOfMemoryError: CUDA out of memory. "
+    "Tried to allocate 1.16 GiB. GPU 0 has a total capacity of 7.75 GiB of which 1.17 GiB is free."
+)
+
+
+def test_wiki_search_from_an_endless_pipe_stops_at_the_cap(monkeypatch):
+    from typer.testing import CliRunner
+
+    from llmdoctor.cli import build_app
+    from llmdoctor.wiki import search_cli
+
+    monkeypatch.setattr(search_cli, "MAX_SEARCH_INPUT", 1 << 20)
+    piped = "\0" * (3 << 20) + OOM_LINE + "\n"  # the match lies past the cap
+    result = CliRunner().invoke(build_app(("wiki",)), ["wiki", "search", "-"], input=piped)
+    assert "searched the end of the first 1 MiB of stdin" in result.output
+    assert "nothing to search for" in str(result.exception)  # exit 3 through llmdoctor.cli
 
 
 def test_the_terminal_hides_raw_scores_and_json_keeps_them(capsys, monkeypatch):

@@ -24,6 +24,10 @@ from llmdoctor.wiki import search as search_module
 from llmdoctor.wiki.index import with_index
 from llmdoctor.wiki.query import parse_query
 
+# every shortcut against the long way on a generated 1,200-entry wiki (benchmarks/wiki_search.py):
+# minutes; `pytest -m slow` runs it
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 GENERATED_ENTRIES = 1200
 

@@ -320,6 +320,7 @@ ADDRESS_PIECES = [
 PIECES_TEXT = st.lists(st.sampled_from(ADDRESS_PIECES), max_size=8).map("".join)
 
 
+@pytest.mark.slow  # random addresses against urllib
 @settings(max_examples=3000, deadline=None)
 @given(
     st.one_of(
@@ -454,3 +455,13 @@ def test_serve_says_which_entry_a_rebuild_left_out(tmp_path, team_wiki):
         while time.monotonic() < deadline and not any("broken.md" in m for m in messages):
             time.sleep(0.1)
     assert any("broken.md" in m and "left out" in m for m in messages), messages
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "bundles"
+
+
+def test_mdit_py_plugins_is_not_a_dependency():
+    import tomllib
+
+    pyproject = tomllib.loads((EXAMPLES.parent.parent / "pyproject.toml").read_text())
+    assert not any(d.startswith("mdit-py-plugins") for d in pyproject["project"]["dependencies"])

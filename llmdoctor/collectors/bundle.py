@@ -289,9 +289,9 @@ def _serialize(key: str, value: Any) -> bytes | None:
     return None
 
 
-BUNDLE_FOLDERS = ("k8s", "logs", "vllm", "node", "prometheus", "model")
+BUNDLE_FOLDERS = ("k8s", "logs", "vllm", "node", "serving", "prometheus", "model")
 BUNDLE_ROOT_FILES = ("manifest.json", "tokenizer.json")
-# Every file a bundle holds (README "Incident bundles"), as a path relative to the bundle root.
+# Every file a bundle holds (docs/bundle-format.md), as a path relative to the bundle root.
 # `collect --force` replaces a bundle only when each of its files matches: anything else (notes,
 # a retro, a spreadsheet) is someone's and must not be deleted with it.
 BUNDLE_FILE = re.compile(
@@ -300,6 +300,7 @@ BUNDLE_FILE = re.compile(
     r"|logs/[A-Za-z0-9][A-Za-z0-9._-]*\.log"
     r"|vllm/(metrics-\d+\.txt|(scrapes|health|models|probe|version)\.json)"
     r"|node/(nvidia-smi\.xml|kernel\.log|(versions|gpus|nvml)\.json)"
+    r"|serving/vllm-args\.json"
     r"|prometheus/(query|series)\.json"
     r"|model/config\.json"
 )

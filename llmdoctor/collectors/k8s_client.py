@@ -114,7 +114,7 @@ def connect(context: str | None, namespace: str | None, timeout: float) -> KubeC
     Loading can run the kubeconfig's exec credential plugin (aws, gke-gcloud-auth-plugin,
     kubelogin), which the client waits for without a timeout; one waiting for a browser login
     would hang the run, so it gets --timeout like every request."""
-    from llmdoctor.engine.collect import submit_abandonable
+    from llmdoctor.engine.deadline import submit_abandonable
 
     loading = submit_abandonable(_connect, context, namespace, timeout)
     try:
@@ -158,13 +158,18 @@ def _connect(context: str | None, namespace: str | None, timeout: float) -> Kube
     )
 
 
-def _status_message(body: Any) -> str:
+def _error_body(body: Any) -> tuple[Any, Any]:
+    """(the body as text when it was bytes, its JSON or None): an API error's body, read once."""
     if isinstance(body, bytes):
         body = body.decode("utf-8", errors="replace")
     try:
-        parsed = json.loads(body) if isinstance(body, str) and body.strip() else None
+        return body, json.loads(body) if isinstance(body, str) and body.strip() else None
     except json.JSONDecodeError:
-        parsed = None
+        return body, None
+
+
+def _status_message(body: Any) -> str:
+    body, parsed = _error_body(body)
     if isinstance(parsed, dict) and parsed.get("message"):
         return str(parsed["message"])
     return str(body or "").strip().splitlines()[0][:300] if body else ""
@@ -217,12 +222,7 @@ def describe_failure(
 
 def _is_status(body: Any) -> bool:
     """Whether an error body is the API server's `{"kind": "Status", ...}` object."""
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", errors="replace")
-    try:
-        parsed = json.loads(body) if isinstance(body, str) and body.strip() else None
-    except json.JSONDecodeError:
-        return False
+    parsed = _error_body(body)[1]
     return isinstance(parsed, dict) and parsed.get("kind") == "Status"
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from llmdoctor.collectors.k8s_client import KubeConnection, KubeError, read_text
 from llmdoctor.collectors.k8s_exec import exec_in_container
-from llmdoctor.engine.collect import map_abandonable, submit_abandonable
+from llmdoctor.engine.deadline import map_abandonable, submit_abandonable
 from llmdoctor.engine.facts import Missing
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.serving_args import parse_serving_args

@@ -97,16 +97,24 @@ def _run_to_file(argv: list[str], dest: Path, timeout: float) -> tuple[int, str]
     return proc.returncode, proc.stderr.strip()
 
 
+def _run_tool(name: str, argv: list[str], out: Path, timeout: float) -> tuple[int, str] | str:
+    """(exit code, stderr) of a kernel-log tool writing into `out`, or why it did not run."""
+    try:
+        return _run_to_file(argv, out, timeout)
+    except FileNotFoundError:
+        return f"{name}: not installed"
+    except subprocess.TimeoutExpired:
+        return f"{name}: timed out after {timeout:.0f}s"
+    except OSError as exc:
+        return f"{name}: {exc.strerror or exc}"
+
+
 def _try_dmesg(timeout: float, since: float, now: float) -> tuple[Path | None, str]:
     raw = _temp_log()
-    try:
-        code, err = _run_to_file(["dmesg", "-T"], raw, timeout)
-    except FileNotFoundError:
-        return None, "dmesg: not installed"
-    except subprocess.TimeoutExpired:
-        return None, f"dmesg: timed out after {timeout:.0f}s"
-    except OSError as exc:
-        return None, f"dmesg: {exc.strerror or exc}"
+    ran = _run_tool("dmesg", ["dmesg", "-T"], raw, timeout)
+    if isinstance(ran, str):
+        return None, ran
+    code, err = ran
     if code != 0:
         detail = err.splitlines()[-1] if err else f"exit code {code}"
         hint = " (needs CAP_SYSLOG: kernel.dmesg_restrict=1)" if "not permitted" in err else ""
@@ -121,14 +129,10 @@ def _try_journalctl(timeout: float, since: float, now: float) -> tuple[Path | No
     out = _temp_log()
     start = datetime.fromtimestamp(now - since).strftime("%Y-%m-%d %H:%M:%S")
     argv = ["journalctl", "-k", "--no-pager", "-o", "short-iso", "--since", start]
-    try:
-        code, err = _run_to_file(argv, out, timeout)
-    except FileNotFoundError:
-        return None, "journalctl: not installed"
-    except subprocess.TimeoutExpired:
-        return None, f"journalctl: timed out after {timeout:.0f}s"
-    except OSError as exc:
-        return None, f"journalctl: {exc.strerror or exc}"
+    ran = _run_tool("journalctl", argv, out, timeout)
+    if isinstance(ran, str):
+        return None, ran
+    code, err = ran
     text = err.lower()
     if code != 0 or "insufficient permissions" in text or "not seeing messages" in text:
         detail = err.splitlines()[-1] if err else f"exit code {code}"

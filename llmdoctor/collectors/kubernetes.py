@@ -21,13 +21,8 @@ from llmdoctor.collectors.k8s_pod_parts import (
     collect_logs,
     window_seconds,
 )
-from llmdoctor.engine.collect import (
-    CollectContext,
-    Collector,
-    map_abandonable,
-    run_collectors,
-    submit_abandonable,
-)
+from llmdoctor.engine.collect import CollectContext, Collector, run_collectors
+from llmdoctor.engine.deadline import map_abandonable, submit_abandonable
 from llmdoctor.engine.facts import Facts, Missing
 from llmdoctor.errors import BadTarget, LlmdoctorError
 
@@ -212,42 +207,24 @@ class PodCollection:
         ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
         if ref is None:
             return {"k8s/owner.json": Missing("the pod has no owner (a bare pod)")}
-        apps, ns = self.conn.apps(), self.conn.namespace
+        apps = self.conn.apps()
+
+        def get(call, resource: str, name: str) -> dict:
+            return read_json(
+                self.conn, call, "get", resource, True, name=name, namespace=self.conn.namespace
+            )
+
         try:
             if ref.get("kind") == "ReplicaSet":
-                rs = read_json(
-                    self.conn,
-                    apps.read_namespaced_replica_set,
-                    "get",
-                    "replicasets",
-                    True,
-                    name=ref["name"],
-                    namespace=ns,
-                )
+                rs = get(apps.read_namespaced_replica_set, "replicasets", ref["name"])
                 rs_refs = (rs.get("metadata") or {}).get("ownerReferences") or []
                 dep = next((r for r in rs_refs if r.get("kind") == "Deployment"), None)
                 if dep is None:
                     return {"k8s/owner.json": with_kind(rs, "ReplicaSet", "apps/v1")}
-                obj = read_json(
-                    self.conn,
-                    apps.read_namespaced_deployment,
-                    "get",
-                    "deployments",
-                    True,
-                    name=dep["name"],
-                    namespace=ns,
-                )
+                obj = get(apps.read_namespaced_deployment, "deployments", dep["name"])
                 return {"k8s/owner.json": with_kind(obj, "Deployment", "apps/v1")}
             if ref.get("kind") == "StatefulSet":
-                obj = read_json(
-                    self.conn,
-                    apps.read_namespaced_stateful_set,
-                    "get",
-                    "statefulsets",
-                    True,
-                    name=ref["name"],
-                    namespace=ns,
-                )
+                obj = get(apps.read_namespaced_stateful_set, "statefulsets", ref["name"])
                 return {"k8s/owner.json": with_kind(obj, "StatefulSet", "apps/v1")}
         except KubeError as exc:
             return self.failed("owner", exc, "k8s/owner.json")

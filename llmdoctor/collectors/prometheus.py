@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from llmdoctor.engine.collect import map_abandonable, submit_abandonable
+from llmdoctor.engine.deadline import map_abandonable, submit_abandonable
 from llmdoctor.engine.facts import Missing
 from llmdoctor.parsers.prometheus_series import valid_labels, valid_points
 

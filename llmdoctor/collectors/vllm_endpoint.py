@@ -17,6 +17,7 @@ from typing import Any
 
 from llmdoctor.collectors.http_request import SNIPPET, error_message, http_request
 from llmdoctor.collectors.vllm_generation_probe import generation_probe
+from llmdoctor.engine.deadline import Background
 from llmdoctor.engine.facts import Missing
 from llmdoctor.parsers.vllm_serving import model_ids
 
@@ -125,40 +126,35 @@ def server_tokenize(session, base: str, text: str, *, timeout: float, deadline: 
 
 
 class _Tasks:
-    """Daemon threads with hard deadlines: a task stuck past its deadline is abandoned."""
+    """Requests on daemon threads with hard deadlines: a task stuck past its deadline is abandoned."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.results: dict[str, Any] = {}
-        self.threads: list[tuple[threading.Thread, float, tuple[str, ...], str]] = []
+        self.started: list[tuple[Background, float, tuple[str, ...], str]] = []
 
     def put(self, key: str, value: Any) -> None:
         with self.lock:
             self.results[key] = value
 
     def start(self, name: str, fn: Callable[[], None], deadline: float, keys: tuple[str, ...]):
-        def run() -> None:
-            try:
-                fn()
-            except Exception as exc:  # a bug here must not lose the other results
-                for key in keys:
-                    self.put_default(key, Missing(f"{name} failed: {type(exc).__name__}: {exc}"))
-
-        thread = threading.Thread(target=run, name=f"vllm-{name}", daemon=True)
-        thread.start()
-        self.threads.append((thread, deadline, keys, name))
+        self.started.append((Background(fn, f"vllm-{name}"), deadline, keys, name))
 
     def put_default(self, key: str, value: Any) -> None:
         with self.lock:
             self.results.setdefault(key, value)
 
     def wait(self, started: float) -> dict[str, Any]:
-        for thread, deadline, keys, name in self.threads:
-            thread.join(max(0.0, deadline - time.monotonic()) + 0.1)
-            if thread.is_alive():
+        for task, deadline, keys, name in self.started:
+            outcome = task.wait(deadline + 0.1)
+            if not outcome.done:
                 waited = time.monotonic() - started
                 for key in keys:
                     self.put_default(key, Missing(f"{name}: no answer within {waited:.1f}s"))
+            elif isinstance(outcome.error, Exception):  # a bug here must not lose the others
+                exc = outcome.error
+                for key in keys:
+                    self.put_default(key, Missing(f"{name} failed: {type(exc).__name__}: {exc}"))
         with self.lock:
             return dict(self.results)
 

@@ -2,9 +2,9 @@
 
 A thin wrapper over llmdoctor.collectors.vllm_endpoint.collect_endpoint (shared with the
 Kubernetes collector) plus the local tokenizer probe of `--tokenizer PATH`.
-Options read from ctx.options: window, model, chat, max_latency_ms, tokenizer, and from the
-exporter api_key and prepare_session. An API key for servers started with --api-key is taken
-from $LLMDOCTOR_API_KEY unless options say which key (or none) this target gets.
+Options read from ctx.options (CollectOptions): window, model, chat, max_latency_ms, tokenizer,
+and from the exporter api_key and prepare_session. An API key for servers started with --api-key
+is taken from $LLMDOCTOR_API_KEY unless the options say which key (or none) this target gets.
 
 Also here: the probe's base URL, from which a trailing `/v1` (the OpenAI client's base_url) is
 dropped, since every path here starts with it. Failures are classified by
@@ -14,13 +14,13 @@ llmdoctor.collectors.network_errors.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from typing import Any
 from urllib.parse import urlsplit
 
 from llmdoctor import __version__
-from llmdoctor.engine.collect import CollectContext
+from llmdoctor.engine.collect import API_KEY_FROM_ENV, CollectContext
+from llmdoctor.engine.deadline import Background
 from llmdoctor.engine.facts import Facts, Missing
 from llmdoctor.engine.target import Target
 
@@ -46,25 +46,22 @@ class _TokenizerProbe:
 
     def __init__(self, path: str):
         self.path = path
-        self.result: dict[str, Any] | None = None
-        self.started = time.monotonic()
-        self.thread = threading.Thread(target=self._run, name="tokenizer-probe", daemon=True)
-        self.thread.start()
+        self.task = Background(self._run, "tokenizer-probe")
 
-    def _run(self) -> None:
+    def _run(self) -> dict[str, Any]:
         from llmdoctor.collectors.tokenizer_probe import probe_tokenizer
 
         try:
-            self.result = probe_tokenizer(self.path)
+            return probe_tokenizer(self.path)
         except Exception as exc:  # never lose the endpoint facts to a tokenizer bug
-            self.result = {"path": self.path, "errors": [f"{type(exc).__name__}: {exc}"]}
+            return {"path": self.path, "errors": [f"{type(exc).__name__}: {exc}"]}
 
     def wait(self, limit: float) -> dict[str, Any]:
         """The result, or a record saying it was abandoned after `limit` seconds in all."""
-        self.thread.join(max(0.0, self.started + limit - time.monotonic()))
-        if self.result is not None:
-            return self.result
-        waited = round(time.monotonic() - self.started, 1)
+        outcome = self.task.wait(self.task.started + limit)
+        if outcome.done and outcome.value is not None:
+            return outcome.value
+        waited = round(time.monotonic() - self.task.started, 1)
         return {
             "path": self.path,
             "load_s": None,
@@ -80,9 +77,9 @@ def collect(target: Target, ctx: CollectContext) -> Facts:
     from llmdoctor.collectors.tokenizer_probe import sample_text
     from llmdoctor.collectors.vllm_endpoint import collect_endpoint
 
-    options = ctx.options or {}
-    window = float(options.get("window", 5.0) if options.get("window") is not None else 5.0)
-    tokenizer_path = options.get("tokenizer")
+    options = ctx.options
+    window = float(options.window if options.window is not None else 5.0)
+    tokenizer_path = options.tokenizer
     facts = Facts()
     facts.set("time/now", time.time())
     facts.set("target", str(target))
@@ -90,10 +87,12 @@ def collect(target: Target, ctx: CollectContext) -> Facts:
     session.headers["User-Agent"] = f"llmdoctor/{__version__}"
     if urlsplit(target.url).hostname in ("127.0.0.1", "localhost", "::1"):
         session.trust_env = False  # no HTTP(S)_PROXY detour for a local server
-    # the exporter decides per target whether the key goes (options["api_key"], None: not)
-    api_key = options["api_key"] if "api_key" in options else os.environ.get("LLMDOCTOR_API_KEY")
-    if options.get("prepare_session") is not None:
-        options["prepare_session"](session)  # the exporter's check of each address reached
+    # the exporter decides per target whether the key goes (options.api_key, None: not)
+    api_key = options.api_key
+    if api_key == API_KEY_FROM_ENV:
+        api_key = os.environ.get("LLMDOCTOR_API_KEY")
+    if options.prepare_session is not None:
+        options.prepare_session(session)  # the exporter's check of each address reached
     if api_key:
         session.headers["Authorization"] = f"Bearer {api_key}"
     local = _TokenizerProbe(tokenizer_path) if tokenizer_path else None
@@ -103,9 +102,9 @@ def collect(target: Target, ctx: CollectContext) -> Facts:
             session,
             timeout=ctx.timeout,
             window=window,
-            model=options.get("model"),
-            chat=bool(options.get("chat")),
-            max_latency_ms=options.get("max_latency_ms"),
+            model=options.model,
+            chat=bool(options.chat),
+            max_latency_ms=options.max_latency_ms,
             tokenize_text=sample_text() if tokenizer_path else None,
         )
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 import typer
@@ -9,32 +10,35 @@ import typer
 from llmdoctor.commands import options as opt
 
 
-def capacity_command(
+@dataclass(frozen=True)
+class CapacityOptions:
+    """The capacity question as options; the same fields as usecases.capacity.CapacityRequest."""
+
     model_config: Annotated[
         str | None, typer.Option("--model-config", help="The model's Hugging Face config.json.")
-    ] = None,
+    ] = None
     model_dir: Annotated[
         str | None,
         typer.Option(
             "--model-dir",
             help="A model folder: weight size from its *.safetensors headers (and its config.json).",
         ),
-    ] = None,
+    ] = None
     params: Annotated[
         str | None, typer.Option("--params", help="Parameter count, e.g. 7.6B (else estimated).")
-    ] = None,
+    ] = None
     dtype: Annotated[
         str, typer.Option("--dtype", help="Weight dtype: auto (the config's), bfloat16, float16.")
-    ] = "auto",
+    ] = "auto"
     gpu: Annotated[
         str | None, typer.Option("--gpu", help="A GPU of the table, e.g. A100-80GB, H100, L4.")
-    ] = None,
+    ] = None
     gpu_memory: Annotated[
         str | None,
         typer.Option(
             "--gpu-memory", help="Memory of one GPU, e.g. 80GiB or 79.25GiB (CUDA total)."
         ),
-    ] = None,
+    ] = None
     gpu_memory_utilization: Annotated[
         float,
         typer.Option(
@@ -42,74 +46,74 @@ def capacity_command(
             callback=opt.finite,
             help="vLLM's --gpu-memory-utilization.",
         ),
-    ] = 0.9,
+    ] = 0.9
     max_model_len: Annotated[
         int | None,
         typer.Option(
             "--max-model-len", min=1, help="Default: the config's max_position_embeddings."
         ),
-    ] = None,
+    ] = None
     tensor_parallel_size: Annotated[
         int, typer.Option("--tensor-parallel-size", "-tp", min=1, help="GPUs per replica.")
-    ] = 1,
+    ] = 1
     kv_cache_dtype: Annotated[
         str,
         typer.Option(
             "--kv-cache-dtype",
             help="auto (the model dtype), fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla, nvfp4, bfloat16.",
         ),
-    ] = "auto",
+    ] = "auto"
     data_parallel_size: Annotated[
         int,
         typer.Option(
             "--data-parallel-size", "-dp", min=1, help="Replicas (each sized on its own GPUs)."
         ),
-    ] = 1,
-    block_size: Annotated[int, typer.Option("--block-size", min=1, help="Tokens per block.")] = 16,
+    ] = 1
+    block_size: Annotated[int, typer.Option("--block-size", min=1, help="Tokens per block.")] = 16
     mean_seq_len: Annotated[
         int | None,
         typer.Option(
             "--mean-seq-len", min=1, help="Mean prompt+output tokens, to size --max-num-seqs."
         ),
-    ] = None,
+    ] = None
     max_num_batched_tokens: Annotated[
         int | None,
         typer.Option(
             "--max-num-batched-tokens", min=1, help="vLLM's value (default: vLLM's for the GPU)."
         ),
-    ] = None,
+    ] = None
     max_num_seqs: Annotated[
         int | None, typer.Option("--max-num-seqs", min=1, help="vLLM's value, if set.")
-    ] = None,
+    ] = None
     overhead: Annotated[
         str | None,
         typer.Option(
             "--overhead", help="Activation peak + non-torch memory per GPU (else estimated)."
         ),
-    ] = None,
+    ] = None
     kv_cache_memory: Annotated[
         str | None,
         typer.Option(
             "--kv-cache-memory",
             help="vLLM's logged 'Available KV cache memory' (skips the memory budget).",
         ),
-    ] = None,
+    ] = None
     kv_cache_memory_bytes: Annotated[
         str | None,
         typer.Option(
             "--kv-cache-memory-bytes",
             help="vLLM's --kv-cache-memory-bytes: the KV cache size, overriding the utilization.",
         ),
-    ] = None,
+    ] = None
     performance_mode: Annotated[
         str | None,
         typer.Option(
             "--performance-mode", help="vLLM's --performance-mode (throughput doubles defaults)."
         ),
-    ] = None,
+    ] = None
     enforce_eager: Annotated[
         bool, typer.Option("--enforce-eager", help="vLLM runs without CUDA graphs.")
-    ] = False,
+    ] = False
     disable_hybrid_kv_cache_manager: Annotated[
         bool,
         typer.Option(
@@ -117,18 +121,24 @@ def capacity_command(
             help="vLLM's flag (or VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0): "
             "sliding-window and chunked layers keep every token.",
         ),
-    ] = False,
+    ] = False
     enable_prefix_caching: Annotated[
         bool,
         typer.Option(
             "--enable-prefix-caching",
             help="Hybrid (Mamba) models: prefix caching keeps 2 state blocks per sequence.",
         ),
-    ] = False,
+    ] = False
+
+
+@opt.grouped(plan=CapacityOptions)
+def capacity_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the capacity plan as one JSON object.")
     ] = False,
     no_color: opt.NoColor = False,
+    *,
+    plan: CapacityOptions,
 ) -> None:
     """How many tokens and sequences fit in vLLM's KV cache, and whether max-model-len does.
 
@@ -144,74 +154,13 @@ def capacity_command(
 
       llmdoctor capacity --model-config config.json --gpu L4 --kv-cache-dtype fp8 --json
     """
+    import dataclasses
     import json
     import sys
 
-    from llmdoctor.capacity import planner as cap
-    from llmdoctor.errors import BadInput
+    from llmdoctor.usecases.capacity import CapacityRequest, capacity
 
-    if not model_config and not model_dir:
-        raise BadInput("give --model-config config.json (or --model-dir with a config.json)")
-    config = cap.load_model_config(model_config or model_dir)
-    shape = cap.model_shape(config)
-    weights_bytes = None
-    weights_source = ""
-    if model_dir:
-        weights = cap.safetensors_weights(model_dir)
-        weights_bytes = weights.total_bytes
-        kinds = ", ".join(f"{k} {cap.gib(v)}" for k, v in sorted(weights.by_dtype.items()))
-        weights_source = f"{weights.tensors} tensors in {weights.files} safetensors files: {kinds}"
-        shape.notes.extend(weights.notes)
-    gpu_name = None
-    if gpu_memory is not None:
-        memory = cap.parse_size(gpu_memory)
-        if gpu:
-            gpu_name = gpu
-    elif gpu:
-        found = cap.find_gpu(gpu)
-        if found is None:
-            raise BadInput(f"unknown GPU {gpu!r}; known: {', '.join(cap.gpu_names())}")
-        memory, gpu_name = found.usable_bytes, found.name
-    else:
-        raise BadInput("give --gpu NAME or --gpu-memory SIZE (e.g. --gpu-memory 80GiB)")
-    if kv_cache_dtype not in cap.KV_CACHE_DTYPES:
-        raise BadInput(
-            f"--kv-cache-dtype {kv_cache_dtype}: vLLM accepts {', '.join(cap.KV_CACHE_DTYPES)}"
-        )
-    if performance_mode not in (None, "balanced", "interactivity", "throughput"):
-        raise BadInput(
-            f"--performance-mode {performance_mode}: use balanced, interactivity or throughput"
-        )
-    inputs = cap.CapacityInputs(
-        shape=shape,
-        gpu_memory_bytes=memory,
-        gpu_name=gpu_name,
-        gpu_memory_utilization=gpu_memory_utilization,
-        max_model_len=max_model_len,
-        tensor_parallel_size=tensor_parallel_size,
-        kv_cache_dtype=kv_cache_dtype,
-        dtype=dtype,
-        block_size=block_size,
-        mean_seq_len=mean_seq_len,
-        max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=max_num_seqs,
-        weights_bytes=weights_bytes,
-        weights_source=weights_source,
-        parameters=cap.parse_count(params) if params is not None else None,
-        overhead_bytes=cap.parse_size(overhead) if overhead is not None else None,
-        kv_cache_bytes=cap.parse_size(kv_cache_memory) if kv_cache_memory is not None else None,
-        kv_cache_memory_bytes=(
-            cap.parse_size(kv_cache_memory_bytes, default_unit="b")
-            if kv_cache_memory_bytes is not None
-            else None
-        ),
-        performance_mode=performance_mode,
-        enforce_eager=enforce_eager,
-        prefix_caching=enable_prefix_caching,
-        hybrid_kv_cache=not disable_hybrid_kv_cache_manager,
-        data_parallel_size=data_parallel_size,
-    )
-    result = cap.plan(inputs)
+    result = capacity(CapacityRequest(**dataclasses.asdict(plan)))
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     else:

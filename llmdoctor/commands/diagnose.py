@@ -43,52 +43,35 @@ def diagnose_command(
 
       llmdoctor diagnose --bundle examples/bundles/crashloop-cuda-oom
     """
-    from llmdoctor.commands.output import diagnose_and_exit
-    from llmdoctor.engine.collect import CollectContext
+    from llmdoctor.commands.output import emit_and_exit
     from llmdoctor.gpus.xid_policy import policy_from_option
-    from llmdoctor.usecases.diagnose import gather
+    from llmdoctor.usecases.diagnose import CheckSettings, DiagnoseRequest, live_target
 
     xid_policy = policy_from_option(None)  # LLMDOCTOR_XID_POLICY, checked before collecting
-    parsed = parse_live_target(target, kube.selector, bundle)
-    settings = {
-        "model_config_path": model_config,
-        "xid_policy": xid_policy,
-        **probe.settings(),
-        **gpu.settings(),
-    }
+    parsed = live_target(target, kube.selector, bundle)
+    settings = CheckSettings(
+        model_config_path=model_config, xid_policy=xid_policy, **probe.settings(), **gpu.settings()
+    )
     if bundle and history.prometheus:
         typer.echo(
             "llmdoctor: note: --prometheus is not read with --bundle (its prometheus/ is)", err=True
         )
-    options = {**kube.collection(), **probe.collection(), **history.collection()}
-    options["window"] = history.window(kube.window)
-    ctx = CollectContext(target=parsed, timeout=report.timeout, options=options)
-    facts_list = gather(parsed, ctx)
-    label = _label(parsed, facts_list)
-    if parsed.kind == "bundle":
-        label = f"{facts_list[0].get('target')} (bundle {parsed.name})"
-    diagnose_and_exit(facts_list, label, settings=settings, charts=charts, **report.printing())
+    request = DiagnoseRequest(
+        parsed,
+        options=collect_options(kube, history, probe),
+        settings=settings,
+        **report.selection(),
+    )
+    emit_and_exit(request, report, charts)
 
 
-def parse_live_target(target: str | None, selector: str | None, bundle: str | None = None):
-    """The Target to diagnose or collect; `-l SELECTOR` stands for the pods it matches."""
-    from llmdoctor.engine.target import Target, parse_target
-    from llmdoctor.errors import BadTarget
+def collect_options(kube, history, probe=None):
+    """The collectors' options from the command's option blocks (diagnose, collect)."""
+    from llmdoctor.engine.collect import CollectOptions
 
-    if selector:
-        if target or bundle:
-            raise BadTarget("give either a target or -l SELECTOR, not both")
-        return Target("selector", name=selector)
-    return parse_target(target, bundle)
-
-
-def _label(parsed, facts_list) -> str:
-    """The report's name for a live Kubernetes target: pod/x -n ns, pods -l app=x -n ns."""
-    namespace = facts_list[0].get("k8s/namespace") if facts_list else None
-    where = f" -n {namespace}" if namespace else ""
-    if parsed.kind == "selector":
-        return f"pods -l {parsed.name}{where}"
-    return f"{parsed}{where}"
+    values = {**kube.collection(), **(probe.collection() if probe else {}), **history.collection()}
+    values["window"] = history.window(kube.window)
+    return CollectOptions.of(values)
 
 
 def register(app: typer.Typer) -> None:

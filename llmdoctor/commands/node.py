@@ -81,12 +81,12 @@ def node_command(
       llmdoctor node --json --prometheus-textfile /var/lib/node_exporter/textfile/llmdoctor.prom
     """
     from llmdoctor.collectors.nvidia_smi import MAX_XML_BYTES
-    from llmdoctor.commands.output import diagnose_and_exit
-    from llmdoctor.engine.collect import CollectContext
+    from llmdoctor.commands.output import emit
+    from llmdoctor.engine.collect import CollectOptions
     from llmdoctor.engine.target import Target
     from llmdoctor.errors import BadInput
     from llmdoctor.gpus.xid_policy import policy_from_option
-    from llmdoctor.usecases.diagnose import gather
+    from llmdoctor.usecases.diagnose import CheckSettings, DiagnoseRequest, diagnose
 
     if python is not None:
         import shutil
@@ -100,56 +100,35 @@ def node_command(
         textfile = validate_textfile_path(prometheus_textfile)
     started, clock = time.time(), time.monotonic()
     policy = policy_from_option(_existing_file("--xid-policy", xid_policy))
-    settings = {**gpu.settings(), "xid_policy": policy}
-    options = {
-        "python": python,
-        "nvidia_smi_xml": _existing_file("--nvidia-smi-xml", nvidia_smi_xml, MAX_XML_BYTES),
-        "kernel_log": _existing_file("--kernel-log", kernel_log),
-        "since_seconds": opt.parse_duration(since) if since is not None else None,
-    }
-    target = Target("bundle", name=bundle) if bundle else Target("node")
-    ctx = CollectContext(target=target, timeout=report.timeout, options=options)
-    facts_list = gather(target, ctx)
+    options = CollectOptions(
+        python=python,
+        nvidia_smi_xml=_existing_file("--nvidia-smi-xml", nvidia_smi_xml, MAX_XML_BYTES),
+        kernel_log=_existing_file("--kernel-log", kernel_log),
+        since_seconds=opt.parse_duration(since) if since is not None else None,
+    )
+    request = DiagnoseRequest(
+        Target("bundle", name=bundle) if bundle else Target("node"),
+        options=options,
+        settings=CheckSettings(**gpu.settings(), xid_policy=policy),
+        scopes=SCOPES,
+        label="node" if not bundle else f"bundle {bundle}",
+        **report.selection(),
+    )
+    result = diagnose(request)
     if textfile is not None:
-        _report_with_textfile(facts_list, bundle, settings, report, textfile, started, clock)
-    diagnose_and_exit(
-        facts_list,
-        "node" if not bundle else f"bundle {bundle}",
-        scopes=SCOPES,
-        settings=settings,
-        **report.printing(),
-    )
+        from llmdoctor.engine.registry import checks_for_scopes
+        from llmdoctor.fleet.node_metrics import build_registry, write_textfile
 
-
-def _report_with_textfile(facts_list, bundle, settings, report, textfile, started, clock):
-    """Run the node checks, write the metrics file, then print and exit like the others."""
-    import typer
-
-    from llmdoctor.commands.output import emit
-    from llmdoctor.engine.registry import checks_for_scopes
-    from llmdoctor.fleet.node_metrics import build_registry, write_textfile
-    from llmdoctor.usecases.diagnose import diagnose
-
-    printing = report.printing()
-    result = diagnose(
-        facts_list,
-        "node" if not bundle else f"bundle {bundle}",
-        scopes=SCOPES,
-        only=printing.pop("only"),
-        skip=printing.pop("skip"),
-        wiki_dirs=printing.pop("wiki"),
-        settings=settings,
-        checks_dirs=printing.pop("checks_dir"),
-    )
-    check_ids = sorted({c.id for c in checks_for_scopes(SCOPES)})
-    registry = build_registry(result, check_ids, started=started, duration=time.monotonic() - clock)
-    try:
-        write_textfile(textfile, registry)
-        not_written = None
-    except OSError as exc:  # a full disk or a folder it may not write: the report still counts
-        not_written = exc.strerror or type(exc).__name__
-    code = int(emit(result, **printing))
-    if not_written is not None:
+        check_ids = sorted({c.id for c in checks_for_scopes(SCOPES)})
+        duration = time.monotonic() - clock
+        registry = build_registry(result, check_ids, started=started, duration=duration)
+        try:
+            write_textfile(textfile, registry)
+            not_written = None
+        except OSError as exc:  # a full disk or a folder it may not write: the report still counts
+            not_written = exc.strerror or type(exc).__name__
+    code = int(emit(result, **report.output()))
+    if textfile is not None and not_written is not None:
         typer.echo(
             f"llmdoctor: --prometheus-textfile {textfile} not written: {not_written}", err=True
         )

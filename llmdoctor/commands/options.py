@@ -37,7 +37,7 @@ def finite(param: typer.CallbackParam, value: float | None) -> float | None:
 # explain, wiki and capacity print their own JSON objects; diagnose/node/probe the llmdoctor/2 one
 Json = Annotated[
     bool,
-    typer.Option("--json", help="Print JSON instead of text (keys: README, Output contracts)."),
+    typer.Option("--json", help="Print JSON instead of text (keys: docs/guarantees.md)."),
 ]
 ReportJson = Annotated[bool, typer.Option("--json", help="Print the llmdoctor/2 JSON object.")]
 Markdown = Annotated[
@@ -179,13 +179,19 @@ class ReportOptions:
     wiki: WikiDirs = None
     wiki_url: WikiUrl = None  # applied by its callback (LLMDOCTOR_WIKI_URL); the report reads it
 
-    def printing(self) -> dict[str, Any]:
-        """The keyword arguments of output.diagnose_and_exit."""
+    def selection(self) -> dict[str, Any]:
+        """The DiagnoseRequest fields these options give: deadline, checks, wiki."""
         return {
-            "only": self.only,
-            "skip": self.skip,
-            "wiki": self.wiki,
-            "checks_dir": self.checks_dir,
+            "timeout": self.timeout,
+            "only": tuple(self.only or ()),
+            "skip": tuple(self.skip or ()),
+            "wiki_dirs": tuple(self.wiki or ()),
+            "checks_dirs": tuple(self.checks_dir or ()),
+        }
+
+    def output(self) -> dict[str, Any]:
+        """The keyword arguments of output.emit."""
+        return {
             "as_json": self.as_json,
             "as_markdown": self.as_markdown,
             "no_color": self.no_color,
@@ -221,6 +227,10 @@ class ProbeOptions:
 
     def collection(self) -> dict[str, Any]:
         return {"model": self.model, "chat": self.chat, "max_latency_ms": self.max_latency_ms}
+
+    def request_fields(self) -> dict[str, Any]:
+        """The ProbeRequest fields these options give."""
+        return dataclasses.asdict(self)
 
     def settings(self) -> dict[str, Any]:
         return {

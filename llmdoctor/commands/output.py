@@ -63,49 +63,13 @@ def emit(
     return code
 
 
-def diagnose_and_exit(
-    facts_list,
-    label: str,
-    *,
-    scopes: tuple[str, ...] | None = None,
-    settings: dict | None = None,
-    only=None,
-    skip=None,
-    wiki=None,
-    checks_dir=None,
-    as_json: bool = False,
-    as_markdown: bool = False,
-    no_color: bool = False,
-    verbose: bool = False,
-    timeout: float | None = None,
-    charts: str | None = None,
-):
-    """Run the checks of `scopes` over the facts, print the report, exit with its code.
+def emit_and_exit(request, report_options, charts: str | None = None):
+    """Run the DiagnoseRequest, print its report as `report_options` say, exit with its code.
 
-    The common tail of diagnose, node and probe. Each check gets `timeout` seconds; by
-    default the --timeout the facts were gathered with.
-    """
+    The common tail of diagnose and probe."""
     import typer
 
-    from llmdoctor.usecases.diagnose import ALL_SCOPES, diagnose
+    from llmdoctor.usecases.diagnose import diagnose
 
-    report = diagnose(
-        facts_list,
-        label,
-        scopes=scopes or ALL_SCOPES,
-        only=only,
-        skip=skip,
-        wiki_dirs=wiki,
-        settings=settings,
-        checks_dirs=checks_dir,
-        check_timeout=timeout,
-    )
-    code = emit(
-        report,
-        as_json=as_json,
-        as_markdown=as_markdown,
-        no_color=no_color,
-        verbose=verbose,
-        charts=charts,
-    )
+    code = emit(diagnose(request), **report_options.output(), charts=charts)
     raise typer.Exit(int(code))

@@ -36,40 +36,21 @@ def probe_command(
 
       llmdoctor probe http://localhost:8000 --tokenizer /models/Qwen2-7B-Instruct --json
     """
-    from pathlib import Path
+    from llmdoctor.commands.output import emit_and_exit
+    from llmdoctor.usecases.probe import ProbeRequest, diagnose_request, probe_target
 
-    from llmdoctor.collectors.vllm_http import probe_base_url
-    from llmdoctor.commands.output import diagnose_and_exit
-    from llmdoctor.engine.collect import CollectContext
-    from llmdoctor.engine.target import parse_target
-    from llmdoctor.errors import BadInput, BadTarget
-    from llmdoctor.usecases.diagnose import gather
-
-    target = parse_target(url)
-    if target.kind != "http":
-        raise BadTarget(f"probe takes an http(s)://HOST:PORT URL, not {url!r}")
-    base, note = probe_base_url(target.url)
+    _, note = probe_target(url)
     if note:
         typer.echo(f"llmdoctor: note: {note}", err=True)
-        target = parse_target(base)
-    if tokenizer is not None and not Path(tokenizer).exists():
-        raise BadInput(f"--tokenizer {tokenizer}: no such file or folder")
-    options = {
-        "window": history.window(window),
-        "tokenizer": tokenizer,
-        **probe.collection(),
-        **history.collection(),
-    }
-    ctx = CollectContext(target=target, timeout=report.timeout, options=options)
-    facts_list = gather(target, ctx)
-    diagnose_and_exit(
-        facts_list,
-        str(target),
-        scopes=("vllm", "history"),
-        settings=probe.settings(),
-        charts=charts,
-        **report.printing(),
+    request = ProbeRequest(
+        url,
+        window=history.window(window),
+        tokenizer=tokenizer,
+        **probe.request_fields(),
+        history=history.collection(),
+        **report.selection(),
     )
+    emit_and_exit(diagnose_request(request), report, charts)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,9 +7,10 @@ completion callback's arguments by their types.
 """
 
 import os
-import threading
 
 import typer
+
+from llmdoctor.engine.deadline import run_with_deadline
 
 CLUSTER_BUDGET = 1.0  # seconds: an unreachable API server must not freeze the shell
 BUDGET_ENV = "LLMDOCTOR_COMPLETION_TIMEOUT"  # a slower cluster (a VPN away) may be given more
@@ -70,10 +71,8 @@ def cluster_names(
         except Exception:
             return
 
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-    thread.join(budget)
-    return [] if thread.is_alive() else sorted(found)
+    outcome = run_with_deadline(work, budget, "complete-target")
+    return sorted(found) if outcome.done else []
 
 
 def target_candidates(incomplete: str, namespace: str | None, context: str | None) -> list[str]:

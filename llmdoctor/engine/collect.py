@@ -3,15 +3,72 @@
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from llmdoctor.engine.deadline import Background
 from llmdoctor.engine.facts import Facts, Missing
 from llmdoctor.errors import BadInput
+
+API_KEY_FROM_ENV = "$LLMDOCTOR_API_KEY"  # CollectOptions.api_key: the environment's key
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    """What the user asked the collectors for; every option any collector reads, declared once.
+
+    Read as attributes. `get(name)` stays for the collectors written against the old options
+    dict, but an option name declared nowhere here is an error, not a silent None.
+    """
+
+    # Kubernetes (diagnose, collect)
+    namespace: str | None = None
+    context: str | None = None
+    selector: str | None = None
+    port: int | None = None
+    tail: int = 2000
+    no_exec: bool = False
+    # the vLLM endpoint (diagnose, probe, exporter)
+    window: float | None = None
+    model: str | None = None
+    chat: bool = False
+    max_latency_ms: float | None = None
+    tokenizer: str | None = None
+    # the team's Prometheus
+    prometheus: str | None = None
+    prometheus_since: float | None = None
+    prometheus_selector: str | None = None
+    # the node (node)
+    python: str | None = None
+    nvidia_smi_xml: str | None = None
+    kernel_log: str | None = None
+    since_seconds: float | None = None
+    # the exporter: the key this target gets (None: none; the default: $LLMDOCTOR_API_KEY, the
+    # user's own run) and its check of every address a request reaches (no DNS rebinding)
+    api_key: str | None = API_KEY_FROM_ENV
+    prepare_session: Callable[[Any], None] | None = None
+
+    @classmethod
+    def of(cls, values: CollectOptions | dict[str, Any] | None) -> CollectOptions:
+        """The options from a mapping; ValueError names an option no collector knows."""
+        if isinstance(values, CollectOptions):
+            return values
+        values = dict(values or {})
+        unknown = sorted(set(values) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown collector option(s): {', '.join(unknown)}")
+        return cls(**values)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name not in self.__dataclass_fields__:
+            raise AttributeError(f"no collector option {name!r} (engine/collect.py CollectOptions)")
+        value = getattr(self, name)
+        return default if value is None else value
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get(name)
 
 
 @dataclass
@@ -20,11 +77,12 @@ class CollectContext:
 
     target: Any
     timeout: float
-    options: dict[str, Any] = field(default_factory=dict)
+    options: CollectOptions = field(default_factory=CollectOptions)
 
     def __post_init__(self) -> None:
         self.timeout = valid_timeout(self.timeout)
-        window = self.options.get("window")
+        self.options = CollectOptions.of(self.options)
+        window = self.options.window
         if window is not None and not (
             isinstance(window, int | float) and 0 <= window <= MAX_WINDOW
         ):  # nan fails both comparisons
@@ -74,23 +132,19 @@ def run_collectors(collectors: Iterable[Collector], ctx: CollectContext, facts: 
     results: dict[str, dict[str, Any]] = {}
     failures: dict[str, str] = {}
 
-    def work(c: Collector) -> None:
-        try:
-            results[c.name] = c.fn(ctx) or {}
-        except Exception as exc:
-            failures[c.name] = one_line(exc)
-
-    threads = []
-    for c in collectors:
-        t = threading.Thread(target=work, args=(c,), name=f"collector-{c.name}", daemon=True)
-        t.start()
-        threads.append((c, t))
+    started = [
+        (c, Background(lambda c=c: c.fn(ctx) or {}, f"collector-{c.name}")) for c in collectors
+    ]
     deadline = time.monotonic() + ctx.timeout + 1.0
-    for c, t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
-        if t.is_alive():
-            failures.setdefault(c.name, f"timed out after {ctx.timeout:g}s")
-    for c, _ in threads:
+    for c, task in started:
+        outcome = task.wait(deadline)
+        if not outcome.done:
+            failures[c.name] = f"timed out after {ctx.timeout:g}s"
+        elif isinstance(outcome.error, Exception):
+            failures[c.name] = one_line(outcome.error)
+        elif outcome.error is None:
+            results[c.name] = outcome.value
+    for c, _ in started:
         if c.name in failures:
             reason = f"collector {c.name} failed: {failures[c.name]}"
             facts.collector_errors[c.name] = failures[c.name]
@@ -106,39 +160,3 @@ def run_collectors(collectors: Iterable[Collector], ctx: CollectContext, facts: 
             if not key.endswith("/") and not facts.has(key):
                 facts.mark_missing(key, f"collector {c.name} returned nothing")
     return facts
-
-
-def submit_abandonable(fn: Callable[..., Any], *args: Any) -> Future:
-    """fn(*args) on a daemon thread, as a Future.
-
-    A ThreadPoolExecutor's workers are joined when the interpreter exits, so a Ctrl-C during
-    collection used to wait out the /metrics window and every timeout first; a daemon thread is
-    abandoned instead, as run_collectors abandons a collector that overruns.
-    """
-    future: Future = Future()
-
-    def work() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            future.set_result(fn(*args))
-        except BaseException as exc:  # handed to whoever reads the result
-            future.set_exception(exc)
-
-    threading.Thread(
-        target=work, name=f"collect-{getattr(fn, '__name__', 'task')}", daemon=True
-    ).start()
-    return future
-
-
-def map_abandonable(fn: Callable[[Any], Any], items: Iterable[Any], max_workers: int) -> list[Any]:
-    """[fn(item) for item in items], at most `max_workers` at once on daemon threads (see
-    submit_abandonable); an exception of fn is raised here."""
-    slots = threading.BoundedSemaphore(max(1, max_workers))
-
-    def limited(item: Any) -> Any:
-        with slots:
-            return fn(item)
-
-    futures = [submit_abandonable(limited, item) for item in items]
-    return [f.result() for f in futures]

@@ -13,6 +13,7 @@ import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from llmdoctor.engine.fact_keys import require_declared
 from llmdoctor.engine.facts import FactMissing, Facts
 
 
@@ -27,6 +28,8 @@ _DERIVATIONS: list[Derivation] = []
 
 
 def derived_fact(key: str, *, needs: tuple[str, ...] = ()):
+    require_declared((key, *needs), f"derived fact {key}")
+
     def register(fn):
         if not any(d.key == key and d.fn.__qualname__ == fn.__qualname__ for d in _DERIVATIONS):
             _DERIVATIONS.append(Derivation(key, tuple(needs), fn))

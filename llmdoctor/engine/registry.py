@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmdoctor.engine.fact_keys import require_declared
 from llmdoctor.errors import BadInput
 
 SCOPES = ("k8s", "node", "vllm", "logs", "capacity", "history")
@@ -78,6 +79,7 @@ def check(
         raise ValueError(f"check {id}: scope must be one of {SCOPES}")
     if kind not in KINDS:
         raise ValueError(f"check {id}: kind must be one of {KINDS}")
+    require_declared(needs, f"check {id}")
 
     def register(fn: Callable) -> Callable:
         existing = _CHECKS.get(id)

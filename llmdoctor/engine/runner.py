@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from llmdoctor.engine.collect import one_line, valid_timeout
+from llmdoctor.engine.deadline import run_with_deadline
 from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.registry import CheckSpec
@@ -44,22 +44,12 @@ def call_with_deadline(fn: Callable, arg: Any, seconds: float, name: str):
     A check is a pure function, but a pathological input (a regex on a huge line, a parser
     loop) can still take forever; the thread is abandoned so the report completes.
     """
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["value"] = fn(arg)
-        except BaseException as exc:  # handed to the caller, which decides what it means
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=work, name=f"check-{name}", daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
+    outcome = run_with_deadline(lambda: fn(arg), seconds, f"check-{name}")
+    if not outcome.done:
         raise CheckTimedOut(f"timed out after {seconds:g}s (a longer --timeout gives it more)")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
+    if outcome.error is not None:
+        raise outcome.error
+    return outcome.value
 
 
 def run_checks(

@@ -118,54 +118,35 @@ def _last(values: list) -> Any:
     return next((v for v in reversed(values or []) if v is not None), None)
 
 
-def run_probe(
-    target: str,
-    *,
-    model: str | None,
-    chat: bool,
-    timeout: float,
-    window: float,
-    settings: ProbeSettings,
-):
-    """The `llmdoctor probe` pipeline for one target the policy allows: (Report, seconds)."""
+def run_probe(request, policy: TargetPolicy):
+    """The `llmdoctor probe` pipeline for one ProbeRequest whose target the policy allows:
+    (Report, seconds it took). ProbeRefused for anything but an http(s)://HOST:PORT URL, or a
+    target the policy refuses. $LLMDOCTOR_API_KEY goes only where the policy says it may, and
+    every address the probe reaches is checked again (no DNS rebinding)."""
+    import dataclasses
     import os
 
-    from llmdoctor.collectors.vllm_http import probe_base_url
-    from llmdoctor.engine.collect import CollectContext
-    from llmdoctor.engine.target import parse_target
     from llmdoctor.errors import LlmdoctorError
-    from llmdoctor.usecases.diagnose import diagnose, gather
+    from llmdoctor.usecases.probe import probe, probe_target
 
     try:
-        parsed = parse_target(target)
+        target, _ = probe_target(request.url)
     except LlmdoctorError as exc:
         raise ProbeRefused(str(exc)) from None
-    if parsed.kind != "http":
-        raise ProbeRefused("target must be an http(s)://HOST:PORT URL")
-    parsed = parse_target(probe_base_url(parsed.url)[0])
-    parts = urlsplit(parsed.url)
+    parts = urlsplit(target.url)
     try:
-        permit = settings.policy.check(
+        permit = policy.check(
             parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
         )
     except TargetRefused as exc:
         raise ProbeRefused(f"target refused: {exc}") from None
-    options = {
-        "window": window,
-        "model": model,
-        "chat": chat,
-        "max_latency_ms": settings.max_latency_ms,
-        "api_key": os.environ.get("LLMDOCTOR_API_KEY") if permit.send_api_key else None,
-        "prepare_session": permit.guard(settings.policy),
-    }
-    started = time.monotonic()
-    ctx = CollectContext(target=parsed, timeout=timeout, options=options)
-    report = diagnose(
-        gather(parsed, ctx),
-        str(parsed),
-        scopes=("vllm",),
-        settings={"model": model, "max_latency_ms": settings.max_latency_ms},
+    request = dataclasses.replace(
+        request,
+        api_key=os.environ.get("LLMDOCTOR_API_KEY") if permit.send_api_key else None,
+        prepare_session=permit.guard(policy),
     )
+    started = time.monotonic()
+    report = probe(request)
     return report, time.monotonic() - started
 
 
@@ -317,6 +298,8 @@ class ProbeExporter:
 
     def probe(self, query: str, scrape_timeout: float | None) -> tuple[int, bytes]:
         """(HTTP status, body) for one /probe request (`query`: its query string)."""
+        from llmdoctor.usecases.probe import ProbeRequest
+
         try:
             request = parse_probe_query(query)
         except ProbeRefused as exc:
@@ -340,12 +323,16 @@ class ProbeExporter:
                 self.in_flight_gauge.set(self.in_flight)
             try:
                 report, seconds = run_probe(
-                    target,
-                    model=model,
-                    chat=chat,
-                    timeout=timeout,
-                    window=window,
-                    settings=self.settings,
+                    ProbeRequest(
+                        target,
+                        timeout=timeout,
+                        window=window,
+                        model=model,
+                        chat=chat,
+                        max_latency_ms=self.settings.max_latency_ms,
+                        scopes=("vllm",),
+                    ),
+                    self.settings.policy,
                 )
             except ProbeRefused as exc:
                 self.refused.labels("bad-target").inc()

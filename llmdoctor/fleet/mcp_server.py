@@ -1,10 +1,12 @@
 """`llmdoctor mcp`: llmdoctor's verdicts as Model Context Protocol tools, over stdio.
 
-Each tool runs one read-only llmdoctor command with `--json` in a child process and returns its
-JSON unchanged: the same `llmdoctor/2` report (findings, evidence, runbook ids, skipped,
+Each tool but capacity runs one read-only llmdoctor command with `--json` in a child process and
+returns its JSON unchanged: the same `llmdoctor/2` report (findings, evidence, runbook ids, skipped,
 errors), explain, wiki and capacity objects as the CLI, with the CLI's timeouts, credentials and
 RBAC. The child process keeps the protocol's stdout clean and one failed diagnosis from taking
-the server down. Commands that write (`collect`, `wiki add`) are not offered.
+the server down. capacity is arithmetic on one file: it builds a CapacityRequest and runs the
+use case here (llmdoctor.usecases.capacity), which returns the command's JSON object. Commands
+that write (`collect`, `wiki add`) are not offered.
 """
 
 from __future__ import annotations
@@ -125,19 +127,24 @@ def capacity(
     name (A100-80GB, H100, L4 ...); model_config_path the path of the model's config.json on
     the server's machine (a file path, not JSON text); params e.g. 7.6B (else estimated from the
     config)."""
-    args = ["capacity", "--json", "--gpu", _plain("gpu", gpu)]
-    args += ["--model-config", _plain("model_config_path", model_config_path)]
-    args += ["--tensor-parallel-size", str(tensor_parallel_size)]
-    args += ["--gpu-memory-utilization", str(gpu_memory_utilization)]
-    for flag, value in (
-        ("--params", params),
-        ("--max-model-len", max_model_len),
-        ("--kv-cache-dtype", kv_cache_dtype),
-        ("--max-num-seqs", max_num_seqs),
-    ):
-        if value is not None:
-            args += [flag, _plain(flag, str(value))]
-    return run_json(args)
+    from llmdoctor.errors import LlmdoctorError
+    from llmdoctor.usecases.capacity import CapacityRequest
+    from llmdoctor.usecases.capacity import capacity as plan_capacity
+
+    request = CapacityRequest(
+        model_config=model_config_path,
+        gpu=gpu,
+        params=params,
+        tensor_parallel_size=tensor_parallel_size,
+        gpu_memory_utilization=gpu_memory_utilization,
+        max_model_len=max_model_len,
+        kv_cache_dtype=kv_cache_dtype or "auto",
+        max_num_seqs=max_num_seqs,
+    )
+    try:  # arithmetic on one file: run here, the same use case as `llmdoctor capacity --json`
+        return plan_capacity(request).to_json()
+    except LlmdoctorError as exc:
+        raise ToolFailed(str(exc)) from None
 
 
 TOOLS = (diagnose, explain, wiki_search, wiki_show, capacity)

@@ -1,4 +1,4 @@
-"""What the vLLM checks compare against: thresholds and serving arguments, settings first.
+"""What the vLLM checks (and the image-pull check) compare against: thresholds and serving arguments, settings first.
 
 A value given on the command line (`settings/<name>`) wins over the serving arguments read from
 the pod spec (`serving/args`, derived by llmdoctor.parsers.serving_args), which win over the
@@ -22,6 +22,7 @@ DEFAULTS: dict[str, float] = {
     "max_tokenizer_load_s": 2.0,
     "max_encode_ms": 100.0,  # ~2,000 tokens
     "max_tokenize_ms": 500.0,  # server POST /tokenize of the same text
+    "image_pull_slow_seconds": 300.0,  # a pull that took this long is worth a warning
 }
 
 

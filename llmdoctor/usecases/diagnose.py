@@ -1,12 +1,19 @@
-"""Gather facts for a target (live or from a bundle) and run the checks over them."""
+"""Gather facts for a target (live or from a bundle) and run the checks over them.
+
+`diagnose(DiagnoseRequest)` is what `diagnose`, `node`, `probe`, the exporter and the MCP
+server's diagnose do; `gather` alone is what `collect` does; `check_facts` runs the checks over
+facts already gathered.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
-from llmdoctor.engine.collect import CollectContext
+from llmdoctor.engine.collect import CollectContext, CollectOptions
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.report import Report, finding_order
 from llmdoctor.engine.runner import DEFAULT_CHECK_TIMEOUT, run_checks
@@ -23,6 +30,85 @@ LIVE_COLLECTORS = {
     "http": "llmdoctor.collectors.vllm_http",
 }
 ALL_SCOPES = ("k8s", "node", "vllm", "logs", "capacity", "history")
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """The settings/<name> facts a command gives the checks (engine/fact_keys.py)."""
+
+    model: str | None = None
+    max_latency_ms: float | None = None
+    max_num_seqs: int | None = None
+    dtype: str | None = None
+    quantization: str | None = None
+    gpu_memory_utilization: float | None = None
+    xid_policy: Any = None
+    model_config_path: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class DiagnoseRequest:
+    """One diagnosis: what to collect from (or read), and which checks to run how."""
+
+    target: Target
+    timeout: float = 10.0  # each collector's, derivation's and check's deadline
+    options: CollectOptions = field(default_factory=CollectOptions)
+    settings: CheckSettings = field(default_factory=CheckSettings)
+    scopes: tuple[str, ...] = ALL_SCOPES
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    wiki_dirs: tuple[str, ...] = ()
+    checks_dirs: tuple[str, ...] = ()
+    label: str | None = None  # the report's name for the target; by default report_label()
+
+
+def live_target(target: str | None, selector: str | None, bundle: str | None = None) -> Target:
+    """The Target to diagnose or collect; `-l SELECTOR` stands for the pods it matches."""
+    from llmdoctor.engine.target import parse_target
+    from llmdoctor.errors import BadTarget
+
+    if selector:
+        if target or bundle:
+            raise BadTarget("give either a target or -l SELECTOR, not both")
+        return Target("selector", name=selector)
+    return parse_target(target, bundle)
+
+
+def report_label(target: Target, facts_list: list[Facts]) -> str:
+    """The report's name for a target: pod/x -n ns, pods -l app=x -n ns, x (bundle PATH)."""
+    if target.kind == "bundle":
+        return f"{facts_list[0].get('target')} (bundle {target.name})"
+    namespace = facts_list[0].get("k8s/namespace") if facts_list else None
+    where = f" -n {namespace}" if namespace else ""
+    if target.kind == "selector":
+        return f"pods -l {target.name}{where}"
+    return f"{target}{where}"
+
+
+def diagnose(request, target: str | None = None, **kwargs) -> Report:
+    """Collect (or read) the request's target and run its checks: one Report.
+
+    Called with facts already gathered (`diagnose(facts_list, target, ...)`) it is
+    check_facts, for callers that gather on their own.
+    """
+    if not isinstance(request, DiagnoseRequest):
+        return check_facts(request, target, **kwargs)
+    facts_list = gather(
+        request.target, CollectContext(request.target, request.timeout, request.options)
+    )
+    return check_facts(
+        facts_list,
+        request.label or report_label(request.target, facts_list),
+        scopes=request.scopes,
+        only=list(request.only),
+        skip=list(request.skip),
+        wiki_dirs=list(request.wiki_dirs) or None,
+        settings=request.settings.as_dict(),
+        checks_dirs=list(request.checks_dirs),
+    )
 
 
 def add_wiki(facts: Facts, lib) -> None:
@@ -58,7 +144,7 @@ def gather(target: Target, ctx: CollectContext) -> list[Facts]:
         raise BadTarget(f"{target} cannot be diagnosed live")
     module = importlib.import_module(module_name)
     history = None
-    if ctx.options.get("prometheus"):
+    if ctx.options.prometheus:
         from llmdoctor.collectors.prometheus import start_history
 
         history = start_history(target, ctx)  # beside the live collection when it can
@@ -70,14 +156,14 @@ def gather(target: Target, ctx: CollectContext) -> list[Facts]:
         if not facts.has("target"):
             facts.set("target", str(target))
         facts.set("settings/timeout", ctx.timeout)
-    if ctx.options.get("prometheus"):
+    if ctx.options.prometheus:
         from llmdoctor.collectors.prometheus import add_history
 
         add_history(result, target, ctx, history)
     return result
 
 
-def diagnose(
+def check_facts(
     facts_list: list[Facts],
     target: str,
     *,

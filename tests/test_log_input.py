@@ -1,0 +1,163 @@
+"""explain reads whatever it is given within bounds (llmdoctor/triage/log_input.py): UTF-16, gzip
+from a pipe, binary, devices, FIFOs, gzip bombs, endless streams, huge lines, NUL runs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import pytest
+
+from llmdoctor.cli import run as cli_run
+
+OOM_LINE = (
+    # PyTorch's message, as in examples/bundles/crashloop-cuda-oom/logs/vllm.previous.log
+    "ERROR 03-13 09:00:43 [core.py:330] torch.OutOfMemoryError: CUDA out of memory. "
+    "Tried to allocate 1.16 GiB. GPU 0 has a total capacity of 7.75 GiB of which 1.17 GiB is free."
+)
+
+
+def explain_cli(capsys, *args: str, stdin: bytes | None = None, monkeypatch=None):
+    import io
+    import sys
+
+    if stdin is not None:
+        assert monkeypatch is not None
+        fake = io.TextIOWrapper(io.BufferedReader(io.BytesIO(stdin)))
+        monkeypatch.setattr(sys, "stdin", fake)
+    with pytest.raises(SystemExit) as done:
+        cli_run(["explain", *args])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    return int(done.value.code), out.out, out.err
+
+
+def test_a_utf16_log_is_read_as_text(capsys, tmp_path):
+    # PowerShell's `kubectl logs ... > crash.log` writes UTF-16 LE with a BOM
+    log = tmp_path / "crash.log"
+    log.write_bytes(("INFO starting\r\n" + OOM_LINE + "\r\n").encode("utf-16"))
+    code, out, err = explain_cli(capsys, str(log), "--json")
+    assert code == 2
+    assert json.loads(out)["matches"][0]["id"] == "cuda-oom-runtime"
+    assert "read as UTF-16-LE text" in err
+
+
+def test_utf16_without_a_bom_on_stdin_is_read_as_text(capsys, monkeypatch):
+    data = (OOM_LINE + "\n").encode("utf-16-le")
+    code, out, _ = explain_cli(capsys, "-", "--json", stdin=data, monkeypatch=monkeypatch)
+    assert code == 2 and json.loads(out)["matches"][0]["id"] == "cuda-oom-runtime"
+
+
+def test_gzip_from_a_pipe_is_not_consumed_by_sniffing(capsys, tmp_path):
+    # `llmdoctor explain <(gzip -c crash.log)`: the path is a pipe, readable once
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    data = gzip.compress((OOM_LINE + "\n").encode())
+
+    def writer():
+        with open(fifo, "wb") as fh:
+            fh.write(data)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    code, out, _ = explain_cli(capsys, str(fifo), "--json")
+    thread.join(5)
+    assert code == 2 and json.loads(out)["matches"][0]["id"] == "cuda-oom-runtime"
+
+
+def test_binary_on_stdin_is_refused_not_searched(capsys, monkeypatch):
+    blob = bytes(range(256)) * 400
+    code, _, err = explain_cli(capsys, "-", stdin=blob, monkeypatch=monkeypatch)
+    assert code == 3 and "looks like binary data" in err
+
+
+def test_dev_zero_is_refused_at_once(capsys):
+    code, _, err = explain_cli(capsys, "/dev/zero")
+    assert code == 3 and "is a device, not a log file" in err
+
+
+def test_endless_nul_bytes_on_stdin_stop_with_a_reason(capsys, monkeypatch):
+    from llmdoctor.triage import log_input
+
+    monkeypatch.setattr(log_input, "MAX_NUL_PREFIX", 1 << 20)
+    code, _, err = explain_cli(capsys, "-", stdin=b"\0" * (3 << 20), monkeypatch=monkeypatch)
+    assert code == 3 and "NUL bytes and nothing else" in err
+
+
+def test_a_fifo_without_a_writer_is_refused_after_a_wait(capsys, tmp_path, monkeypatch):
+    import time
+
+    from llmdoctor.triage import log_input
+
+    monkeypatch.setattr(log_input, "FIFO_WRITER_WAIT", 0.3)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    code, _, err = explain_cli(capsys, str(fifo))
+    assert time.monotonic() - started < 10
+    assert code == 3 and "a named pipe with no writer (waited 0.3s)" in err
+
+
+def test_a_gzip_bomb_is_refused_by_its_ratio(capsys, tmp_path, monkeypatch):
+    from llmdoctor.triage import log_input
+
+    monkeypatch.setattr(log_input, "GZIP_RATIO_FROM", 1 << 20)
+    bomb = tmp_path / "vllm.log.1.gz"
+    bomb.write_bytes(gzip.compress(b"INFO x\n" * (4 << 20), 9))  # 28 MiB from ~50 KiB
+    code, _, err = explain_cli(capsys, str(bomb))
+    assert code == 3 and "refusing it as a decompression bomb" in err
+
+
+def test_a_stream_of_unknown_size_is_read_up_to_the_cap_and_says_so(capsys, monkeypatch):
+    from llmdoctor.triage import log_input
+
+    monkeypatch.setattr(log_input, "MAX_STREAM_BYTES", 1 << 20)
+    data = (OOM_LINE + "\n").encode() + b"INFO fine\n" * 300_000
+    code, _, err = explain_cli(capsys, "-", stdin=data, monkeypatch=monkeypatch)
+    assert code == 2
+    assert "only the first" in err and "were read" in err
+
+
+def test_a_huge_line_is_cut_and_said_so_in_linear_time(capsys, tmp_path):
+    # 192 MiB on one line: before, the block reader re-copied the growing line (quadratic)
+    import time
+
+    log = tmp_path / "one-line.log"
+    with open(log, "wb") as fh:
+        fh.write(OOM_LINE.encode() + b" ")
+        for _ in range(24):
+            fh.write(b"y" * (8 << 20))
+        fh.write(b"\nINFO after\n")
+    started = time.monotonic()
+    code, out, err = explain_cli(capsys, str(log), "--json")
+    assert time.monotonic() - started < 30
+    assert code == 2 and json.loads(out)["matches"][0]["id"] == "cuda-oom-runtime"
+    assert "1 line(s) longer than 1 MiB were cut" in err
+
+
+def test_line_capping_keeps_every_short_line_exact():
+    import io
+
+    from llmdoctor.triage.log_input import LogStream
+
+    text = b"".join(b"x" * n + b"\n" for n in (0, 5, 30, 31, 64, 65, 200, 3)) + b"tail"
+    stream = LogStream(io.BufferedReader(io.BytesIO(text)), "t", max_line=64)
+    got = b""
+    while chunk := stream.read(7):
+        got += chunk
+    lines = got.split(b"\n")
+    assert [len(x) for x in lines] == [0, 5, 30, 31, 64, 64, 64, 3, 4]
+    assert stream.lines_cut == 2
+
+
+def test_a_copytruncated_log_file_with_a_long_nul_run_is_still_read(capsys, tmp_path, monkeypatch):
+    from llmdoctor.triage import log_input
+
+    monkeypatch.setattr(log_input, "MAX_NUL_PREFIX", 1 << 20)
+    log = tmp_path / "vllm.log"
+    log.write_bytes(b"\0" * (3 << 20) + (OOM_LINE + "\n").encode())
+    code, out, _ = explain_cli(capsys, str(log), "--json")
+    assert code == 2 and json.loads(out)["matches"][0]["id"] == "cuda-oom-runtime"
