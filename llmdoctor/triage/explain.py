@@ -245,30 +245,41 @@ class Explanation:
 
 @dataclass
 class _Hits:
+    """An entry's (or one kind of line's) hits: a count and the first and last few lines; a
+    line that repeats a thousand times costs a count, not a thousand pieces of evidence.
+    """
+
     count: int = 0
-    first: list[Evidence] = field(default_factory=list)
+    first: list[tuple[int, str]] = field(default_factory=list)
     last: deque = field(default_factory=lambda: deque(maxlen=LAST))
     last_line: int = 0
     weight: int = 0  # literal characters of the most specific signature that fired
     strong: bool = False  # a signature other than a weak one (SignatureSet.weak) fired
     on_error_line: bool = False  # one of its lines is also a salient (error) line
 
-    def add(
-        self, line: int, text: str, weight: int, strong: bool = True, salient: bool = False
-    ) -> None:
+    def add_line(self, line: int, text: str) -> None:
         self.count += 1
         self.last_line = line
-        self.weight = max(self.weight, weight)
-        self.strong = self.strong or strong
-        self.on_error_line = self.on_error_line or salient
-        item = Evidence(line, text[:MAX_TEXT])
         if len(self.first) < FIRST:
-            self.first.append(item)
+            self.first.append((line, text[:MAX_TEXT]))
         else:
-            self.last.append(item)
+            self.last.append((line, text))
+
+    def merge(self, other: _Hits, strong: bool) -> None:
+        """Add another set of hits on other lines (`strong`: a strong signature of this entry
+        is among them): the count, and the first and last lines of both.
+        """
+        self.count += other.count
+        self.last_line = max(self.last_line, other.last_line)
+        self.weight = max(self.weight, other.weight)
+        self.strong = self.strong or strong
+        self.on_error_line = self.on_error_line or other.on_error_line
+        kept = sorted({*self.first, *self.last, *other.first, *other.last})
+        self.first = kept[:FIRST]
+        self.last = deque(kept[FIRST:][-LAST:], maxlen=LAST)
 
     def evidence(self) -> list[Evidence]:
-        return [*self.first, *self.last]
+        return [Evidence(n, t[:MAX_TEXT]) for n, t in (*self.first, *self.last)]
 
 
 @dataclass
@@ -291,7 +302,7 @@ def read_input(
     )
     weights = [literal_weight(sig) for _, sig in scanner.patterns]
     hits: dict[str, _Hits] = {}
-    salient: deque[Evidence] = deque(maxlen=SALIENT_KEPT)
+    salient: deque[tuple[int, str]] = deque(maxlen=SALIENT_KEPT)
     matched_lines = 0
     text, numbers, rest = _small_text(source)
     if text is not None:
@@ -300,31 +311,52 @@ def read_input(
         found = scanner.scan(source, workers=workers)
     else:
         found = scanner.scan_stream(rest)
+    # Lines are grouped by the signatures that fired on them (and whether they are error
+    # lines): what a group's lines say is worked out once, each line only counted and maybe
+    # kept; the groups are folded into each entry's hits at the end.
+    groups: dict[tuple[tuple[int, ...], bool], tuple[_Hits, tuple[str, ...], set[str]]] = {}
     try:
         for m in found:
             line = numbers[m.line - 1] if numbers else m.line
             ids = m.entry_ids
             is_salient = False
             if SALIENT_ID in ids:
-                if not ADVICE.search(m.text) and not NEGATIVE_FIELD.match(m.text):
-                    salient.append(Evidence(line, m.text[:MAX_TEXT]))
+                if not (("f you" in m.text and ADVICE.search(m.text)) or _negative(m.text)):
+                    salient.append((line, m.text))
                     is_salient = True
-                ids = tuple(i for i in ids if i != SALIENT_ID)
-                if not ids:
+                if len(ids) == 1:
                     continue
-            fired = [i for i in scanner.matching(m.text) if scanner.patterns[i][0] in ids]
-            weight = max((weights[i] for i in fired), default=0)
-            strong = scanner.strong_ids(fired)
-            matched_lines += bool(strong)  # lines a signature matched (not only a hint)
-            for entry_id in ids:
-                hits.setdefault(entry_id, _Hits()).add(
-                    line, m.text, weight, entry_id in strong, is_salient
-                )
+            group = groups.get((m.fired, is_salient))
+            if group is None:
+                group = groups[m.fired, is_salient] = _group(scanner, m, weights, is_salient)
+            group[0].add_line(line, m.text)
     finally:
         if isinstance(rest, RecordLines):
             rest.close()
+    for group, entry_ids, strong_ids in groups.values():
+        matched_lines += group.count if strong_ids else 0  # lines a signature (not a hint) matched
+        for entry_id in entry_ids:
+            hits.setdefault(entry_id, _Hits()).merge(group, strong=entry_id in strong_ids)
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
-    return _Reading(hits, list(salient), matched_lines, text, invalid), scanner
+    kept = [Evidence(n, t[:MAX_TEXT]) for n, t in salient]
+    return _Reading(hits, kept, matched_lines, text, invalid), scanner
+
+
+def _negative(text: str) -> bool:
+    return (":" in text or "<" in text) and bool(NEGATIVE_FIELD.match(text))
+
+
+def _group(
+    scanner: SignatureSet, m, weights: list[int], salient: bool
+) -> tuple[_Hits, tuple[str, ...], set[str]]:
+    """A new group of lines on which the same signatures fired: its (empty) hits with the
+    weight of its most specific signature, the entries it names, and those a strong (not weak)
+    signature of it names.
+    """
+    fired = [i for i in m.fired if scanner.patterns[i][0] != SALIENT_ID]
+    hits = _Hits(weight=max((weights[i] for i in fired), default=0), on_error_line=salient)
+    entry_ids = tuple(i for i in m.entry_ids if i != SALIENT_ID)
+    return hits, entry_ids, scanner.strong_ids(fired)
 
 
 def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:
