@@ -324,7 +324,7 @@ def best_of(runs: int, cmd: list[str], env: dict | None = None) -> tuple:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", choices=tuple(WRITERS), default="serving")
-    parser.add_argument("--mb", type=int, help="log size in MB (200 serving, 500 mixed)")
+    parser.add_argument("--mb", type=int, help="log size in MB (500 mixed, 200 the others)")
     parser.add_argument("--keep", action="store_true", help="keep the generated log")
     parser.add_argument("--no-record", action="store_true", help="do not write results json")
     parser.add_argument("--runs", type=int, default=2, help="runs of each tool; the best counts")
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     patterns.write_text("\n".join(signatures) + "\n", encoding="utf-8")
     try:
         t0 = time.perf_counter()
-        mb = args.mb or (200 if args.shape == "serving" else 500)
+        mb = args.mb or (500 if args.shape == "mixed" else 200)
         writer = WRITERS[args.shape]
         stats = writer(log, mb * 1_000_000)
         gen_s = time.perf_counter() - t0

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # explain over the whole corpus: minutes (CI runs it)
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "fixtures" / "explain_corpus"
 sys.path.insert(0, str(ROOT / "benchmarks"))
