@@ -179,3 +179,14 @@ def test_a_repeated_error_is_counted_on_every_line_and_keeps_its_first_and_last_
     assert top.id == "cuda-oom-runtime"
     assert top.count == 3000 and result.matched_lines == 3000
     assert [e.line for e in top.evidence] == [1, 2, 3, 2999, 3000]
+
+
+def test_an_unclosed_error_body_with_many_backslashes_is_read_in_linear_time():
+    # hostile input: a message string that never closes, full of escapes; each character is
+    # consumed one way only, so this takes milliseconds, not the age of the universe
+    import time
+
+    line = "{'message': '" + "\\\\x" * 50_000 + " and no closing quote"
+    started = time.perf_counter()
+    assert body_messages(line) == []
+    assert time.perf_counter() - started < 2.0
