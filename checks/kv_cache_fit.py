@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmdoctor.engine.facts import FactMissing, Facts
-from llmdoctor.engine.findings import Finding, critical, evidence, ok
+from llmdoctor.engine.findings import Finding, critical, evidence, info, ok
 from llmdoctor.engine.registry import check
 
 CHECK = "kv-cache-fit"
@@ -35,6 +35,8 @@ ARG_NAMES = (
     "enforce_eager",
     "enable_prefix_caching",
     "data_parallel_size",
+    "disable_hybrid_kv_cache_manager",
+    "allow_chunked_local_attn_hybrid",
 )
 
 
@@ -148,6 +150,8 @@ def _inputs(CapacityInputs, shape, args: dict[str, Any], memory: int, gpu_name: 
         enforce_eager=bool(args["enforce_eager"]),
         prefix_caching=bool(args["enable_prefix_caching"]),
         data_parallel_size=whole("data_parallel_size") or 1,
+        hybrid_kv_cache=not args["disable_hybrid_kv_cache_manager"],
+        chunked_local_hybrid=args["allow_chunked_local_attn_hybrid"] is not False,
     )
 
 
@@ -160,6 +164,14 @@ def _finding(result, path: str, gpu_name: str, memory: int, gpu_source: str) -> 
     items += [evidence(step, source="capacity") for step in result.steps]
     items += [evidence(f"warning: {w}", source="capacity") for w in result.warnings]
     length = f"{result.max_model_len:,}-token"
+    if not result.modelled:
+        items += [evidence(n, source="capacity") for n in result.not_modelled]
+        return info(
+            CHECK,
+            f"{result.not_modelled[0]}: whether max-model-len {result.max_model_len:,} fits on "
+            f"{gpu_name} is not said",
+            items,
+        )
     if result.fits:
         blocks = (
             f"; {result.mamba_cache_blocks} Mamba cache blocks for max_num_seqs "
@@ -198,4 +210,7 @@ def _finding(result, path: str, gpu_name: str, memory: int, gpu_source: str) -> 
             f"{gib(result.seq_bytes)} of KV cache, about {gib(max(result.kv_cache_bytes, 0))} is "
             f"left on {gpu_name}{fix}"
         )
-    return critical(CHECK, summary, items, runbooks)
+    found = critical(CHECK, summary, items, runbooks)
+    if result.weights_fit and runbooks[0] == RUNBOOK and result.estimated_max_model_len:
+        found.params["max_model_len"] = result.estimated_max_model_len
+    return found

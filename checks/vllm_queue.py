@@ -225,6 +225,7 @@ def _model_finding(
     needs=("vllm/window",),
     runbooks=("queue-saturation", "kv-cache-preemption"),
     supersedes=("log-signatures",),
+    follows=("vllm-kv-cache",),
 )
 def vllm_queue(facts: Facts) -> list[Finding]:
     window: dict[str, Any] = facts.require("vllm/window")

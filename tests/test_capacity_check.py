@@ -51,6 +51,9 @@ def test_too_low_utilization_is_critical_with_vllms_error_and_the_fix():
     assert finding.runbooks == ["kv-cache-too-small-for-max-model-len"]
     assert "max-model-len 16,384 does not fit" in finding.summary
     assert any("models's max seq len (16384)" in e["text"] for e in finding.evidence)
+    # the length that fits, as the summary says it, fills the runbook's --max-model-len
+    fits = finding.params["max_model_len"]
+    assert f"--max-model-len {fits} would fit" in finding.summary and 0 < fits < 16384
 
 
 def test_without_a_model_config_the_check_is_skipped_with_the_reason():
@@ -113,3 +116,13 @@ def test_a_hybrid_model_with_too_many_sequences_points_at_the_mamba_runbook(tmp_
     assert str(finding.severity) == "critical", finding.summary
     assert finding.runbooks == ["mamba-cache-blocks-exceeded"]
     assert "Mamba cache blocks" in finding.summary
+
+
+def test_a_model_llmdoctor_does_not_model_is_info_naming_it_never_ok_or_critical():
+    # DeepSeek-V4's compressed cache on the Qwen2 pod's A100: no verdict either way
+    v4 = ROOT / "tests" / "fixtures" / "capacity" / "models" / "deepseek-v4-pro" / "config.json"
+    report = run_check({"model_config_path": str(v4)})
+    [finding] = report.findings
+    assert str(finding.severity) == "info", finding.summary
+    assert finding.summary.startswith("not modelled: deepseek_v4's compressed attention cache")
+    assert "is not said" in finding.summary and finding.runbooks == []

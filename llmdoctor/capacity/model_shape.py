@@ -86,6 +86,13 @@ class ModelShape:
     tie_word_embeddings: bool = False
     kv_lora_rank: int | None = None  # MLA
     qk_rope_head_dim: int | None = None  # MLA
+    qk_nope_head_dim: int | None = None  # MLA (weights only)
+    v_head_dim: int | None = None  # MLA (weights only)
+    q_lora_rank: int | None = None  # MLA (weights only)
+    indexer_head_dim: int | None = None  # sparse MLA (DeepSeek-V3.2): the indexer's key cache
+    indexer_heads: int = 0
+    chunked_layers: int = 0  # chunked local attention (Llama 4 RoPE layers)
+    attention_chunk_size: int | None = None
     sliding_window: int | None = None
     sliding_layers: int = 0  # layers that keep only the window
     state_layers: int = 0  # linear-attention / Mamba layers (no K/V)
@@ -94,6 +101,8 @@ class ModelShape:
     state: StateSpec | None = None
     experts: int = 0  # MoE routed experts
     expert_intermediate_size: int = 0
+    moe_layers: int = 0  # layers whose MLP is MoE (the rest of mlp_layers are dense)
+    dense_intermediate_size: int = 0  # the dense layers' MLP width (Llama 4: intermediate_size_mlp)
     shared_experts: int = 0
     shared_expert_intermediate_size: int = 0
     quant_method: str | None = None
@@ -101,6 +110,8 @@ class ModelShape:
     quant_scope: str = "linear"  # "linear": all but embeddings/lm_head; "experts": MoE only
     quant_note: str = ""
     notes: list[str] = field(default_factory=list)
+    traces: list[str] = field(default_factory=list)  # each layer count with its field and rule
+    not_modelled: list[str] = field(default_factory=list)  # what is assumed, not understood
 
     @property
     def is_mla(self) -> bool:
@@ -113,7 +124,12 @@ class ModelShape:
 
     @property
     def full_layers(self) -> int:
-        return self.attention_layers - self.sliding_layers
+        """Attention layers that keep every token."""
+        return self.attention_layers - self.sliding_layers - self.chunked_layers
+
+    @property
+    def dense_mlp_layers(self) -> int:
+        return (self.mlp_layers or self.layers) - self.moe_layers
 
     @property
     def is_hybrid_state(self) -> bool:
@@ -199,9 +215,10 @@ def model_shape(config: dict[str, Any]) -> ModelShape:
          "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
          "max_position_embeddings": 32768, "torch_dtype": "bfloat16", "use_sliding_window": false}
     """
+    from llmdoctor.capacity.model_layers import layer_layout, with_type_defaults
     from llmdoctor.capacity.quantization import read_quantization
 
-    merged = merged_config(config)
+    merged, default_notes = with_type_defaults(merged_config(config))
     read = _Reader(merged)
     get = merged.get
     layers = read.shape_number("num_hidden_layers", "n_layer", "num_layers", "n_layers")
@@ -216,6 +233,11 @@ def model_shape(config: dict[str, Any]) -> ModelShape:
     )
     if get("multi_query") is True:
         kv_heads = 1
+    if kv_heads and kv_heads > heads:  # each KV head serves a group of query heads, never fewer
+        raise BadInput(
+            f"the model config has {kv_heads} key/value heads but {heads} attention heads: no "
+            "model has more KV heads than attention heads (check num_key_value_heads)"
+        )
     head_dim = read.shape_number("head_dim", "kv_channels", "attention_head_dim") or hidden // heads
     shape = ModelShape(
         model_type=str(get("model_type") or ""),
@@ -232,13 +254,14 @@ def model_shape(config: dict[str, Any]) -> ModelShape:
         dtype=str(get("torch_dtype") or get("dtype") or "bfloat16"),
         tie_word_embeddings=bool(get("tie_word_embeddings", False)),
     )
-    if read.number("kv_lora_rank"):
-        shape.kv_lora_rank = read.number("kv_lora_rank")
-        shape.qk_rope_head_dim = read.number("qk_rope_head_dim") or 64
+    shape.notes.extend(default_notes)
+    if isinstance(config.get("vision_config"), dict):
         shape.notes.append(
-            f"MLA: the cache holds kv_lora_rank {shape.kv_lora_rank} + qk_rope_head_dim "
-            f"{shape.qk_rope_head_dim} per token and layer, on every GPU"
+            "vision_config: the vision encoder's weights are not counted (vLLM loads them too; "
+            "a few hundred million parameters for the models planned here)"
         )
+    if read.number("kv_lora_rank"):
+        _mla_fields(shape, read, merged)
     kinds = layer_kinds(merged, layers)
     shape.state_layers = kinds.count("state")
     shape.cacheless_layers = kinds.count("none")
@@ -257,17 +280,71 @@ def model_shape(config: dict[str, Any]) -> ModelShape:
                 f"{layers - shape.state_layers} keep K/V per token"
             )
     _sliding_layout(shape, merged, kinds)
-    experts = read.number("n_routed_experts", "num_local_experts", "num_experts")
-    if experts and experts > 1:
-        shape.experts = experts
-        shape.expert_intermediate_size = (
-            read.number("moe_intermediate_size", "expert_intermediate_size")
-            or shape.intermediate_size
+    experts = read.number("n_routed_experts", "num_local_experts", "num_experts") or 0
+    layout = layer_layout(merged, layers, experts)
+    shape.not_modelled = layout.not_modelled
+    shape.traces.extend(layout.traces)
+    if layout.attention_chunk_size and not shape.sliding_layers:
+        shape.attention_chunk_size = layout.attention_chunk_size
+        shape.chunked_layers = sum(
+            1
+            for kind, chunked in zip(kinds, layout.chunked, strict=True)
+            if chunked and kind == "full"
         )
-        shape.shared_experts = read.number("n_shared_experts", "num_shared_experts") or 0
-        shape.shared_expert_intermediate_size = read.number("shared_expert_intermediate_size") or 0
+    if experts > 1:
+        _moe_fields(shape, read, merged, experts, sum(layout.moe))
     read_quantization(shape, merged)
     return shape
+
+
+def _mla_fields(shape: ModelShape, read: _Reader, config: dict[str, Any]) -> None:
+    """Multi-head latent attention (DeepSeek-V2/V3, Kimi K2), and V3.2's indexer key cache."""
+    shape.kv_lora_rank = read.number("kv_lora_rank")
+    shape.qk_rope_head_dim = read.number("qk_rope_head_dim") or 64
+    shape.qk_nope_head_dim = read.number("qk_nope_head_dim") or 128
+    shape.v_head_dim = read.number("v_head_dim") or 128
+    shape.q_lora_rank = read.number("q_lora_rank")
+    shape.notes.append(
+        f"MLA: the cache holds kv_lora_rank {shape.kv_lora_rank} + qk_rope_head_dim "
+        f"{shape.qk_rope_head_dim} per token and layer, on every GPU"
+    )
+    if "index_topk" in config:  # vLLM's test for DeepSeek-V3.2 sparse attention (DSA)
+        shape.indexer_head_dim = read.number("index_head_dim") or 128
+        shape.indexer_heads = read.number("index_n_heads") or 64
+        shape.traces.append(
+            f"index_topk present: sparse MLA with a Lightning-indexer key cache per layer "
+            f"(index_head_dim {shape.indexer_head_dim}: fp8 values + one fp32 scale per 128 "
+            "= "
+            f"{indexer_bytes(shape.indexer_head_dim)} B per token and layer, whatever "
+            "--kv-cache-dtype; vLLM DeepseekV32IndexerCache)"
+        )
+
+
+def indexer_bytes(index_head_dim: int) -> int:
+    """Bytes of one token's indexer key: fp8 values + one fp32 scale per 128 (uint8 cache)."""
+    return index_head_dim + index_head_dim // 128 * 4
+
+
+def _moe_fields(
+    shape: ModelShape, read: _Reader, config: dict[str, Any], experts: int, moe_layers: int
+) -> None:
+    shape.experts = experts
+    llama4 = shape.model_type in ("llama4", "llama4_text")
+    shape.expert_intermediate_size = (
+        read.number("moe_intermediate_size", "expert_intermediate_size") or shape.intermediate_size
+    )
+    shape.dense_intermediate_size = read.number("intermediate_size_mlp") or shape.intermediate_size
+    shape.shared_experts = read.number("n_shared_experts", "num_shared_experts") or 0
+    shape.shared_expert_intermediate_size = read.number(
+        "shared_expert_intermediate_size", "shared_intermediate_size"
+    ) or (shape.intermediate_size if llama4 else 0)
+    # a hybrid pattern (Nemotron-H "E") already says which layers have an MLP
+    shape.moe_layers = shape.mlp_layers if shape.cacheless_layers else moe_layers
+    if llama4:
+        shape.traces.append(
+            f"shared expert: one of intermediate_size {shape.intermediate_size} on every MoE "
+            "layer (vLLM llama4.py Llama4MoE.shared_expert)"
+        )
 
 
 def layer_kinds(config: dict[str, Any], layers: int) -> list[str]:
@@ -290,7 +367,7 @@ def layer_kinds(config: dict[str, Any], layers: int) -> list[str]:
             text = kind.lower()
             if text in STATE_KINDS or "linear" in text or "mamba" in text:
                 out.append("state")
-            elif "sliding" in text or text in ("local", "chunked_attention"):
+            elif "sliding" in text or text == "local":
                 out.append("sliding")
             else:
                 out.append("full")

@@ -47,15 +47,20 @@ SAFETENSORS_BYTES = {
 
 
 def parameter_breakdown(shape: ModelShape) -> dict[str, int]:
-    """Parameters of a decoder-only model by part: embeddings, attention, state layers, MLP."""
+    """Parameters of a decoder-only model by part: embeddings, attention, state layers, MLP.
+
+    MoE layers (shape.moe_layers, from the config's interleave fields) hold the routed experts,
+    shared experts and router; the other MLP layers a dense MLP of dense_intermediate_size.
+    Vision towers and multi-token-prediction layers, which vLLM loads apart, are not counted.
+    """
     h = shape.hidden_size
-    q = h * shape.attention_heads * shape.head_dim
     if shape.is_mla:
-        kv = h * ((shape.kv_lora_rank or 0) + (shape.qk_rope_head_dim or 0))
-        kv += (shape.kv_lora_rank or 0) * shape.attention_heads * 2 * shape.head_dim
+        attention_per_layer = _mla_parameters(shape)
     else:
+        q = h * shape.attention_heads * shape.head_dim
         kv = 2 * h * shape.kv_heads * shape.head_dim
-    attention = (q + kv + shape.attention_heads * shape.head_dim * h) * shape.attention_layers
+        attention_per_layer = q + kv + shape.attention_heads * shape.head_dim * h
+    attention = attention_per_layer * shape.attention_layers
     state = 0
     if shape.state is not None:
         s = shape.state
@@ -66,8 +71,10 @@ def parameter_breakdown(shape: ModelShape) -> dict[str, int]:
     if shape.experts:
         per_expert = 3 * h * shape.expert_intermediate_size
         shared = shape.shared_experts * per_expert + 3 * h * shape.shared_expert_intermediate_size
-        experts = per_expert * shape.experts * (shape.mlp_layers or shape.layers)
-        dense = (shared + h * shape.experts) * (shape.mlp_layers or shape.layers)
+        experts = per_expert * shape.experts * shape.moe_layers
+        dense = (shared + h * shape.experts) * shape.moe_layers
+        width = shape.dense_intermediate_size or shape.intermediate_size
+        dense += 3 * h * width * shape.dense_mlp_layers
     else:
         dense = 3 * h * shape.intermediate_size * (shape.mlp_layers or shape.layers)
     embeddings = shape.vocab_size * h * (1 if shape.tie_word_embeddings else 2)
@@ -79,6 +86,21 @@ def parameter_breakdown(shape: ModelShape) -> dict[str, int]:
         "mlp": dense,
         "norms": shape.layers * 2 * h + h,
     }
+
+
+def _mla_parameters(shape: ModelShape) -> int:
+    """One MLA layer: q (through q_lora_rank), the latent kv_a, its kv_b expansion, o; and the
+    V3.2 indexer's wq_b, wk and head weights."""
+    h, heads = shape.hidden_size, shape.attention_heads
+    rope, nope = shape.qk_rope_head_dim or 0, shape.qk_nope_head_dim or 0
+    latent, v = shape.kv_lora_rank or 0, shape.v_head_dim or 0
+    q_in = shape.q_lora_rank or h
+    q = (h * shape.q_lora_rank if shape.q_lora_rank else 0) + q_in * heads * (nope + rope)
+    kv = h * (latent + rope) + latent * heads * (nope + v)
+    total = q + kv + heads * v * h
+    if shape.indexer_head_dim:
+        total += shape.indexer_head_dim * (q_in * shape.indexer_heads + h) + h * shape.indexer_heads
+    return total
 
 
 def estimate_parameters(shape: ModelShape) -> int:

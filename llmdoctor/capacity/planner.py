@@ -30,7 +30,7 @@ llmdoctor.gpus.catalog. This module is a library: no typer, no rich.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from llmdoctor.capacity.model_shape import (  # noqa: F401
@@ -38,12 +38,14 @@ from llmdoctor.capacity.model_shape import (  # noqa: F401
     KV_CACHE_DTYPES,
     ModelShape,
     dtype_bytes,
+    indexer_bytes,
     load_model_config,
     model_shape,
 )
 from llmdoctor.capacity.model_weights import (  # noqa: F401
     SafetensorsWeights,
     estimate_parameters,
+    parameter_breakdown,
     safetensors_weights,
     weight_bytes_from_parameters,
 )
@@ -98,6 +100,10 @@ class CapacityInputs:
     performance_mode: str | None = None  # --performance-mode; "throughput" doubles the defaults
     enforce_eager: bool = False  # no CUDA graphs: no Mamba-block check at startup
     prefix_caching: bool = False  # hybrid models then keep 2 state blocks per sequence
+    hybrid_kv_cache: bool = True  # vLLM's hybrid KV-cache manager (sliding/chunked layers)
+    # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE (default 1): 0 turns the hybrid manager
+    # off for models with chunked local attention
+    chunked_local_hybrid: bool = True
     data_parallel_size: int = 1
 
 
@@ -137,6 +143,13 @@ class CapacityPlan:
     suggestions: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     runbooks: list[str] = field(default_factory=list)
+    # what of the model the arithmetic does not understand, each with what it assumed instead:
+    # then neither "fits" nor "does not fit" is said
+    not_modelled: list[str] = field(default_factory=list)
+
+    @property
+    def modelled(self) -> bool:
+        return not self.not_modelled
 
     def to_json(self) -> dict[str, Any]:
         i = self.inputs
@@ -184,7 +197,9 @@ class CapacityPlan:
             "bytes_per_sequence": self.seq_bytes,
             "max_concurrency": round(self.concurrency, 2),
             "full_sequences": int(self.concurrency),
-            "fits": self.fits,
+            "fits": self.fits if self.modelled else None,
+            "modelled": self.modelled,
+            "not_modelled": self.not_modelled,
             "estimated_max_model_len": self.estimated_max_model_len,
             "mean_seq_len": i.mean_seq_len,
             "suggested_max_num_seqs": self.suggested_max_num_seqs,
@@ -205,14 +220,38 @@ def gib(n: float) -> str:
     return f"{n / GiB:.2f} GiB"
 
 
-def attention_page_per_token(shape: ModelShape, tp: int, kv_dtype_bytes: float) -> int:
-    """Bytes one token takes in one attention layer on one GPU."""
+FLASHMLA_BLOCK_SIZE = 64
+FP8_DS_MLA_BYTES = 656  # vLLM MLAAttentionSpec: 512 fp8 latent + 4 fp32 scales + 64 bf16 RoPE
+
+
+def resolve_kv_cache_dtype(shape: ModelShape, requested: str, model_dtype: str) -> str:
+    """The cache dtype vLLM stores: DeepSeek-V3.2 (index_topk) turns any fp8 into fp8_ds_mla
+    and bfloat16 into auto (vLLM DeepseekV32ForCausalLM.verify_and_update_config)."""
+    if shape.indexer_head_dim and requested.startswith("fp8"):
+        return "fp8_ds_mla"
+    if requested in ("auto", None, "") or (shape.indexer_head_dim and requested == "bfloat16"):
+        return model_dtype
+    return requested
+
+
+def attention_page_per_token(
+    shape: ModelShape, tp: int, kv_dtype_bytes: float, kv_dtype: str = ""
+) -> int:
+    """Bytes one token takes in one attention layer on one GPU (with V3.2's indexer key)."""
     if shape.is_mla:
-        return int(((shape.kv_lora_rank or 0) + (shape.qk_rope_head_dim or 0)) * kv_dtype_bytes)
+        if kv_dtype == "fp8_ds_mla":
+            latent = FP8_DS_MLA_BYTES
+        else:
+            latent = int(
+                ((shape.kv_lora_rank or 0) + (shape.qk_rope_head_dim or 0)) * kv_dtype_bytes
+            )
+        return latent + (indexer_bytes(shape.indexer_head_dim) if shape.indexer_head_dim else 0)
     return int(2 * max(1, shape.kv_heads // tp) * shape.head_dim * kv_dtype_bytes)
 
 
-def kv_bytes_per_token(shape: ModelShape, tp: int, kv_dtype_bytes: float) -> tuple[int, str]:
+def kv_bytes_per_token(
+    shape: ModelShape, tp: int, kv_dtype_bytes: float, kv_dtype: str = ""
+) -> tuple[int, str]:
     """(bytes per token per GPU over all attention layers, the formula with the numbers)."""
     layers = shape.attention_layers
     of = (
@@ -220,18 +259,37 @@ def kv_bytes_per_token(shape: ModelShape, tp: int, kv_dtype_bytes: float) -> tup
         if (shape.state_layers)
         else ""
     )
+    value = layers * attention_page_per_token(shape, tp, kv_dtype_bytes, kv_dtype)
     if shape.is_mla:
-        value = layers * attention_page_per_token(shape, tp, kv_dtype_bytes)
-        return value, (
-            f"{layers} layers{of} x ({shape.kv_lora_rank} kv_lora_rank + "
-            f"{shape.qk_rope_head_dim} qk_rope_head_dim) x {_num(kv_dtype_bytes)} bytes"
+        if kv_dtype == "fp8_ds_mla":
+            latent = (
+                f"{FP8_DS_MLA_BYTES} B (fp8_ds_mla: {shape.kv_lora_rank} kv_lora_rank fp8 + "
+                f"4 fp32 scales + {shape.qk_rope_head_dim} qk_rope_head_dim bf16; vLLM "
+                "MLAAttentionSpec)"
+            )
+        else:
+            latent = (
+                f"({shape.kv_lora_rank} kv_lora_rank + {shape.qk_rope_head_dim} "
+                f"qk_rope_head_dim) x {_num(kv_dtype_bytes)} bytes"
+            )
+        indexer = (
+            f" + {indexer_bytes(shape.indexer_head_dim)} B indexer key (index_head_dim "
+            f"{shape.indexer_head_dim} fp8 + fp32 scale)"
+            if shape.indexer_head_dim
+            else ""
         )
+        per_layer = f"({latent}{indexer})" if indexer else latent
+        return value, f"{layers} MLA layers{of} x {per_layer}, on every GPU (not split by TP)"
     heads = max(1, shape.kv_heads // tp)
-    value = layers * attention_page_per_token(shape, tp, kv_dtype_bytes)
     split = f" ({shape.kv_heads} / TP {tp})" if tp > 1 else ""
+    per_head = f"{shape.head_dim} head_dim x {_num(kv_dtype_bytes)} bytes"
+    if kv_dtype == "nvfp4":
+        per_head = (
+            f"({shape.head_dim}/2 fp4 + {shape.head_dim}/16 fp8 scales) bytes (vLLM "
+            "nvfp4_kv_cache_full_dim)"
+        )
     return value, (
-        f"2 (K,V) x {layers} attention layers{of} x {heads} KV heads{split} x "
-        f"{shape.head_dim} head_dim x {_num(kv_dtype_bytes)} bytes"
+        f"2 (K,V) x {layers} attention layers{of} x {heads} KV heads{split} x {per_head}"
     )
 
 
@@ -279,7 +337,20 @@ def sequence_bytes(
         kept = min(shape.sliding_window - 1 + chunk, tokens)
         window_tokens = (_ceil_div(kept, block) + 1) * block
         total += shape.sliding_layers * min(window_tokens, full_tokens) * per_layer_token
+    if shape.chunked_layers:
+        total += (
+            shape.chunked_layers
+            * _chunk_blocks(shape, tokens, block, chunk)
+            * block
+            * per_layer_token
+        )
     return int(total)
+
+
+def _chunk_blocks(shape: ModelShape, tokens: int, block: int, batched: int) -> int:
+    """Blocks a chunked-local-attention layer keeps per request: the chunk plus one batch of new
+    tokens (vLLM ChunkedLocalAttentionSpec.max_memory_usage_bytes)."""
+    return _ceil_div(min((shape.attention_chunk_size or 0) + batched, tokens), block)
 
 
 @dataclass
@@ -293,10 +364,11 @@ class _Layout:
     sliding_groups: int
     state_groups: int
     state_blocks_per_seq: int
+    chunked_groups: int = 0
 
     @property
     def groups(self) -> int:
-        return self.full_groups + self.sliding_groups + self.state_groups
+        return self.full_groups + self.sliding_groups + self.state_groups + self.chunked_groups
 
     @property
     def pool_block_bytes(self) -> int:
@@ -309,6 +381,8 @@ class _Layout:
         if self.sliding_groups and shape.sliding_window:
             kept = _ceil_div(shape.sliding_window - 1 + chunk, self.block_size) + 1
             blocks += self.sliding_groups * min(full, kept)
+        if self.chunked_groups:
+            blocks += self.chunked_groups * _chunk_blocks(shape, tokens, self.block_size, chunk)
         return blocks
 
     def bytes_for(self, shape: ModelShape, tokens: int, chunk: int) -> int:
@@ -320,6 +394,8 @@ class _Layout:
         if shape.sliding_layers and shape.sliding_window:
             kept = _ceil_div(shape.sliding_window - 1 + chunk, self.block_size) + 1
             total += shape.sliding_layers * min(full, kept)
+        if shape.chunked_layers:
+            total += shape.chunked_layers * _chunk_blocks(shape, tokens, self.block_size, chunk)
         return total * self.page_bytes
 
 
@@ -345,6 +421,7 @@ def _hybrid_layout(
     counts = {
         "full": shape.full_layers,
         "sliding": shape.sliding_layers,
+        "chunked local": shape.chunked_layers,
         "state": shape.state_layers if shape.state is not None else 0,
     }
     present = [n for n in counts.values() if n]
@@ -359,6 +436,7 @@ def _hybrid_layout(
         sliding_groups=_ceil_div(counts["sliding"], group_size),
         state_groups=_ceil_div(counts["state"], group_size),
         state_blocks_per_seq=2 if prefix else 1,
+        chunked_groups=_ceil_div(counts["chunked local"], group_size),
     )
     kinds = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
     steps.append(
@@ -367,6 +445,37 @@ def _hybrid_layout(
         f"{layout.pool_block_bytes:,} B"
     )
     return layout, steps
+
+
+def _kv_cache_manager(
+    shape: ModelShape, hybrid: bool, chunked_hybrid: bool, steps: list[str]
+) -> ModelShape:
+    """The layers vLLM's KV-cache manager keeps every token of: with the hybrid manager off,
+    sliding-window and chunked layers are allocated as full attention."""
+    if shape.chunked_layers and hybrid and not chunked_hybrid:
+        hybrid = False
+        steps.append(
+            "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0: vLLM turns the hybrid "
+            "KV-cache manager off for chunked local attention (vllm/config/vllm.py)"
+        )
+    if shape.chunked_layers and hybrid:
+        steps.append(
+            f"chunked local attention: the hybrid KV-cache manager keeps "
+            f"attention_chunk_size {shape.attention_chunk_size} + one batch of tokens per "
+            f"request in the {shape.chunked_layers} chunked layers "
+            "(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, vLLM 0.33's default; with 0, "
+            "or with EAGLE speculative decoding, every layer keeps every token: plan that with "
+            "--disable-hybrid-kv-cache-manager)"
+        )
+    if hybrid or not (shape.sliding_layers or shape.chunked_layers):
+        return shape
+    steps.append(
+        f"hybrid KV-cache manager off: {shape.sliding_layers + shape.chunked_layers} "
+        "sliding/chunked layers are allocated like full attention (vLLM FullAttentionSpec)"
+    )
+    return replace(
+        shape, sliding_layers=0, sliding_window=None, chunked_layers=0, attention_chunk_size=None
+    )
 
 
 def plan(i: CapacityInputs) -> CapacityPlan:
@@ -379,21 +488,37 @@ def plan(i: CapacityInputs) -> CapacityPlan:
         raise BadInput("give --max-model-len (the config has no max_position_embeddings)")
     model_dtype = i.dtype if i.dtype not in (None, "auto") else shape.dtype
     model_b = min(dtype_bytes(model_dtype), 2) if shape.quant_bits else dtype_bytes(model_dtype)
-    kv_name = model_dtype if i.kv_cache_dtype in ("auto", None) else i.kv_cache_dtype
+    steps: list[str] = [f"layers: {t}" for t in shape.traces]
+    if shape.is_mla and i.block_size % FLASHMLA_BLOCK_SIZE:
+        steps.append(
+            f"block size {FLASHMLA_BLOCK_SIZE}, not {i.block_size}: vLLM forces it for its MLA "
+            'kernels on NVIDIA GPUs (vllm/platforms/cuda.py, "Forcing kv cache block size to 64 '
+            'for FlashMLA backend"; 128 with CUTLASS MLA on Blackwell)'
+        )
+        i = replace(i, block_size=FLASHMLA_BLOCK_SIZE)
+    shape = _kv_cache_manager(shape, i.hybrid_kv_cache, i.chunked_local_hybrid, steps)
+    not_modelled = list(shape.not_modelled)
+    kv_name = resolve_kv_cache_dtype(shape, i.kv_cache_dtype or "auto", model_dtype)
+    if kv_name != (i.kv_cache_dtype or "auto") and kv_name == "fp8_ds_mla":
+        steps.append(
+            f"--kv-cache-dtype {i.kv_cache_dtype}: DeepSeek-V3.2 sparse attention stores "
+            "fp8_ds_mla (vLLM DeepseekV32ForCausalLM.verify_and_update_config)"
+        )
+    if shape.is_mla and kv_name == "nvfp4":
+        not_modelled.append("an nvfp4 KV cache for MLA layers; assumed: 1 byte per element")
     kv_b = dtype_bytes(kv_name)
     if kv_b > 2:
         kv_b = 2  # vLLM serves float32 checkpoints in 16-bit unless --dtype float32
         kv_name = "float16/bfloat16 (from float32)"
-    steps: list[str] = []
     notes = list(shape.notes)
     warnings = _length_warnings(shape, max_len)
-    per_token, formula = kv_bytes_per_token(shape, tp, kv_b)
-    per_token_model, _ = kv_bytes_per_token(shape, 1, kv_b)
+    per_token, formula = kv_bytes_per_token(shape, tp, kv_b, kv_name)
+    per_token_model, _ = kv_bytes_per_token(shape, 1, kv_b, kv_name)
     steps.append(
         f"KV cache per token: {formula} = {per_token:,} B ({per_token / MiB:.3f} MiB) per GPU"
         f" [{kv_name}]"
     )
-    attn_page_token = attention_page_per_token(shape, tp, kv_b)
+    attn_page_token = attention_page_per_token(shape, tp, kv_b, kv_name)
     state_bytes = shape.state.bytes_per_gpu(tp, min(model_b, 2)) if shape.state else 0
     if state_bytes:
         steps.append(
@@ -452,6 +577,11 @@ def plan(i: CapacityInputs) -> CapacityPlan:
         if state_bytes:
             result.mamba_cache_blocks = int(num_blocks)
     _verdict(result, shape, layout, batched)
+    if not_modelled:
+        result.not_modelled = [f"not modelled: {n}" for n in not_modelled]
+        result.vllm_error = result.vllm_error_v0 = None
+        result.suggestions, result.runbooks = [], []
+        result.estimated_max_model_len = None
     _suggest_max_num_seqs(result, shape, layout, batched)
     if memory["overhead_estimated"]:
         notes.append(
@@ -480,7 +610,11 @@ def _cache_blocks(
 ) -> dict[str, Any]:
     """Blocks, concurrency and tokens: one pool of blocks, or vLLM's hybrid groups."""
     kv = max(kv_memory, 0)
-    if shape.sliding_layers or (shape.state_layers and shape.state is not None):
+    if (
+        shape.sliding_layers
+        or shape.chunked_layers
+        or (shape.state_layers and shape.state is not None)
+    ):
         layout, layout_steps = _hybrid_layout(
             shape, i.block_size, attn_page_token, state_bytes, i.prefix_caching
         )
@@ -597,6 +731,8 @@ def _memory(
         )
         quant = f"; {shape.quant_note}" if shape.quant_bits and shape.quant_note else ""
         steps.append(f"weights: {params / 1e9:.2f}B parameters ({source}{quant}) = {gib(weights)}")
+        if not i.parameters:
+            steps.append(f"parameters: {parameter_trace(shape)}")
     else:
         steps.append(f"weights: {gib(weights)} ({i.weights_source or 'given'})")
     weights_gpu = weights // tp
@@ -701,6 +837,39 @@ def _verdict(result: CapacityPlan, shape: ModelShape, layout: _Layout | None, ch
             "--max-model-len for this)"
         )
         result.runbooks.append(MAMBA_RUNBOOK)
+
+
+def parameter_trace(shape: ModelShape) -> str:
+    """The parameter estimate by part, each with the config fields it multiplies."""
+    parts = parameter_breakdown(shape)
+    h = shape.hidden_size
+    out = [
+        f"embeddings {parts['embeddings'] / 1e9:.2f}B (vocab_size {shape.vocab_size:,} x "
+        f"hidden_size {h:,}{'' if shape.tie_word_embeddings else ' x 2, lm_head untied'})",
+        f"attention {parts['attention'] / 1e9:.2f}B ({shape.attention_layers} layers"
+        + (", MLA through q_lora_rank / kv_lora_rank" if shape.is_mla else "")
+        + ")",
+    ]
+    if parts["state"]:
+        out.append(
+            f"linear-attention/Mamba {parts['state'] / 1e9:.2f}B ({shape.state_layers} layers)"
+        )
+    if shape.experts:
+        out.append(
+            f"routed experts {parts['experts'] / 1e9:.2f}B ({shape.moe_layers} MoE layers x "
+            f"{shape.experts} experts x 3 x {h:,} x {shape.expert_intermediate_size:,})"
+        )
+        dense = shape.dense_mlp_layers
+        width = shape.dense_intermediate_size or shape.intermediate_size
+        out.append(
+            f"shared experts, routers and dense MLPs {parts['mlp'] / 1e9:.2f}B"
+            + (f" ({dense} dense layers of {width:,})" if dense else "")
+        )
+    else:
+        out.append(
+            f"MLP {parts['mlp'] / 1e9:.2f}B (3 x {h:,} x {shape.intermediate_size:,} per layer)"
+        )
+    return "; ".join(out)
 
 
 def _weights_suggestions(result: CapacityPlan, shape: ModelShape) -> list[str]:

@@ -20,6 +20,8 @@ def make_console(no_color: bool = False, stderr: bool = False):
     return Console(
         no_color=no_color,
         highlight=False,
+        # data is printed as written: ":ab:" in a PCI address 0000:ab:00.0 is no emoji
+        emoji=False,
         stderr=stderr,
         color_system=None if no_color else "auto",
         # wrapped to the terminal's width on screen; in a pipe or file every line stays whole

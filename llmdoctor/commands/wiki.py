@@ -157,7 +157,7 @@ def _render_entry(entry, record, is_builtin: bool, overridden_builtin: list[str]
 
     from llmdoctor.terminal_text import visible
 
-    console = Console(no_color=no_color or "NO_COLOR" in os.environ, highlight=False)
+    console = Console(no_color=no_color or "NO_COLOR" in os.environ, highlight=False, emoji=False)
     style = {"critical": "bold red", "warning": "bold yellow"}.get(entry.severity, "bold blue")
     head = Text()
     head.append(visible(entry.title), style="bold")
@@ -184,7 +184,10 @@ def _render_entry(entry, record, is_builtin: bool, overridden_builtin: list[str]
             line.append(visible(signature), style="cyan")
             console.print(line, soft_wrap=True)
     console.print()
-    body = "\n".join(visible(line) for line in entry.body.split("\n"))
+    from llmdoctor.wiki.fix_params import fill
+
+    body = entry.body.replace(entry.fix, fill(entry.fix)) if entry.fix else entry.body
+    body = "\n".join(visible(line) for line in body.split("\n"))
     console.print(Markdown(body, code_theme="ansi_dark", justify="left"))
 
 
