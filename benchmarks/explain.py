@@ -6,6 +6,11 @@ Generates a log in /tmp (deleted afterwards), of one of two shapes:
   (`"POST /v1/chat/completions HTTP/1.1" 200 OK`), the V1 stats line every ten lines (its text
   holds literals of the queue and KV-cache signatures, so it reaches the regexes), and one real
   error line (from tests/fixtures/explain_corpus) in the middle;
+* `busy` (200 MB): the serving log of a server under load: its stats line, every ten lines,
+  shows 100-600 waiting requests and a 90-100 % KV cache (one line in ten matches a signature
+  and a hint);
+* `repeated` (200 MB): one error repeated on every line (CUDA OOM, the numbers varying), as a
+  crash loop's log or a retrying client writes it;
 * `mixed` (500 MB): uvicorn access lines, request logging with prompt text, the stats line
   every 10 s, health/metrics probes, start-up blocks and kernel lines from tests/fixtures/healthy,
   and a few real error lines sprinkled in (one in ~200,000 lines).
@@ -15,10 +20,15 @@ Then, in one run:
 * `grep -E -c -f signatures.txt LOG` with every built-in runbook signature (one per line);
 * `python -m llmdoctor explain --json LOG` (one thread, the default) and with `--jobs 2`;
 
-and prints and records (benchmarks/results/explain.json) wall time, MB/s and peak RSS of each,
-plus the matching-line counts of both (they must be equal). The log is deleted afterwards.
+and prints and records (benchmarks/results/explain-<shape>.json) wall time, CPU time (user + sys:
+on a shared machine the fairer figure), MB/s and peak RSS of each, plus the matching-line counts
+of both (they must be equal). grep runs in the caller's locale (C.UTF-8 here, as in every figure
+in benchmarks/README.md); `LC_ALL=C grep` is timed too, for reference (it skips UTF-8 decoding and
+is much faster on lines that match). The log is deleted afterwards.
 
     .venv/bin/python benchmarks/explain.py                          # serving log, 200 MB
+    .venv/bin/python benchmarks/explain.py --shape busy             # a loaded server, 200 MB
+    .venv/bin/python benchmarks/explain.py --shape repeated         # one error on every line
     .venv/bin/python benchmarks/explain.py --shape mixed --mb 500   # the mixed log
 """
 
@@ -189,6 +199,63 @@ def write_serving_log(path: Path, size_bytes: int, seed: int = 7) -> dict:
     return {"bytes": written, "lines": lines, "errors_injected": int(injected)}
 
 
+def write_busy_log(path: Path, size_bytes: int, seed: int = 7) -> dict:
+    """A loaded server's log: access lines and, every ten lines, a stats line with 100-600
+    waiting requests and a 90-100 % KV cache (queue-saturation's signature, a KV-cache hint).
+    """
+    rng = random.Random(seed)
+    access = [
+        f"(APIServer pid=1671) INFO:     10.244.{rng.randint(0, 40)}.{rng.randint(2, 250)}:"
+        f'{rng.randint(30000, 60999)} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+        for _ in range(5000)
+    ]
+    written = lines = 0
+    with open(path, "w", encoding="utf-8") as out:
+        while written < size_bytes:
+            stats = (
+                f"(APIServer pid=1671) INFO 09-03 {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}"
+                f":{rng.randint(0, 59):02d} [loggers.py:123] Engine 000: Avg prompt throughput: "
+                f"{rng.uniform(0, 9000):.1f} tokens/s, Avg generation throughput: "
+                f"{rng.uniform(0, 2000):.1f} tokens/s, Running: {rng.randint(60, 256)} reqs, "
+                f"Waiting: {rng.randint(100, 600)} reqs, GPU KV cache usage: "
+                f"{rng.uniform(90, 100):.1f}%, Prefix cache hit rate: {rng.uniform(0, 60):.1f}%"
+            )
+            batch = [*rng.choices(access, k=9), stats]
+            text = "\n".join(batch) + "\n"
+            out.write(text)
+            written += len(text.encode("utf-8"))
+            lines += len(batch)
+    return {"bytes": written, "lines": lines, "errors_injected": lines // 10}
+
+
+def write_repeated_log(path: Path, size_bytes: int, seed: int = 7) -> dict:
+    """One error on every line (PyTorch's CUDA OOM message, its numbers varying)."""
+    rng = random.Random(seed)
+    written = lines = 0
+    with open(path, "w", encoding="utf-8") as out:
+        while written < size_bytes:
+            batch = [
+                f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                f"{rng.randint(20, 900)}.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which "
+                f"{rng.randint(1, 99)}.00 MiB is free. Process {rng.randint(100, 9999)} has "
+                f"79.06 GiB memory in use."
+                for _ in range(1000)
+            ]
+            text = "\n".join(batch) + "\n"
+            out.write(text)
+            written += len(text.encode("utf-8"))
+            lines += len(batch)
+    return {"bytes": written, "lines": lines, "errors_injected": lines}
+
+
+WRITERS = {
+    "serving": write_serving_log,
+    "busy": write_busy_log,
+    "repeated": write_repeated_log,
+    "mixed": write_log,
+}
+
+
 def _tree_rss(root: int) -> int:
     """Resident bytes of a process and all its descendants, from /proc (0 when gone)."""
     children: dict[int, list[int]] = {}
@@ -212,13 +279,13 @@ def _tree_rss(root: int) -> int:
     return total
 
 
-def run_measured(cmd: list[str]) -> tuple[float, int, int, str]:
+def run_measured(cmd: list[str], env: dict | None = None) -> tuple[float, int, int, str, float]:
     """(wall seconds, peak RSS of the largest process, peak RSS of the process tree summed,
-    stdout) of a command."""
+    stdout, CPU seconds: user + sys of the command and its children) of a command."""
     import threading
 
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     peak_tree = 0
     done = threading.Event()
 
@@ -236,20 +303,28 @@ def run_measured(cmd: list[str]) -> tuple[float, int, int, str]:
     done.set()
     sampler.join()
     proc.returncode = 0
-    return wall, usage.ru_maxrss * 1024, peak_tree, out.decode("utf-8", errors="replace")
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, usage.ru_maxrss * 1024, peak_tree, out.decode("utf-8", errors="replace"), cpu
 
 
-def best_of(runs: int, cmd: list[str]) -> tuple[float, int, int, str]:
-    """The fastest of `runs` runs (the machine may be shared), with the largest memory seen."""
-    results = [run_measured(cmd) for _ in range(runs)]
+def best_of(runs: int, cmd: list[str], env: dict | None = None) -> tuple:
+    """The fastest of `runs` runs (the machine may be shared), with the largest memory seen:
+    (wall, peak RSS, peak tree RSS, stdout, least CPU seconds)."""
+    results = [run_measured(cmd, env) for _ in range(runs)]
     fastest = min(results, key=lambda r: r[0])
-    return fastest[0], max(r[1] for r in results), max(r[2] for r in results), fastest[3]
+    return (
+        fastest[0],
+        max(r[1] for r in results),
+        max(r[2] for r in results),
+        fastest[3],
+        min(r[4] for r in results),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", choices=("serving", "mixed"), default="serving")
-    parser.add_argument("--mb", type=int, help="log size in MB (200 serving, 500 mixed)")
+    parser.add_argument("--shape", choices=tuple(WRITERS), default="serving")
+    parser.add_argument("--mb", type=int, help="log size in MB (500 mixed, 200 the others)")
     parser.add_argument("--keep", action="store_true", help="keep the generated log")
     parser.add_argument("--no-record", action="store_true", help="do not write results json")
     parser.add_argument("--runs", type=int, default=2, help="runs of each tool; the best counts")
@@ -267,8 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     patterns.write_text("\n".join(signatures) + "\n", encoding="utf-8")
     try:
         t0 = time.perf_counter()
-        mb = args.mb or (200 if args.shape == "serving" else 500)
-        writer = write_serving_log if args.shape == "serving" else write_log
+        mb = args.mb or (500 if args.shape == "mixed" else 200)
+        writer = WRITERS[args.shape]
         stats = writer(log, mb * 1_000_000)
         gen_s = time.perf_counter() - t0
         size_mb = stats["bytes"] / 1e6
@@ -278,14 +353,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm cache
 
-        grep_s, grep_rss, _, grep_out = best_of(
-            args.runs, ["grep", "-E", "-c", "-f", str(patterns), str(log)]
-        )
+        grep_cmd = ["grep", "-E", "-c", "-f", str(patterns), str(log)]
+        grep_s, grep_rss, _, grep_out, grep_cpu = best_of(args.runs, grep_cmd)
         grep_lines = int(grep_out.strip() or 0)
+        c_grep_s, _, _, _, c_grep_cpu = best_of(args.runs, grep_cmd, {**os.environ, "LC_ALL": "C"})
         cmd = [sys.executable, "-m", "llmdoctor", "explain", "--json", "--limit", "100", str(log)]
-        explain_s, explain_rss, explain_tree, explain_out = best_of(args.runs, cmd)
+        explain_s, explain_rss, explain_tree, explain_out, explain_cpu = best_of(args.runs, cmd)
         explain_lines = json.loads(explain_out)["matched_lines"]
-        threads_s, threads_rss, _, _ = best_of(args.runs, [*cmd[:-1], "--jobs", "2", str(log)])
+        threads = best_of(args.runs, [*cmd[:-1], "--jobs", "2", str(log)])
+        threads_s, threads_rss = threads[0], threads[1]
     finally:
         if not args.keep:
             for p in (log, patterns):
@@ -300,13 +376,16 @@ def main(argv: list[str] | None = None) -> int:
         "signatures": len(signatures),
         "grep": {
             "seconds": round(grep_s, 2),
+            "cpu_seconds": round(grep_cpu, 2),
             "mb_per_s": round(size_mb / grep_s, 1),
             "peak_rss_mb": round(grep_rss / 1e6, 1),
             "matching_lines": grep_lines,
             "locale": os.environ.get("LC_ALL") or os.environ.get("LANG", ""),
         },
+        "grep_lc_all_c": {"seconds": round(c_grep_s, 2), "cpu_seconds": round(c_grep_cpu, 2)},
         "explain": {
             "seconds": round(explain_s, 2),
+            "cpu_seconds": round(explain_cpu, 2),
             "mb_per_s": round(size_mb / explain_s, 1),
             "peak_rss_mb": round(explain_rss / 1e6, 1),
             "peak_rss_all_processes_mb": round(explain_tree / 1e6, 1),
@@ -318,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
             "peak_rss_mb": round(threads_rss / 1e6, 1),
         },
         "ratio_explain_to_grep": round(grep_s / explain_s, 2),
+        "ratio_explain_to_grep_cpu": round(grep_cpu / max(explain_cpu, 0.01), 2),
+        "ratio_explain_to_c_locale_grep_cpu": round(c_grep_cpu / max(explain_cpu, 0.01), 2),
         "ratio_2_threads_to_grep": round(grep_s / threads_s, 2),
         "runs": args.runs,
         "load_average": [round(x, 2) for x in os.getloadavg()],

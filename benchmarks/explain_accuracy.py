@@ -201,6 +201,14 @@ def figures(outcomes: list[dict]) -> dict:
         # named first AND confident (no "too weak to name"): what explain asserts
         "confident_top1": share(known, lambda o: _top(o, 1, "answered")),
         "confident_wrong": sum(1 for o in known if o["answered"] and not _top(o, 1, "answered")),
+        # issue 26's figures: coverage is confident_top1; precision counts every confident
+        # answer (on failures, uncovered errors and healthy logs), right only on a failure
+        "confident_answers": sum(1 for o in outcomes if o["answered"]),
+        "precision": round(
+            sum(1 for o in known if _top(o, 1, "answered"))
+            / max(sum(1 for o in outcomes if o["answered"]), 1),
+            4,
+        ),
         "search_top1": share(known, lambda o: _top(o, 1, "search")),
         "search_top3": share(known, lambda o: _top(o, 3, "search")),
         "healthy": len(healthy),
@@ -218,7 +226,7 @@ def _summary(name: str, f: dict) -> str:
     return (
         f"{name:8} {f['excerpts']:4} excerpts: top-1 {f['top1']:.1%} top-3 {f['top3']:.1%} "
         f"(confident and right {f['confident_top1']:.1%}, "
-        f"confident and wrong {f['confident_wrong']}) "
+        f"confident and wrong {f['confident_wrong']}, precision {f['precision']:.1%}) "
         f"(wiki search {f['search_top1']:.1%} / {f['search_top3']:.1%}); "
         f"healthy {f['healthy']}: {f['healthy_criticals']} critical, "
         f"{f['healthy_alarms']} alarms (search quiet {f['search_healthy_quiet']:.0%}); "

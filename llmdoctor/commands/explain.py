@@ -156,6 +156,13 @@ def render(result, console) -> None:
             f"({result.matched_lines} matching line{'' if result.matched_lines == 1 else 's'}{more}), "
             "best explanation first"
         )
+    if cause := result.likely_cause:
+        named = f" (fits [bold]{escape(cause.entry_id)}[/])" if cause.entry_id else ""
+        console.print(
+            f"Likely cause: the first error before {escape(cause.consequence)}{named}:",
+            soft_wrap=True,
+        )
+        console.print(f"  [dim]{cause.line}:[/] {escape(_cut(cause.text))}", soft_wrap=True)
     for n, m in enumerate(result.matches, 1):
         console.print()
         style = STYLE.get(m.severity, "bold")

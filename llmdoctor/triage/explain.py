@@ -21,7 +21,9 @@ A signature hit always ranks above a text-only match; text-only matches keep the
 order, so explain never ranks worse than `wiki search` of the same text. A text-only match is at
 most a warning and at most TEXT_ONLY confident; when no match reaches CONFIDENT explain abstains:
 it returns the salient lines, and names the closest entries only as too weak to be sure of
-(`below_threshold`). No typer or rich here: the command renders.
+(`below_threshold`). When the entry named first is a consequence (another entry explains it), the
+first error line before its first matching line is given as its likely cause (`likely_cause`),
+whether or not an entry names that line. No typer or rich here: the command renders.
 """
 
 from __future__ import annotations
@@ -154,6 +156,39 @@ MAYBE_SEVERITY = "warning"  # a text-only match is at most a warning, shown as M
 WEAK_HIT = 0.2
 WEAK_CEILING = 0.29
 HINT_OFF_ERROR = 0.5  # a hint on a line that is no error line (a pasted command) counts half
+# A hinted entry whose text-only confidence alone reaches this, the hint on an error line, is no
+# longer held below CONFIDENT (two pieces of evidence: the error's words and the hint); 1.0 would
+# be never. 0.2 was chosen by
+# benchmarks/explain_calibrate.py (the most coverage at >= 95 % precision, 0 healthy alarms, on
+# the tune half's independent excerpts); every other number kept its value there.
+HINT_TEXT_FLOOR = 0.2
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """The numbers of the fusion above, as one value: explain uses FUSION (the module's
+    constants); benchmarks/explain_calibrate.py tries others on the same readings.
+    """
+
+    signature_base: float = SIGNATURE_BASE
+    signature_specific: float = SIGNATURE_SPECIFIC
+    signature_text: float = SIGNATURE_TEXT
+    recency: float = RECENCY
+    text_only: float = TEXT_ONLY
+    text_evidence: float = TEXT_EVIDENCE
+    lead_power: float = LEAD_POWER
+    lead_cap: float = LEAD_CAP
+    few_words: int = FEW_WORDS
+    place_power: float = PLACE_POWER
+    confident: float = CONFIDENT
+    no_error_guess: float = NO_ERROR_GUESS
+    weak_hit: float = WEAK_HIT
+    weak_ceiling: float = WEAK_CEILING
+    hint_off_error: float = HINT_OFF_ERROR
+    hint_text_floor: float = HINT_TEXT_FLOOR
+
+
+FUSION = Fusion()
 
 
 @dataclass(frozen=True)
@@ -202,6 +237,29 @@ class Match:
         return out
 
 
+@dataclass(frozen=True)
+class LikelyCause:
+    """The first error line before a consequence that explain names first (engine-dead,
+    pod-not-ready, gateway-timeout ...: entries another entry explains): what most likely made
+    it happen, shown even when no entry names that line.
+    """
+
+    consequence: str  # the id of the consequence named first
+    line: int
+    text: str
+    # an entry that explains the consequence (the cause graph) and that the wiki search finds
+    # first for the error lines before it; None when none does
+    entry_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "consequence": self.consequence,
+            "line": self.line,
+            "text": self.text,
+            "entry": self.entry_id,
+        }
+
+
 @dataclass
 class Explanation:
     """What `explain` found: confident matches best first, or an abstention with the salient
@@ -216,6 +274,8 @@ class Explanation:
     total_matches: int = 0  # confident entries before --limit
     warnings: list[str] = field(default_factory=list)  # unusable signatures, file:line
     below_threshold: list[Match] = field(default_factory=list)  # weak guesses not shown
+    threshold: float = CONFIDENT  # the confidence below which a match is only a guess
+    likely_cause: LikelyCause | None = None  # when the first match is a consequence
 
     @property
     def exit_code(self) -> int:
@@ -232,7 +292,8 @@ class Explanation:
             "how": self.how,
             "matched_lines": self.matched_lines,
             "total_matches": self.total_matches,
-            "threshold": CONFIDENT,
+            "threshold": self.threshold,
+            "likely_cause": self.likely_cause.to_json() if self.likely_cause else None,
             "matches": [m.to_json() for m in self.matches],
             "salient": [e.to_json() for e in self.salient],
             "warnings": self.warnings,
@@ -245,30 +306,41 @@ class Explanation:
 
 @dataclass
 class _Hits:
+    """An entry's (or one kind of line's) hits: a count and the first and last few lines; a
+    line that repeats a thousand times costs a count, not a thousand pieces of evidence.
+    """
+
     count: int = 0
-    first: list[Evidence] = field(default_factory=list)
+    first: list[tuple[int, str]] = field(default_factory=list)
     last: deque = field(default_factory=lambda: deque(maxlen=LAST))
     last_line: int = 0
     weight: int = 0  # literal characters of the most specific signature that fired
     strong: bool = False  # a signature other than a weak one (SignatureSet.weak) fired
     on_error_line: bool = False  # one of its lines is also a salient (error) line
 
-    def add(
-        self, line: int, text: str, weight: int, strong: bool = True, salient: bool = False
-    ) -> None:
+    def add_line(self, line: int, text: str) -> None:
         self.count += 1
         self.last_line = line
-        self.weight = max(self.weight, weight)
-        self.strong = self.strong or strong
-        self.on_error_line = self.on_error_line or salient
-        item = Evidence(line, text[:MAX_TEXT])
         if len(self.first) < FIRST:
-            self.first.append(item)
+            self.first.append((line, text[:MAX_TEXT]))
         else:
-            self.last.append(item)
+            self.last.append((line, text))
+
+    def merge(self, other: _Hits, strong: bool) -> None:
+        """Add another set of hits on other lines (`strong`: a strong signature of this entry
+        is among them): the count, and the first and last lines of both.
+        """
+        self.count += other.count
+        self.last_line = max(self.last_line, other.last_line)
+        self.weight = max(self.weight, other.weight)
+        self.strong = self.strong or strong
+        self.on_error_line = self.on_error_line or other.on_error_line
+        kept = sorted({*self.first, *self.last, *other.first, *other.last})
+        self.first = kept[:FIRST]
+        self.last = deque(kept[FIRST:][-LAST:], maxlen=LAST)
 
     def evidence(self) -> list[Evidence]:
-        return [*self.first, *self.last]
+        return [Evidence(n, t[:MAX_TEXT]) for n, t in (*self.first, *self.last)]
 
 
 @dataclass
@@ -280,6 +352,7 @@ class _Reading:
     matched_lines: int
     text: str | None  # the cleaned text of a small input (searched whole)
     invalid: list
+    numbers: list[int] = field(default_factory=list)  # each line of `text`: its input line
 
 
 def read_input(
@@ -291,40 +364,62 @@ def read_input(
     )
     weights = [literal_weight(sig) for _, sig in scanner.patterns]
     hits: dict[str, _Hits] = {}
-    salient: deque[Evidence] = deque(maxlen=SALIENT_KEPT)
+    salient: deque[tuple[int, str]] = deque(maxlen=SALIENT_KEPT)
     matched_lines = 0
     text, numbers, rest = _small_text(source)
     if text is not None:
+        text = without_cut_word(text, entries)
         found = scanner.scan_text(text)
     elif rest is None:
         found = scanner.scan(source, workers=workers)
     else:
         found = scanner.scan_stream(rest)
+    # Lines are grouped by the signatures that fired on them (and whether they are error
+    # lines): what a group's lines say is worked out once, each line only counted and maybe
+    # kept; the groups are folded into each entry's hits at the end.
+    groups: dict[tuple[tuple[int, ...], bool], tuple[_Hits, tuple[str, ...], set[str]]] = {}
     try:
         for m in found:
             line = numbers[m.line - 1] if numbers else m.line
             ids = m.entry_ids
             is_salient = False
             if SALIENT_ID in ids:
-                if not ADVICE.search(m.text) and not NEGATIVE_FIELD.match(m.text):
-                    salient.append(Evidence(line, m.text[:MAX_TEXT]))
+                if not (("f you" in m.text and ADVICE.search(m.text)) or _negative(m.text)):
+                    salient.append((line, m.text))
                     is_salient = True
-                ids = tuple(i for i in ids if i != SALIENT_ID)
-                if not ids:
+                if len(ids) == 1:
                     continue
-            fired = [i for i in scanner.matching(m.text) if scanner.patterns[i][0] in ids]
-            weight = max((weights[i] for i in fired), default=0)
-            strong = scanner.strong_ids(fired)
-            matched_lines += bool(strong)  # lines a signature matched (not only a hint)
-            for entry_id in ids:
-                hits.setdefault(entry_id, _Hits()).add(
-                    line, m.text, weight, entry_id in strong, is_salient
-                )
+            group = groups.get((m.fired, is_salient))
+            if group is None:
+                group = groups[m.fired, is_salient] = _group(scanner, m, weights, is_salient)
+            group[0].add_line(line, m.text)
     finally:
         if isinstance(rest, RecordLines):
             rest.close()
+    for group, entry_ids, strong_ids in groups.values():
+        matched_lines += group.count if strong_ids else 0  # lines a signature (not a hint) matched
+        for entry_id in entry_ids:
+            hits.setdefault(entry_id, _Hits()).merge(group, strong=entry_id in strong_ids)
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
-    return _Reading(hits, list(salient), matched_lines, text, invalid), scanner
+    kept = [Evidence(n, t[:MAX_TEXT]) for n, t in salient]
+    return _Reading(hits, kept, matched_lines, text, invalid, numbers), scanner
+
+
+def _negative(text: str) -> bool:
+    return (":" in text or "<" in text) and bool(NEGATIVE_FIELD.match(text))
+
+
+def _group(
+    scanner: SignatureSet, m, weights: list[int], salient: bool
+) -> tuple[_Hits, tuple[str, ...], set[str]]:
+    """A new group of lines on which the same signatures fired: its (empty) hits with the
+    weight of its most specific signature, the entries it names, and those a strong (not weak)
+    signature of it names.
+    """
+    fired = [i for i in m.fired if scanner.patterns[i][0] != SALIENT_ID]
+    hits = _Hits(weight=max((weights[i] for i in fired), default=0), on_error_line=salient)
+    entry_ids = tuple(i for i in m.entry_ids if i != SALIENT_ID)
+    return hits, entry_ids, scanner.strong_ids(fired)
 
 
 def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:
@@ -356,7 +451,34 @@ def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:
             return None, [], RecordLines(rejoined) if looks_like_records(head[:SNIFF]) else rejoined
         raw = head.decode("utf-8", errors="replace")
     pairs = clean_lines(raw)
-    return "\n".join(t for _, t in pairs), [n for n, _ in pairs], None
+    text = "\n".join(t for _, t in pairs)
+    if raw and not raw.endswith("\n"):  # the paste may stop mid-word: without_cut_word says
+        text += CUT_MARK
+    return text, [n for n, _ in pairs], None
+
+
+CUT_MARK = "\x00cut"  # ends a small input's text when the input did not end with a newline
+LAST_WORD = re.compile(r"([A-Za-z]{2,})$")
+
+
+def without_cut_word(text: str, entries: dict) -> str:
+    """The text without its last word when the paste stopped in the middle of it (no newline
+    after it, and the word is no word the wiki knows but begins one: `... CUDA out of mem`): a
+    fragment is a word no entry holds, which would count against every entry.
+    """
+    if not text.endswith(CUT_MARK):
+        return text
+    text = text[: -len(CUT_MARK)]
+    m = LAST_WORD.search(text)
+    if m is None:
+        return text
+    word = m.group(1).lower()
+    stems = {stem for entry in entries.values() for stem in _entry_stems(entry)}
+    if word[:STEM] in stems:
+        return text
+    if any(stem.startswith(word) for stem in stems):
+        return text[: m.start()].rstrip()
+    return text
 
 
 def _records_file(path: Path) -> bool:
@@ -386,6 +508,7 @@ def explain(
     wiki_dirs: list[str] | None = None,
     workers: int = 1,
     name: str | None = None,
+    fusion: Fusion = FUSION,
 ) -> Explanation:
     """Which entries explain the input, best first, each with a confidence; an abstention
     (`how` "none") when no entry is confident enough.
@@ -395,22 +518,60 @@ def explain(
     wiki search), the cause -> consequence table, and recency.
     """
     label = name or getattr(source, "name", None) or "<input>"
+    gathered = gather(source, entries, limit=limit, wiki_dirs=wiki_dirs, workers=workers)
+    return decide(gathered, entries, label, limit=limit, fusion=fusion)
+
+
+@dataclass
+class Gathered:
+    """What explain read and searched, before any weighing: the one pass over the input and
+    the wiki search of its error lines."""
+
+    reading: _Reading
+    query: str  # the error lines, as searched for a long log
+    searched: str  # what was searched
+    results: list  # the wiki search's results, best first
+    wiki_dirs: list[str] | None = None
+    cause_searches: dict[str, list] = field(default_factory=dict)  # error lines -> results
+
+
+def gather(
+    source: TextSource | BinaryIO,
+    entries: dict,
+    *,
+    limit: int = 5,
+    wiki_dirs: list[str] | None = None,
+    workers: int = 1,
+) -> Gathered:
+    """Read the input once and search the wiki for its error lines."""
     reading, _ = read_input(source, entries, workers)
-    warnings = [str(w) for w in reading.invalid]
     query = _query(reading)
     searched = _search_text(reading, query)
     results = _search(searched, max(limit, 10) * 2, wiki_dirs) if searched else []
-    ranked = fuse(reading, entries, results, query or searched)
+    return Gathered(reading, query, searched, results, wiki_dirs)
+
+
+def decide(
+    gathered: Gathered, entries: dict, label: str, *, limit: int = 5, fusion: Fusion = FUSION
+) -> Explanation:
+    """The ranking, the confident matches and the abstention, from what was gathered."""
+    reading, query = gathered.reading, gathered.query
+    ranked = fuse(reading, entries, gathered.results, query or gathered.searched, fusion)
     if not (query or reading.salient):  # no line looks wrong: text alone names guesses only
         for m in ranked:
-            if m.how == "search" and m.confidence > NO_ERROR_GUESS:
-                m.confidence, m.score = NO_ERROR_GUESS, round(100 * NO_ERROR_GUESS, 1)
-    confident = [m for m in ranked if m.confidence >= CONFIDENT]
-    weak = [m for m in ranked if m.confidence < CONFIDENT]
+            if m.how == "search" and m.confidence > fusion.no_error_guess:
+                m.confidence = fusion.no_error_guess
+                m.score = round(100 * fusion.no_error_guess, 1)
+    confident = [m for m in ranked if m.confidence >= fusion.confident]
+    weak = [m for m in ranked if m.confidence < fusion.confident]
     how = "none"
     if confident:
         how = "signatures" if confident[0].how == "signature" else "search"
     salient = reading.salient if how != "signatures" else []
+    graph = CauseGraph.from_entries(entries)
+    likely = None
+    if confident and confident[0].how == "signature" and graph.is_consequence(confident[0].id):
+        likely = likely_cause(gathered, confident[0], graph, ranked)
     return Explanation(
         label,
         confident[:limit],
@@ -418,9 +579,94 @@ def explain(
         salient,
         reading.matched_lines,
         total_matches=len(confident),
-        warnings=warnings,
+        warnings=[str(w) for w in reading.invalid],
         below_threshold=weak[:limit],
+        threshold=fusion.confident,
+        likely_cause=likely,
     )
+
+
+# the lines that say something went wrong, as opposed to the wider salient lines (a warning, a
+# "falling back", a probe's timeout): the first of them before a consequence is its likely cause
+ERROR_LINE = re.compile(
+    r"\b(ERROR|CRITICAL|FATAL|PANIC|Fatal)\b|[A-Za-z](Error|Exception)(:|$| )"
+    r"|[Ss]egmentation fault|core dumped|\b[Kk]illed\b|\bOOM|[Oo]ut of memory|[Ee]rror:"
+    r"|\b[Ff]ailed to\b"
+)
+CAUSE_QUERY_LINES = 4  # error lines from the first one on, searched for an entry that fits
+# a logger's prefix up to its source location (vLLM's `ERROR 01-08 17:16:15 [core.py:123] `):
+# what follows is the message, indented when it is a traceback's frame or code line
+LOG_PREFIX = re.compile(r"^.{0,160}?\b[\w.-]+\.(py|cc|cpp|cu|h|c|go|rs):[0-9]+\[?\]")
+
+
+def likely_cause(
+    gathered: Gathered, consequence: Match, graph: CauseGraph, ranked: list[Match]
+) -> LikelyCause | None:
+    """The first error line before the first line a signature of the consequence matched, that
+    is no line of what follows from the consequence, and the entry that
+    explains the consequence when the wiki search finds it first for those lines. None when no
+    error line comes before it.
+    """
+    reading = gathered.reading
+    if not consequence.evidence:
+        return None
+    before = min(e.line for e in consequence.evidence)
+    downstream = {  # lines of entries the consequence itself explains: effects, not the cause
+        e.line
+        for m in ranked
+        if m.id != consequence.id and graph.explains(consequence.id, m.id)
+        for e in m.evidence
+    }
+    lines = [
+        e
+        for e in _error_lines(reading, before)
+        if e.line < before and e.line not in downstream and _says_why(e.text)
+    ]
+    first = next((e for e in lines if ERROR_LINE.search(e.text)), None)
+    if first is None:
+        return None
+    query = "\n".join(e.text for e in lines[lines.index(first) :][:CAUSE_QUERY_LINES])
+    results = gathered.cause_searches.get(query)
+    if results is None:
+        results = gathered.cause_searches[query] = _search(query, 5, gathered.wiki_dirs)
+    top = results[0].id if results else None
+    entry_id = top if top and graph.explains(top, consequence.id) else None
+    return LikelyCause(consequence.id, first.line, first.text.strip(), entry_id)
+
+
+def _says_why(text: str) -> bool:
+    """False for a traceback's header, frame and code lines: they say where, not why."""
+    message = text[m.end() + 1 :] if (m := LOG_PREFIX.match(text)) else text
+    if not message.strip() or message.startswith((" ", "\t")):
+        return False
+    return not message.startswith(('File "', "Traceback", "^", "~"))
+
+
+def _error_lines(reading: _Reading, before: int) -> list[Evidence]:
+    """The salient lines before input line `before`, first first: read again from a small
+    input's text (the scan kept only the last few), from the kept salient lines of a big one.
+    """
+    if reading.text is None:
+        return list(reading.salient)
+    out = []
+    for n, text in zip(reading.numbers, reading.text.split("\n"), strict=False):
+        if n >= before:
+            break
+        if text.lstrip().startswith("Traceback") or not _salient_set().match_line(text):
+            continue
+        if ("f you" in text and ADVICE.search(text)) or _negative(text):
+            continue
+        out.append(Evidence(n, text[:MAX_TEXT]))
+    return out
+
+
+_SALIENT_SET: list[SignatureSet] = []
+
+
+def _salient_set() -> SignatureSet:
+    if not _SALIENT_SET:
+        _SALIENT_SET.append(SignatureSet([_salient_entry()]))
+    return _SALIENT_SET[0]
 
 
 def _query(reading: _Reading) -> str:
@@ -444,10 +690,13 @@ def _search_text(reading: _Reading, query: str) -> str:
     return query
 
 
-def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Match]:
+def fuse(
+    reading: _Reading, entries: dict, results: list, query: str, fusion: Fusion = FUSION
+) -> list[Match]:
     """One ranking of every entry with any evidence, best first (see the module docstring)."""
+    f = fusion
     hits = reading.hits
-    text = text_relevance(query, entries, results)
+    text = text_relevance(query, entries, results, f)
     by_last = sorted(hits, key=lambda i: hits[i].last_line)
     lateness = {i: (n + 1) / len(by_last) for n, i in enumerate(by_last)}
     snippets = {r.id: getattr(r, "snippet", "") for r in results}
@@ -461,21 +710,25 @@ def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Ma
         if h is not None and h.strong:
             specific = min(h.weight, SPECIFIC_CHARS) / SPECIFIC_CHARS
             confidence = (
-                SIGNATURE_BASE
-                + SIGNATURE_SPECIFIC * specific
-                + SIGNATURE_TEXT * min(coverage * found / TEXT_EVIDENCE, 1.0)
-                + RECENCY * lateness[entry_id]
+                f.signature_base
+                + f.signature_specific * specific
+                + f.signature_text * min(coverage * found / f.text_evidence, 1.0)
+                + f.recency * lateness[entry_id]
             )
             severity, how = entry.severity, "signature"
         else:
-            evidence = min(coverage * found / TEXT_EVIDENCE, 1.0) * few
-            confidence = TEXT_ONLY * evidence * place**PLACE_POWER
+            evidence = min(coverage * found / f.text_evidence, 1.0) * few
+            confidence = f.text_only * evidence * place**f.place_power
             if h is not None:
                 # only weak signatures fired: a closer guess, never named on their word (the
                 # text that agrees is mostly the very line the hint matched); a hint on a line
                 # that is no error (a pasted command line) says less than one on an error line
-                hint = WEAK_HIT if h.on_error_line else WEAK_HIT * HINT_OFF_ERROR
-                confidence = min(confidence + hint, WEAK_CEILING)
+                hint = f.weak_hit if h.on_error_line else f.weak_hit * f.hint_off_error
+                # ... unless the hint is on an error line and the text alone already makes a
+                # fair case (hint_text_floor): two pieces of evidence
+                lifted = h.on_error_line and confidence >= f.hint_text_floor
+                ceiling = 1.0 if lifted else f.weak_ceiling
+                confidence = min(confidence + hint, ceiling)
             severity = _at_most_warning(entry.severity)
             how = "search"
         matches.append(
@@ -554,7 +807,7 @@ def _stems(text: str) -> set[str]:
 
 
 def text_relevance(
-    query: str, entries: dict, results: list
+    query: str, entries: dict, results: list, fusion: Fusion = FUSION
 ) -> dict[str, tuple[float, float, float, float]]:
     """Per entry found by the wiki search: (coverage, place, score, few). Coverage, in [0, 1],
     is the share of the salient lines' informative words (weighted by rarity in the wiki, words the
@@ -570,7 +823,7 @@ def text_relevance(
     words = {w[:STEM] for w in parse_query(query).words if len(w) >= 3 and w.isalpha()}
     if not words:
         return {}
-    few = min(len(words) / FEW_WORDS, 1.0)
+    few = min(len(words) / fusion.few_words, 1.0)
     vocab = {entry_id: _entry_stems(entry) for entry_id, entry in entries.items()}
     total = len(vocab) or 1
     known = {w: sum(1 for v in vocab.values() if w in v) for w in words}
@@ -590,7 +843,7 @@ def text_relevance(
         found = max(float(result.text_score), 0.0)
         runner_up = results[1].text_score if len(results) > 1 else 0.0
         if rank == 0 and runner_up > 0:
-            found *= min(found / runner_up, LEAD_CAP) ** LEAD_POWER
+            found *= min(found / runner_up, fusion.lead_cap) ** fusion.lead_power
         out[result.id] = (coverage, 1 / (1 + rank), found, few)
     return out
 

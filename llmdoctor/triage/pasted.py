@@ -8,8 +8,14 @@
   line with a ``message`` / ``msg`` / ``MESSAGE`` / ``textPayload`` field, as log shippers and
   cloud consoles export them) is replaced by its message, one line per line of the message;
 * lines a terminal or a web form wrapped at a fixed width (several lines of exactly the same,
-  longest length) are joined back, so a signature split by the wrap matches again.
+  longest length) are joined back, so a signature split by the wrap matches again;
+* a Markdown code span or block inside a sentence (``I get ```RuntimeError: ...``` when``) is
+  read as its own line, so a signature anchored at the line's start matches it;
+* a row of `kubectl describe`'s Events table is followed by its Message column alone;
+* an error body pasted as JSON or a Python dict (``Error code: 400 - {'object': 'error',
+  'message': "..."}``, ``{"error": {"message": "..."}}``) is followed by its message, unescaped.
 
+The added lines keep the number of the line they come from.
 Line numbers keep pointing at the input: a joined line keeps the number of its first piece.
 """
 
@@ -30,6 +36,21 @@ ERROR_FIELDS = ("error", "err", "exception", "exc_info", "stack_trace", "stacktr
 MAX_RECORD_CHARS = 64 * 1024  # a longer line is kept as it is, never parsed
 MIN_WRAP_WIDTH = 60
 MIN_WRAPPED_LINES = 3
+FENCE = "```"
+# kubectl describe's Events header, and its rows: Type, Reason, Age, From, Message (columns
+# two or more spaces apart; the Age column holds single spaces: `2m (x10 over 5m)`)
+EVENTS_HEADER = re.compile(r"^\s*Type\s{2,}Reason\s{2,}Age\s{2,}From\s{2,}Message\s*$")
+EVENT_ROW = re.compile(r"^\s*(Normal|Warning)\s{2,}")
+COLUMNS = re.compile(r"\s{2,}")
+# the message of an error body: a JSON or Python-dict string field named message / detail /
+# msg (each branch consumes different characters: linear time, whatever the line)
+BODY_MESSAGE = (
+    re.compile(r'"(?:message|detail|msg)"\s*:\s*"((?:[^"\\]|\\.)*+)"'),
+    re.compile(r"'(?:message|detail|msg)'\s*:\s*'((?:[^'\\]|\\.)*+)'"),
+    re.compile(r"'(?:message|detail|msg)'\s*:\s*\"((?:[^\"\\]|\\.)*+)\""),
+)
+ESCAPES = {"n": "\n", "t": " ", '"': '"', "'": "'", "\\": "\\", "/": "/"}
+ESCAPE = re.compile(r"\\(.)")
 
 
 def clean_line(line: str) -> str:
@@ -132,7 +153,7 @@ class RecordLines:
 
 def wrap_width(lines: list[str]) -> int | None:
     """The width a pasted text was hard-wrapped at: the longest line length, when at least
-    three lines have exactly it (a wrap leaves many lines of one length); else None.
+    three different lines have exactly it (a wrap leaves many lines of one length); else None.
     """
     lengths = [len(line) for line in lines if line]
     if not lengths:
@@ -140,10 +161,60 @@ def wrap_width(lines: list[str]) -> int | None:
     width = max(lengths)
     if width < MIN_WRAP_WIDTH or lengths.count(width) < MIN_WRAPPED_LINES:
         return None
+    # the pieces of a wrap differ; one line repeated (a crash loop's error) is no wrap
+    if len({line for line in lines if len(line) == width}) < MIN_WRAPPED_LINES:
+        return None
     return width
 
 
+def code_pieces(line: str) -> list[str]:
+    """A line holding a Markdown code fence, as its pieces on either side of each fence (a
+    fence's language tag dropped): `see ```KeyError: x``` here` -> ["see", "KeyError: x",
+    "here"]. A line without one comes back whole.
+    """
+    if FENCE not in line:
+        return [line]
+    pieces = [p.strip() for p in line.split(FENCE)]
+    return [p for p in pieces if p and not re.fullmatch(r"[A-Za-z0-9_+-]{1,12}", p)] or [""]
+
+
+def event_message(row: str) -> str | None:
+    """The Message column of a `kubectl describe` Events row, or None when it has none."""
+    if not EVENT_ROW.match(row):
+        return None
+    cells = COLUMNS.split(row.strip(), maxsplit=4)
+    return cells[4] if len(cells) == 5 and cells[4] else None
+
+
+def body_messages(line: str) -> list[str]:
+    """The messages of the error bodies (JSON or a Python dict) in a line, unescaped, one per
+    line of each message."""
+    if "message" not in line and "detail" not in line and "msg" not in line:
+        return []
+    out: list[str] = []
+    for pattern in BODY_MESSAGE:
+        for m in pattern.finditer(line):
+            text = ESCAPE.sub(lambda e: ESCAPES.get(e.group(1), e.group(0)), m.group(1))
+            out.extend(piece.strip() for piece in text.split("\n") if piece.strip())
+    return out
+
+
 def clean_lines(text: str) -> list[tuple[int, str]]:
+    """(number of the line in the input, cleaned text) for every line, wrapped lines joined,
+    code spans, Events messages and error bodies read as lines of their own."""
+    out: list[tuple[int, str]] = []
+    in_events = False
+    for number, line in _joined_lines(text):
+        in_events = bool(EVENTS_HEADER.match(line)) or (in_events and bool(line.strip()))
+        for piece in code_pieces(line):
+            out.append((number, piece))
+            if in_events and (message := event_message(piece)) is not None:
+                out.append((number, message))
+            out.extend((number, message) for message in body_messages(piece))
+    return out
+
+
+def _joined_lines(text: str) -> list[tuple[int, str]]:
     """(number of the line in the input, cleaned text) for every line, wrapped lines joined."""
     raw = text.splitlines()
     lines = [clean_line(line) for line in raw]

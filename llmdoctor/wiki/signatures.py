@@ -19,9 +19,10 @@ are kept in `SignatureSet.invalid` with their entry and file:line, for the calle
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -43,6 +44,9 @@ class LineMatch:
     text: str
     entry_ids: tuple[str, ...]
     before: tuple[str, ...] = ()  # the lines just before it, when the set keeps them
+    # indexes (into SignatureSet.patterns) of the signatures that fired, ascending: a caller
+    # weighs them without matching the line again
+    fired: tuple[int, ...] = field(default=(), compare=False)
 
 
 @dataclass
@@ -98,6 +102,7 @@ def signature_line(path: str | Path, signature: str) -> int:
 
 
 TAIL_CHUNK = 64 * 1024
+MAX_CACHED = 4096  # combined searches and fired-set lookups kept per SignatureSet
 MAX_FIND_LITERALS = 4
 RARE_SAMPLE = 64 * 1024
 RARE_RATE = 2000  # a byte seen less than once in this many is rare enough to search for alone
@@ -149,6 +154,11 @@ class SignatureSet:
                 self.weak.append(is_hint or bool(WEAK_SIGNATURE.fullmatch(sig)))
         self._line_set = self._block_set = self._tail_set = None
         self._searchers: dict[int, object] = {}
+        # per set of signatures that hit a block: one regex of them all (a dense block's lines
+        # are then found with one search each, not one per signature); per set of fired
+        # signatures: the entry ids (a repeated line is looked up, not worked out again)
+        self._combined: dict[frozenset[int], list] = {}
+        self._ids_of: dict[tuple[int, ...], tuple[str, ...]] = {}
         tail = set(tail_ids) if tail_keep > 0 else set()
         self._tail = frozenset(
             i for i, (entry_id, _) in enumerate(self.patterns) if entry_id in tail
@@ -158,6 +168,7 @@ class SignatureSet:
         self.before_lines = before_lines  # each match carries this many lines before it
         if self.patterns:
             self._line_set = _compiled_set(s for _, s in self.patterns)
+            self._set_match = _raw_set_match(self._line_set)
             self._block_set = _compiled_set(f"(?m){s}" for _, s in self.patterns)
         if self._tail:
             self._tail_set = _compiled_set(f"(?m){self.patterns[i][1]}" for i in self._tail_order)
@@ -183,7 +194,9 @@ class SignatureSet:
         """Indexes (into `patterns`) of the signatures that match this one line, ascending."""
         if self._line_set is None:
             return []
-        return sorted(self._line_set.Match(text) or ())
+        if isinstance(text, str):
+            text = text.encode("utf-8", errors="surrogateescape")
+        return sorted(self._set_match(text))
 
     def strong_ids(self, fired: Iterable[int]) -> set[str]:
         """Ids of the entries of which a signature other than a weak one is among `fired`."""
@@ -191,20 +204,43 @@ class SignatureSet:
 
     def match_line(self, text: str | bytes) -> tuple[str, ...]:
         """Ids of the entries whose signatures match this one line, in registration order."""
-        ids: list[str] = []
-        for index in self.matching(text):
-            entry_id = self.patterns[index][0]
-            if entry_id not in ids:
-                ids.append(entry_id)
-        return tuple(ids)
+        return self._entry_ids(tuple(self.matching(text)))
+
+    def _entry_ids(self, fired: tuple[int, ...]) -> tuple[str, ...]:
+        ids = self._ids_of.get(fired)
+        if ids is None:
+            seen: list[str] = []
+            for index in fired:
+                entry_id = self.patterns[index][0]
+                if entry_id not in seen:
+                    seen.append(entry_id)
+            ids = tuple(seen)
+            if len(self._ids_of) < MAX_CACHED:
+                self._ids_of[fired] = ids
+        return ids
 
     # --- blocks ------------------------------------------------------------------------------
 
     def _searcher(self, index: int):
         found = self._searchers.get(index)
         if found is None:
-            found = self._re2.compile(f"(?m){self.patterns[index][1]}", re2_options())
+            found = _raw_search(self._re2.compile(f"(?m){self.patterns[index][1]}", re2_options()))
             self._searchers[index] = found
+        return found
+
+    def _combined_searchers(self, indexes: frozenset[int]) -> list:
+        """Searches that together find any of these signatures: one alternation of them all
+        (still linear time), or one each when RE2 will not build the alternation.
+        """
+        found = self._combined.get(indexes)
+        if found is None:
+            found = [self._searcher(i) for i in sorted(indexes)]
+            if len(indexes) > 1:
+                either = "|".join(f"(?:{self.patterns[i][1]})" for i in sorted(indexes))
+                with contextlib.suppress(self._re2.error):  # then one search each
+                    found = [_raw_search(self._re2.compile(f"(?m){either}", re2_options()))]
+            if len(self._combined) < MAX_CACHED:
+                self._combined[indexes] = found
         return found
 
     def _scan_block(
@@ -221,9 +257,9 @@ class SignatureSet:
         if not hit:
             return [], None
         starts: set[int] = set()
-        for index in hit:
-            if index not in self._tail:
-                self._line_starts(index, block, 0, len(block), starts)
+        plain = frozenset(index for index in hit if index not in self._tail)
+        for search in self._combined_searchers(plain) if plain else ():
+            self._line_starts(search, block, 0, len(block), starts)
         if self._tail and any(index in self._tail for index in hit):
             self._tail_starts(block, starts)
         return self._verified(block, first_line, starts, previous)
@@ -260,11 +296,11 @@ class SignatureSet:
             raw = block[start:end] if end >= 0 else block[start:]
             if raw.endswith(b"\r"):
                 raw = raw[:-1]
-            ids = self.match_line(raw)
-            if ids:
+            fired = tuple(sorted(self._set_match(raw)))
+            if fired:
                 text = raw.decode("utf-8", errors="replace")
                 before = self._lines_before(block, start, previous) if self.before_lines else ()
-                found.append(LineMatch(line_no, text, ids, before))
+                found.append(LineMatch(line_no, text, self._entry_ids(fired), before, fired))
         line_no += block.count(b"\n", counted_to)
         return found, line_no - first_line
 
@@ -283,22 +319,21 @@ class SignatureSet:
             lines = [*previous[-missing:], *lines]
         return tuple(lines)
 
-    def _line_starts(self, index: int, block: bytes, begin: int, end: int, starts: set[int]) -> int:
-        """Add the start of each line of block[begin:end] where signature `index` may match
-        (one search per line); return how many were added.
+    def _line_starts(self, search, block: bytes, begin: int, end: int, starts: set[int]) -> int:
+        """Add the start of each line of block[begin:end] where `search` (a _raw_search) may
+        match (one search per line); return how many were added.
         """
-        search = self._searcher(index).search
         added = 0
         pos = begin
         while pos < end:
-            m = search(block, pos, end)
-            if m is None:
+            at = search(block, pos, end)
+            if at < 0:
                 break
-            start = block.rfind(b"\n", 0, m.start()) + 1
+            start = block.rfind(b"\n", 0, at) + 1
             if start not in starts:
                 starts.add(start)
                 added += 1
-            stop = block.find(b"\n", max(m.start(), start), end)
+            stop = block.find(b"\n", max(at, start), end)
             pos = end if stop < 0 else stop + 1
         return added
 
@@ -313,7 +348,7 @@ class SignatureSet:
             begin = 0 if end <= chunk else block.rfind(b"\n", 0, end - chunk) + 1
             hit = self._tail_set.Match(block[begin:end])
             for n in hit or ():
-                self._line_starts(self._tail_order[n], block, begin, end, found)
+                self._line_starts(self._searcher(self._tail_order[n]), block, begin, end, found)
             end, chunk = begin, chunk * 2
         starts.update(found)
 
@@ -396,6 +431,40 @@ class SignatureSet:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
         stats.lines = line_no - 1 + (1 if last and not last.endswith(b"\n") else 0)
+
+
+def _raw_search(compiled):
+    """`search(block, pos, end)` -> the offset of the first match in block[pos:end], or -1.
+
+    google-re2's Python wrapper costs more per call than the match itself on a short line, and
+    a busy log searches once per matching line: its compiled RE2 object is called directly
+    when it is there (`_regexp`, google-re2 1.x), through the wrapper otherwise.
+    """
+    raw = getattr(compiled, "_regexp", None)
+    anchor = getattr(getattr(re2_module(), "_re2", None), "RE2", None)
+    anchor = getattr(getattr(anchor, "Anchor", None), "UNANCHORED", None)
+    if raw is None or anchor is None:
+
+        def wrapped(block: bytes, pos: int, end: int) -> int:
+            m = compiled.search(block, pos, end)
+            return -1 if m is None else m.start()
+
+        return wrapped
+    match = raw.Match
+
+    def direct(block: bytes, pos: int, end: int) -> int:
+        return match(anchor, block, pos, end)[0][0]
+
+    return direct
+
+
+def _raw_set_match(compiled):
+    """`match(line_bytes)` -> the indexes of the set's patterns that match (possibly empty),
+    calling google-re2's compiled Set directly when it can (see _raw_search)."""
+    raw = getattr(compiled, "_set", None)
+    if raw is not None:
+        return raw.Match
+    return lambda text: compiled.Match(text) or ()
 
 
 def _compiled_set(patterns: Iterable[str]):

@@ -1,0 +1,192 @@
+"""explain on what people really paste and on what logs really hold: the first error before a
+consequence (issue 26 item 2), cut and prose-wrapped pastes (item 3), and a log whose every line
+is the same error (item 6). The texts are real excerpts under tests/fixtures/ (sources in the
+SOURCES.md beside each); where a test reshapes one (cuts it, wraps it in a sentence, repeats
+it) the comment says how.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from llmdoctor.cli import app
+from llmdoctor.engine.textsource import TextSource
+from llmdoctor.triage.explain import explain, read_input
+from llmdoctor.triage.pasted import body_messages, clean_lines, code_pieces, event_message
+from llmdoctor.wiki.library import load_library
+
+FIXTURES = Path(__file__).parent / "fixtures"
+RUNBOOK_FIXTURES = FIXTURES / "runbooks"
+CORPUS = FIXTURES / "explain_corpus"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def entries():
+    return load_library().entries
+
+
+def fixture(name: str) -> str:
+    return (RUNBOOK_FIXTURES / name).read_text(encoding="utf-8")
+
+
+def run_text(text: str, entries):
+    return explain(TextSource.from_text("paste", text), entries)
+
+
+# --- the first error before a consequence ------------------------------------------------------
+
+
+def test_the_first_error_before_a_consequence_is_shown_as_its_likely_cause(entries):
+    # kernel log: an nvidia-peermem ERROR comes one line before the Xid 13 that names
+    # illegal-memory-access (an entry other entries explain): that ERROR is the likely cause
+    result = run_text(
+        fixture("illegal-memory-access/kernel-xid13-109-pt-main-thread-dmesg-ctime.log"), entries
+    )
+    assert result.matches[0].id == "illegal-memory-access"
+    cause = result.likely_cause
+    assert cause is not None and cause.consequence == "illegal-memory-access"
+    assert cause.line == 1 and "nvidia-peermem" in cause.text and "ERROR" in cause.text
+
+
+def test_the_likely_cause_is_named_even_when_no_entry_names_that_line(entries):
+    # huggingface_hub's EntryNotFoundError (line 1) comes before the download failure's own
+    # signature (line 3): shown as the cause although no signature of any entry matches it
+    text = fixture("model-download-failure/entry-not-found-404-maggie-issue5.log")
+    result = run_text(text, entries)
+    assert result.matches[0].id == "model-download-failure"
+    cause = result.likely_cause
+    assert cause is not None and cause.line == 1 and "EntryNotFoundError" in cause.text
+    assert cause.line < min(e.line for e in result.matches[0].evidence)
+
+
+def test_no_likely_cause_when_only_traceback_frames_come_before_the_consequence(entries):
+    # EngineDeadError after two frame lines: a frame says where, not why; nothing is invented
+    result = run_text(
+        (CORPUS / "engine-dead/vllm-v1-serving-chat-lmcache.log").read_text(), entries
+    )
+    assert result.matches[0].id == "engine-dead"
+    assert result.likely_cause is None
+
+
+def test_no_likely_cause_when_the_first_entry_is_a_root_cause(entries):
+    # trust-remote-code is explained by no entry: its answer is already the cause
+    text = fixture("trust-remote-code/worker-vllm-eoferror-custom-code-prompt-runpod-issue43.log")
+    result = run_text(text, entries)
+    assert result.matches[0].id == "trust-remote-code"
+    assert result.likely_cause is None
+
+
+def test_the_likely_cause_is_in_the_json_and_the_terminal_view(tmp_path):
+    # the same kernel excerpt through the command: JSON carries it, the terminal says it
+    log = tmp_path / "dmesg.log"
+    log.write_text(fixture("illegal-memory-access/kernel-xid13-109-pt-main-thread-dmesg-ctime.log"))
+    doc = json.loads(runner.invoke(app, ["explain", str(log), "--json"]).output)
+    assert doc["likely_cause"]["consequence"] == "illegal-memory-access"
+    assert doc["likely_cause"]["line"] == 1
+    shown = runner.invoke(app, ["explain", str(log), "--no-color"]).output
+    assert "Likely cause: the first error before illegal-memory-access" in shown
+
+
+# --- cut and prose-wrapped pastes ----------------------------------------------------------
+
+
+def test_a_code_span_inside_a_sentence_is_read_as_its_own_line():
+    # a question that quotes the error inline, as forum posts do
+    line = "when I start it I get ```ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8)``` any idea?"
+    assert code_pieces(line) == [
+        "when I start it I get",
+        "ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8)",
+        "any idea?",
+    ]
+    # a fence's language tag is no line of the log
+    assert code_pieces("```bash") == [""]
+
+
+def test_an_error_quoted_in_a_sentence_is_explained_like_the_bare_line(entries):
+    # the real AdaptThink line, wrapped in prose with a Markdown fence on one line
+    line = fixture("tp-heads-not-divisible/adaptthink-issue1-28-heads-tp8.log").strip()
+    result = run_text(f"Hi, running vllm I get ```{line}``` what does it mean?", entries)
+    assert result.matches and result.matches[0].id == "tp-heads-not-divisible"
+
+
+def test_kubectl_describe_event_rows_are_followed_by_their_message():
+    # the AKS describe output: each Events row also yields its Message column alone
+    text = fixture("k8s-gpu-unschedulable/describe-pod-vllm-pending-insufficient-gpu-aks.txt")
+    lines = [t for _, t in clean_lines(text)]
+    assert any(
+        t.startswith("0/2 nodes are available: 2 Insufficient nvidia.com/gpu") for t in lines
+    )
+    # a row outside an Events table (or the header itself) yields nothing more
+    assert event_message("  Type     Reason   Age   From   Message") is None
+
+
+def test_a_json_error_body_is_followed_by_its_message_unescaped():
+    # vLLM's 400 body as a Python dict inside the client's error string (vllm #20409)
+    text = fixture("context-length-exceeded/client-400-flat-error-body-vllm-issue20409.log")
+    messages = [m for line in text.splitlines() for m in body_messages(line)]
+    assert messages == [
+        "This model's maximum context length is 16384 tokens. However, you requested 19591 "
+        "tokens (9591 in the messages, 10000 in the completion). Please reduce the length of the "
+        "messages or completion. None"
+    ]
+    # a JSON body with an escaped newline gives one line per line of its message
+    assert body_messages('{"error": {"message": "a\\nb", "type": "x"}}') == ["a", "b"]
+
+
+def test_a_last_word_cut_by_the_paste_does_not_count_against_the_right_entry(entries):
+    # the real 400 line, cut in the middle of "completion" with no newline after it: the
+    # fragment "compl" is dropped, whole words are kept
+    line = fixture(
+        "context-length-exceeded/client-400-flat-error-body-vllm-issue20409.log"
+    ).splitlines()[1]
+    cut = line[: line.index("10000 in the completion") + len("10000 in the compl")]
+    reading, _ = read_input(TextSource.from_text("paste", cut), entries)
+    assert reading.text is not None and reading.text.endswith("10000 in the")
+    result = run_text(cut, entries)
+    assert result.matches and result.matches[0].id == "context-length-exceeded"
+
+
+def test_a_whole_last_word_without_a_newline_is_kept(entries):
+    # "completion" is a word the wiki knows: a paste that ends on it is not cut
+    line = fixture(
+        "context-length-exceeded/client-400-flat-error-body-vllm-issue20409.log"
+    ).splitlines()[1]
+    whole = line[: line.index("10000 in the completion") + len("10000 in the completion")]
+    reading, _ = read_input(TextSource.from_text("paste", whole), entries)
+    assert reading.text is not None and reading.text.endswith("in the completion")
+
+
+# --- a log that is one repeated error --------------------------------------------------------
+
+
+def test_a_repeated_error_is_counted_on_every_line_and_keeps_its_first_and_last_lines(entries):
+    # the real PyTorch OOM line of a fixture, repeated 3,000 times: every line counts, the
+    # evidence is the first three and the last two (not 3,000 pieces of it)
+    line = next(
+        ln
+        for ln in fixture(
+            "cuda-oom-runtime/vllm-v0-async-engine-oom-under-benchmark-load-issue13152.log"
+        ).splitlines()
+        if "CUDA out of memory" in ln
+    )
+    result = run_text("\n".join([line] * 3000) + "\n", entries)
+    top = result.matches[0]
+    assert top.id == "cuda-oom-runtime"
+    assert top.count == 3000 and result.matched_lines == 3000
+    assert [e.line for e in top.evidence] == [1, 2, 3, 2999, 3000]
+
+
+def test_an_unclosed_error_body_with_many_backslashes_is_read_in_linear_time():
+    # hostile input: a message string that never closes, full of escapes; each character is
+    # consumed one way only, so this takes milliseconds, not the age of the universe
+    import time
+
+    line = "{'message': '" + "\\\\x" * 50_000 + " and no closing quote"
+    started = time.perf_counter()
+    assert body_messages(line) == []
+    assert time.perf_counter() - started < 2.0
