@@ -124,8 +124,8 @@ def evaluate(
 ) -> dict:
     """Rank entries for every excerpt with explain and with wiki search; figures per half."""
     sys.path.insert(0, str(ROOT))
-    from llmdoctor.explain import explain
-    from llmdoctor.textsource import TextSource
+    from llmdoctor.engine.textsource import TextSource
+    from llmdoctor.triage.explain import explain
     from llmdoctor.wiki.library import load_library
     from llmdoctor.wiki.search import search
 

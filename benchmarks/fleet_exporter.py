@@ -59,7 +59,7 @@ def _success(body: str) -> float | None:
 def main() -> None:
     from vllm_server import Blackhole, FakeVllmServer, Scenario, SilentServer
 
-    from llmdoctor.exporter import ExporterServer, ProbeExporter, ProbeSettings
+    from llmdoctor.fleet.exporter import ExporterServer, ProbeExporter, ProbeSettings
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=1.0)

@@ -33,7 +33,7 @@ TARGET_FRACTION = 1 / 3
 SCANNER = """
 import json, resource, sys, time
 from llmdoctor.parsers.xid import scan_xid
-from llmdoctor.textsource import TextSource
+from llmdoctor.engine.textsource import TextSource
 start = time.perf_counter()
 scan = scan_xid(TextSource.from_file("node/kernel.log", sys.argv[1]))
 elapsed = time.perf_counter() - start

@@ -9,17 +9,17 @@ start on an older driver, but PTX built by the newer toolchain cannot be JIT-com
 
 from __future__ import annotations
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import critical, evidence, info, ok, warning
-from llmdoctor.gpu_tables import (
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import critical, evidence, info, ok, warning
+from llmdoctor.engine.registry import check
+from llmdoctor.gpus.tables import (
     cuda_text,
     family_min_driver,
     max_cuda_for_driver,
     toolkit_driver,
     version_tuple,
 )
-from llmdoctor.registry import check
-from llmdoctor.serving_settings import require_torch
+from llmdoctor.parsers.serving_settings import require_torch
 
 CHECK = "driver-cuda"
 RUNBOOK = "driver-cuda-mismatch"

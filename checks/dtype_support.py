@@ -8,11 +8,11 @@ weight-only Marlin path below. Serving arguments come from `--dtype/--quantizati
 
 from __future__ import annotations
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
-from llmdoctor.gpu_tables import load_table, version_tuple
-from llmdoctor.registry import check
-from llmdoctor.serving_settings import serving_setting, versions_doc
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.registry import check
+from llmdoctor.gpus.tables import load_table, version_tuple
+from llmdoctor.parsers.serving_settings import serving_setting, versions_doc
 
 CHECK = "dtype-support"
 RUNBOOK = "unsupported-quantization-or-dtype"

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import critical, evidence, info, ok
-from llmdoctor.gpu_tables import version_tuple
-from llmdoctor.registry import check
-from llmdoctor.serving_settings import require_torch
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import critical, evidence, info, ok
+from llmdoctor.engine.registry import check
+from llmdoctor.gpus.tables import version_tuple
+from llmdoctor.parsers.serving_settings import require_torch
 
 CHECK = "gpu-arch"
 VERSIONS = "node/versions.json"

@@ -9,10 +9,10 @@ or Not Supported and are not judged here.
 
 from __future__ import annotations
 
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.gpus_json import gpu_label
-from llmdoctor.registry import check
 
 CHECK = "gpu-fabric"
 GPUS = "node/gpus"

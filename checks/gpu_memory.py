@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 import os
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.gpus_json import gpu_label
-from llmdoctor.registry import check
-from llmdoctor.serving_settings import serving_setting
+from llmdoctor.parsers.serving_settings import serving_setting
 
 CHECK = "gpu-memory"
 GPUS = "node/gpus"

@@ -1,7 +1,7 @@
 """Will vLLM start: do the weights, one max-model-len request and (hybrid models) the Mamba
 state blocks fit? (`diagnose --model-config`, or a bundle holding model/config.json)
 
-The same arithmetic as `llmdoctor capacity` (llmdoctor.capacity): the pod's serving arguments
+The same arithmetic as `llmdoctor capacity` (llmdoctor.capacity.planner): the pod's serving arguments
 (max_model_len, gpu_memory_utilization or kv_cache_memory_bytes, tensor_parallel_size,
 kv_cache_dtype, dtype, max_num_seqs, max_num_batched_tokens, block_size, performance_mode,
 enforce_eager, enable_prefix_caching), the fact model/config.json, and the GPU's memory (from
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, critical, evidence, ok
-from llmdoctor.registry import check
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, info, ok
+from llmdoctor.engine.registry import check
 
 CHECK = "kv-cache-fit"
 RUNBOOK = "kv-cache-too-small-for-max-model-len"
@@ -35,6 +35,8 @@ ARG_NAMES = (
     "enforce_eager",
     "enable_prefix_caching",
     "data_parallel_size",
+    "disable_hybrid_kv_cache_manager",
+    "allow_chunked_local_attn_hybrid",
 )
 
 
@@ -64,7 +66,7 @@ def _serving_args(facts: Facts) -> dict[str, Any]:
 
 def _gpu(facts: Facts) -> tuple[int, str, str]:
     """(CUDA-visible bytes per GPU, GPU name, where it was read)."""
-    from llmdoctor.capacity import MiB, find_gpu
+    from llmdoctor.capacity.planner import MiB, find_gpu
 
     doc = facts.get("node/gpus")
     gpus = doc.get("gpus") if isinstance(doc, dict) else doc if isinstance(doc, list) else None
@@ -103,7 +105,7 @@ def _gpu(facts: Facts) -> tuple[int, str, str]:
     runbooks=(RUNBOOK, "vllm-startup-memory-insufficient", "mamba-cache-blocks-exceeded"),
 )
 def kv_cache_fit(facts: Facts) -> Finding:
-    from llmdoctor.capacity import CapacityInputs, model_shape, plan
+    from llmdoctor.capacity.planner import CapacityInputs, model_shape, plan
     from llmdoctor.errors import BadInput
 
     config, path = _model_config(facts)
@@ -148,11 +150,13 @@ def _inputs(CapacityInputs, shape, args: dict[str, Any], memory: int, gpu_name: 
         enforce_eager=bool(args["enforce_eager"]),
         prefix_caching=bool(args["enable_prefix_caching"]),
         data_parallel_size=whole("data_parallel_size") or 1,
+        hybrid_kv_cache=not args["disable_hybrid_kv_cache_manager"],
+        chunked_local_hybrid=args["allow_chunked_local_attn_hybrid"] is not False,
     )
 
 
 def _finding(result, path: str, gpu_name: str, memory: int, gpu_source: str) -> Finding:
-    from llmdoctor.capacity import gib
+    from llmdoctor.capacity.planner import gib
 
     source = "settings/model_config_path" if path != MODEL_CONFIG else MODEL_CONFIG
     items = [evidence(f"model config {path}", source=source)]
@@ -160,6 +164,14 @@ def _finding(result, path: str, gpu_name: str, memory: int, gpu_source: str) -> 
     items += [evidence(step, source="capacity") for step in result.steps]
     items += [evidence(f"warning: {w}", source="capacity") for w in result.warnings]
     length = f"{result.max_model_len:,}-token"
+    if not result.modelled:
+        items += [evidence(n, source="capacity") for n in result.not_modelled]
+        return info(
+            CHECK,
+            f"{result.not_modelled[0]}: whether max-model-len {result.max_model_len:,} fits on "
+            f"{gpu_name} is not said",
+            items,
+        )
     if result.fits:
         blocks = (
             f"; {result.mamba_cache_blocks} Mamba cache blocks for max_num_seqs "

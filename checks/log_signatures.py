@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llmdoctor.explain import consequences, explains_table
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, Severity, evidence, info, ok, warning
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, Severity, evidence, info, ok, warning
+from llmdoctor.engine.registry import check
+from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.xid import not_text_reason
-from llmdoctor.registry import check
-from llmdoctor.signatures import LineMatch, SignatureSet
-from llmdoctor.textsource import TextSource
+from llmdoctor.wiki.cause_graph import CauseGraph
+from llmdoctor.wiki.signatures import LineMatch, SignatureSet
 
 LOG_PREFIXES = ("logs/", "node/kernel.log")
 FIRST, LAST = 6, 4
@@ -84,7 +84,7 @@ def log_signatures(facts: Facts) -> list[Finding]:
         names = ", ".join(k for k, _ in readable)
         findings.append(ok("log-signatures", f"no known error signature in {names}"))
         return findings
-    explained_by = consequences(list(hits), explains_table(entries))
+    explained_by = CauseGraph.from_entries(entries).consequences(hits)
     for entry_id, h in hits.items():
         entry = entries[entry_id]
         severity = SEVERITY.get(entry.severity, Severity.WARNING)

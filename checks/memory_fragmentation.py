@@ -11,13 +11,13 @@ named as not read, never counted among the logs without an OOM.
 
 from __future__ import annotations
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, critical, evidence, ok
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, ok
+from llmdoctor.engine.registry import check
+from llmdoctor.engine.textsource import TextSource
+from llmdoctor.parsers.serving_settings import versions_doc
 from llmdoctor.parsers.torch_oom import TorchOom, parse_torch_oom
 from llmdoctor.parsers.xid import not_text_reason
-from llmdoctor.registry import check
-from llmdoctor.serving_settings import versions_doc
-from llmdoctor.textsource import TextSource
 
 CHECK = "memory-fragmentation"
 FRAGMENTED_SHARE = 0.02  # reserved-but-unallocated of at least 2 % of the GPU counts as large

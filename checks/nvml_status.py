@@ -7,10 +7,10 @@ cannot be opened ("GPU is lost") has usually fallen off the bus.
 
 from __future__ import annotations
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.documents import NUMBER, OBJECT, TEXT, require_document
-from llmdoctor.registry import check
 
 CHECK = "nvml-status"
 SOURCE = "node/nvml.json"

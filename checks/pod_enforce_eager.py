@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, evidence, ok, warning
-from llmdoctor.registry import check
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, evidence, ok, warning
+from llmdoctor.engine.registry import check
 
 ENGINE_CONFIG = re.compile(r"Initializing an? (?:V1 )?LLM engine .*\benforce_eager=(True|False)")
 

@@ -7,10 +7,10 @@ start its workers.
 
 from __future__ import annotations
 
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.k8s_pod import gpu_limit, serving_container
-from llmdoctor.registry import check
 
 NO_DEVICES = {"", "void", "none"}
 

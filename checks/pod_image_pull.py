@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.k8s_pod import (
     container_statuses,
     event_items,
@@ -18,7 +19,6 @@ from llmdoctor.parsers.k8s_pod import (
     go_duration,
     require_pod,
 )
-from llmdoctor.registry import check
 
 PULL_ERRORS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 PULLED = re.compile(r'Successfully pulled image "([^"]+)" in (\S+?)(?:\s|$)')

@@ -6,10 +6,10 @@ the multi-GB vLLM image again. A digest (@sha256:...) pins the image whatever th
 
 from __future__ import annotations
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, evidence, ok, warning
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, evidence, ok, warning
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.k8s_pod import container_status, containers, image_tag, require_pod
-from llmdoctor.registry import check
 
 
 @check(

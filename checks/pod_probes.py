@@ -13,8 +13,10 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.registry import check
+from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.k8s_pod import (
     container_named,
     container_status,
@@ -25,8 +27,6 @@ from llmdoctor.parsers.k8s_pod import (
     probe_budget,
     require_pod,
 )
-from llmdoctor.registry import check
-from llmdoctor.textsource import TextSource
 
 VLLM_TIME = re.compile(
     r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)"

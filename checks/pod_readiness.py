@@ -12,8 +12,9 @@ probe's budget, if longer) it is critical. The cause is the other pod checks' to
 
 from __future__ import annotations
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.k8s_pod import (
     dicts,
     event_count,
@@ -25,7 +26,6 @@ from llmdoctor.parsers.k8s_pod import (
     probe_budget,
     require_pod,
 )
-from llmdoctor.registry import check
 
 CHECK = "pod-readiness"
 RUNBOOK = "pod-not-ready"

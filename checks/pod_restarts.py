@@ -5,9 +5,9 @@ A crash loop is tied to its cause when the previous container's log matches a ru
 
 from __future__ import annotations
 
-from llmdoctor.explain import consequences, explains_table
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.k8s_pod import (
     container_named,
     container_statuses,
@@ -15,8 +15,8 @@ from llmdoctor.parsers.k8s_pod import (
     number,
     require_pod,
 )
-from llmdoctor.registry import check
-from llmdoctor.signatures import SignatureSet
+from llmdoctor.wiki.cause_graph import CauseGraph
+from llmdoctor.wiki.signatures import SignatureSet
 
 
 def _terminated(status: dict) -> dict:
@@ -90,7 +90,7 @@ def pod_restarts(facts: Facts) -> list[Finding]:
             items.append(evidence(f"last termination: {_describe(term)}", source="k8s/pod.json"))
         cause_text = ""
         if causes:
-            follows = consequences(causes, explains_table(entries))
+            follows = CauseGraph.from_entries(entries).consequences(causes)
             roots = [c for c in causes if c not in follows]
             causes = roots + [c for c in causes if c in follows]
             text = "; ".join(entries[c].title for c in roots)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, critical, evidence, info, ok
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, info, ok
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.k8s_pod import (
     GPU,
     dicts,
@@ -21,7 +22,6 @@ from llmdoctor.parsers.k8s_pod import (
     quantity,
     require_pod,
 )
-from llmdoctor.registry import check
 
 INSUFFICIENT_GPU = re.compile(r"(\d+) Insufficient nvidia\.com/gpu")
 NODES_AVAILABLE = re.compile(r"(\d+)/(\d+) nodes are available")

@@ -7,10 +7,10 @@ medium: Memory mounted at /dev/shm, or hostIPC.
 
 from __future__ import annotations
 
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.k8s_pod import dicts, quantity, serving_container
-from llmdoctor.registry import check
 
 MIN_SHM_BYTES = 1024**3
 

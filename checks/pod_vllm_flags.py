@@ -9,9 +9,9 @@ vLLM version the image reports (node/versions.json) when it is known.
 
 from __future__ import annotations
 
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, critical, evidence, ok, warning
-from llmdoctor.registry import check
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.registry import check
 
 RUNBOOK = "vllm-flag-removed-on-upgrade"
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, Severity, evidence
-from llmdoctor.registry import check
-from llmdoctor.timeline_view import age, clock, since_text
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, Severity, evidence
+from llmdoctor.engine.registry import check
+from llmdoctor.timeline.view import age, clock, since_text
 
 QUERY_KEY = "prometheus/query.json"
 SERIES_KEY = "prometheus/series.json"
@@ -41,7 +41,7 @@ LAYER_NAMES = {
 
 
 def _xid_runbooks() -> tuple[str, ...]:
-    from llmdoctor.xid_policy import load_table
+    from llmdoctor.gpus.xid_policy import load_table
 
     codes = load_table("xid_catalog")["codes"].values()
     return tuple(sorted({c["runbook"] for c in codes if c.get("runbook")}))
@@ -103,7 +103,7 @@ def history_gpu(facts: Facts) -> list[Finding] | None:
     timeline = history(facts, "gpu")
     if timeline is None:
         return []
-    from llmdoctor.xid_policy import catalog_entry
+    from llmdoctor.gpus.xid_policy import catalog_entry
 
     now = timeline["end"]
     later = _events(timeline, "engine_down", "terminated", "restart")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, Severity, evidence, ok
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Finding, Severity, evidence, ok
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.documents import LIST, NUMBER, OBJECT, TEXT, require_document
 from llmdoctor.parsers.vllm_serving import threshold
-from llmdoctor.registry import check
 
 CHECK = "tokenizer"
 TOKENIZER = ("tokenizer-problem",)

@@ -12,10 +12,10 @@ from __future__ import annotations
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import evidence, ok, warning
-from llmdoctor.registry import check
-from llmdoctor.serving_settings import VERSIONS, require_torch
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import evidence, ok, warning
+from llmdoctor.engine.registry import check
+from llmdoctor.parsers.serving_settings import VERSIONS, require_torch
 
 CHECK = "torch-vllm-versions"
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, Severity, evidence
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, Severity, evidence
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.vllm_engines import (
     EngineView,
     data_parallel_size,
@@ -28,7 +29,6 @@ from llmdoctor.parsers.vllm_serving import (
     series_text,
     window_text,
 )
-from llmdoctor.registry import check
 
 CHECK = "vllm-engine"
 WAKE_HINT = (

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.documents import NUMBER, OBJECT, TEXT, require_document
 from llmdoctor.parsers.vllm_engines import engine_views
 from llmdoctor.parsers.vllm_serving import model_subject, pod_restarting, threshold
-from llmdoctor.registry import check
 
 CHECK = "vllm-generation"
 CONTEXT_LENGTH = re.compile(

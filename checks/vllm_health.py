@@ -7,8 +7,9 @@ request is reported as a finding with its reason, never as "healthy".
 
 from __future__ import annotations
 
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.documents import NUMBER, TEXT, require_document
 from llmdoctor.parsers.vllm_serving import (
     expected_models,
@@ -18,7 +19,6 @@ from llmdoctor.parsers.vllm_serving import (
     scrape_sources,
     threshold,
 )
-from llmdoctor.registry import check
 
 CHECK = "vllm-health"
 API_KEY_HINT = " (the server needs an API key: set LLMDOCTOR_API_KEY)"

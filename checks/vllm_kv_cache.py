@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.vllm_serving import (
     fmt_count,
     fmt_pct,
@@ -19,7 +20,6 @@ from llmdoctor.parsers.vllm_serving import (
     threshold,
     window_text,
 )
-from llmdoctor.registry import check
 
 CHECK = "vllm-kv-cache"
 

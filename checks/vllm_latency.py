@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, Severity, evidence, info, ok
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, Severity, evidence, info, ok
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.vllm_serving import (
     fmt_count,
     fmt_seconds,
@@ -20,7 +21,6 @@ from llmdoctor.parsers.vllm_serving import (
     threshold,
     window_text,
 )
-from llmdoctor.registry import check
 
 CHECK = "vllm-latency"
 # (histogram concept, what it measures, threshold setting)

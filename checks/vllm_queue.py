@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdoctor.facts import FactMissing, Facts
-from llmdoctor.findings import Finding, Severity, evidence, info
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.findings import Finding, Severity, evidence, info
+from llmdoctor.engine.registry import check
 from llmdoctor.parsers.vllm_engines import (
     EngineView,
     data_parallel_size,
@@ -31,7 +32,6 @@ from llmdoctor.parsers.vllm_serving import (
     threshold,
     window_text,
 )
-from llmdoctor.registry import check
 
 CHECK = "vllm-queue"
 AT_CEILING = 0.95  # running at >= 95% of max_num_seqs counts as "at the ceiling"

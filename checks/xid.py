@@ -1,6 +1,6 @@
 """NVIDIA Xid and SXid errors in the kernel log, per GPU and code, with what to do about them.
 
-Each (GPU, code) is decided by llmdoctor.xid_policy: NVIDIA's Xid catalog (every published code
+Each (GPU, code) is decided by llmdoctor.gpus.xid_policy: NVIDIA's Xid catalog (every published code
 with its resolution), the driver's recovery action for the GPU, and the team's policy file when
 one is given; each finding names the source that decided. The PCI bus id of each line is mapped
 to the GPU's index and UUID when the GPU list is known. Codes the catalog does not know are still
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding, Severity, critical, evidence, info, ok, warning
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Finding, Severity, critical, evidence, info, ok, warning
+from llmdoctor.engine.registry import check
+from llmdoctor.gpus.xid_policy import Decision, decide
 from llmdoctor.parsers.gpus_json import gpu_label, gpus_by_pci
-from llmdoctor.registry import check
-from llmdoctor.xid_policy import Decision, decide
 
 CHECK = "xid"
 XID = "node/xid"

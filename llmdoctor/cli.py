@@ -170,7 +170,7 @@ def _run(argv: list[str] | None) -> None:
 
     args = sys.argv[1:] if argv is None else argv
     if os.environ.get("_LLMDOCTOR_COMPLETE") or os.environ.get("_KUBECTL_LLMDOCTOR_COMPLETE"):
-        from llmdoctor.completion import enable_shell_completion
+        from llmdoctor.commands.shell_completion import enable_shell_completion
 
         enable_shell_completion()  # the shell asks for completions (llmdoctor completion SHELL)
     commands = (args[0],) if args and args[0] in COMMANDS else COMMANDS

@@ -81,7 +81,7 @@ def complete_main() -> None:
     args, env = translate(words)
     os.environ.update(env)
     from llmdoctor.cli import build_app
-    from llmdoctor.completion import completions
+    from llmdoctor.commands.shell_completion import completions
 
     for value in completions(build_app(), args, incomplete):
         sys.stdout.write(f"{value}\n")

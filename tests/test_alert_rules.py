@@ -12,8 +12,8 @@ import yaml
 from prom_tools import require_tool
 from vllm_server import V1_ITL, V1_TTFT
 
-from llmdoctor.alert_rules import DYNAMIC_RUNBOOK, build_rules
 from llmdoctor.cli import run
+from llmdoctor.fleet.alert_rules import DYNAMIC_RUNBOOK, build_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 WIKI = "https://wiki.example.com/llmdoctor"

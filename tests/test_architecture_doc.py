@@ -6,8 +6,8 @@ import inspect
 import subprocess
 from pathlib import Path
 
-from llmdoctor import derive
-from llmdoctor.registry import KINDS, SCOPES, check
+from llmdoctor.engine import derive
+from llmdoctor.engine.registry import KINDS, SCOPES, check
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from llmdoctor.capacity import (
+from llmdoctor.capacity.planner import (
     CapacityInputs,
     GiB,
     MiB,

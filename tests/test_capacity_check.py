@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from llmdoctor.bundle import Bundle
-from llmdoctor.diagnosis import diagnose
+from llmdoctor.collectors.bundle import Bundle
+from llmdoctor.usecases.diagnose import diagnose
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLE = ROOT / "examples" / "bundles" / "healthy-vllm-7b"
@@ -78,9 +78,9 @@ def test_an_unreadable_model_config_is_a_skip_reason(tmp_path):
 def test_the_model_config_is_a_fact_a_written_bundle_replays(tmp_path):
     # diagnose --model-config reads the file once into model/config.json; a bundle written from
     # those facts carries it, and diagnosing that bundle needs no --model-config any more.
-    from llmdoctor.bundle import write_bundle
-    from llmdoctor.derive import derive_all
-    from llmdoctor.diagnosis import add_settings
+    from llmdoctor.collectors.bundle import write_bundle
+    from llmdoctor.engine.derive import derive_all
+    from llmdoctor.usecases.diagnose import add_settings
 
     facts = Bundle(BUNDLE).to_facts()
     facts.set("k8s/node.json", json.loads(A100_NODE.read_text()))
@@ -113,3 +113,13 @@ def test_a_hybrid_model_with_too_many_sequences_points_at_the_mamba_runbook(tmp_
     assert str(finding.severity) == "critical", finding.summary
     assert finding.runbooks == ["mamba-cache-blocks-exceeded"]
     assert "Mamba cache blocks" in finding.summary
+
+
+def test_a_model_llmdoctor_does_not_model_is_info_naming_it_never_ok_or_critical():
+    # DeepSeek-V4's compressed cache on the Qwen2 pod's A100: no verdict either way
+    v4 = ROOT / "tests" / "fixtures" / "capacity" / "models" / "deepseek-v4-pro" / "config.json"
+    report = run_check({"model_config_path": str(v4)})
+    [finding] = report.findings
+    assert str(finding.severity) == "info", finding.summary
+    assert finding.summary.startswith("not modelled: deepseek_v4's compressed attention cache")
+    assert "is not said" in finding.summary and finding.runbooks == []

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from llmdoctor.capacity.model_shape import model_shape
 from llmdoctor.cli import run as cli_run
-from llmdoctor.model_shape import model_shape
 
 FIXTURES = Path(__file__).parent / "fixtures" / "capacity"
 QWEN2 = json.loads((FIXTURES / "qwen2-7b-instruct-config.json").read_text())

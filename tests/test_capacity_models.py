@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from llmdoctor.capacity import (
+from llmdoctor.capacity.planner import (
     CapacityInputs,
     GiB,
     batch_defaults,

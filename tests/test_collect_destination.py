@@ -10,8 +10,8 @@ import tarfile
 import pytest
 from k8s_server import Running, scenario_healthy
 
-from llmdoctor.bundle import Bundle
 from llmdoctor.cli import run as cli_run
+from llmdoctor.collectors.bundle import Bundle
 
 POD = "pod/vllm-7b-7d9f8c6b5-x2kqp"
 CONFIG = "tests/fixtures/capacity/qwen2-7b-instruct-config.json"

@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from llmdoctor.bundle import Bundle, write_bundle
+from llmdoctor.collectors.bundle import Bundle, write_bundle
+from llmdoctor.engine.collect import CollectContext, Collector, run_collectors
+from llmdoctor.engine.facts import Facts, Missing
+from llmdoctor.engine.findings import Severity
+from llmdoctor.engine.registry import CheckSpec
+from llmdoctor.engine.runner import run_checks
+from llmdoctor.engine.target import parse_target
+from llmdoctor.engine.textsource import TextSource
 from llmdoctor.errors import BadBundle, BadTarget
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Severity
-from llmdoctor.registry import CheckSpec
-from llmdoctor.runner import CollectContext, Collector, Missing, run_checks, run_collectors
-from llmdoctor.target import parse_target
-from llmdoctor.textsource import TextSource
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "bundles"
@@ -154,7 +155,7 @@ def test_truncated_archive_is_refused_as_corrupt(tmp_path):
 
 
 def test_oversized_member_is_refused(tmp_path, monkeypatch):
-    import llmdoctor.bundle as bundle_module
+    import llmdoctor.collectors.bundle as bundle_module
 
     monkeypatch.setattr(bundle_module, "MAX_MEMBER_BYTES", 1024)
     archive = make_tar(tmp_path / "big.tar.gz", [("b/logs/vllm.log", b"x" * 4096)])
@@ -363,8 +364,8 @@ def test_only_and_skip_select_checks():
 
 def test_site_checks_dir_adds_a_check(tmp_path):
     (tmp_path / "team_policy.py").write_text(
-        "from llmdoctor.registry import check\n"
-        "from llmdoctor.findings import warning\n"
+        "from llmdoctor.engine.registry import check\n"
+        "from llmdoctor.engine.findings import warning\n"
         "@check('team-no-latest', title='Team policy', scope='k8s', needs=('k8s/pod.json',))\n"
         "def team(facts):\n"
         "    return warning('team-no-latest', 'team policy says hello')\n"
@@ -476,9 +477,9 @@ def test_the_cause_leads_the_symptoms_it_explains():
 def test_a_bare_killed_line_in_a_log_is_a_warning_not_a_host_oom_verdict():
     # the shell prints `Killed` after any SIGKILL (a `kill -9` too): one-word signatures are
     # weak evidence in diagnose as in explain; the kernel's own OOM report stays critical
-    from llmdoctor.diagnosis import diagnose
-    from llmdoctor.facts import Facts
-    from llmdoctor.textsource import TextSource
+    from llmdoctor.engine.facts import Facts
+    from llmdoctor.engine.textsource import TextSource
+    from llmdoctor.usecases.diagnose import diagnose
 
     facts = Facts({"time/now": 0, "target": "pod/x"})
     facts.set("logs/app.log", TextSource.from_text("logs/app.log", "loading\nKilled\n"))

@@ -10,8 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from llmdoctor.cli import app
-from llmdoctor.explain import CONFIDENT, EXPLAINS, explain, explains_table, read_input, search_query
-from llmdoctor.textsource import TextSource
+from llmdoctor.engine.textsource import TextSource
+from llmdoctor.triage.explain import (
+    CONFIDENT,
+    explain,
+    read_input,
+    search_query,
+)
 from llmdoctor.wiki.library import load_library
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -84,24 +89,6 @@ def test_later_and_more_frequent_matches_rank_higher_when_unrelated(entries):
     assert ids == ["chat-template-missing", "tokenizer-problem"]
 
 
-def test_an_entrys_front_matter_can_add_to_the_explains_table(entries):
-    # A team entry saying `explains: [engine-dead]` joins the table; the built-in rows stay.
-    entry = entries["k8s-gpu-unschedulable"]
-    custom = {"k8s-gpu-unschedulable": type(entry)(**{**entry.__dict__})}
-    custom["k8s-gpu-unschedulable"].front_matter = {"explains": ["engine-dead"]}
-    table = explains_table(custom)
-    assert "engine-dead" in table["k8s-gpu-unschedulable"]
-    assert table["xid-fallen-off-bus"] >= set(EXPLAINS["xid-fallen-off-bus"])
-
-
-def test_every_id_in_the_explains_table_is_a_runbook_entry(entries):
-    # The table is data about real entries; a typo would silently do nothing.
-    for cause, effects in EXPLAINS.items():
-        assert cause in entries, cause
-        for effect in effects:
-            assert effect in entries, f"{cause} -> {effect}"
-
-
 def test_unseen_wording_falls_back_to_wiki_search_on_the_exception_line(entries):
     # No signature knows this lower-cased message; the search still lands on trust-remote-code.
     text = corpus_text("trust-remote-code/lowercased-internvl2-vllm9531.log")
@@ -113,7 +100,7 @@ def test_unseen_wording_falls_back_to_wiki_search_on_the_exception_line(entries)
 
 def test_search_query_prefers_the_exception_line_over_traceback_noise():
     # The traceback header and frames are salient but say nothing; the last line names the error.
-    from llmdoctor.explain import Evidence
+    from llmdoctor.triage.explain import Evidence
 
     lines = [
         Evidence(1, "Traceback (most recent call last):"),
@@ -143,7 +130,7 @@ def test_stdin_stream_gives_the_same_matches_as_the_file(entries, tmp_path):
 
 def test_a_long_stream_is_scanned_as_it_comes_with_the_same_answer(entries, tmp_path, monkeypatch):
     # past CLEAN_BYTES a stream is not held in memory: its first bytes are read, then the rest
-    import llmdoctor.explain as explain_module
+    import llmdoctor.triage.explain as explain_module
 
     text = corpus_text("nccl-failure/vllm-tp-allreduce-watchdog-timeout.log")
     expected = explain(io.BytesIO(text.encode()), entries, name="<stdin>")
@@ -520,7 +507,7 @@ def test_the_kernel_oom_report_is_still_a_critical_host_oom_kill(entries):
 def test_a_paste_with_no_error_line_gets_the_searchs_order_as_guesses_only(entries, name):
     # explain never ranks worse than `wiki search` of the same text, even when nothing in it
     # looks wrong; but then text alone never names an entry: guesses, exit 0
-    from llmdoctor.explain import NO_ERROR_GUESS
+    from llmdoctor.triage.explain import NO_ERROR_GUESS
     from llmdoctor.wiki.search import search
 
     text = fixture_text(FIXTURES / "healthy" / name)

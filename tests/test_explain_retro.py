@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from llmdoctor.cli import app
-from llmdoctor.wiki.from_log import draft_from_log, generalize, message_of
+from llmdoctor.usecases.from_log import draft_from_log, generalize, message_of
 from llmdoctor.wiki.library import load_library
 from llmdoctor.wiki.lint import healthy_corpus
 
@@ -98,7 +98,7 @@ def test_explain_abstains_then_names_the_new_entry_first(tmp_path):
 
 
 def test_examples_are_never_overwritten(tmp_path):
-    from llmdoctor.wiki.from_log import write_examples
+    from llmdoctor.usecases.from_log import write_examples
 
     draft = draft_from_log(str(UNDEFINED_SYMBOL), load_library().entries)
     first = write_examples(tmp_path, "x", draft)
@@ -196,7 +196,7 @@ def _wiki_add_from_log(tmp_path, source, *, fifo_wait=None, memory=2 * 1024**3, 
 
     peak_file = tmp_path / "peak"
     code = (
-        "import atexit, resource, sys, llmdoctor.log_input as li\n"
+        "import atexit, resource, sys, llmdoctor.triage.log_input as li\n"
         f"atexit.register(lambda: open({str(peak_file)!r}, 'w').write("
         "str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))\n"
     )
@@ -328,8 +328,8 @@ def test_lint_proves_hints_like_signatures_and_names_their_line(tmp_path):
 
 
 def test_a_hint_alone_is_a_guess_the_signature_is_the_verdict(tmp_path):
-    from llmdoctor.explain import CONFIDENT, explain
-    from llmdoctor.textsource import TextSource
+    from llmdoctor.engine.textsource import TextSource
+    from llmdoctor.triage.explain import CONFIDENT, explain
     from llmdoctor.wiki.library import load_library
 
     wiki = _hinted_entry(tmp_path, "exited with code 137", "ERROR redis cluster is down\n")

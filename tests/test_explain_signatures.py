@@ -16,10 +16,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from llmdoctor import signatures as sig
-from llmdoctor.signatures import LineMatch, SignatureSet, literal_weight
-from llmdoctor.textsource import TextSource
+from llmdoctor.engine.textsource import TextSource
+from llmdoctor.wiki import signatures as sig
 from llmdoctor.wiki.library import load_library
+from llmdoctor.wiki.signatures import LineMatch, SignatureSet, literal_weight
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXTRA_LINES = [

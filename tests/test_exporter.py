@@ -26,7 +26,7 @@ from vllm_server import (
     wait_until,
 )
 
-from llmdoctor.exporter import ExporterServer, ProbeExporter, ProbeSettings, parse_listen
+from llmdoctor.fleet.exporter import ExporterServer, ProbeExporter, ProbeSettings, parse_listen
 
 LLMDOCTOR = str(Path(sys.executable).parent / "llmdoctor")
 FAST = ProbeSettings(timeout=1.0, window=0.1, max_latency_ms=1000.0)

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from prom_tools import require_tool
 
-from llmdoctor.exporter import ProbeSettings
+from llmdoctor.fleet.exporter import ProbeSettings
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Finding
 from llmdoctor.errors import BadBundle, BadInput
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Finding
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -133,9 +133,9 @@ def test_metrics_parser_and_window_take_anything(first, second):
 @FUZZ
 @given(first=documents(METRICS), second=documents(METRICS))
 def test_metrics_never_break_a_vllm_check(first, second):
-    from llmdoctor.derive import derive_all
-    from llmdoctor.registry import checks_for_scopes
-    from llmdoctor.runner import run_checks
+    from llmdoctor.engine.derive import derive_all
+    from llmdoctor.engine.registry import checks_for_scopes
+    from llmdoctor.engine.runner import run_checks
 
     facts = Facts()
     facts.set("vllm/metrics-0.txt", first)
@@ -155,8 +155,8 @@ KERNEL = seeds("tests/fixtures/kernel/*.log", "examples/bundles/*/node/kernel.lo
 @FUZZ
 @given(text=documents(KERNEL), junk=st.binary(max_size=300))
 def test_kernel_log_scanner_takes_anything(text, junk):
+    from llmdoctor.engine.textsource import TextSource
     from llmdoctor.parsers.xid import parse_xid_line, scan_xid
-    from llmdoctor.textsource import TextSource
 
     data = text.encode("utf-8", errors="surrogatepass") + junk
     scan = scan_xid(TextSource.from_text("kernel.log", data.decode("utf-8", errors="replace")))
@@ -238,7 +238,7 @@ def pods(draw):
 
 
 def k8s_checks():
-    from llmdoctor.registry import checks_for_scopes
+    from llmdoctor.engine.registry import checks_for_scopes
 
     return checks_for_scopes(("k8s",))
 
@@ -246,8 +246,8 @@ def k8s_checks():
 @FUZZ
 @given(pod=st.one_of(pods(), json_values))
 def test_pod_json_never_breaks_a_kubernetes_check(pod):
-    from llmdoctor.derive import derive_all
-    from llmdoctor.runner import run_checks
+    from llmdoctor.engine.derive import derive_all
+    from llmdoctor.engine.runner import run_checks
 
     facts = Facts()
     facts.set("k8s/pod.json", pod)
@@ -338,7 +338,7 @@ def archives(draw) -> bytes:
 @FUZZ
 @given(data=st.one_of(archives(), st.binary(max_size=500)))
 def test_a_bundle_archive_opens_or_is_refused_in_one_line(tmp_path_factory, data):
-    from llmdoctor.bundle import Bundle
+    from llmdoctor.collectors.bundle import Bundle
 
     path = tmp_path_factory.mktemp("fuzz") / "bundle.tar.gz"
     path.write_bytes(data)
@@ -366,7 +366,7 @@ LOGS = seeds("tests/fixtures/logs/*.log", "tests/fixtures/kernel/*.log")
 def test_log_stream_reads_anything_with_every_line_capped(text, junk, encoding, max_line):
     import gzip
 
-    from llmdoctor.log_input import LogStream
+    from llmdoctor.triage.log_input import LogStream
 
     data = text.encode("utf-8", errors="replace") + junk
     if encoding == "gzip":

@@ -366,7 +366,7 @@ def test_no_fixture_of_any_scope_writes_into_the_users_cache(module_scoped_cache
 
 HANGING_CHECK = """
 import time
-from llmdoctor.registry import check
+from llmdoctor.engine.registry import check
 
 
 @check("{id}", title="a check that never returns", scope="logs")
@@ -379,7 +379,7 @@ def hangs(facts):
 def _forget_site_checks():
     # checks loaded with --checks-dir stay registered in this process; later tests must not
     # run (and wait for) the hanging ones
-    from llmdoctor import registry
+    from llmdoctor.engine import registry
 
     yield
     for check_id, spec in list(registry._CHECKS.items()):
@@ -442,7 +442,7 @@ def test_a_site_check_reusing_a_builtin_id_is_refused_not_dropped(capsys, tmp_pa
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "xid.py").write_text(
-        "from llmdoctor.registry import check\n\n\n"
+        "from llmdoctor.engine.registry import check\n\n\n"
         '@check("xid", title="site xid", scope="node")\n'
         "def xid(facts):\n    return None\n"
     )
@@ -486,8 +486,8 @@ def test_credentials_in_a_probe_url_are_never_printed(capsys):
 
 
 def test_credentials_in_a_url_are_redacted_in_a_written_bundle(tmp_path):
-    from llmdoctor.bundle import write_bundle
-    from llmdoctor.facts import Facts
+    from llmdoctor.collectors.bundle import write_bundle
+    from llmdoctor.engine.facts import Facts
 
     facts = Facts()
     facts.set("vllm/health.json", {"url": "http://admin:hunter2@vllm:8000/health", "status": 200})
@@ -502,7 +502,7 @@ def test_credentials_in_a_url_are_redacted_in_a_written_bundle(tmp_path):
 
 
 def small_facts():
-    from llmdoctor.facts import Facts
+    from llmdoctor.engine.facts import Facts
 
     facts = Facts()
     facts.set("logs/vllm.log", "INFO started\n")
@@ -511,7 +511,7 @@ def small_facts():
 
 
 def test_force_never_deletes_a_folder_of_other_files(tmp_path):
-    from llmdoctor.bundle import write_bundle
+    from llmdoctor.collectors.bundle import write_bundle
     from llmdoctor.errors import BadBundle
 
     incidents = tmp_path / "incidents"
@@ -525,7 +525,7 @@ def test_force_never_deletes_a_folder_of_other_files(tmp_path):
 
 
 def test_force_keeps_notes_added_to_an_earlier_bundle_folder(tmp_path):
-    from llmdoctor.bundle import write_bundle
+    from llmdoctor.collectors.bundle import write_bundle
     from llmdoctor.errors import BadBundle
 
     dest = write_bundle(small_facts(), tmp_path / "incident", target="pod/x")
@@ -536,7 +536,7 @@ def test_force_keeps_notes_added_to_an_earlier_bundle_folder(tmp_path):
 
 
 def test_force_replaces_an_earlier_bundle_folder_or_archive(tmp_path):
-    from llmdoctor.bundle import Bundle, write_bundle
+    from llmdoctor.collectors.bundle import Bundle, write_bundle
 
     for name in ("incident", "incident.tar.gz"):
         dest = write_bundle(small_facts(), tmp_path / name, target="pod/old")
@@ -547,7 +547,7 @@ def test_force_replaces_an_earlier_bundle_folder_or_archive(tmp_path):
 
 
 def test_force_never_overwrites_a_file_that_is_not_a_bundle(tmp_path):
-    from llmdoctor.bundle import write_bundle
+    from llmdoctor.collectors.bundle import write_bundle
     from llmdoctor.errors import BadBundle
 
     dest = tmp_path / "incident.tar.gz"
@@ -594,7 +594,7 @@ MANIFEST = json.dumps({"format": "llmdoctor-bundle/1", "target": "pod/x"}).encod
 def test_an_archive_over_the_size_cap_is_refused_before_anything_is_written(tmp_path, monkeypatch):
     import tempfile
 
-    from llmdoctor import bundle as bundle_module
+    from llmdoctor.collectors import bundle as bundle_module
     from llmdoctor.errors import BadBundle
 
     # the cap scaled down: a small archive whose members add up to more than it; the big
@@ -711,9 +711,9 @@ def test_explain_shows_escape_sequences_escaped(capsys, tmp_path):
 
 
 def test_markdown_evidence_cannot_close_its_code_fence(tmp_path):
-    from llmdoctor.findings import Finding, Severity
-    from llmdoctor.report import render_markdown
-    from llmdoctor.runner import Report
+    from llmdoctor.engine.findings import Finding, Severity
+    from llmdoctor.engine.report import Report
+    from llmdoctor.render.report import render_markdown
 
     finding = Finding("x", Severity.WARNING, "s", [{"text": "```\n# injected heading"}])
     text = render_markdown(Report("t", [finding], [], []))
@@ -721,7 +721,7 @@ def test_markdown_evidence_cannot_close_its_code_fence(tmp_path):
 
 
 def test_the_fix_excerpt_includes_the_code_block_with_the_command():
-    from llmdoctor.report import fix_excerpt
+    from llmdoctor.render.report import fix_excerpt
 
     fix = "1. Reset the GPU:\n\n   ```bash\n   nvidia-smi -r -i 0\n   ```\n2. Then restart.\n"
     assert fix_excerpt(fix) == ["1. Reset the GPU:", "    nvidia-smi -r -i 0", "2. Then restart."]
@@ -827,7 +827,7 @@ def test_dev_zero_is_refused_at_once(capsys):
 
 
 def test_endless_nul_bytes_on_stdin_stop_with_a_reason(capsys, monkeypatch):
-    from llmdoctor import log_input
+    from llmdoctor.triage import log_input
 
     monkeypatch.setattr(log_input, "MAX_NUL_PREFIX", 1 << 20)
     code, _, err = explain_cli(capsys, "-", stdin=b"\0" * (3 << 20), monkeypatch=monkeypatch)
@@ -837,7 +837,7 @@ def test_endless_nul_bytes_on_stdin_stop_with_a_reason(capsys, monkeypatch):
 def test_a_fifo_without_a_writer_is_refused_after_a_wait(capsys, tmp_path, monkeypatch):
     import time
 
-    from llmdoctor import log_input
+    from llmdoctor.triage import log_input
 
     monkeypatch.setattr(log_input, "FIFO_WRITER_WAIT", 0.3)
     fifo = tmp_path / "fifo"
@@ -849,7 +849,7 @@ def test_a_fifo_without_a_writer_is_refused_after_a_wait(capsys, tmp_path, monke
 
 
 def test_a_gzip_bomb_is_refused_by_its_ratio(capsys, tmp_path, monkeypatch):
-    from llmdoctor import log_input
+    from llmdoctor.triage import log_input
 
     monkeypatch.setattr(log_input, "GZIP_RATIO_FROM", 1 << 20)
     bomb = tmp_path / "vllm.log.1.gz"
@@ -859,7 +859,7 @@ def test_a_gzip_bomb_is_refused_by_its_ratio(capsys, tmp_path, monkeypatch):
 
 
 def test_a_stream_of_unknown_size_is_read_up_to_the_cap_and_says_so(capsys, monkeypatch):
-    from llmdoctor import log_input
+    from llmdoctor.triage import log_input
 
     monkeypatch.setattr(log_input, "MAX_STREAM_BYTES", 1 << 20)
     data = (OOM_LINE + "\n").encode() + b"INFO fine\n" * 300_000
@@ -888,7 +888,7 @@ def test_a_huge_line_is_cut_and_said_so_in_linear_time(capsys, tmp_path):
 def test_line_capping_keeps_every_short_line_exact():
     import io
 
-    from llmdoctor.log_input import LogStream
+    from llmdoctor.triage.log_input import LogStream
 
     text = b"".join(b"x" * n + b"\n" for n in (0, 5, 30, 31, 64, 65, 200, 3)) + b"tail"
     stream = LogStream(io.BufferedReader(io.BytesIO(text)), "t", max_line=64)
@@ -1051,7 +1051,7 @@ def test_wiki_show_search_and_list_escape_a_team_entrys_control_characters(capsy
 
 
 def test_a_bundle_into_an_unwritable_folder_is_a_one_line_refusal(tmp_path):
-    from llmdoctor.bundle import write_bundle
+    from llmdoctor.collectors.bundle import write_bundle
     from llmdoctor.errors import BadBundle
 
     blocker = tmp_path / "a-file"
@@ -1065,8 +1065,8 @@ def test_a_parser_stuck_on_a_document_times_out_like_a_check():
     import threading
     import time
 
-    from llmdoctor import derive
-    from llmdoctor.facts import Facts
+    from llmdoctor.engine import derive
+    from llmdoctor.engine.facts import Facts
 
     release = threading.Event()
     stuck = derive.Derivation("fuzz/stuck", ("logs/vllm.log",), lambda facts: release.wait(60))
@@ -1129,7 +1129,7 @@ def test_a_model_config_that_is_a_device_or_deeply_nested_is_one_line(capsys, tm
 
 
 def test_a_copytruncated_log_file_with_a_long_nul_run_is_still_read(capsys, tmp_path, monkeypatch):
-    from llmdoctor import log_input
+    from llmdoctor.triage import log_input
 
     monkeypatch.setattr(log_input, "MAX_NUL_PREFIX", 1 << 20)
     log = tmp_path / "vllm.log"

@@ -7,12 +7,12 @@ import copy
 import pytest
 from k8s_server import load, read_text
 
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Severity
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Severity
+from llmdoctor.engine.registry import all_checks
+from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.k8s_pod import go_duration, probe_budget, quantity
 from llmdoctor.parsers.serving_args import serving_args
-from llmdoctor.registry import all_checks
-from llmdoctor.textsource import TextSource
 
 NOW = 1756949400.0  # 2025-09-04T01:30:00Z, the collection time of the vllm-7b fixtures
 

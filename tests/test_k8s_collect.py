@@ -16,13 +16,13 @@ from k8s_server import (
     scenario_saturated,
 )
 
-from llmdoctor.bundle import Bundle, write_bundle
 from llmdoctor.cli import run as cli_run
+from llmdoctor.collectors.bundle import Bundle, write_bundle
 from llmdoctor.commands.collect import bundle_paths
-from llmdoctor.diagnosis import diagnose, gather
-from llmdoctor.report import to_json
-from llmdoctor.runner import CollectContext
-from llmdoctor.target import parse_target
+from llmdoctor.engine.collect import CollectContext
+from llmdoctor.engine.target import parse_target
+from llmdoctor.render.report import to_json
+from llmdoctor.usecases.diagnose import diagnose, gather
 
 
 @pytest.fixture

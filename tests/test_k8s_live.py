@@ -225,8 +225,8 @@ def test_label_selector(cluster, capsys):
 def test_exec_runs_nvidia_smi_and_the_env_probe_in_the_serving_container(cluster):
     # pods/exec over a websocket (v4.channel.k8s.io) into container "vllm"
     from llmdoctor.collectors.kubernetes import collect
-    from llmdoctor.runner import CollectContext
-    from llmdoctor.target import parse_target
+    from llmdoctor.engine.collect import CollectContext
+    from llmdoctor.engine.target import parse_target
 
     running = cluster(scenario_healthy())
     target = parse_target("pod/vllm-7b-7d9f8c6b5-x2kqp")
@@ -243,8 +243,8 @@ def test_exec_runs_nvidia_smi_and_the_env_probe_in_the_serving_container(cluster
 
 def test_exec_forbidden_names_the_optional_role(cluster):
     from llmdoctor.collectors.kubernetes import collect
-    from llmdoctor.runner import CollectContext
-    from llmdoctor.target import parse_target
+    from llmdoctor.engine.collect import CollectContext
+    from llmdoctor.engine.target import parse_target
 
     scenario = scenario_healthy()
     scenario.cluster.forbidden.add(("create", "pods/exec"))
@@ -260,8 +260,8 @@ def test_exec_forbidden_names_the_optional_role(cluster):
 def test_missing_nvidia_smi_in_the_image_is_a_clean_fact(cluster):
     # the runtime's real "executable file not found in $PATH" answer
     from llmdoctor.collectors.kubernetes import collect
-    from llmdoctor.runner import CollectContext
-    from llmdoctor.target import parse_target
+    from llmdoctor.engine.collect import CollectContext
+    from llmdoctor.engine.target import parse_target
 
     cluster(scenario_healthy(nvidia_smi=False))
     target = parse_target("pod/vllm-7b-7d9f8c6b5-x2kqp")
@@ -294,8 +294,8 @@ def test_proxy_forbidden_is_a_fact_not_an_unhealthy_server(cluster, capsys):
 def test_proxy_post_forbidden_only_skips_the_generation_probe(cluster):
     # get on pods/proxy granted, create (POST) not: metrics are read, the probe is not sent
     from llmdoctor.collectors.kubernetes import collect
-    from llmdoctor.runner import CollectContext
-    from llmdoctor.target import parse_target
+    from llmdoctor.engine.collect import CollectContext
+    from llmdoctor.engine.target import parse_target
 
     scenario = scenario_healthy(nvidia_smi=False)
     scenario.cluster.forbidden.add(("create", "pods/proxy"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from k8s_server import load
 
-from llmdoctor.facts import Facts
+from llmdoctor.engine.facts import Facts
 from llmdoctor.parsers.serving_args import (
     parse_human_int,
     parse_serving_args,
@@ -302,3 +302,22 @@ def test_old_store_boolean_flags_may_carry_true_or_false():
         pod_with(command=["vllm", "serve", "--enable-chunked-prefill", "false", "Qwen/Qwen2-7B"])
     )
     assert args["model"] == "Qwen/Qwen2-7B"
+
+
+def test_hybrid_kv_cache_manager_switch_and_the_chunked_attention_env_are_read():
+    # vLLM 0.33 flag and env var (vllm/envs.py, bool(int(value))): both change what the KV cache
+    # keeps for Llama 4's chunked layers
+    args = parse_serving_args(
+        pod_with(
+            command=["vllm", "serve", "meta-llama/Llama-4-Scout-17B-16E-Instruct"],
+            args=["--disable-hybrid-kv-cache-manager", "-tp", "4"],
+            env=[{"name": "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", "value": "0"}],
+        )
+    )
+    assert args["disable_hybrid_kv_cache_manager"] is True
+    assert args["allow_chunked_local_attn_hybrid"] is False
+    assert args["model"] == "meta-llama/Llama-4-Scout-17B-16E-Instruct"
+    # unset: unknown (vLLM's default applies), not False
+    plain = parse_serving_args(pod_with(command=["vllm", "serve", "m"]))
+    assert plain["disable_hybrid_kv_cache_manager"] is None
+    assert plain["allow_chunked_local_attn_hybrid"] is None

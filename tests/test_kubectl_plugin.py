@@ -204,7 +204,7 @@ def test_completion_gives_up_quickly_on_an_api_server_that_never_answers(tmp_pat
 
 
 def test_the_completion_budget_can_be_raised_but_not_past_30_s(tmp_path, monkeypatch):
-    from llmdoctor.completion import CLUSTER_BUDGET, cluster_budget
+    from llmdoctor.commands.shell_completion import CLUSTER_BUDGET, cluster_budget
 
     for value, budget in (
         ("5", 5.0),

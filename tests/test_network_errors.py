@@ -15,7 +15,7 @@ import requests
 import urllib3.exceptions as u3
 from vllm_server import FakeVllmServer, SilentServer, free_port
 
-from llmdoctor.collectors.vllm_http import classify_network_error
+from llmdoctor.collectors.network_errors import classify_network_error
 
 
 def raised(url: str, timeout: float = 1.0) -> BaseException:

@@ -10,10 +10,10 @@ from llmdoctor.checks.gpu_arch import kernel_support
 from llmdoctor.checks.gpu_memory import process_role
 from llmdoctor.checks.torch_vllm_versions import satisfies
 
-from llmdoctor.diagnosis import diagnose
-from llmdoctor.facts import Facts
-from llmdoctor.registry import all_checks
-from llmdoctor.textsource import TextSource
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.registry import all_checks
+from llmdoctor.engine.textsource import TextSource
+from llmdoctor.usecases.diagnose import diagnose
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NODE_CHECKS = {
@@ -608,7 +608,7 @@ def test_ecc_and_reset_states_from_the_gpu_list():
     # uncorrectable errors since driver load, a failed remap and a reset request are all
     # "drain" situations; the values are set on a real L4 capture's shape
     facts = facts_with(smi="l4x2-555.42.06.xml")
-    from llmdoctor.derive import derive_all
+    from llmdoctor.engine.derive import derive_all
 
     derive_all(facts)
     gpu = facts.get("node/gpus")["gpus"][0]

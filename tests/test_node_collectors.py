@@ -18,8 +18,9 @@ from llmdoctor.collectors import kernel_log
 from llmdoctor.collectors.kernel_log import collect_kernel_log, keep_since, line_time
 from llmdoctor.collectors.nvidia_smi import collect_nvidia_smi
 from llmdoctor.collectors.serving_env import PROBE, collect_serving_env, parse_probe_output
-from llmdoctor.runner import CollectContext, Missing
-from llmdoctor.textsource import TextSource
+from llmdoctor.engine.collect import CollectContext
+from llmdoctor.engine.facts import Missing
+from llmdoctor.engine.textsource import TextSource
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SLEEP, CAT = shutil.which("sleep"), shutil.which("cat")

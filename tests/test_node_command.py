@@ -175,8 +175,8 @@ def test_diagnose_runs_the_node_checks_on_a_bundle_too():
 
 def test_a_bundle_written_from_node_facts_replays_the_same_findings(tmp_path):
     # collect -> bundle -> replay: node/gpus.json and the XML round-trip, derived facts are rebuilt
-    from llmdoctor.bundle import Bundle, write_bundle
-    from llmdoctor.diagnosis import diagnose
+    from llmdoctor.collectors.bundle import Bundle, write_bundle
+    from llmdoctor.usecases.diagnose import diagnose
 
     src = Bundle(EXAMPLES / "xid79-gpu-fallen-off-bus")
     facts = src.to_facts()

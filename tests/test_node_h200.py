@@ -15,8 +15,8 @@ import pynvml
 from test_node_checks import facts_with, findings
 from test_node_nvml import install_gpus, nvml_facts, run
 
-from llmdoctor.diagnosis import diagnose
 from llmdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
+from llmdoctor.usecases.diagnose import diagnose
 
 FIXTURES = Path(__file__).parent / "fixtures"
 XML = "h200-580.159.04.xml"

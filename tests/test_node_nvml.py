@@ -13,9 +13,9 @@ import pynvml
 import pytest
 
 from llmdoctor.collectors.nvml import collect_nvml
-from llmdoctor.diagnosis import diagnose
-from llmdoctor.facts import Facts
-from llmdoctor.runner import CollectContext, Missing
+from llmdoctor.engine.collect import CollectContext
+from llmdoctor.engine.facts import Facts, Missing
+from llmdoctor.usecases.diagnose import diagnose
 
 NVML = Path(__file__).parent / "fixtures" / "nvml"
 MIB = 1024 * 1024
@@ -206,7 +206,7 @@ def test_pcie_gen1_on_an_idle_p8_gpu_is_not_a_warning(monkeypatch):
 
 def test_pending_row_remap_is_a_warning_and_the_xid63_maps_to_that_gpu(monkeypatch):
     # stas00's A100: Xid 63 on PCI:0000:10:1c, NVML says a remap is pending -> reset soon
-    from llmdoctor.textsource import TextSource
+    from llmdoctor.engine.textsource import TextSource
 
     install_gpus(monkeypatch, "a100-row-remap-pending-510.73.08.json")
     facts = nvml_facts()

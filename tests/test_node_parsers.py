@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers import xid as xid_parser
 from llmdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from llmdoctor.parsers.pci import pci_display, pci_key
 from llmdoctor.parsers.torch_oom import parse_torch_oom
 from llmdoctor.parsers.xid import parse_xid_line, scan_xid
-from llmdoctor.textsource import TextSource
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SMI = FIXTURES / "nvidia-smi"

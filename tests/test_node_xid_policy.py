@@ -18,8 +18,8 @@ import pytest
 from test_node_checks import facts_with, findings
 
 from llmdoctor.errors import BadInput
-from llmdoctor.gpu_tables import load_table
-from llmdoctor.xid_policy import decide, load_policy, most_in_window, policy_from_option
+from llmdoctor.gpus.tables import load_table
+from llmdoctor.gpus.xid_policy import decide, load_policy, most_in_window, policy_from_option
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NVIDIA_CATALOG = FIXTURES / "xid" / "nvidia-xid-catalog-2025-10-29.tsv"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from llmdoctor.diagnosis import diagnose
-from llmdoctor.facts import Facts
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.torch_oom import parse_torch_oom
-from llmdoctor.textsource import TextSource
+from llmdoctor.usecases.diagnose import diagnose
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NO_NUMBERS = FIXTURES / "oom" / "cuda-runtime-oom-without-numbers-wanvideowrapper565.log"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from llmdoctor.cli import run
-from llmdoctor.diagnosis import diagnose
-from llmdoctor.facts import Facts
+from llmdoctor.engine.facts import Facts
 from llmdoctor.parsers.k8s_pod import parse_time
+from llmdoctor.usecases.diagnose import diagnose
 
 K8S = Path(__file__).parent / "fixtures" / "k8s"
 NOT_READY_SINCE = "2025-09-04T01:01:50Z"  # the probe-killed pod's Ready=False transition

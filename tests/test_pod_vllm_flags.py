@@ -19,7 +19,7 @@ from k8s_server import load
 from test_k8s_checks import facts_for, one, run
 
 from llmdoctor.collectors.k8s_pod_parts import serving_env_script, vllm_args_command
-from llmdoctor.findings import Severity
+from llmdoctor.engine.findings import Severity
 from llmdoctor.parsers.serving_args import parse_serving_args
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,9 +22,9 @@ from vllm_server import (
     v0_metrics,
 )
 
-from llmdoctor.bundle import Bundle, write_bundle
 from llmdoctor.cli import run
-from llmdoctor.diagnosis import diagnose
+from llmdoctor.collectors.bundle import Bundle, write_bundle
+from llmdoctor.usecases.diagnose import diagnose
 
 ROOT = Path(__file__).resolve().parents[1]
 LLMDOCTOR = str(Path(sys.executable).parent / "llmdoctor")

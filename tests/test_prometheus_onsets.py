@@ -13,12 +13,12 @@ import prometheus_scenarios as ps
 import pytest
 
 from llmdoctor.collectors.prometheus import default_selector, normalize_selector, plan
-from llmdoctor.derive import derive_all
+from llmdoctor.engine.derive import derive_all
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.registry import all_checks
 from llmdoctor.errors import BadInput
-from llmdoctor.facts import FactMissing, Facts
 from llmdoctor.parsers.prometheus_timeline import first_run, timeline_from_series
-from llmdoctor.registry import all_checks
-from llmdoctor.timeline_view import sparkline
+from llmdoctor.timeline.view import sparkline
 
 START = 1_800_000_000.0
 END = START + 3600
@@ -291,10 +291,10 @@ def test_matplotlib_is_imported_only_for_charts(tmp_path):
 
 
 def test_a_chart_is_never_overwritten(tmp_path):
-    from llmdoctor.diagnosis import diagnose, gather
-    from llmdoctor.runner import CollectContext
-    from llmdoctor.target import parse_target
-    from llmdoctor.timeline_charts import write_charts
+    from llmdoctor.engine.collect import CollectContext
+    from llmdoctor.engine.target import parse_target
+    from llmdoctor.timeline.charts import write_charts
+    from llmdoctor.usecases.diagnose import diagnose, gather
 
     bundle = Path(__file__).resolve().parent.parent / "examples/bundles/saturated-queue-history"
     target = parse_target(None, str(bundle))

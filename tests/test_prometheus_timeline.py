@@ -281,9 +281,9 @@ def test_a_deployment_shows_the_timeline_of_every_pod_with_history():
 
     from rich.console import Console
 
-    from llmdoctor.bundle import Bundle
-    from llmdoctor.diagnosis import diagnose
-    from llmdoctor.report import render_markdown, render_terminal, to_json
+    from llmdoctor.collectors.bundle import Bundle
+    from llmdoctor.render.report import render_markdown, render_terminal, to_json
+    from llmdoctor.usecases.diagnose import diagnose
 
     example = Path(__file__).resolve().parent.parent / "examples/bundles/saturated-queue-history"
     facts_list = []

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from llmdoctor.explain import explain
-from llmdoctor.textsource import TextSource
+from llmdoctor.engine.textsource import TextSource
+from llmdoctor.triage.explain import explain
 from llmdoctor.wiki.library import load_library
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from llmdoctor.cli import run as cli_run
-from llmdoctor.gpu_tables import toolkit_driver
+from llmdoctor.gpus.tables import toolkit_driver
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "bundles"
 

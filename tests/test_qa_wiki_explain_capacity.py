@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from llmdoctor.bundle import Bundle
 from llmdoctor.cli import run
-from llmdoctor.diagnosis import diagnose
+from llmdoctor.collectors.bundle import Bundle
+from llmdoctor.usecases.diagnose import diagnose
 
 ROOT = Path(__file__).resolve().parent.parent
 OOM_LOG = ROOT / "tests" / "fixtures" / "logs" / "vllm-v1-tp-worker-oom-issue17835.log"

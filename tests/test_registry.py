@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llmdoctor.registry import SCOPES, all_checks
+from llmdoctor.engine.registry import SCOPES, all_checks
 from llmdoctor.wiki.library import builtin_dir, load_library
 
 

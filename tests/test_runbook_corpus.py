@@ -162,7 +162,7 @@ def test_signatures_are_accepted_by_grep_extended_regex(entry):
 
 @_by_id(ENTRIES)
 def test_signatures_compile_in_re2_the_engine_that_matches_them(entry):
-    from llmdoctor.signatures import compile_problem
+    from llmdoctor.wiki.signatures import compile_problem
 
     problems = [f"{sig!r}: {why}" for sig in _patterns(entry) if (why := compile_problem(sig))]
     assert not problems
@@ -195,7 +195,7 @@ def test_healthy_corpus_is_present_and_cites_sources():
 @pytest.mark.parametrize("healthy_file", HEALTHY_FILES, ids=[p.name for p in HEALTHY_FILES])
 def test_no_signature_fires_on_healthy_logs(healthy_file):
     # Normal start-up, serving and driver-load lines must never be reported as a problem.
-    from llmdoctor.signatures import SignatureSet
+    from llmdoctor.wiki.signatures import SignatureSet
 
     signatures = SignatureSet(ENTRIES)
     false_hits = [

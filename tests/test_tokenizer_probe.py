@@ -10,9 +10,9 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from vllm_server import FakeVllmServer, Reply, Scenario, by_check, probe_report
 
 from llmdoctor.collectors.tokenizer_probe import probe_tokenizer, sample_text
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Severity
-from llmdoctor.registry import all_checks
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Severity
+from llmdoctor.engine.registry import all_checks
 
 CHAT_TEMPLATE = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}</s>{% endfor %}"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from llmdoctor.checks.torch_vllm_versions import satisfies
 
-from llmdoctor.diagnosis import diagnose
-from llmdoctor.facts import Facts
+from llmdoctor.engine.facts import Facts
+from llmdoctor.usecases.diagnose import diagnose
 
 # vllm-project/vllm#31700: torch 2.9.0+cu128 with vLLM 0.11.2 (pin ==2.9.0)
 H100 = (

@@ -15,11 +15,11 @@ from vllm_server import (
     v1_text,
 )
 
-from llmdoctor.derive import derive_all
-from llmdoctor.facts import Facts
-from llmdoctor.findings import Severity
-from llmdoctor.registry import all_checks
-from llmdoctor.runner import run_checks
+from llmdoctor.engine.derive import derive_all
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.findings import Severity
+from llmdoctor.engine.registry import all_checks
+from llmdoctor.engine.runner import run_checks
 
 VLLM_CHECKS = [c for c in all_checks() if c.scope == "vllm"]
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "bundles"

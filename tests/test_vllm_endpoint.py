@@ -33,8 +33,8 @@ from vllm_server import (
 
 from llmdoctor.collectors import vllm_endpoint
 from llmdoctor.collectors.vllm_endpoint import collect_endpoint
-from llmdoctor.findings import Severity
-from llmdoctor.runner import Missing
+from llmdoctor.engine.facts import Missing
+from llmdoctor.engine.findings import Severity
 
 HTML_LOGIN = "<!DOCTYPE html><html><head><title>Sign in</title></head><body>SSO</body></html>"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from llmdoctor.explain import explain
-from llmdoctor.textsource import TextSource
+from llmdoctor.engine.textsource import TextSource
+from llmdoctor.triage.explain import explain
 from llmdoctor.wiki.library import load_library
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -15,8 +15,8 @@ from vllm_server import (
     v1_text,
 )
 
-from llmdoctor.derive import derive_all
-from llmdoctor.facts import Facts
+from llmdoctor.engine.derive import derive_all
+from llmdoctor.engine.facts import Facts
 from llmdoctor.parsers.vllm_metrics import (
     histogram_quantile,
     parse_scrape,

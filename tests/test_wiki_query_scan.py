@@ -15,10 +15,10 @@ from pathlib import Path
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from llmdoctor.signature_text import literal_words
 from llmdoctor.wiki import query
 from llmdoctor.wiki.entry import parse_entry_file
 from llmdoctor.wiki.search import CLOSE, OPEN, first_needle, mark_needles
+from llmdoctor.wiki.signature_text import literal_words
 
 REPO = Path(__file__).resolve().parents[1]
 

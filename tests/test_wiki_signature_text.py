@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from llmdoctor.re2_patterns import line_pattern
-from llmdoctor.signature_text import plain_text, required_texts
 from llmdoctor.wiki.entry import parse_entry_file
+from llmdoctor.wiki.re2_patterns import line_pattern
+from llmdoctor.wiki.signature_text import plain_text, required_texts
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -791,9 +791,9 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 2.0) -> bool:
 
 def probe_report(url: str, *, timeout: float = 2.0, window: float = 0.2, settings=None, **options):
     """Run what `llmdoctor probe URL` runs (live collection, vllm scope) and return the Report."""
-    from llmdoctor.diagnosis import diagnose, gather
-    from llmdoctor.runner import CollectContext
-    from llmdoctor.target import parse_target
+    from llmdoctor.engine.collect import CollectContext
+    from llmdoctor.engine.target import parse_target
+    from llmdoctor.usecases.diagnose import diagnose, gather
 
     target = parse_target(url)
     ctx = CollectContext(target=target, timeout=timeout, options={"window": window, **options})

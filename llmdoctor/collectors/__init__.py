@@ -1,1 +1,1 @@
-"""Collectors: the only code that touches the outside world. See llmdoctor.runner.Collector."""
+"""Collectors: the only code that touches the outside world. See llmdoctor.engine.collect.Collector."""

@@ -178,7 +178,7 @@ def describe_failure(
         if status == 404:
             return KubeError(f"not found: {message or resource}", 404)
         return KubeError(f"{verb} {resource} failed: HTTP {status}: {message}", status)
-    from llmdoctor.collectors.vllm_http import classify_network_error
+    from llmdoctor.collectors.network_errors import classify_network_error
 
     kind, text = classify_network_error(exc, 0.0)
     if kind == "timeout":

@@ -12,9 +12,9 @@ from typing import Any
 
 from llmdoctor.collectors.k8s_client import KubeConnection, KubeError, read_text
 from llmdoctor.collectors.k8s_exec import exec_in_container
+from llmdoctor.engine.facts import Missing
+from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.serving_args import parse_serving_args
-from llmdoctor.runner import Missing
-from llmdoctor.textsource import TextSource
 
 DEFAULT_WINDOW = 5.0
 PORT_NAMES = ("http", "vllm", "api", "openai", "serve", "server")

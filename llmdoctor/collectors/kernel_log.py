@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from llmdoctor.collectors.command import run_command
-from llmdoctor.runner import CollectContext, Missing
-from llmdoctor.textsource import MAX_LINE_CHARS, TextSource
+from llmdoctor.engine.collect import CollectContext
+from llmdoctor.engine.facts import Missing
+from llmdoctor.engine.textsource import MAX_LINE_CHARS, TextSource
 
 DEFAULT_SINCE_SECONDS = 24 * 3600
 TEXT_LOGS = ("/var/log/kern.log", "/var/log/messages")

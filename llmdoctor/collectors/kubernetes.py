@@ -22,9 +22,9 @@ from llmdoctor.collectors.k8s_pod_parts import (
     collect_logs,
     window_seconds,
 )
+from llmdoctor.engine.collect import CollectContext, Collector, run_collectors
+from llmdoctor.engine.facts import Facts, Missing
 from llmdoctor.errors import BadTarget, LlmdoctorError
-from llmdoctor.facts import Facts
-from llmdoctor.runner import CollectContext, Collector, Missing, run_collectors
 
 GPU = "nvidia.com/gpu"
 KERNEL_LOG_REASON = (

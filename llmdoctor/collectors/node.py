@@ -6,8 +6,8 @@ never hides the others; each failure is recorded as the reason its facts are mis
 
 from __future__ import annotations
 
-from llmdoctor.facts import Facts
-from llmdoctor.runner import CollectContext, Collector, run_collectors
+from llmdoctor.engine.collect import CollectContext, Collector, run_collectors
+from llmdoctor.engine.facts import Facts
 
 
 def node_collectors() -> list[Collector]:

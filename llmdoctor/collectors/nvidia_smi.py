@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from llmdoctor.collectors.command import run_command
-from llmdoctor.runner import CollectContext, Missing
+from llmdoctor.engine.collect import CollectContext
+from llmdoctor.engine.facts import Missing
 
 MAX_XML_BYTES = 64 * 1024 * 1024
 

@@ -11,9 +11,10 @@ import contextlib
 import ctypes
 from typing import Any
 
-from llmdoctor.gpu_tables import cuda_text, recovery_action
+from llmdoctor.engine.collect import CollectContext
+from llmdoctor.engine.facts import Missing
+from llmdoctor.gpus.tables import cuda_text, recovery_action
 from llmdoctor.parsers.pci import pci_display
-from llmdoctor.runner import CollectContext, Missing
 
 MIB = 1024 * 1024
 

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from llmdoctor.runner import Missing
+from llmdoctor.engine.facts import Missing
 
 QUERY_KEY = "prometheus/query.json"
 SERIES_KEY = "prometheus/series.json"
@@ -173,7 +173,7 @@ def _get(session, url: str, params: dict[str, Any], timeout: float) -> dict:
     import requests
     import urllib3.exceptions
 
-    from llmdoctor.collectors.vllm_http import classify_network_error
+    from llmdoctor.collectors.network_errors import classify_network_error
 
     try:
         with session.get(url, params=params, timeout=timeout, stream=True) as response:
@@ -311,7 +311,7 @@ def add_history(facts_list: list, target, ctx, started=None) -> None:
     """Add the `prometheus/` facts to each pod's (or the URL's) Facts, pods at once.
 
     `started`: what start_history returned, used when it asked for the same selector."""
-    from llmdoctor.runner import Collector, run_collectors
+    from llmdoctor.engine.collect import Collector, run_collectors
 
     options = ctx.options
     base_url = options["prometheus"]

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from llmdoctor.collectors.command import run_command
-from llmdoctor.runner import CollectContext, Missing
+from llmdoctor.engine.collect import CollectContext
+from llmdoctor.engine.facts import Missing
 
 PROBE = Path(__file__).resolve().parents[1] / "data" / "serving_env_probe.py"
 

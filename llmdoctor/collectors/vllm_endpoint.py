@@ -13,199 +13,16 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from llmdoctor.collectors.http_request import SNIPPET, error_message, http_request
 from llmdoctor.collectors.vllm_generation_probe import generation_probe
+from llmdoctor.engine.facts import Missing
 from llmdoctor.parsers.vllm_serving import model_ids
-from llmdoctor.runner import Missing
 
 MIB = 1024 * 1024
 METRICS_CAP = 16 * MIB  # a /metrics page with many LoRA adapters stays far below this
 JSON_CAP = 2 * MIB
-SNIPPET = 300
-
-
-@dataclass
-class HttpReply:
-    """What one request got: a status and (capped) body, or why there is none."""
-
-    status: int | None = None
-    body: bytes = b""
-    content_type: str = ""
-    latency_ms: float | None = None
-    error: str | None = None
-    error_kind: str | None = None  # connect | timeout | reset | too-large | tls | protocol
-    headers_ms: float | None = None
-    done_at: float = field(default_factory=time.time)
-
-    def text(self) -> str:
-        return self.body.decode("utf-8", errors="replace")
-
-    def looks_like_html(self) -> bool:
-        head = self.body[:512].lstrip().lower()
-        return "html" in self.content_type.lower() or head.startswith((b"<!doctype", b"<html"))
-
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000.0, 1)
-
-
-def describe_exception(exc: BaseException, budget: float) -> tuple[str, str]:
-    """(kind, one-line text) for a requests/urllib3/socket failure, by exception type."""
-    from llmdoctor.collectors.vllm_http import classify_network_error
-
-    return classify_network_error(exc, budget)
-
-
-class _OffsiteRedirect(Exception):
-    def __init__(self, status: int, location: str):
-        super().__init__(location)
-        self.status, self.location = status, location
-
-
-def _send(session, method, url, json_body, start, deadline, timeout):
-    """session.request, following at most 3 redirects and only within the same origin (a
-    login page on another host is reported, not visited; vLLM < ~0.6 redirected /metrics)."""
-    from urllib.parse import urljoin, urlsplit
-
-    for _ in range(4):
-        budget = max(0.05, min(timeout, deadline - time.monotonic()))
-        resp = session.request(
-            method,
-            url,
-            json=json_body,
-            timeout=(budget, budget),
-            stream=True,
-            allow_redirects=False,
-        )
-        location = resp.headers.get("Location")
-        if resp.status_code not in (301, 302, 303, 307, 308) or not location:
-            return resp
-        target = urljoin(url, location)
-        resp.close()
-        if urlsplit(target)[:2] != urlsplit(url)[:2]:
-            raise _OffsiteRedirect(resp.status_code, target)
-        url = target
-    return resp
-
-
-def http_request(
-    session,
-    method: str,
-    url: str,
-    *,
-    timeout: float,
-    deadline: float,
-    cap: int,
-    json_body: Any = None,
-    on_chunk: Callable[[bytes, float], None] | None = None,
-) -> HttpReply:
-    """One request with a connect/read timeout, a body-size cap and an overall deadline.
-
-    The body is streamed: reading stops past `cap` bytes or past `deadline` (monotonic), so a
-    server that drips bytes cannot hold the caller. `on_chunk(data, monotonic_time)` sees the
-    body as it arrives (for server-sent events).
-    """
-    import requests
-
-    start = time.monotonic()
-    budget = min(timeout, deadline - start)
-    if budget <= 0.05:
-        return HttpReply(error="not sent: no time left before the deadline", error_kind="timeout")
-    try:
-        resp = _send(session, method, url, json_body, start, deadline, timeout)
-    except requests.RequestException as exc:
-        kind, text = describe_exception(exc, budget)
-        return HttpReply(error=text, error_kind=kind, latency_ms=_ms(time.monotonic() - start))
-    except _OffsiteRedirect as exc:
-        return HttpReply(
-            status=exc.status,
-            error=f"HTTP {exc.status} redirect to {exc.location} (another host; not followed)",
-            error_kind="redirect",
-            latency_ms=_ms(time.monotonic() - start),
-        )
-    reply = HttpReply(
-        status=resp.status_code,
-        content_type=resp.headers.get("Content-Type", ""),
-        headers_ms=_ms(time.monotonic() - start),
-    )
-    body = bytearray()
-    try:
-        with resp:
-            for chunk in _body_chunks(resp):
-                now = time.monotonic()
-                body += chunk
-                if on_chunk is not None:
-                    on_chunk(chunk, now)
-                if len(body) > cap:
-                    reply.error = f"the response is over the {cap // 1024} KiB cap; stopped reading"
-                    reply.error_kind = "too-large"
-                    break
-                if now > deadline:
-                    reply.error = (
-                        f"the response was still arriving after {now - start:.1f}s; stopped "
-                        "reading (a slow or dripping server)"
-                    )
-                    reply.error_kind = "timeout"
-                    break
-    except Exception as exc:  # requests, urllib3 (not wrapped when reading raw) and socket errors
-        kind, text = describe_exception(exc, budget)
-        reply.error_kind = kind
-        if kind == "reset":
-            text = f"the connection was cut after {len(body)} bytes of the response"
-        elif kind == "timeout":
-            text = f"the response stalled for {budget:.1f}s after {len(body)} bytes"
-        reply.error = text
-    reply.body = bytes(body[:cap])
-    reply.latency_ms = _ms(time.monotonic() - start)
-    reply.done_at = time.time()
-    return reply
-
-
-def _body_chunks(resp):
-    """The body as it arrives: read1 returns whatever bytes are there (a dripping server cannot
-    make one read wait for a full buffer), so the caller checks its deadline after each."""
-    raw = resp.raw
-    if hasattr(raw, "read1"):  # urllib3 >= 2
-        while True:
-            chunk = raw.read1(64 * 1024, decode_content=True)
-            if not chunk:
-                return
-            yield chunk
-    else:
-        chunked = "chunked" in resp.headers.get("Transfer-Encoding", "").lower()
-        yield from (c for c in resp.iter_content(None if chunked else 1024) if c)
-
-
-def error_message(reply: HttpReply) -> tuple[str, Any]:
-    """(one-line message, the parsed or raw error body) for a non-2xx or unusable answer."""
-    if reply.status is None:
-        return reply.error or "no answer", None
-    raw = reply.text()
-    if reply.looks_like_html():
-        title = _html_title(raw)
-        return f"HTTP {reply.status} with an HTML page{f' ({title})' if title else ''}", raw[:2000]
-    try:
-        parsed = json.loads(raw) if raw.strip() else None
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict):
-        err = parsed.get("error", parsed)
-        if isinstance(err, dict):
-            message = str(err.get("message") or err.get("detail") or err)
-        else:
-            message = str(err)
-        return f"HTTP {reply.status}: {message[:500]}", parsed
-    snippet = raw.strip().splitlines()[0][:SNIPPET] if raw.strip() else "empty body"
-    return f"HTTP {reply.status}: {snippet}", raw[:2000] if raw else None
-
-
-def _html_title(text: str) -> str:
-    import re
-
-    m = re.search(r"<(title|h1)[^>]*>(.*?)</\1>", text, re.IGNORECASE | re.DOTALL)
-    return " ".join(m.group(2).split())[:120] if m else ""
 
 
 def _get_json(session, url: str, what: str, *, timeout: float, deadline: float) -> Any:
@@ -358,7 +175,7 @@ def collect_endpoint(
     probe: bool = True,
     tokenize_text: str | None = None,
 ) -> dict[str, Any]:
-    """Collect a vLLM endpoint; returns {fact key: value or runner.Missing(reason)}.
+    """Collect a vLLM endpoint; returns {fact key: value or Missing(reason)}.
 
     `base_url` is what the paths are appended to: `http://host:8000`, or a pod-proxy URL like
     `https://APISERVER/api/v1/namespaces/NS/pods/NAME:8000/proxy`. `session` is a

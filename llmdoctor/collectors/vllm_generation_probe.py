@@ -110,7 +110,7 @@ def generation_probe(
     Fields: request, status, latency_ms, ttft_ms, itl_ms (mean), itl_p50_ms, itl_max_ms,
     chunks, text, finish_reason, error, error_kind, error_body.
     """
-    from llmdoctor.collectors.vllm_endpoint import error_message, http_request
+    from llmdoctor.collectors.http_request import error_message, http_request
 
     path, body = probe_request(model, chat)
     reader = StreamReader(chat)

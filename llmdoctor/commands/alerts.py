@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from llmdoctor import cli_options as opt
+from llmdoctor.commands import options as opt
 
 FORMATS = ("prometheusrule", "rules")
 
@@ -45,8 +45,8 @@ def alerts_command(
 
       llmdoctor alerts --wiki-url https://wiki.example.com/llmdoctor --format rules > llmdoctor.rules.yml
     """
-    from llmdoctor.alert_rules import build_rules, render
     from llmdoctor.errors import BadInput
+    from llmdoctor.fleet.alert_rules import build_rules, render
     from llmdoctor.wiki.links import wiki_url as current_wiki_url
 
     if fmt not in FORMATS:

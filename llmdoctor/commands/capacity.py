@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from llmdoctor import cli_options as opt
+from llmdoctor.commands import options as opt
 
 
 def capacity_command(
@@ -105,6 +105,14 @@ def capacity_command(
     enforce_eager: Annotated[
         bool, typer.Option("--enforce-eager", help="vLLM runs without CUDA graphs.")
     ] = False,
+    disable_hybrid_kv_cache_manager: Annotated[
+        bool,
+        typer.Option(
+            "--disable-hybrid-kv-cache-manager",
+            help="vLLM's flag (or VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0): "
+            "sliding-window and chunked layers keep every token.",
+        ),
+    ] = False,
     enable_prefix_caching: Annotated[
         bool,
         typer.Option(
@@ -119,7 +127,8 @@ def capacity_command(
 ) -> None:
     """How many tokens and sequences fit in vLLM's KV cache, and whether max-model-len does.
 
-    Exit codes: 0 vLLM would start (one max-model-len request fits), 2 it would refuse to start
+    Exit codes: 0 vLLM would start (one max-model-len request fits), 1 the model is not
+    modelled (its figures rest on a stated assumption: no verdict), 2 it would refuse to start
     (weights, KV cache or Mamba state blocks do not fit), 3 bad input.
 
     Examples:
@@ -133,7 +142,7 @@ def capacity_command(
     import json
     import sys
 
-    from llmdoctor import capacity as cap
+    from llmdoctor.capacity import planner as cap
     from llmdoctor.errors import BadInput
 
     if not model_config and not model_dir:
@@ -194,23 +203,31 @@ def capacity_command(
         performance_mode=performance_mode,
         enforce_eager=enforce_eager,
         prefix_caching=enable_prefix_caching,
+        hybrid_kv_cache=not disable_hybrid_kv_cache_manager,
         data_parallel_size=data_parallel_size,
     )
     result = cap.plan(inputs)
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     else:
-        from llmdoctor.output import make_console
+        from llmdoctor.commands.output import make_console
 
         render(result, make_console(no_color))
-    raise typer.Exit(0 if result.fits else 2)
+    raise typer.Exit(1 if not result.modelled else 0 if result.fits else 2)
 
 
 def render(result, console) -> None:
     """Headline, the arithmetic step by step, then what vLLM would say and what would fix it."""
     from rich.markup import escape
 
-    if result.fits:
+    if not result.modelled:
+        console.print(
+            "[bold black on yellow] NOT MODELLED [/] no verdict: llmdoctor does not model this "
+            "model's memory as vLLM allocates it; the figures below rest on what was assumed"
+        )
+        for line in result.not_modelled:
+            console.print(f"[bold yellow]{escape(line)}[/]", soft_wrap=True)
+    elif result.fits:
         console.print(
             f"[bold black on green] FITS [/] [bold]{result.kv_tokens:,} KV cache tokens[/] per "
             f"replica; {result.concurrency:.2f} full {result.max_model_len:,}-token requests at once"

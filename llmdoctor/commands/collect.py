@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from llmdoctor import cli_options as opt
+from llmdoctor.commands import options as opt
 
 
 def bundle_paths(output: str, pods: list[str]) -> list[Path]:
@@ -57,17 +57,17 @@ def collect_command(
 
       llmdoctor diagnose --bundle incident.tar.gz
     """
-    from llmdoctor.bundle import check_destination, write_bundle
+    from llmdoctor.collectors.bundle import check_destination, write_bundle
     from llmdoctor.commands.diagnose import parse_live_target
-    from llmdoctor.diagnosis import gather
+    from llmdoctor.engine.collect import CollectContext
     from llmdoctor.errors import BadInput, BadTarget
-    from llmdoctor.runner import CollectContext
+    from llmdoctor.usecases.diagnose import gather
 
     if not output:
         raise BadInput("give the bundle to write with -o FILE.tar.gz")
     config = None
     if model_config:
-        from llmdoctor.model_shape import load_model_config
+        from llmdoctor.capacity.model_shape import load_model_config
 
         config = load_model_config(model_config)  # BadInput (exit 3) before anything is collected
     parsed = parse_live_target(target, kube.selector)

@@ -21,7 +21,7 @@ def completion_command(
 
       llmdoctor completion fish > ~/.config/fish/completions/llmdoctor.fish
     """
-    from llmdoctor.completion import script
+    from llmdoctor.commands.shell_completion import script
     from llmdoctor.errors import BadInput
 
     if shell not in SHELLS:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from llmdoctor import cli_options as opt
+from llmdoctor.commands import options as opt
 
 
 @opt.grouped(
@@ -43,10 +43,10 @@ def diagnose_command(
 
       llmdoctor diagnose --bundle examples/bundles/crashloop-cuda-oom
     """
-    from llmdoctor.diagnosis import gather
-    from llmdoctor.output import diagnose_and_exit
-    from llmdoctor.runner import CollectContext
-    from llmdoctor.xid_policy import policy_from_option
+    from llmdoctor.commands.output import diagnose_and_exit
+    from llmdoctor.engine.collect import CollectContext
+    from llmdoctor.gpus.xid_policy import policy_from_option
+    from llmdoctor.usecases.diagnose import gather
 
     xid_policy = policy_from_option(None)  # LLMDOCTOR_XID_POLICY, checked before collecting
     parsed = parse_live_target(target, kube.selector, bundle)
@@ -72,8 +72,8 @@ def diagnose_command(
 
 def parse_live_target(target: str | None, selector: str | None, bundle: str | None = None):
     """The Target to diagnose or collect; `-l SELECTOR` stands for the pods it matches."""
+    from llmdoctor.engine.target import Target, parse_target
     from llmdoctor.errors import BadTarget
-    from llmdoctor.target import Target, parse_target
 
     if selector:
         if target or bundle:

@@ -6,11 +6,9 @@ from typing import Annotated
 
 import typer
 
-from llmdoctor import cli_options as opt
+from llmdoctor.commands import options as opt
 from llmdoctor.wiki.search_cli import MAX_LIMIT
 
-PARALLEL_FROM_BYTES = 64 * 1024 * 1024
-MAX_WORKERS = 4
 TERMINAL_TEXT = 240
 
 
@@ -58,47 +56,29 @@ def explain_command(
       dmesg -T | llmdoctor explain - --json
     """
     import json
-    import os
     import sys
-    import zlib
 
-    from llmdoctor.errors import BadInput
-    from llmdoctor.explain import explain
-    from llmdoctor.log_input import open_log, open_log_stdin
     from llmdoctor.terminal_text import visible
-    from llmdoctor.textsource import TextSource
+    from llmdoctor.usecases.explain import ExplainRequest, explain_log, print_source_notes
     from llmdoctor.wiki.library import load_library
 
     library = load_library(wiki)
-    entries = library.entries
     for error in library.errors:  # a team entry that cannot be read is said, never dropped quietly
         print(f"warning: {visible(str(error))} (entry not used)", file=sys.stderr)
-    # bounded reading (log_input): gzip ratio, stream size, line length, FIFO writer wait
+    stdin = None
     if file == "-":
         stdin = sys.stdin.buffer if sys.stdin is not None else None
         if stdin is not None and sys.stdin.isatty():
             print("reading a log from the terminal: paste it, then Ctrl-D", file=sys.stderr)
-        source, name, workers = open_log_stdin(stdin), "<stdin>", 1
-    else:
-        source, name = open_log(file), file
-        workers = jobs or min(os.cpu_count() or 1, MAX_WORKERS)
-        if not isinstance(source, TextSource) or source.size_bytes() < PARALLEL_FROM_BYTES:
-            workers = 1
-    try:
-        result = explain(source, entries, limit=limit, wiki_dirs=wiki, workers=workers, name=name)
-    except (OSError, EOFError, zlib.error) as exc:
-        # a read error half-way through
-        raise BadInput(
-            f"{name}: cannot be read ({getattr(exc, 'strerror', None) or exc})"
-        ) from None
+    request = ExplainRequest(file=file, limit=limit, jobs=jobs, wiki_dirs=wiki)
+    result, source, _ = explain_log(request, library.entries, stdin=stdin)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    for note in getattr(source, "notes", list)():
-        print(f"llmdoctor: note: {visible(note)}", file=sys.stderr)
+    print_source_notes(source)
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
     else:
-        from llmdoctor.output import make_console
+        from llmdoctor.commands.output import make_console
 
         render(result, make_console(no_color))
     raise typer.Exit(result.exit_code)
@@ -120,7 +100,7 @@ def render(result, console) -> None:
     def escape(text: object) -> str:  # log and wiki text: control characters shown, not obeyed
         return rich_escape(visible(text))
 
-    from llmdoctor.explain import CONFIDENT
+    from llmdoctor.triage.explain import CONFIDENT
     from llmdoctor.wiki.links import page_url
 
     if result.how == "none":

@@ -69,7 +69,7 @@ def exporter_command(
       curl 'http://localhost:9808/probe?target=http://vllm.serving:8000'
     """
     from llmdoctor.errors import BadInput
-    from llmdoctor.exporter import ExporterServer, ProbeExporter, ProbeSettings, parse_listen
+    from llmdoctor.fleet.exporter import ExporterServer, ProbeExporter, ProbeSettings, parse_listen
 
     try:
         address = parse_listen(listen)

@@ -19,7 +19,7 @@ def mcp_command() -> None:
 
     if importlib.util.find_spec("mcp") is None:
         raise BadInput("llmdoctor mcp needs the MCP SDK: pip install 'llmdoctor[mcp]'")
-    from llmdoctor.mcp_server import serve
+    from llmdoctor.fleet.mcp_server import serve
 
     serve()
 

@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Annotated
 
 import typer
 
-from llmdoctor import cli_options as opt
+from llmdoctor.commands import options as opt
 
 SCOPES = ("node", "logs")
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str) -> float:
-    """'24h' -> 86400.0; '90m', '7d', '3600s', '3600' also work. BadInput otherwise."""
-    from llmdoctor.errors import BadInput
-
-    m = _DURATION.match(text or "")
-    if not m or float(m.group(1)) <= 0:
-        raise BadInput(f"--since {text!r}: expected a duration such as 24h, 90m, 7d")
-    return float(m.group(1)) * _SECONDS[m.group(2)]
 
 
 def _existing_file(option: str, path: str | None, max_bytes: int | None = None) -> str | None:
@@ -94,12 +81,12 @@ def node_command(
       llmdoctor node --json --prometheus-textfile /var/lib/node_exporter/textfile/llmdoctor.prom
     """
     from llmdoctor.collectors.nvidia_smi import MAX_XML_BYTES
-    from llmdoctor.diagnosis import gather
+    from llmdoctor.commands.output import diagnose_and_exit
+    from llmdoctor.engine.collect import CollectContext
+    from llmdoctor.engine.target import Target
     from llmdoctor.errors import BadInput
-    from llmdoctor.output import diagnose_and_exit
-    from llmdoctor.runner import CollectContext
-    from llmdoctor.target import Target
-    from llmdoctor.xid_policy import policy_from_option
+    from llmdoctor.gpus.xid_policy import policy_from_option
+    from llmdoctor.usecases.diagnose import gather
 
     if python is not None:
         import shutil
@@ -108,7 +95,7 @@ def node_command(
             raise BadInput(f"--python {python}: not found or not executable")
     textfile = None
     if prometheus_textfile is not None:
-        from llmdoctor.node_metrics import validate_textfile_path
+        from llmdoctor.fleet.node_metrics import validate_textfile_path
 
         textfile = validate_textfile_path(prometheus_textfile)
     started, clock = time.time(), time.monotonic()
@@ -118,7 +105,7 @@ def node_command(
         "python": python,
         "nvidia_smi_xml": _existing_file("--nvidia-smi-xml", nvidia_smi_xml, MAX_XML_BYTES),
         "kernel_log": _existing_file("--kernel-log", kernel_log),
-        "since_seconds": parse_duration(since) if since is not None else None,
+        "since_seconds": opt.parse_duration(since) if since is not None else None,
     }
     target = Target("bundle", name=bundle) if bundle else Target("node")
     ctx = CollectContext(target=target, timeout=report.timeout, options=options)
@@ -138,10 +125,10 @@ def _report_with_textfile(facts_list, bundle, settings, report, textfile, starte
     """Run the node checks, write the metrics file, then print and exit like the others."""
     import typer
 
-    from llmdoctor.diagnosis import diagnose
-    from llmdoctor.node_metrics import build_registry, write_textfile
-    from llmdoctor.output import emit
-    from llmdoctor.registry import checks_for_scopes
+    from llmdoctor.commands.output import emit
+    from llmdoctor.engine.registry import checks_for_scopes
+    from llmdoctor.fleet.node_metrics import build_registry, write_textfile
+    from llmdoctor.usecases.diagnose import diagnose
 
     printing = report.printing()
     result = diagnose(

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from llmdoctor import cli_options as opt
+from llmdoctor.commands import options as opt
 
 
 @opt.grouped(probe=opt.ProbeOptions, history=opt.PrometheusOptions, report=opt.ReportOptions)
@@ -39,11 +39,11 @@ def probe_command(
     from pathlib import Path
 
     from llmdoctor.collectors.vllm_http import probe_base_url
-    from llmdoctor.diagnosis import gather
+    from llmdoctor.commands.output import diagnose_and_exit
+    from llmdoctor.engine.collect import CollectContext
+    from llmdoctor.engine.target import parse_target
     from llmdoctor.errors import BadInput, BadTarget
-    from llmdoctor.output import diagnose_and_exit
-    from llmdoctor.runner import CollectContext
-    from llmdoctor.target import parse_target
+    from llmdoctor.usecases.diagnose import gather
 
     target = parse_target(url)
     if target.kind != "http":

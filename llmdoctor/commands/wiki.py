@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from llmdoctor import cli_options as opt
+from llmdoctor.commands import options as opt
 from llmdoctor.wiki.search_cli import MAX_LIMIT
 
 wiki_app = typer.Typer(
@@ -64,7 +64,7 @@ def search_command(
 
 
 def _complete_runbook_id(incomplete: str) -> list:
-    from llmdoctor.completion import complete_runbook_id
+    from llmdoctor.commands.shell_completion import complete_runbook_id
 
     return complete_runbook_id(incomplete)
 
@@ -157,7 +157,7 @@ def _render_entry(entry, record, is_builtin: bool, overridden_builtin: list[str]
 
     from llmdoctor.terminal_text import visible
 
-    console = Console(no_color=no_color or "NO_COLOR" in os.environ, highlight=False)
+    console = Console(no_color=no_color or "NO_COLOR" in os.environ, highlight=False, emoji=False)
     style = {"critical": "bold red", "warning": "bold yellow"}.get(entry.severity, "bold blue")
     head = Text()
     head.append(visible(entry.title), style="bold")

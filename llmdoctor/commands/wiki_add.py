@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from llmdoctor import cli_options as opt
+from llmdoctor.commands import options as opt
 
 MAX_ENTRY_CHARS = 1024 * 1024  # `wiki add --from-file`: an entry is a page, not a log
 
@@ -93,7 +93,7 @@ def add_command(
     }
     log_draft = None
     if from_log:
-        from llmdoctor.wiki.from_log import prefill
+        from llmdoctor.usecases.from_log import prefill
 
         log_draft = prefill(from_log, given, wiki)
     draft: EntryDraft | None = None

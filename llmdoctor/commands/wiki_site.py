@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from llmdoctor import cli_options as opt
+from llmdoctor.commands import options as opt
 
 OutOption = Annotated[
     Path,

@@ -1,1 +1,1 @@
-"""Pure parsers from raw documents to typed facts (registered with llmdoctor.derive)."""
+"""Pure parsers from raw documents to typed facts (registered with llmdoctor.engine.derive)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.engine.facts import FactMissing, Facts
 
 NUMBER = (int, float)
 TEXT = (str,)

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdoctor.derive import derived_fact
-from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.engine.derive import derived_fact
+from llmdoctor.engine.facts import FactMissing, Facts
 
 GPU_DEFAULTS: dict[str, Any] = {
     "name": None,

@@ -13,7 +13,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.engine.facts import FactMissing, Facts
 
 GPU = "nvidia.com/gpu"
 BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdoctor.derive import derived_fact
+from llmdoctor.engine.derive import derived_fact
+from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.errors import BadInput
-from llmdoctor.facts import FactMissing, Facts
 
 MODEL_CONFIG = "model/config.json"
 SETTING = "settings/model_config_path"
@@ -20,7 +20,7 @@ SETTING = "settings/model_config_path"
 
 @derived_fact(MODEL_CONFIG, needs=(SETTING,))
 def model_config(facts: Facts) -> dict[str, Any]:
-    from llmdoctor.model_shape import load_model_config
+    from llmdoctor.capacity.model_shape import load_model_config
 
     try:
         return load_model_config(facts.require(SETTING))

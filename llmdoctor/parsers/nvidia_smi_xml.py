@@ -26,7 +26,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from llmdoctor.gpu_tables import compute_capability_for, cuda_text
+from llmdoctor.gpus.tables import compute_capability_for, cuda_text
 from llmdoctor.parsers.pci import pci_display
 
 _ABSENT = {"", "n/a", "[n/a]", "none", "requested functionality has been deprecated"}

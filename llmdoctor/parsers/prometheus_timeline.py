@@ -15,8 +15,8 @@ import itertools
 import statistics
 from typing import Any
 
-from llmdoctor.derive import derived_fact
-from llmdoctor.facts import Facts
+from llmdoctor.engine.derive import derived_fact
+from llmdoctor.engine.facts import Facts
 
 KV_FULL = 0.95
 QUEUE_SUSTAIN_POINTS = 3  # a queue counts once requests wait in this many consecutive points

@@ -4,7 +4,9 @@ Derived fact `serving/args`: a dict with model, served_model_name, max_model_len
 gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, tensor_parallel_size,
 pipeline_parallel_size, data_parallel_size, enable_expert_parallel, dtype, quantization,
 kv_cache_dtype, kv_cache_memory_bytes, block_size, enable_prefix_caching, performance_mode,
-enforce_eager, port and container (None when unknown), plus served_model_names, entrypoint, argv,
+enforce_eager, port, disable_hybrid_kv_cache_manager, allow_chunked_local_attn_hybrid (the
+container's VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE) and container (None when unknown),
+plus served_model_names, entrypoint, argv,
 explicit (flags given on the command line), unresolved (variables that could not be expanded),
 overridden (values taken from settings/<name>), unknown_flags (flags no vLLM release we know
 has) and removed_flags (flags an older vLLM had and the newest does not, with what replaces them).
@@ -33,9 +35,9 @@ import re
 import shlex
 from typing import Any
 
-from llmdoctor.derive import derived_fact
-from llmdoctor.facts import Facts
-from llmdoctor.gpu_tables import load_table
+from llmdoctor.engine.derive import derived_fact
+from llmdoctor.engine.facts import Facts
+from llmdoctor.gpus.tables import load_table
 from llmdoctor.parsers.k8s_pod import require_pod
 
 # field -> flag spellings (normalised: dashes, long form) that set it
@@ -71,6 +73,13 @@ SWITCH_FLAGS = {
     "--no-enable-expert-parallel": ("enable_expert_parallel", False),
     "--enable-prefix-caching": ("enable_prefix_caching", True),
     "--no-enable-prefix-caching": ("enable_prefix_caching", False),
+    "--disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", True),
+    "--no-disable-hybrid-kv-cache-manager": ("disable_hybrid_kv_cache_manager", False),
+}
+# environment variables of the serving container that change how vLLM sizes its cache:
+# name -> field (vLLM reads them as bool(int(value)))
+ENV_SWITCHES = {
+    "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE": "allow_chunked_local_attn_hybrid",
 }
 # vLLM flags that take no value: needed to tell a flag's value from the positional model
 BOOLEAN_FLAGS = {
@@ -115,6 +124,7 @@ FIELDS = (
     "performance_mode",
     "enforce_eager",
     "port",
+    "disable_hybrid_kv_cache_manager",
 )
 # vLLM's defaults that hold in every version, applied when the command line was found and no
 # --config file is used; the others (gpu_memory_utilization, dtype, max_num_seqs ...) stay None
@@ -439,6 +449,7 @@ def parse_serving_args(pod: dict) -> dict[str, Any]:
     """The serving arguments of a Pod object (no settings applied)."""
     result: dict[str, Any] = dict.fromkeys(FIELDS)
     result.update(
+        dict.fromkeys(ENV_SWITCHES.values()),
         container=None,
         served_model_names=[],
         entrypoint=None,
@@ -453,6 +464,9 @@ def parse_serving_args(pod: dict) -> dict[str, Any]:
     if container is None:
         return result
     result["container"] = container.get("name")
+    env = container_env(container)
+    for name, field in ENV_SWITCHES.items():
+        result[field] = _env_switch(env.get(name))
     found = find_vllm_command(container)
     if found is None:
         return result
@@ -478,6 +492,14 @@ def parse_serving_args(pod: dict) -> dict[str, Any]:
             result["served_model_name"] = result["model"]
             result["served_model_names"] = [result["model"]]
     return result
+
+
+def _env_switch(value: str | None) -> bool | None:
+    """An environment switch as vLLM reads it (bool(int(value))); None when unset or unreadable."""
+    try:
+        return bool(int(value)) if value is not None else None
+    except ValueError:
+        return None
 
 
 @derived_fact("serving/args", needs=("k8s/pod.json",))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmdoctor.facts import Facts
+from llmdoctor.engine.facts import Facts
 from llmdoctor.parsers.vllm_metrics import engine_delta, engine_values
 
 # with no engine-step counter, a stall this long is no longer explained by one slow prefill

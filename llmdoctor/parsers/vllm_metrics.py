@@ -31,8 +31,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmdoctor.derive import derived_fact
-from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.engine.derive import derived_fact
+from llmdoctor.engine.facts import FactMissing, Facts
 
 METRICS_KEY = re.compile(r"^vllm/metrics-(\d+)\.txt$")
 # one sample line of the text format: name{labels} value [timestamp]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmdoctor.facts import Facts
+from llmdoctor.engine.facts import Facts
 
 DEFAULTS: dict[str, float] = {
     "max_latency_ms": 1000.0,  # the generation probe, end to end

@@ -10,7 +10,7 @@ Real input lines (sources in tests/fixtures/kernel/SOURCES.md):
                    NVRM: (PCI ID: 10de:26b5) installed in this system has
                    NVRM: fallen off the bus and is not responding to commands.
 
-The log is streamed in blocks by llmdoctor's one log-scanning engine (llmdoctor.signatures, RE2):
+The log is streamed in blocks by llmdoctor's one log-scanning engine (llmdoctor.wiki.signatures, RE2):
 the few lines holding `Xid (` or `off the bus` (and the lines starting the three-line form) are
 found at memory speed, and only those are decoded and parsed; memory stays flat. Events are
 aggregated per (kind, code, PCI bus id) with a count and the first and last occurrence; the
@@ -23,10 +23,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmdoctor.derive import derived_fact
-from llmdoctor.facts import FactMissing, Facts
+from llmdoctor.engine.derive import derived_fact
+from llmdoctor.engine.facts import FactMissing, Facts
+from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.pci import pci_key
-from llmdoctor.textsource import TextSource
 
 BLOCK_BYTES = 1024 * 1024  # small enough to stay in the CPU cache across the passes
 MAX_PROCESSES = 8
@@ -245,7 +245,7 @@ class XidScan:
         }
 
 
-# What the scan looks for, matched by the one log-scanning engine (llmdoctor.signatures); each
+# What the scan looks for, matched by the one log-scanning engine (llmdoctor.wiki.signatures); each
 # match carries the two lines before it, for the driver 570+ three-line fallen-off form.
 EVENT_SIGNATURES = (r"Xid \(", r"off the bus")
 
@@ -253,7 +253,7 @@ EVENT_SIGNATURES = (r"Xid \(", r"off the bus")
 def _scanner():
     from types import SimpleNamespace
 
-    from llmdoctor.signatures import SignatureSet
+    from llmdoctor.wiki.signatures import SignatureSet
 
     event = SimpleNamespace(id="event", signatures=list(EVENT_SIGNATURES), path="")
     return SignatureSet([event], before_lines=2)
@@ -262,10 +262,10 @@ def _scanner():
 def scan_xid(source: TextSource, workers: int | None = None) -> XidScan:
     """Stream a kernel log and aggregate every Xid/SXid/fallen-off event in it.
 
-    The log is read in blocks of whole lines by llmdoctor.signatures (RE2; `workers` threads
+    The log is read in blocks of whole lines by llmdoctor.wiki.signatures (RE2; `workers` threads
     for the block filter); only the candidate lines are decoded and parsed, memory stays flat.
     """
-    from llmdoctor.signatures import ScanStats
+    from llmdoctor.wiki.signatures import ScanStats
 
     scan = XidScan()
     stats = ScanStats()

@@ -75,16 +75,16 @@ def address_problem(value: str) -> str | None:
 
 
 def set_wiki_url(value: str | None) -> str | None:
-    """Validate a --wiki-url value and make it the address for this run (typer callback)."""
+    """Validate a --wiki-url value and make it the address for this run; BadInput (the
+    address with any password redacted, and why) when it is not a usable site address."""
     if value is None:
         return None
     value = value.strip()
     why = check_wiki_url(value)
     if why:
-        import typer
-
+        from llmdoctor.errors import BadInput
         from llmdoctor.redact import redact_url
 
-        raise typer.BadParameter(f"{redact_url(value)!r}: {why}")
+        raise BadInput(f"{redact_url(value)!r}: {why}")
     os.environ[ENV_WIKI_URL] = value
     return value

@@ -95,8 +95,8 @@ def signature_problem(signature: str, kind: str = "signature") -> str | None:
     """Why a signature is unusable (does not compile in RE2 or Python, or can match the empty
     string), or None.
     """
-    from llmdoctor.re2_patterns import line_pattern
-    from llmdoctor.signatures import compile_problem
+    from llmdoctor.wiki.re2_patterns import line_pattern
+    from llmdoctor.wiki.signatures import compile_problem
 
     try:
         re.compile(signature)  # compiling is safe; matching is left to RE2 (linear time)
@@ -250,7 +250,7 @@ def evidence_problems(
     """
     from types import SimpleNamespace
 
-    from llmdoctor.signatures import SignatureSet
+    from llmdoctor.wiki.signatures import SignatureSet
 
     problems: list[tuple[int, str]] = []
     example_lines = read_lines(_text_files(examples)) if examples else []
@@ -276,7 +276,7 @@ def evidence_problems(
 def registered_check_ids() -> set[str] | None:
     """Ids of every built-in check, or None when the checks cannot be loaded."""
     try:
-        from llmdoctor.registry import all_checks
+        from llmdoctor.engine.registry import all_checks
 
         return {c.id for c in all_checks()}
     except Exception:

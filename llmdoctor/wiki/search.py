@@ -13,10 +13,10 @@ A query is cut into quoted words (llmdoctor.wiki.query), so any text is safe.
 
 from __future__ import annotations
 
-from llmdoctor.signature_text import literal_words, plain_text, required_texts
 from llmdoctor.wiki.cjk import run_grams
 from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS, index_problems, with_index
 from llmdoctor.wiki.query import Query, exact_name, parse_query
+from llmdoctor.wiki.signature_text import literal_words, plain_text, required_texts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -470,7 +470,7 @@ def _signature_matches(query: Query, candidates: list[tuple[str, str]]) -> set[s
     A signature that is plain text (most are: a quoted message, its punctuation escaped) is
     looked for as a substring, exactly what RE2 would find, without loading RE2 (~2.5 ms).
     Any other is compiled only when the text holds every text it requires and one of its
-    literal words (llmdoctor.signature_text): most candidates share no such word with a
+    literal words (llmdoctor.wiki.signature_text): most candidates share no such word with a
     short query, and loading RE2 and compiling are the cost here.
     """
     lines = query.lines()
@@ -492,7 +492,9 @@ def _signature_matches(query: Query, candidates: list[tuple[str, str]]) -> set[s
             words = literal_words(signature)
             if words and not any(w.lower() in lowered for w in words):
                 continue
-            from llmdoctor.re2_patterns import line_pattern  # RE2: a signature cannot hang a search
+            from llmdoctor.wiki.re2_patterns import (
+                line_pattern,  # RE2: a signature cannot hang a search
+            )
 
             compiled = line_pattern(signature)
             if compiled is None:

@@ -182,8 +182,8 @@ class _Renderer:
     def __init__(self, entries: dict, overridden: dict, base_url: str | None):
         from markdown_it import MarkdownIt
 
-        from llmdoctor.explain import explains_table
-        from llmdoctor.registry import all_checks
+        from llmdoctor.engine.registry import all_checks
+        from llmdoctor.wiki.cause_graph import CauseGraph
 
         self.entries = entries
         self.overridden = overridden
@@ -192,7 +192,7 @@ class _Renderer:
         self.md.core.ruler.push("llmdoctor_links", self._rewrite_links)
         self.explains = {
             cause: sorted(e for e in effects if e in entries)
-            for cause, effects in explains_table(entries).items()
+            for cause, effects in CauseGraph.from_entries(entries).as_table().items()
         }
         self.explained_by: dict[str, list[str]] = {}
         for cause, effects in self.explains.items():

@@ -1,0 +1,82 @@
+"""Why a request failed, told by exception type and errno, never by message wording:
+connect, timeout, tls, reset or protocol. Shared by every HTTP and Kubernetes API caller."""
+
+from __future__ import annotations
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exception and every exception behind it: requests wraps urllib3's MaxRetryError,
+    whose `reason` is e.g. a NewConnectionError raised from the socket's ConnectionRefusedError."""
+    seen: list[BaseException] = []
+    todo = [exc]
+    while todo:
+        current = todo.pop(0)
+        if any(current is s for s in seen):
+            continue
+        seen.append(current)
+        behind = [current.__cause__, current.__context__, getattr(current, "reason", None)]
+        behind += [a for a in getattr(current, "args", ()) if isinstance(a, BaseException)]
+        todo += [b for b in behind if isinstance(b, BaseException)]
+    return seen
+
+
+def classify_network_error(exc: BaseException, budget: float) -> tuple[str, str]:
+    """(kind, one-line text) for a failed request; kind is connect, timeout, tls, reset or
+    protocol. Decided by exception types (and errno), never by the message's wording."""
+    import http.client
+    import socket
+    import ssl
+
+    import requests
+    import urllib3.exceptions as u3
+
+    chain = _causes(exc)
+
+    def has(*types: type) -> BaseException | None:
+        return next((e for e in chain if isinstance(e, types)), None)
+
+    first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    if has(requests.exceptions.InvalidURL, requests.exceptions.MissingSchema) or has(
+        requests.exceptions.InvalidSchema, u3.LocationParseError, u3.LocationValueError
+    ):
+        return "protocol", f"invalid URL: {first[:160]}"
+    if has(u3.NameResolutionError, socket.gaierror):
+        return "connect", "the host name does not resolve"
+    if has(ConnectionRefusedError):
+        return "connect", "connection refused (nothing listens on that port, or vLLM exited)"
+    if has(u3.NewConnectionError) and has(TimeoutError):
+        return "timeout", f"could not connect within {budget:.1f}s"
+    connect_timeout = has(u3.ConnectTimeoutError)
+    if has(requests.exceptions.ConnectTimeout) or (
+        connect_timeout is not None and not isinstance(connect_timeout, u3.NewConnectionError)
+    ):
+        return "timeout", f"could not connect within {budget:.1f}s"
+    if has(requests.exceptions.SSLError, u3.SSLError, ssl.SSLError):
+        return "tls", f"TLS error: {first[:160]}"
+    if has(requests.exceptions.ReadTimeout, u3.ReadTimeoutError, TimeoutError):
+        return "timeout", f"no answer within {budget:.1f}s (the server accepted the connection)"
+    if has(requests.exceptions.ChunkedEncodingError):
+        return "reset", "the connection was cut in the middle of the response"
+    if has(
+        ConnectionResetError,
+        ConnectionAbortedError,
+        BrokenPipeError,
+        http.client.RemoteDisconnected,
+        http.client.IncompleteRead,
+        u3.IncompleteRead,
+        u3.ProtocolError,
+    ):
+        return "reset", "the server closed or reset the connection without an answer"
+    # requests' exceptions are OSErrors too: only a socket's own error carries an errno
+    errno = next(
+        (
+            e
+            for e in chain
+            if isinstance(e, OSError) and not isinstance(e, requests.RequestException) and e.errno
+        ),
+        None,
+    )
+    if errno is not None or has(u3.NewConnectionError, requests.exceptions.ConnectionError):
+        why = f"{errno.strerror} (errno {errno.errno})" if errno and errno.strerror else first
+        return "connect", f"cannot connect: {why}"
+    return "protocol", f"{type(exc).__name__}: {first}" if str(exc) else type(exc).__name__

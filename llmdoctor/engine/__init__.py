@@ -1,0 +1,1 @@
+"""The engine: facts, the check registry and runner, findings and the report model."""

@@ -1,0 +1,1 @@
+"""NVIDIA reference data: GPU catalog, driver and CUDA tables, Xid policy."""

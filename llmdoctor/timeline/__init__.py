@@ -1,0 +1,1 @@
+"""The Prometheus history as a story: onsets of live findings, the Timeline view, charts."""

@@ -1,0 +1,166 @@
+"""Undo what terminals, web pages and log shippers do to a pasted log, before it is read.
+
+* ANSI colour and cursor codes (``\\x1b[31mERROR\\x1b[0m``) are removed;
+* HTML entities from a copied web page or a JSON-escaped message (``&quot;``, ``&#39;``) are
+  decoded;
+* docker-compose's ``service-1  | `` prefix is removed;
+* a structured log record (Docker's json-file ``{"log": "...\\n", "stream": ...}``, or a JSON
+  line with a ``message`` / ``msg`` / ``MESSAGE`` / ``textPayload`` field, as log shippers and
+  cloud consoles export them) is replaced by its message, one line per line of the message;
+* lines a terminal or a web form wrapped at a fixed width (several lines of exactly the same,
+  longest length) are joined back, so a signature split by the wrap matches again.
+
+Line numbers keep pointing at the input: a joined line keeps the number of its first piece.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b[=>]")
+COMPOSE_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(?:[-_][0-9]+)? {1,40}\| ")
+ENTITY = re.compile(r"&(?:quot|amp|lt|gt|apos|nbsp|#[0-9]{1,6}|#x[0-9a-fA-F]{1,5});")
+# the fields that hold the message in Docker's json-file, journald's JSON export, Fluent Bit /
+# Vector / Loki records and Cloud Logging (GKE) exports, in that order of preference
+MESSAGE_FIELDS = ("log", "message", "msg", "MESSAGE", "textPayload")
+# a record's fields that say why, added after its message
+ERROR_FIELDS = ("error", "err", "exception", "exc_info", "stack_trace", "stacktrace")
+MAX_RECORD_CHARS = 64 * 1024  # a longer line is kept as it is, never parsed
+MIN_WRAP_WIDTH = 60
+MIN_WRAPPED_LINES = 3
+
+
+def clean_line(line: str) -> str:
+    """One line without colour codes, HTML entities or a docker-compose prefix."""
+    if "\x1b" in line:
+        line = ANSI.sub("", line)
+    if "&" in line and ENTITY.search(line):
+        line = html.unescape(line)
+    return _without_compose_prefix(line).rstrip("\r")
+
+
+def _without_compose_prefix(line: str) -> str:
+    return COMPOSE_PREFIX.sub("", line, count=1) if " | " in line[:60] else line
+
+
+def record_message(line: str) -> str | None:
+    """The message of a JSON log record (it may span lines), or None when the line is not one.
+
+    Its error fields (containerd's `error`, a logger's `exception` or `stack_trace`) follow it,
+    as `key=value`: they often say why. journald writes a message holding control bytes as an
+    array of byte values; it is decoded. A lone UTF-16 surrogate (a record cut mid-character)
+    becomes U+FFFD.
+    """
+    text = line.strip()
+    if not (text.startswith("{") and text.endswith("}")) or len(text) > MAX_RECORD_CHARS:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    message = next((m for f in MESSAGE_FIELDS if (m := _text(record.get(f))) is not None), None)
+    if message is None:
+        return None
+    extra = [f"{key}={value}" for key in ERROR_FIELDS if (value := _text(record.get(key)))]
+    message = " ".join([message.rstrip("\n"), *extra]) if extra else message.rstrip("\n")
+    return message.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def _text(value) -> str | None:
+    if isinstance(value, str):
+        return value
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(b, int) and 0 <= b < 256 for b in value)
+    ):
+        return bytes(value).decode("utf-8", "replace")  # journald's bytes form
+    return None
+
+
+def looks_like_records(head: bytes, sample: int = 5) -> bool:
+    """Whether a log is JSON records: the first `sample` non-empty whole lines of its head are."""
+    whole = head.split(b"\n")[:-1]  # the last piece may be cut
+    lines = [ln for ln in whole[: sample * 4] if ln.strip()][:sample]
+    return bool(lines) and all(
+        record_message(ln.decode("utf-8", "replace")) is not None for ln in lines
+    )
+
+
+class RecordLines:
+    """A binary stream of JSON log records read as their messages: one line per record (a
+    message's own newlines become spaces, so line numbers stay the input's); a line that is not
+    a record passes as it is. Used for logs too big to clean whole.
+    """
+
+    def __init__(self, raw, owned: bool = False):
+        from llmdoctor.wiki.signatures import read_blocks
+
+        self._raw, self._owned = raw, owned
+        self._blocks = read_blocks(raw)
+        self._buffer = b""
+
+    def close(self) -> None:
+        """Close the underlying file when this stream opened it."""
+        if self._owned:
+            self._raw.close()
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._buffer) < size:
+            block = next(self._blocks, None)
+            if block is None:
+                break
+            self._buffer += self._convert(block)
+        if size < 0:
+            out, self._buffer = self._buffer, b""
+        else:
+            out, self._buffer = self._buffer[:size], self._buffer[size:]
+        return out
+
+    @staticmethod
+    def _convert(block: bytes) -> bytes:
+        out = []
+        for raw in block.split(b"\n"):
+            message = record_message(raw.decode("utf-8", "replace")) if raw[:1] == b"{" else None
+            out.append(raw if message is None else message.replace("\n", " ").encode("utf-8"))
+        return b"\n".join(out)
+
+
+def wrap_width(lines: list[str]) -> int | None:
+    """The width a pasted text was hard-wrapped at: the longest line length, when at least
+    three lines have exactly it (a wrap leaves many lines of one length); else None.
+    """
+    lengths = [len(line) for line in lines if line]
+    if not lengths:
+        return None
+    width = max(lengths)
+    if width < MIN_WRAP_WIDTH or lengths.count(width) < MIN_WRAPPED_LINES:
+        return None
+    return width
+
+
+def clean_lines(text: str) -> list[tuple[int, str]]:
+    """(number of the line in the input, cleaned text) for every line, wrapped lines joined."""
+    raw = text.splitlines()
+    lines = [clean_line(line) for line in raw]
+    width = wrap_width([line.rstrip("\r") for line in raw])
+    out: list[tuple[int, str]] = []
+    joining = False
+    for number, (original, line) in enumerate(zip(raw, lines, strict=True), 1):
+        record = _without_compose_prefix(original)
+        message = record_message(record) if record.lstrip()[:1] == "{" else None
+        if message is not None:  # a record keeps its line number for each of its lines
+            out.extend((number, clean_line(piece)) for piece in message.split("\n"))
+            joining = False
+            continue
+        if joining and out:
+            first, joined = out[-1]
+            out[-1] = (first, joined + line)
+        else:
+            out.append((number, line))
+        joining = width is not None and len(original.rstrip("\r")) == width
+    return out

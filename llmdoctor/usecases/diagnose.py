@@ -1,0 +1,147 @@
+"""Gather facts for a target (live or from a bundle) and run the checks over them."""
+
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Any
+
+from llmdoctor.engine.collect import CollectContext
+from llmdoctor.engine.facts import Facts
+from llmdoctor.engine.report import Report, finding_order
+from llmdoctor.engine.runner import DEFAULT_CHECK_TIMEOUT, run_checks
+from llmdoctor.engine.target import Target
+
+# Live collection per target kind: module exposing collect(target, ctx) -> Facts | list[Facts]
+LIVE_COLLECTORS = {
+    "pod": "llmdoctor.collectors.kubernetes",
+    "deployment": "llmdoctor.collectors.kubernetes",
+    "statefulset": "llmdoctor.collectors.kubernetes",
+    "selector": "llmdoctor.collectors.kubernetes",
+    "node": "llmdoctor.collectors.node",
+    "http": "llmdoctor.collectors.vllm_http",
+}
+ALL_SCOPES = ("k8s", "node", "vllm", "logs", "capacity", "history")
+
+
+def add_wiki(facts: Facts, lib) -> None:
+    """Put the runbook entries into the facts (signature checks and the report read them)."""
+    facts.set("wiki/entries", lib.entries)
+    for err in lib.errors:
+        facts.collector_errors.setdefault(f"wiki {err.path}", f"line {err.line}: {err.message}")
+
+
+def add_settings(facts: Facts, settings: dict[str, Any]) -> None:
+    for key, value in settings.items():
+        if value is not None:
+            facts.set(f"settings/{key}", value)
+
+
+def gather(target: Target, ctx: CollectContext) -> list[Facts]:
+    """Facts for the target: read from a bundle, or collected live (one Facts per pod).
+
+    ctx.timeout is kept as the fact settings/timeout: the checks run under the same deadline.
+    """
+    if target.kind == "bundle":
+        from llmdoctor.collectors.bundle import Bundle
+
+        bundle = Bundle(target.name)
+        facts = bundle.to_facts()
+        facts.bundle = bundle  # kept open until the checks have read its logs
+        facts.set("settings/timeout", ctx.timeout)
+        return [facts]
+    module_name = LIVE_COLLECTORS.get(target.kind)
+    if module_name is None:
+        from llmdoctor.errors import BadTarget
+
+        raise BadTarget(f"{target} cannot be diagnosed live")
+    module = importlib.import_module(module_name)
+    history = None
+    if ctx.options.get("prometheus"):
+        from llmdoctor.collectors.prometheus import start_history
+
+        history = start_history(target, ctx)  # beside the live collection when it can
+    collected = module.collect(target, ctx)
+    result = collected if isinstance(collected, list) else [collected]
+    for facts in result:
+        if not facts.has("time/now"):
+            facts.set("time/now", time.time())
+        if not facts.has("target"):
+            facts.set("target", str(target))
+        facts.set("settings/timeout", ctx.timeout)
+    if ctx.options.get("prometheus"):
+        from llmdoctor.collectors.prometheus import add_history
+
+        add_history(result, target, ctx, history)
+    return result
+
+
+def diagnose(
+    facts_list: list[Facts],
+    target: str,
+    *,
+    scopes: tuple[str, ...] = ALL_SCOPES,
+    only: list[str] | None = None,
+    skip: list[str] | None = None,
+    wiki_dirs: list[str] | None = None,
+    settings: dict[str, Any] | None = None,
+    checks_dirs: list[str] | None = None,
+    check_timeout: float | None = None,
+) -> Report:
+    """Derive facts, run the checks of `scopes`, and merge per-pod reports into one.
+
+    Each check runs within `check_timeout` seconds, by default the --timeout the facts were
+    gathered with.
+    """
+    from llmdoctor.engine.derive import derive_all
+    from llmdoctor.engine.registry import checks_for_scopes, load_checks_dir
+    from llmdoctor.timeline.onsets import date_live_findings
+
+    for d in checks_dirs or []:
+        load_checks_dir(d)
+    checks = checks_for_scopes(scopes)
+    known = {c.id for c in checks}
+    for option, names in (("--only", only), ("--skip", skip)):
+        unknown = sorted(set(names or []) - known)
+        if unknown:
+            from llmdoctor.errors import BadInput
+
+            raise BadInput(
+                f"{option} names unknown check(s): {', '.join(unknown)} "
+                f"(checks here: {', '.join(sorted(known))})"
+            )
+    from llmdoctor.wiki.library import load_library
+
+    library = load_library(wiki_dirs)  # parsed once; the pods of a deployment share it
+    reports = []
+    for facts in facts_list:
+        add_wiki(facts, library)
+        add_settings(facts, settings or {})
+        derive_all(facts)
+        timeout = check_timeout or facts.get("settings/timeout") or DEFAULT_CHECK_TIMEOUT
+        report = run_checks(facts, checks, target, only or [], skip or [], timeout=timeout)
+        date_live_findings(report)  # `since` from the Prometheus history, when there is one
+        reports.append(report)
+        if facts.bundle is not None:
+            facts.bundle.close()
+    if len(reports) == 1:
+        return reports[0]
+    return merge_reports(reports, target)
+
+
+def merge_reports(reports: list[Report], target: str) -> Report:
+    """One report for several pods: every finding keeps its pod as subject."""
+    findings, skipped, errors = [], [], []
+    for r in reports:
+        pod = str(r.facts.get("target")) if r.facts is not None else ""
+        for f in r.findings:
+            if f.subject is None:
+                f.subject = pod
+            elif pod and not f.subject.startswith(pod):
+                f.subject = f"{pod} {f.subject}"
+            findings.append(f)
+        skipped += [{**s, "subject": pod} for s in r.skipped]
+        errors += [{**e, "subject": pod} for e in r.errors]
+    findings.sort(key=finding_order)
+    pods = [r.facts for r in reports if r.facts is not None]
+    return Report(target, findings, skipped, errors, reports[0].facts, pods)
