@@ -16,6 +16,7 @@ from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, war
 from llmdoctor.engine.registry import check
 from llmdoctor.parsers.documents import NUMBER, OBJECT, TEXT, require_document
 from llmdoctor.parsers.vllm_engines import engine_views
+from llmdoctor.parsers.vllm_refusals import ADMISSION_RUNBOOK, SCALING_RUNBOOK, deliberate_refusal
 from llmdoctor.parsers.vllm_serving import model_subject, pod_restarting, threshold
 
 CHECK = "vllm-generation"
@@ -48,6 +49,9 @@ def classify(probe: dict) -> tuple[str, list[str]]:
         return "the model name is not served", ["model-name-not-found"]
     if CHAT_TEMPLATE.search(text):
         return "the tokenizer has no chat template", ["chat-template-missing"]
+    refusal = deliberate_refusal(text)
+    if refusal is not None:  # a 503 the server chose: it works, it is full or rescaling
+        return refusal.what, [refusal.runbook]
     if ENGINE_DEAD.search(text):
         return "the engine is dead", ["engine-dead"]
     if status in (502, 504):
@@ -176,6 +180,8 @@ def _health_says_ok(facts: Facts) -> str:
         "queue-saturation",
         "kv-cache-preemption",
         "nan-or-garbage-output",
+        ADMISSION_RUNBOOK,
+        SCALING_RUNBOOK,
     ),
     kind="symptom",
 )
@@ -219,6 +225,14 @@ def vllm_generation(facts: Facts) -> Finding:
             asleep, what, runbooks = _timeout_with_health_200(facts, what)
             if asleep:
                 return info(CHECK, f"{what}: {probe['error']}", items, runbooks, subject)
+        if runbooks in ([ADMISSION_RUNBOOK], [SCALING_RUNBOOK]):
+            return warning(
+                CHECK,
+                f"the probe was turned away on purpose, not by a failure: {what}{also}",
+                items,
+                runbooks,
+                subject,
+            )
         return critical(
             CHECK,
             f"business-level health failed: {what}{also}: {probe['error']}",

@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from llmdoctor.engine.facts import FactMissing, Facts
-from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
 from llmdoctor.parsers.vllm_serving import (
     fmt_count,
     fmt_pct,
+    frozen_gauges,
     model_subject,
     scrape_sources,
     series_text,
@@ -43,7 +44,9 @@ def cache_text(cache: dict) -> str:
     return "KV cache (vllm:cache_config_info): " + ", ".join(parts)
 
 
-def _model_finding(model: str, data: dict, window: dict, full_at: float) -> Finding | None:
+def _model_finding(
+    model: str, data: dict, window: dict, full_at: float, frozen: str | None
+) -> Finding | None:
     gauges, counters = data["gauges"], data["counters"]
     kv = gauges.get("kv_cache_usage")
     pre = counters.get("preemptions")
@@ -131,6 +134,15 @@ def _model_finding(model: str, data: dict, window: dict, full_at: float) -> Find
         )
     else:
         preempted = f"no preemptions {window_text(window)}"
+    if frozen:
+        return info(
+            CHECK,
+            "KV cache not judged: the gauges look frozen (no token counted while the generation "
+            f"probe hung: {frozen}; see vllm-engine)",
+            items,
+            [],
+            subject,
+        )
     if peak is None:
         return ok(CHECK, f"{preempted} (KV usage not exposed)", items, subject)
     return ok(CHECK, f"KV cache at {fmt_pct(peak)}, {preempted}", items, subject)
@@ -149,7 +161,8 @@ def vllm_kv_cache(facts: Facts) -> list[Finding]:
     findings = [
         f
         for model, data in sorted(window["models"].items())
-        if (f := _model_finding(model, data, window, full_at)) is not None
+        if (f := _model_finding(model, data, window, full_at, frozen_gauges(facts, data)))
+        is not None
     ]
     if not findings:
         raise FactMissing("vllm/window", "no KV-cache usage or preemption counter in /metrics")
