@@ -189,6 +189,7 @@ def _fallen_and_missing(facts: Facts, doc: dict) -> list[Finding]:
     scope="node",
     needs=(GPUS,),
     runbooks=(ECC, "gpu-not-visible", FALLEN),
+    follows=("xid",),
 )
 def gpu_health(facts: Facts) -> list[Finding]:
     doc = facts.require(GPUS)

@@ -22,7 +22,6 @@ CHECK = "gpu-memory"
 GPUS = "node/gpus"
 VLLM_DEFAULT_UTILIZATION = 0.9
 TAKEN = "gpu-memory-taken-by-other-process"
-STARTUP = "vllm-startup-memory-insufficient"
 
 
 def _gib(mib: float) -> str:
@@ -70,17 +69,28 @@ def _holders(gpu: dict, subject: str) -> tuple[list[Finding], dict[str, float]]:
     if others:
         items = [evidence(_describe(p), GPUS) for p in others]
         held = by_role["other"]
-        make = warning if _significant(held, total) else info
-        findings.append(
-            make(
+        named = ", ".join(_describe(p) for p in others[:3])
+        if _significant(held, total):
+            found = warning(
                 CHECK,
                 f"{len(others)} process(es) that are not vLLM hold {_gib(held)} of "
-                f"{_gib(total)}: {', '.join(_describe(p) for p in others[:3])}",
+                f"{_gib(total)}: {named}",
                 items,
                 [TAKEN],
                 subject,
             )
-        )
+            if len(others) == 1 and others[0].get("pid") is not None:
+                found.params["pid"] = others[0]["pid"]
+        else:  # a desktop's Xorg with 22 MiB: not what keeps vLLM from its memory
+            found = info(
+                CHECK,
+                f"{len(others)} process(es) that are not vLLM hold {_gib(held)} of "
+                f"{_gib(total)}, too little to matter: {named}",
+                items,
+                [],
+                subject,
+            )
+        findings.append(found)
     unknown = [p for p in procs if process_role(p) == "unknown"]
     if unknown and by_role["server"] > 0:
         findings.append(
@@ -171,7 +181,11 @@ def _fits(gpu: dict, subject: str, utilization: float, where: str | None, roles)
     # memory this view cannot attribute may be the running server itself: do not cry wolf
     ambiguous = (roles["unknown"] or roles["unseen"]) and not roles["other"]
     make = critical if where and not ambiguous else warning
-    return make(CHECK, summary, items, [STARTUP, TAKEN], subject)
+    # memory held by others, not a budget too small: the fix is to free it or ask for less
+    found = make(CHECK, summary, items, [TAKEN], subject)
+    if fitting > 0:
+        found.params["gpu_memory_utilization"] = fitting
+    return found
 
 
 @check(
@@ -179,7 +193,7 @@ def _fits(gpu: dict, subject: str, utilization: float, where: str | None, roles)
     title="GPU memory held by other processes; vLLM startup memory fits",
     scope="node",
     needs=(GPUS,),
-    runbooks=(TAKEN, STARTUP),
+    runbooks=(TAKEN,),
 )
 def gpu_memory(facts: Facts) -> list[Finding]:
     doc = facts.require(GPUS)
@@ -208,5 +222,9 @@ def gpu_memory(facts: Facts) -> list[Finding]:
                 )
             )
             continue
-        findings.append(_fits(gpu, subject, utilization, where, roles))
+        fit = _fits(gpu, subject, utilization, where, roles)
+        holder = [f.params["pid"] for f in held if "pid" in f.params]
+        if holder and fit.runbooks:  # the one process to stop, for the Fix's `kill {pid}`
+            fit.params["pid"] = holder[0]
+        findings.append(fit)
     return findings

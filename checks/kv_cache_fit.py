@@ -210,4 +210,7 @@ def _finding(result, path: str, gpu_name: str, memory: int, gpu_source: str) -> 
             f"{gib(result.seq_bytes)} of KV cache, about {gib(max(result.kv_cache_bytes, 0))} is "
             f"left on {gpu_name}{fix}"
         )
-    return critical(CHECK, summary, items, runbooks)
+    found = critical(CHECK, summary, items, runbooks)
+    if result.weights_fit and runbooks[0] == RUNBOOK and result.estimated_max_model_len:
+        found.params["max_model_len"] = result.estimated_max_model_len
+    return found

@@ -11,6 +11,7 @@ from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.engine.findings import Finding, Severity, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
 from llmdoctor.engine.textsource import TextSource
+from llmdoctor.parsers.fix_values import fix_values
 from llmdoctor.parsers.xid import not_text_reason
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.signatures import LineMatch, SignatureSet
@@ -116,6 +117,7 @@ def log_signatures(facts: Facts) -> list[Finding]:
                 summary=f"{entry.title}: {h.count} matching {lines} in {where}{follows}",
                 evidence=items,
                 runbooks=[entry_id],
+                params=fix_values(entry_id, (m.text for _, m in [*h.first, *h.last])),
             )
         )
     return findings

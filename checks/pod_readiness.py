@@ -8,6 +8,9 @@ lastTransitionTime against `time/now` (for a Pending pod, from its creation). A 
 its model for minutes, so a short spell is a warning; past LONG_NOT_READY_S (or the startup
 probe's budget, if longer) it is critical. The cause is the other pod checks' to name
 (pod-scheduling, pod-image-pull, pod-restarts); this check says the pod serves nothing.
+A pod being deleted (stuck Terminating past its grace period: critical), a pod whose phase is
+Unknown (its node stopped reporting) and a container not ready under a Ready=True condition are
+not healthy either, whatever the Ready condition says.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from llmdoctor.parsers.k8s_pod import (
 CHECK = "pod-readiness"
 RUNBOOK = "pod-not-ready"
 LONG_NOT_READY_S = 10 * 60
+STUCK_TERMINATING_S = 5 * 60  # past deletionTimestamp, which is the request plus the grace period
 READINESS_FAILED = "Readiness probe failed"
 
 
@@ -97,10 +101,11 @@ def _patience(pod: dict) -> float:
 def _pending(facts: Facts, pod: dict) -> Finding:
     """A pod not started yet serves nothing either: a warning while it may still start."""
     created = field_dict(pod, "metadata").get("creationTimestamp")
-    items = [evidence(f"status.phase: Pending since {created or '?'}", "k8s/pod.json")]
+    since_text = f"since {created}" if created else "(creation time not in the pod object)"
+    items = [evidence(f"status.phase: Pending {since_text}", "k8s/pod.json")]
     scheduled = _condition(pod, "PodScheduled") or {}
     if scheduled.get("status") == "False":
-        why = f"not scheduled: {scheduled.get('reason') or '?'}"
+        why = f"not scheduled: {scheduled.get('reason') or 'no reason given'}"
         items.append(evidence(f"PodScheduled=False: {scheduled.get('message') or ''}".strip()))
     else:
         waiting = [u for u in _unready_containers(pod) if "waiting" in u]
@@ -114,6 +119,42 @@ def _pending(facts: Facts, pod: dict) -> Finding:
     return warning(CHECK, f"{summary} yet", items, [RUNBOOK])
 
 
+def _terminating(facts: Facts, pod: dict) -> Finding | None:
+    """A pod being deleted leaves its Service's endpoints; one still there well past the time
+    its deletion was due is stuck (a finalizer, or a node that no longer answers)."""
+    meta = field_dict(pod, "metadata")
+    deleting = meta.get("deletionTimestamp")
+    if not deleting:
+        return None
+    items = [evidence(f"metadata.deletionTimestamp: {deleting}", "k8s/pod.json")]
+    listed = meta.get("finalizers")
+    finalizers = [f for f in listed if isinstance(f, str)] if isinstance(listed, list) else []
+    if finalizers:
+        items.append(evidence(f"metadata.finalizers: {', '.join(finalizers)}", "k8s/pod.json"))
+    node = field_dict(pod, "spec").get("nodeName")
+    now, due = facts.get("time/now"), parse_time(deleting)
+    overdue = (now - due) if isinstance(now, int | float) and due is not None else None
+    if overdue is not None and overdue > STUCK_TERMINATING_S:
+        why = (
+            f"finalizers {', '.join(finalizers)} not removed"
+            if finalizers
+            else f"the kubelet on {node or 'its node'} has not confirmed the containers stopped"
+        )
+        return critical(
+            CHECK,
+            f"the pod has been stuck Terminating for {_minutes(overdue)} past its grace period "
+            f"({why}): it serves nothing and holds its GPU and name",
+            items,
+            [RUNBOOK],
+        )
+    return warning(
+        CHECK,
+        "the pod is being deleted (Terminating): its Service no longer sends it traffic",
+        items,
+        [RUNBOOK],
+    )
+
+
 @check(
     CHECK,
     title="Pod is Ready and receives Service traffic",
@@ -121,11 +162,22 @@ def _pending(facts: Facts, pod: dict) -> Finding:
     needs=("k8s/pod.json",),
     runbooks=(RUNBOOK,),
     kind="symptom",
+    follows=(
+        "pod-restarts",
+        "pod-scheduling",
+        "pod-image-pull",
+        "pod-probes",
+        "vllm-health",
+        "vllm-engine",
+    ),
 )
 def pod_readiness(facts: Facts) -> Finding:
     pod = require_pod(facts)
     status = field_dict(pod, "status")
     phase = status.get("phase") or "unknown"
+    terminating = _terminating(facts, pod)
+    if terminating is not None:
+        return terminating
     if phase == "Pending":
         return _pending(facts, pod)
     if phase in ("Succeeded", "Failed"):
@@ -135,20 +187,38 @@ def pod_readiness(facts: Facts) -> Finding:
             [evidence(f"status.phase: {phase}", "k8s/pod.json")],
             [RUNBOOK],
         )
+    if phase == "Unknown":  # the kubelet stopped reporting: every other field is stale
+        return critical(
+            CHECK,
+            "the pod's phase is Unknown: its node stopped reporting (kubelet or node down), so "
+            "nothing in its status can be trusted and its Service cannot count on it",
+            [evidence("status.phase: Unknown", "k8s/pod.json")],
+            [RUNBOOK],
+        )
     ready = _condition(pod, "Ready")
     if ready is None:
         raise FactMissing("k8s/pod.json", "the pod status has no Ready condition")
     since = ready.get("lastTransitionTime")
     if ready.get("status") == "True":
         when = f" since {since}" if since else ""
-        return ok(
-            CHECK,
-            f"the pod is Ready{when}",
-            [evidence(f"condition Ready=True{when}", "k8s/pod.json")],
-        )
+        items = [evidence(f"condition Ready=True{when}", "k8s/pod.json")]
+        unready = _unready_containers(pod)
+        if unready:  # the kubelet updates the two separately: one of them is stale
+            items.append(evidence("not ready: " + "; ".join(unready), "k8s/pod.json"))
+            names = [c.get("name") for c in _statuses(pod) if not c.get("ready")]
+            return warning(
+                CHECK,
+                f"the pod says Ready{when} but {'; '.join(unready)} is not ready: the status is "
+                "stale or changing, so Service traffic may reach a container that cannot serve",
+                items,
+                [RUNBOOK],
+                f"container {names[0]}" if len(names) == 1 else None,
+            )
+        return ok(CHECK, f"the pod is Ready{when}", items)
     items = [
         evidence(
-            f"condition Ready={ready.get('status')} since {since or '?'}: "
+            f"condition Ready={ready.get('status')} "
+            f"{f'since {since}' if since else '(the time it changed is not in the pod status)'}: "
             f"{ready.get('reason') or ''} {ready.get('message') or ''}".strip(),
             "k8s/pod.json",
         )
@@ -171,7 +241,7 @@ def pod_readiness(facts: Facts) -> Finding:
         gates = [
             g.get("conditionType") for g in dicts(field_dict(pod, "spec").get("readinessGates"))
         ]
-        why = f"readiness gate(s) {', '.join(str(g) for g in gates) or '?'} not met"
+        why = f"readiness gate(s) {', '.join(str(g) for g in gates) or '(unnamed)'} not met"
     runbooks = [RUNBOOK]
     for_how_long = f" for {_minutes(spell)}" if spell is not None else ""
     summary = (

@@ -8,6 +8,7 @@ from __future__ import annotations
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
 from llmdoctor.engine.registry import check
+from llmdoctor.parsers.fix_values import fix_values
 from llmdoctor.parsers.k8s_pod import (
     container_named,
     container_statuses,
@@ -53,6 +54,14 @@ def _previous_log_causes(facts: Facts, container: str) -> tuple[list[str], list[
     return list(strong), list(hinted), [*strong.values(), *hinted.values()]
 
 
+def _fix_params(causes: list[str], lines: list[dict]) -> dict:
+    """The Fix parameters the previous log's matched lines give for the causes linked."""
+    params: dict = {}
+    for entry_id in causes:
+        params.update(fix_values(entry_id, (str(line.get("text", "")) for line in lines)))
+    return params
+
+
 def _describe(term: dict) -> str:
     reason = term.get("reason") or "unknown reason"
     code = term.get("exitCode")
@@ -68,6 +77,7 @@ def _describe(term: dict) -> str:
     needs=("k8s/pod.json",),
     runbooks=("k8s-oomkilled",),
     supersedes=("log-signatures",),
+    follows=("pod-probes",),
 )
 def pod_restarts(facts: Facts) -> list[Finding]:
     pod = require_pod(facts)
@@ -142,4 +152,6 @@ def pod_restarts(facts: Facts) -> list[Finding]:
             )
         else:
             findings.append(ok("pod-restarts", "no restarts", items, subject))
+            continue
+        findings[-1].params = _fix_params(causes, cause_lines)
     return findings

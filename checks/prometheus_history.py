@@ -52,12 +52,14 @@ def history(facts: Facts, layer: str) -> dict[str, Any] | None:
     if not facts.has(QUERY_KEY):
         return None
     timeline = facts.require(TIMELINE_KEY)
-    series = facts.get(SERIES_KEY) or {}
+    series = timeline["series"]  # validated: only what the timeline could read
     if not any(series.get(name) for name in LAYER_SERIES[layer]):
         query = facts.get(QUERY_KEY) or {}
         failed = [series.get("failed", {}).get(n) for n in LAYER_SERIES[layer]]
+        dropped = timeline.get("dropped") or 0
+        unread = f" ({dropped} points or series of the wrong shape not read)" if dropped else ""
         why = next((f for f in failed if f), None) or (
-            f"no {LAYER_NAMES[layer]} series for {{{query.get('selector')}}}"
+            f"no {LAYER_NAMES[layer]} series for {{{query.get('selector')}}}{unread}"
         )
         raise FactMissing(SERIES_KEY, f"Prometheus: {why}")
     return timeline

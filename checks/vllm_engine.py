@@ -16,6 +16,7 @@ from typing import Any
 from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.engine.findings import Finding, Severity, evidence
 from llmdoctor.engine.registry import check
+from llmdoctor.parsers.k8s_pod import counter_reset_text
 from llmdoctor.parsers.vllm_engines import (
     EngineView,
     data_parallel_size,
@@ -166,7 +167,7 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
         if any(v.generated is None for v in working):
             # one scrape, a counter reset, or no token counter: progress was not seen
             summary = f"progress of {count} not measured " + (
-                "(a counter reset between the scrapes: the server restarted)"
+                f"({counter_reset_text(facts)})"
                 if any(v.scrapes > 1 for v in working)
                 else "(scrape twice: --window)"
             )
@@ -206,6 +207,7 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
     scope="vllm",
     needs=("vllm/window",),
     runbooks=("engine-wedged", "engine-dead"),
+    follows=("xid", "gpu-health", "pod-restarts"),
 )
 def vllm_engine(facts: Facts) -> list[Finding]:
     window: dict[str, Any] = facts.require("vllm/window")

@@ -2,8 +2,9 @@
 
 From `vllm/probe.json` (one streamed completion of a fixed prompt at temperature 0). A failed
 probe is classified from its status and error body (vLLM's flat `{"object": "error", ...}` up
-to 0.10.0 and nested `{"error": {...}}` from 0.10.1); empty text or a latency over
-settings/max_latency_ms is critical even when /health says 200.
+to 0.10.0 and nested `{"error": {...}}` from 0.10.1); empty text, text that is not language
+(`!!!!`, NaN logits) or a latency over settings/max_latency_ms is critical even when /health
+says 200.
 """
 
 from __future__ import annotations
@@ -15,9 +16,15 @@ from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
 from llmdoctor.parsers.documents import NUMBER, OBJECT, TEXT, require_document
+from llmdoctor.parsers.generated_text import degenerate
 from llmdoctor.parsers.vllm_engines import engine_views
 from llmdoctor.parsers.vllm_refusals import ADMISSION_RUNBOOK, SCALING_RUNBOOK, deliberate_refusal
-from llmdoctor.parsers.vllm_serving import model_subject, pod_restarting, threshold
+from llmdoctor.parsers.vllm_serving import (
+    model_subject,
+    pod_not_started,
+    pod_restarting,
+    threshold,
+)
 
 CHECK = "vllm-generation"
 CONTEXT_LENGTH = re.compile(
@@ -73,6 +80,8 @@ def classify(probe: dict) -> tuple[str, list[str]]:
         return "the answer broke off mid-stream", ["engine-dead"]
     if kind == "garbage":
         return "the answer is not an OpenAI completion", ["gateway-timeout"]
+    if kind == "degenerate":
+        return "the text is not language (NaN logits sample token 0)", ["nan-or-garbage-output"]
     return "the server rejected the request", []
 
 
@@ -184,6 +193,14 @@ def _health_says_ok(facts: Facts) -> str:
         SCALING_RUNBOOK,
     ),
     kind="symptom",
+    follows=(
+        "vllm-kv-cache",
+        "vllm-queue",
+        "vllm-engine",
+        "vllm-health",
+        "pod-restarts",
+        "pod-scheduling",
+    ),
 )
 def vllm_generation(facts: Facts) -> Finding:
     probe = require_document(
@@ -221,6 +238,17 @@ def vllm_generation(facts: Facts) -> Finding:
                 [],
                 subject,
             )
+        not_started = pod_not_started(facts)
+        if not_started and probe.get("status") is None:
+            items.append(evidence(not_started, "k8s/pod.json"))
+            return warning(
+                CHECK,
+                f"no generation ({what}: {probe['error']}): the server has not started "
+                f"({not_started}); why the pod has not started is the finding to act on",
+                items,
+                [],  # not engine-dead: an engine that never ran did not die
+                subject,
+            )
         if probe.get("error_kind") == "timeout" and also:
             asleep, what, runbooks = _timeout_with_health_200(facts, what)
             if asleep:
@@ -247,6 +275,15 @@ def vllm_generation(facts: Facts) -> Finding:
             f"{probe.get('finish_reason')}){also}",
             items,
             ["nan-or-garbage-output", *(["chat-template-missing"] if "messages" in req else [])],
+            subject,
+        )
+    why = degenerate(probe.get("text") or "")  # a bundle from before the probe refused it
+    if why is not None:
+        return critical(
+            CHECK,
+            f"business-level health failed: the probe's text is not language ({why}){also}",
+            items,
+            ["nan-or-garbage-output"],
             subject,
         )
     limit = threshold(facts, "max_latency_ms")

@@ -20,6 +20,7 @@ from llmdoctor.parsers.vllm_serving import (
     expected_models,
     is_collection_failure,
     model_ids,
+    pod_not_started,
     pod_restarting,
     scrape_sources,
     threshold,
@@ -60,6 +61,17 @@ def _health(facts: Facts) -> Finding:
                 f"restarting ({restarting}); the restart's cause is the finding to act on",
                 items,
                 [],
+                subject,
+            )
+        not_started = pod_not_started(facts)
+        if not_started:
+            items.append(evidence(not_started, "k8s/pod.json"))
+            return warning(
+                CHECK,
+                f"the endpoint does not answer ({what}): the server has not started "
+                f"({not_started}); why the pod has not started is the finding to act on",
+                items,
+                [],  # not engine-dead: an engine that never ran did not die
                 subject,
             )
         books = ["engine-dead", *(["gateway-timeout"] if kind == "timeout" else [])]
@@ -208,6 +220,15 @@ def _metrics(facts: Facts) -> Finding | None:
         "model-name-not-found",
         SCALING_RUNBOOK,
         ADMISSION_RUNBOOK,
+    ),
+    follows=(
+        "pod-restarts",
+        "pod-readiness",
+        "pod-scheduling",
+        "pod-image-pull",
+        "vllm-engine",
+        "xid",
+        "gpu-health",
     ),
 )
 def vllm_health(facts: Facts) -> list[Finding]:

@@ -2,6 +2,7 @@
 
 From `vllm/window`, per model: vllm:kv_cache_usage_perc (V1; V0 vllm:gpu_cache_usage_perc), the
 vllm:num_preemptions_total delta and rate between the scrapes, and V0's swapped requests.
+A usage outside 0..1 is bad data (another exporter, a rescaled series), never "500 %".
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
+from llmdoctor.parsers.k8s_pod import counter_reset_text
 from llmdoctor.parsers.vllm_serving import (
     fmt_count,
     fmt_pct,
@@ -23,6 +25,11 @@ from llmdoctor.parsers.vllm_serving import (
 )
 
 CHECK = "vllm-kv-cache"
+
+
+def is_fraction(value) -> bool:
+    """vLLM's KV usage gauge is a fraction (0.73 is 73 %), whatever `_perc` in its name says."""
+    return isinstance(value, int | float) and 0.0 <= value <= 1.0
 
 
 def _rate(counter: dict) -> str:
@@ -45,7 +52,12 @@ def cache_text(cache: dict) -> str:
 
 
 def _model_finding(
-    model: str, data: dict, window: dict, full_at: float, frozen: str | None
+    model: str,
+    data: dict,
+    window: dict,
+    full_at: float,
+    reset_text: str,
+    frozen: str | None,
 ) -> Finding | None:
     gauges, counters = data["gauges"], data["counters"]
     kv = gauges.get("kv_cache_usage")
@@ -54,9 +66,19 @@ def _model_finding(
         return None
     where = scrape_sources(window)
     items = []
-    usage = [v for v in (kv or {}).get("values", []) if v is not None]
+    values = [v for v in (kv or {}).get("values", []) if v is not None]
+    usage = [v for v in values if is_fraction(v)]
+    bad = [v for v in values if not is_fraction(v)]
     peak = max(usage) if usage else None
-    if kv is not None:
+    if bad:
+        items.append(
+            evidence(
+                f"{kv['metric']}: {series_text(kv['values'])}: not a fraction between 0 and 1, "
+                "so not read as KV usage",
+                where,
+            )
+        )
+    elif kv is not None:
         items.append(evidence(f"{kv['metric']}: {series_text(kv['values'], fmt_pct)}", where))
         engines = [e for e in kv.get("per_engine") or [] if e]
         if engines and len(engines[-1]) > 1:
@@ -68,7 +90,7 @@ def _model_finding(
         if pre.get("delta") is not None:
             rising = pre["delta"] > 0
             delta_text = f"+{fmt_count(pre['delta'])} {window_text(window)}{_rate(pre)}"
-            reset = " (counter reset: the server restarted)" if pre.get("reset") else ""
+            reset = f" ({reset_text})" if pre.get("reset") else ""
             items.append(evidence(f"{pre['metric']}: {delta_text}{reset}", where))
         else:
             items.append(
@@ -92,6 +114,7 @@ def _model_finding(
     full = peak is not None and peak >= full_at
     subject = model_subject(model)
     last = next((e for e in reversed((kv or {}).get("per_engine") or []) if e), {})
+    last = {e: v for e, v in last.items() if is_fraction(v)}
     if len(last) > 1 and full:
         # with data parallelism, name the engine that is full: the others may have room
         fullest = max(last, key=lambda e: last[e])
@@ -123,6 +146,16 @@ def _model_finding(
             f"blocks, and preemptions follow if it stays full{swap}",
             items,
             runbooks,
+            subject,
+        )
+    if bad and not usage:
+        return warning(
+            CHECK,
+            f"KV-cache usage reads {max(bad, key=abs):g}, not a fraction between 0 and 1: bad "
+            "data (another exporter on the port, or a rescaled series), so KV pressure is not "
+            "judged",
+            items,
+            [],
             subject,
         )
     if pre is None:
@@ -161,7 +194,11 @@ def vllm_kv_cache(facts: Facts) -> list[Finding]:
     findings = [
         f
         for model, data in sorted(window["models"].items())
-        if (f := _model_finding(model, data, window, full_at, frozen_gauges(facts, data)))
+        if (
+            f := _model_finding(
+                model, data, window, full_at, counter_reset_text(facts), frozen_gauges(facts, data)
+            )
+        )
         is not None
     ]
     if not findings:

@@ -142,6 +142,7 @@ def _model_finding(model: str, data: dict, window: dict, facts: Facts) -> Findin
         "enforce-eager-in-production",
     ),
     kind="symptom",
+    follows=("vllm-kv-cache", "vllm-queue", "vllm-engine"),
 )
 def vllm_latency(facts: Facts) -> list[Finding]:
     window: dict[str, Any] = facts.require("vllm/window")

@@ -261,6 +261,7 @@ def _admission_finding(model: str, data: dict, window: dict) -> Finding | None:
     needs=("vllm/window",),
     runbooks=("queue-saturation", "kv-cache-preemption", ADMISSION_RUNBOOK),
     supersedes=("log-signatures",),
+    follows=("vllm-kv-cache",),
 )
 def vllm_queue(facts: Facts) -> list[Finding]:
     window: dict[str, Any] = facts.require("vllm/window")

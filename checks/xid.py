@@ -48,11 +48,22 @@ def _occurrences(group: dict) -> list[dict]:
     return items
 
 
+def _uptime(stamp: str) -> str:
+    """A dmesg stamp ("1843.308145": seconds since boot) said as what it is; the kernel log
+    gives no boot time to turn it into a clock time (`uptime -s` on the node does)."""
+    try:
+        seconds = float(stamp)
+    except ValueError:
+        return stamp
+    return f"{seconds:.0f} s after boot"
+
+
 def _when(group: dict) -> str:
     first = (group.get("first") or {}).get("time")
     last = (group.get("last") or {}).get("time")
     if not first:
         return ""
+    first, last = _uptime(first), _uptime(last) if last else last
     return (
         f", at {first}"
         if not last or last == first or group["count"] == 1

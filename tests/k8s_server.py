@@ -574,9 +574,28 @@ def _metrics(kind: str) -> list[str]:
     return [read_text(f"vllm/qwen2-7b-{kind}-metrics-{i}.txt") for i in (0, 1)]
 
 
-def _add_vllm_7b_owners(cluster: FakeCluster) -> None:
-    cluster.add_app(load("deployment-vllm-7b.json"))
-    cluster.add_app(load("replicaset-vllm-7b-7d9f8c6b5.json"))
+def all_available(owner: dict, replicas: int) -> dict:
+    """The Deployment or ReplicaSet with `replicas` asked for and all of them available, as the
+    controllers write it once a rollout has finished (the fixture's status has 1 of 3)."""
+    owner["spec"]["replicas"] = replicas
+    status = owner["status"]
+    for key in ("replicas", "readyReplicas", "availableReplicas", "updatedReplicas"):
+        if key in status or key == "availableReplicas":
+            status[key] = replicas
+    status.pop("unavailableReplicas", None)
+    for condition in status.get("conditions") or []:
+        if condition["type"] == "Available":
+            condition.update(
+                status="True",
+                reason="MinimumReplicasAvailable",
+                message="Deployment has minimum availability.",
+            )
+    return owner
+
+
+def _add_vllm_7b_owners(cluster: FakeCluster, replicas: int = 1) -> None:
+    cluster.add_app(all_available(load("deployment-vllm-7b.json"), replicas))
+    cluster.add_app(all_available(load("replicaset-vllm-7b-7d9f8c6b5.json"), replicas))
     cluster.nodes["gpu-a100-node-3"] = load("node-gpu-a100-node-3.json")
 
 
@@ -611,7 +630,7 @@ def healthy_pod(name: str = "vllm-7b-7d9f8c6b5-x2kqp") -> dict:
 def scenario_healthy(replicas: int = 1, nvidia_smi: bool = True) -> Scenario:
     """deploy/vllm-7b with `replicas` healthy pods, idle vLLM, exec answering."""
     cluster = FakeCluster()
-    _add_vllm_7b_owners(cluster)
+    _add_vllm_7b_owners(cluster, replicas)
     models = load("vllm/models-qwen2-7b.json")
     scenario = Scenario(cluster)
     log = read_text("logs/qwen2-7b-tp1-startup.log")

@@ -51,6 +51,9 @@ def test_too_low_utilization_is_critical_with_vllms_error_and_the_fix():
     assert finding.runbooks == ["kv-cache-too-small-for-max-model-len"]
     assert "max-model-len 16,384 does not fit" in finding.summary
     assert any("models's max seq len (16384)" in e["text"] for e in finding.evidence)
+    # the length that fits, as the summary says it, fills the runbook's --max-model-len
+    fits = finding.params["max_model_len"]
+    assert f"--max-model-len {fits} would fit" in finding.summary and 0 < fits < 16384
 
 
 def test_without_a_model_config_the_check_is_skipped_with_the_reason():

@@ -353,7 +353,7 @@ def test_cli_refuses_an_unknown_kv_cache_dtype_in_one_line(capsys):
 
 def test_cli_json_help_names_what_it_prints():
     out = runner.invoke(app, ["capacity", "--help"])
-    assert "llmdoctor/1" not in out.output
+    assert "llmdoctor/2" not in out.output
     assert "capacity plan" in out.output
 
 

@@ -103,8 +103,8 @@ def test_a_bad_utilization_is_one_line_and_exit_3(capsys):
     ],
 )
 def test_json_help_names_only_the_object_the_command_prints(argv, reporting, capsys):
-    # issue 12: `explain --help` said --json prints "the llmdoctor/1 JSON object"; it does not
+    # issue 12: `explain --help` said --json prints "the llmdoctor/2 JSON object"; it does not
     text = cli([*argv, "--help"], capsys)[1]
     option = re.search(r"^ +--json +(.+(?:\n {10,}\S.*)?)", text, re.MULTILINE)
     line = " ".join(option.group(1).split())
-    assert ("llmdoctor/1" in line) is reporting, line
+    assert ("llmdoctor/2" in line) is reporting, line

@@ -304,7 +304,7 @@ def test_crashloop_bundle_exits_2_and_names_the_oom_with_its_lines():
     assert proc.returncode == 2, proc.stderr
     out = json.loads(proc.stdout)
     assert set(out) == {"schema", "target", "status", "findings", "skipped", "errors"}
-    assert out["schema"] == "llmdoctor/1" and out["status"] == "critical"
+    assert out["schema"] == "llmdoctor/2" and out["status"] == "critical"
     oom = [f for f in out["findings"] if "cuda-oom-runtime" in f["runbooks"]]
     assert oom, out["findings"]
     lines = [e for f in oom for e in f["evidence"] if "line" in e]

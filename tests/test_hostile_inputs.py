@@ -721,7 +721,7 @@ def test_markdown_evidence_cannot_close_its_code_fence(tmp_path):
 
 
 def test_the_fix_excerpt_includes_the_code_block_with_the_command():
-    from llmdoctor.render.report import fix_excerpt
+    from llmdoctor.render.fix_text import fix_excerpt
 
     fix = "1. Reset the GPU:\n\n   ```bash\n   nvidia-smi -r -i 0\n   ```\n2. Then restart.\n"
     assert fix_excerpt(fix) == ["1. Reset the GPU:", "    nvidia-smi -r -i 0", "2. Then restart."]

@@ -202,9 +202,12 @@ def test_init_container_logs_are_read_too(cluster, capsys):
     cluster(scenario)
     code, report = diagnose(capsys, f"pod/{name}", "--no-exec", "--window", "0")
     assert code == 2
-    # reported once: by pod-restarts, which names the init container's crash loop and its cause
-    download = [f for f in report["findings"] if "model-download-failure" in f["runbooks"]]
+    # reported once: by pod-restarts, which names the init container's crash loop and its cause;
+    # a 401 on a gated repo is hf-gated-model, which explains model-download-failure, so the
+    # finding keeps the cause's runbook and no second finding names the download failure
+    download = [f for f in report["findings"] if "hf-gated-model" in f["runbooks"]]
     assert len(download) == 1
+    assert not [f for f in report["findings"] if "model-download-failure" in f["runbooks"]]
     sources = [e.get("source", "") for e in download[0]["evidence"]]
     assert any(s.startswith("logs/download-model") for s in sources)
 

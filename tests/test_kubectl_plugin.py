@@ -119,7 +119,7 @@ def test_the_plugin_honours_kubeconfig_and_namespace(tmp_path):
     finally:
         running.__exit__(None, None, None)
     report = json.loads(done.stdout)
-    assert report["schema"] == "llmdoctor/1" and POD in report["target"], done.stderr
+    assert report["schema"] == "llmdoctor/2" and POD in report["target"], done.stderr
     assert not [e for e in report["errors"] if "not found" in e.get("message", "")]
 
 

@@ -59,10 +59,10 @@ def test_tools_return_the_cli_json_and_are_read_only():
     assert set(by_name) == {"diagnose", "explain", "wiki_search", "wiki_show", "capacity"}
     assert all(t.annotations.readOnlyHint for t in tools)
     bundle, url, explained, search, show, capacity = (payload(r) for r in results)
-    assert bundle["schema"] == "llmdoctor/1" and bundle["status"] == "critical"
+    assert bundle["schema"] == "llmdoctor/2" and bundle["status"] == "critical"
     assert "cuda-oom-runtime" in bundle["findings"][0]["runbooks"]
     assert bundle["findings"][0]["evidence"]  # a verdict with evidence, not raw output
-    assert url["schema"] == "llmdoctor/1" and url["status"] == "ok"
+    assert url["schema"] == "llmdoctor/2" and url["status"] == "ok"
     assert explained["matches"][0]["id"] == "cuda-oom-runtime"
     assert search["results"][0]["id"] == "cuda-oom-runtime"
     assert show["id"] == "cuda-oom-runtime" and show["fix"]

@@ -307,12 +307,19 @@ def test_llama_server_holding_65gb_blocks_vllm_and_is_named():
         "gpu-memory",
         gpu_memory_utilization=0.9,
     )
-    by_book = {f.runbooks[0]: f for f in findings_}
-    taken = by_book["gpu-memory-taken-by-other-process"]
+    taken = next(f for f in findings_ if "not vLLM hold" in f.summary)
     assert taken.severity == "warning" and "llama-server: 65710 MiB" in taken.summary
-    startup = by_book["vllm-startup-memory-insufficient"]
+    assert taken.runbooks == ["gpu-memory-taken-by-other-process"]
+    assert taken.params == {"pid": 116860}  # the one other process: `kill {pid}` names it
+    startup = next(f for f in findings_ if "would refuse to start" in f.summary)
     assert startup.severity == "critical"
     assert "85.47 GiB" in startup.summary and "30.79 GiB is free" in startup.summary
+    # memory held by another process: free it or ask for less, never "raise it to 0.95"
+    assert startup.runbooks == ["gpu-memory-taken-by-other-process"]
+    assert startup.params == {
+        "gpu_memory_utilization": 0.32,
+        "pid": 116860,
+    }  # the "lower it to 0.32" it says
 
 
 def test_default_utilization_is_checked_but_only_warns():
@@ -320,7 +327,7 @@ def test_default_utilization_is_checked_but_only_warns():
     findings_, _ = findings(
         facts_with(smi="rtx-pro-6000-blackwell-590.44.01-llama-server.xml"), "gpu-memory"
     )
-    startup = next(f for f in findings_ if "vllm-startup-memory-insufficient" in f.runbooks)
+    startup = next(f for f in findings_ if "would refuse to start" in f.summary)
     assert startup.severity == "warning"
     assert "vLLM's default 0.9" in startup.evidence[1]["text"]
 
@@ -352,7 +359,7 @@ def test_memory_used_with_no_visible_process_is_said_as_such():
     )
     unseen = next(f for f in findings_ if "no process is visible" in f.summary)
     assert unseen.severity == "info"
-    startup = next(f for f in findings_ if "vllm-startup-memory-insufficient" in f.runbooks)
+    startup = next(f for f in findings_ if "would refuse to start" in f.summary)
     # the invisible holder might be the running server itself: a warning, not a critical
     assert startup.severity == "warning" and "not visible from here" in startup.summary
 
@@ -363,6 +370,9 @@ def test_a_bare_python_process_is_reported_as_unidentified_not_as_an_intruder():
     summaries = {f.severity: f.summary for f in findings_ if f.severity != "ok"}
     assert set(summaries) == {"info"}
     assert any("cannot tell whether" in f.summary for f in findings_)
+    xorg = next(f for f in findings_ if "Xorg" in f.summary)
+    # 22 MiB is not "the other process": no `kill <pid>` fix under it
+    assert "too little to matter" in xorg.summary and xorg.runbooks == []
     assert any(f.severity == "ok" and "would be free" in f.summary for f in findings_)
 
 

@@ -64,7 +64,7 @@ def test_node_on_this_machine_never_shows_a_traceback():
 def test_node_json_on_this_machine_follows_the_contract():
     result = llmdoctor("node", "--json", "--timeout", "20")
     doc = json.loads(result.stdout)
-    assert doc["schema"] == "llmdoctor/1" and doc["target"] == "node"
+    assert doc["schema"] == "llmdoctor/2" and doc["target"] == "node"
     assert doc["status"] in ("ok", "warning", "critical", "unknown")
     reported = {f["check"] for f in doc["findings"]} | {s["check"] for s in doc["skipped"]}
     assert {"xid", "gpu-memory", "driver-cuda", "gpu-health", "nvml-status"} <= reported

@@ -190,9 +190,9 @@ def test_llama_server_on_blackwell_is_named_and_blocks_a_vllm_start(monkeypatch)
     install_gpus(monkeypatch, "rtx-pro-6000-blackwell-590.44.01-llama-server.json")
     report = run(nvml_facts(), gpu_memory_utilization=0.9)
     memory = by_check(report, "gpu-memory")
-    taken = [f for f in memory if f.runbooks[0] == "gpu-memory-taken-by-other-process"]
+    taken = [f for f in memory if "not vLLM hold" in f.summary]
     assert "pid 116860 /root/src/llama.cpp/build/bin/llama-server: 65710 MiB" in taken[0].summary
-    startup = next(f for f in memory if "vllm-startup-memory-insufficient" in f.runbooks)
+    startup = next(f for f in memory if "would refuse to start" in f.summary)
     assert startup.severity == "critical"
     assert "would refuse to start" in startup.summary and "lower it to 0.32" in startup.summary
 

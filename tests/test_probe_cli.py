@@ -45,7 +45,7 @@ def test_probe_of_a_healthy_server_exits_0_with_the_json_contract(capsys):
             ["probe", srv.url, "--window", "0.1", "--timeout", "3", "--json"], capsys
         )
     doc = json.loads(out)
-    assert code == 0 and doc["schema"] == "llmdoctor/1" and doc["status"] == "ok"
+    assert code == 0 and doc["schema"] == "llmdoctor/2" and doc["status"] == "ok"
     checks = {f["check"] for f in doc["findings"]}
     assert {"vllm-health", "vllm-queue", "vllm-kv-cache", "vllm-generation"} <= checks
     assert all(f["severity"] == "ok" for f in doc["findings"])

@@ -68,6 +68,37 @@ EVERYDAY_QUERIES = [
     ("driver library mismatch", "nvml-driver-library-mismatch"),
 ]
 
+# plain words of an on-call engineer (issue 21): HTTP codes and what people say, not the
+# runbooks' own terms; (query, the entries the first three must hold)
+PLAIN_WORD_QUERIES = [
+    # the proxy's 502: title "(504 timeout, 502 bad gateway)", aliases 502 / Bad Gateway
+    ("502", {"gateway-timeout"}),
+    ("502 bad gateway", {"gateway-timeout"}),
+    ("504", {"gateway-timeout"}),
+    # "fell" stands for "fallen"; alias "GPU fell off the bus"
+    ("fell off", {"xid-fallen-off-bus"}),
+    ("GPU fell off the bus", {"xid-fallen-off-bus"}),
+    # "disappeared" stands for fallen / lost / missing: the GPU fell off or is not seen
+    ("GPU disappeared", {"xid-fallen-off-bus", "gpu-not-visible"}),
+    ("disappeared", {"xid-fallen-off-bus"}),
+    # "keeps" is no search word; "restarting" stands for restart / CrashLoopBackOff
+    ("keeps restarting", {"probe-killed-during-load", "k8s-oomkilled"}),
+    ("pod keeps restarting", {"probe-killed-during-load"}),
+    # alias "slow startup"; "startup" stands for loading too
+    ("startup slow", {"probe-killed-during-load"}),
+    ("slow startup", {"probe-killed-during-load"}),
+    # hang words: engine-wedged is the engine that stopped without dying
+    ("hangs", {"engine-wedged"}),
+    ("server hangs", {"engine-wedged"}),
+]
+
+
+@pytest.mark.parametrize(("query", "entry_ids"), PLAIN_WORD_QUERIES)
+def test_plain_words_reach_the_right_entries(query, entry_ids):
+    # the first three answers hold the entries that query means, the first is one of them
+    ids = [r.id for r in search(query, limit=5)]
+    assert entry_ids <= set(ids[:3]) and ids[0] in entry_ids, ids
+
 
 @pytest.mark.parametrize(("query", "entry_id"), EVERYDAY_QUERIES)
 def test_everyday_query_finds_its_builtin_entry_first(query, entry_id):

@@ -144,3 +144,16 @@ def test_an_unwritable_stdout_is_one_line_and_the_same_exit_on_both_paths(stdout
         assert done.stderr.count("\n") == 1, done.stderr
         results.append((done.returncode, done.stderr))
     assert results[0] == results[1] and results[0][0] == 3
+
+
+def test_the_terminal_hides_raw_scores_and_json_keeps_them(capsys, monkeypatch):
+    # a bm25 number means nothing to the reader at 3 a.m.; scripts still get it with --json
+    import json
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    fast_main(["fell", "off", "--limit", "2"])
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(" 1. xid-fallen-off-bus ") and first.endswith("[critical]")
+    fast_main(["fell", "off", "--limit", "2", "--json"])
+    scores = [r["score"] for r in json.loads(capsys.readouterr().out)["results"]]
+    assert len(scores) == 2 and scores[0] > scores[1] > 0

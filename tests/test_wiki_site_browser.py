@@ -30,6 +30,8 @@ QUERIES = [
     "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
     'SELECT * FROM "docs" AND NEAR( "', "0x7f3a 12345 /usr/lib/python3/site.py",
     "requests are slow", "slow", "high latency", "hangs", "crashed", "gibberish", "ttft",
+    "502", "502 bad gateway", "fell off", "GPU disappeared", "keeps restarting", "startup slow",
+    "server hangs",
 ]  # fmt: skip
 CHROMIUM_ARGS = [
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

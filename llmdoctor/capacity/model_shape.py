@@ -233,6 +233,11 @@ def model_shape(config: dict[str, Any]) -> ModelShape:
     )
     if get("multi_query") is True:
         kv_heads = 1
+    if kv_heads and kv_heads > heads:  # each KV head serves a group of query heads, never fewer
+        raise BadInput(
+            f"the model config has {kv_heads} key/value heads but {heads} attention heads: no "
+            "model has more KV heads than attention heads (check num_key_value_heads)"
+        )
     head_dim = read.shape_number("head_dim", "kv_channels", "attention_head_dim") or hidden // heads
     shape = ModelShape(
         model_type=str(get("model_type") or ""),

@@ -99,8 +99,34 @@ def _kubeconfig_namespace(config_file: str | None, context: str | None) -> str |
     return ((chosen or {}).get("context") or {}).get("namespace")
 
 
+def without_retries(cfg) -> None:
+    """One attempt per request: urllib3's default Retry(3) made a silent API server cost four
+    --timeouts per call, past the budget the user gave."""
+    from urllib3.util.retry import Retry
+
+    cfg.retries = Retry(total=0, redirect=0, raise_on_status=False)
+    cfg.client_go_retries = False
+
+
 def connect(context: str | None, namespace: str | None, timeout: float) -> KubeConnection:
-    """Load kubeconfig (or the in-cluster service account); BadInput when neither works."""
+    """Load kubeconfig (or the in-cluster service account); BadInput when neither works.
+
+    Loading can run the kubeconfig's exec credential plugin (aws, gke-gcloud-auth-plugin,
+    kubelogin), which the client waits for without a timeout; one waiting for a browser login
+    would hang the run, so it gets --timeout like every request."""
+    from llmdoctor.engine.collect import submit_abandonable
+
+    loading = submit_abandonable(_connect, context, namespace, timeout)
+    try:
+        return loading.result(timeout=timeout)
+    except TimeoutError:
+        raise BadInput(
+            f"loading the kubeconfig took more than {timeout:g}s: its exec credential plugin "
+            "did not answer (a login waiting in a browser? run any kubectl command once)"
+        ) from None
+
+
+def _connect(context: str | None, namespace: str | None, timeout: float) -> KubeConnection:
     from kubernetes import client, config
 
     cfg = client.Configuration()
@@ -123,6 +149,7 @@ def connect(context: str | None, namespace: str | None, timeout: float) -> KubeC
                 default_namespace = fh.read().strip() or None
     except (OSError, ValueError, TypeError) as exc:
         raise BadInput(f"cannot load kubeconfig: {type(exc).__name__}: {exc}") from None
+    without_retries(cfg)
     return KubeConnection(
         api_client=client.ApiClient(configuration=cfg),
         namespace=namespace or default_namespace or "default",

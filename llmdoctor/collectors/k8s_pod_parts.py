@@ -6,12 +6,12 @@ Each function returns {fact key: value or Missing(reason)} and never raises for 
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from llmdoctor.collectors.k8s_client import KubeConnection, KubeError, read_text
 from llmdoctor.collectors.k8s_exec import exec_in_container
+from llmdoctor.engine.collect import map_abandonable, submit_abandonable
 from llmdoctor.engine.facts import Missing
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.serving_args import parse_serving_args
@@ -81,14 +81,13 @@ def collect_logs(conn: KubeConnection, pod: dict, tail: int) -> dict[str, Any]:
         result["logs/"] = Missing(reasons[0] if reasons else "the pod has no containers")
         return result
     if wanted:
-        with ThreadPoolExecutor(max_workers=len(wanted)) as pool:
-            for key, value in pool.map(read, wanted):
-                if isinstance(value, KubeError):
-                    result[key] = Missing(value.reason)
-                    if value.status in (401, 403):
-                        result["logs/"] = Missing(value.reason)
-                else:
-                    result[key] = value
+        for key, value in map_abandonable(read, wanted, len(wanted)):
+            if isinstance(value, KubeError):
+                result[key] = Missing(value.reason)
+                if value.status in (401, 403):
+                    result["logs/"] = Missing(value.reason)
+            else:
+                result[key] = value
     return result
 
 
@@ -258,12 +257,11 @@ def collect_exec(conn: KubeConnection, pod: dict, timeout: float) -> dict[str, A
             return exc
 
     check_args = vllm_args_command(args)
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        smi_future = pool.submit(run, ["nvidia-smi", "-q", "-x"])
-        env_future = pool.submit(run, ["python3", "-c", script]) if script else None
-        args_future = pool.submit(run, check_args) if check_args else None
-        smi, env = smi_future.result(), env_future.result() if env_future else None
-        checked = args_future.result() if args_future else None
+    smi_future = submit_abandonable(run, ["nvidia-smi", "-q", "-x"])
+    env_future = submit_abandonable(run, ["python3", "-c", script]) if script else None
+    args_future = submit_abandonable(run, check_args) if check_args else None
+    smi, env = smi_future.result(), env_future.result() if env_future else None
+    checked = args_future.result() if args_future else None
     result: dict[str, Any] = {VLLM_ARGS: _vllm_args_fact(checked)}
     if not isinstance(smi, KubeError) and smi.exit_code == 0 and "<nvidia_smi_log" in smi.stdout:
         result["node/nvidia-smi.xml"] = smi.stdout

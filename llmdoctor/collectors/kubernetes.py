@@ -11,7 +11,6 @@ becomes a missing fact with the reason (a 403 names the verb and resource to gra
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +21,13 @@ from llmdoctor.collectors.k8s_pod_parts import (
     collect_logs,
     window_seconds,
 )
-from llmdoctor.engine.collect import CollectContext, Collector, run_collectors
+from llmdoctor.engine.collect import (
+    CollectContext,
+    Collector,
+    map_abandonable,
+    run_collectors,
+    submit_abandonable,
+)
 from llmdoctor.engine.facts import Facts, Missing
 from llmdoctor.errors import BadTarget, LlmdoctorError
 
@@ -311,13 +316,12 @@ def collect_pod(conn: KubeConnection, ref: PodRef, ctx: CollectContext) -> Facts
     window = window_seconds(ctx.options)
     vllm_ctx = CollectContext(ctx.target, ctx.timeout * 3 + window, ctx.options)
     vllm = [Collector("vllm", ("vllm/",), part.vllm)]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        done = [
-            pool.submit(run_collectors, k8s, ctx, facts),
-            pool.submit(run_collectors, vllm, vllm_ctx, facts),
-        ]
-        for future in done:
-            future.result()
+    done = [
+        submit_abandonable(run_collectors, k8s, ctx, facts),
+        submit_abandonable(run_collectors, vllm, vllm_ctx, facts),
+    ]
+    for future in done:
+        future.result()
     facts.collector_errors.update(part.errors)
     return facts
 
@@ -327,5 +331,4 @@ def collect(target, ctx: CollectContext) -> list[Facts]:
     opts = ctx.options
     conn = connect(opts.get("context"), opts.get("namespace"), ctx.timeout)
     refs = find_pods(conn, target, opts.get("selector"))
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_PODS, len(refs))) as pool:
-        return list(pool.map(lambda ref: collect_pod(conn, ref, ctx), refs))
+    return map_abandonable(lambda ref: collect_pod(conn, ref, ctx), refs, MAX_PARALLEL_PODS)

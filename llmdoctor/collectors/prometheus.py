@@ -19,11 +19,12 @@ import json
 import math
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from llmdoctor.engine.collect import map_abandonable, submit_abandonable
 from llmdoctor.engine.facts import Missing
+from llmdoctor.parsers.prometheus_series import valid_labels, valid_points
 
 QUERY_KEY = "prometheus/query.json"
 SERIES_KEY = "prometheus/series.json"
@@ -196,18 +197,6 @@ def _get(session, url: str, params: dict[str, Any], timeout: float) -> dict:
     return doc.get("data") or {}
 
 
-def _points(values: list) -> list[list[float]]:
-    out = []
-    for pair in values[: MAX_POINTS + 1]:
-        try:
-            t, v = float(pair[0]), float(pair[1])
-        except (TypeError, ValueError, IndexError):
-            continue
-        if math.isfinite(v):
-            out.append([t, v])
-    return out
-
-
 def query_series(
     base_url: str, selector: str, window: dict[str, float], timeout: float
 ) -> dict[str, Any]:
@@ -231,8 +220,7 @@ def query_series(
             return q, None, exc
 
     try:
-        with ThreadPoolExecutor(max_workers=PARALLEL_QUERIES) as pool:
-            answers = list(pool.map(one, queries))
+        answers = map_abandonable(one, queries, PARALLEL_QUERIES)
     finally:
         session.close()
     failures = [(q, exc) for q, _, exc in answers if exc is not None]
@@ -246,10 +234,14 @@ def query_series(
             series["failed"][q.name] = str(exc)
             continue
         found = []
-        for item in (data.get("result") or [])[:MAX_SERIES_PER_QUERY]:
-            points = _points(item.get("values") or [])
+        result = data.get("result") if isinstance(data, dict) else None
+        for item in result[:MAX_SERIES_PER_QUERY] if isinstance(result, list) else []:
+            if not isinstance(item, dict) or not isinstance(item.get("values"), list):
+                continue
+            values = item["values"][: MAX_POINTS + 1]
+            points = valid_points(values, window["start"], window["end"], window["step"])
             if points:
-                found.append({"labels": item.get("metric") or {}, "points": points})
+                found.append({"labels": valid_labels(item.get("metric")), "points": points})
         if found:
             series[q.name] = found
         else:
@@ -301,9 +293,9 @@ def start_history(target, ctx):
     selector = _selector_for(None, target, options)
     since = float(options.get("prometheus_since") or 3600.0)
     end = time.time()
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prometheus")
-    future = pool.submit(collect_history, options["prometheus"], selector, since, end, ctx.timeout)
-    pool.shutdown(wait=False)
+    future = submit_abandonable(
+        collect_history, options["prometheus"], selector, since, end, ctx.timeout
+    )
     return selector, future
 
 
@@ -331,5 +323,4 @@ def add_history(facts_list: list, target, ctx, started=None) -> None:
             )
         run_collectors([fetch], ctx, facts)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(8, len(facts_list)))) as pool:
-        list(pool.map(for_facts, facts_list))
+    map_abandonable(for_facts, facts_list, 8)

@@ -159,7 +159,19 @@ def generation_probe(
         result.update(error=f"{reply.error}{done}", error_kind=reply.error_kind)
     elif reply.status == 200 and not result["error"] and not reader.done and reader.events:
         result.update(error="the stream ended without [DONE]", error_kind="reset")
+    if not result["error"]:
+        _refuse_degenerate(result)
     return result
+
+
+def _refuse_degenerate(result: dict[str, Any]) -> None:
+    """A 200 whose text is not language (`!!!!`: NaN logits) is a failed probe, so the
+    exporter's success metric and the check agree."""
+    from llmdoctor.parsers.generated_text import degenerate
+
+    why = degenerate(result.get("text") or "")
+    if why is not None:
+        result.update(error=f"degenerate output ({why})", error_kind="degenerate")
 
 
 def _streamed(reader: StreamReader, sent: float, result: dict[str, Any]) -> None:

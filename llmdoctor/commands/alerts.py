@@ -23,13 +23,19 @@ def alerts_command(
     ttft_p95: Annotated[
         float,
         typer.Option(
-            "--ttft-p95", min=0.001, help="Seconds of p95 time to first token to alert on."
+            "--ttft-p95",
+            min=0.001,
+            callback=opt.finite,
+            help="Seconds of p95 time to first token to alert on.",
         ),
     ] = 2.0,
     itl_p95: Annotated[
         float,
         typer.Option(
-            "--itl-p95", min=0.001, help="Seconds of p95 inter-token latency to alert on."
+            "--itl-p95",
+            min=0.001,
+            callback=opt.finite,
+            help="Seconds of p95 inter-token latency to alert on.",
         ),
     ] = 0.2,
     name: Annotated[

@@ -36,7 +36,12 @@ def capacity_command(
         ),
     ] = None,
     gpu_memory_utilization: Annotated[
-        float, typer.Option("--gpu-memory-utilization", help="vLLM's --gpu-memory-utilization.")
+        float,
+        typer.Option(
+            "--gpu-memory-utilization",
+            callback=opt.finite,
+            help="vLLM's --gpu-memory-utilization.",
+        ),
     ] = 0.9,
     max_model_len: Annotated[
         int | None,

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from llmdoctor.commands import options as opt
+
 
 def exporter_command(
     listen: Annotated[
@@ -15,6 +17,7 @@ def exporter_command(
         float,
         typer.Option(
             "--timeout",
+            callback=opt.finite,
             min=0.1,
             help="Seconds each request of a probe may take.",
             show_default=True,
@@ -24,6 +27,8 @@ def exporter_command(
         float,
         typer.Option(
             "--window",
+            callback=opt.finite,
+            max=opt.MAX_WINDOW,
             min=0.0,
             help="Seconds between the target's two /metrics scrapes.",
             show_default=True,
@@ -33,6 +38,7 @@ def exporter_command(
         float,
         typer.Option(
             "--max-latency-ms",
+            callback=opt.finite,
             min=1.0,
             help="Slowest completion that counts as success.",
             show_default=True,
@@ -48,6 +54,8 @@ def exporter_command(
         float,
         typer.Option(
             "--queue-wait",
+            callback=opt.finite,
+            max=opt.MAX_WINDOW,
             min=0.0,
             help="Seconds a scrape waits for a free probe slot before it is answered 503.",
             show_default=True,
@@ -68,8 +76,11 @@ def exporter_command(
 
       curl 'http://localhost:9808/probe?target=http://vllm.serving:8000'
     """
+    from llmdoctor.engine.collect import valid_timeout
     from llmdoctor.errors import BadInput
     from llmdoctor.fleet.exporter import ExporterServer, ProbeExporter, ProbeSettings, parse_listen
+
+    valid_timeout(timeout)  # before listening, not on every scrape
 
     try:
         address = parse_listen(listen)

@@ -143,8 +143,17 @@ def _report_with_textfile(facts_list, bundle, settings, report, textfile, starte
     )
     check_ids = sorted({c.id for c in checks_for_scopes(SCOPES)})
     registry = build_registry(result, check_ids, started=started, duration=time.monotonic() - clock)
-    write_textfile(textfile, registry)
-    raise typer.Exit(int(emit(result, **printing)))
+    try:
+        write_textfile(textfile, registry)
+        not_written = None
+    except OSError as exc:  # a full disk or a folder it may not write: the report still counts
+        not_written = exc.strerror or type(exc).__name__
+    code = int(emit(result, **printing))
+    if not_written is not None:
+        typer.echo(
+            f"llmdoctor: --prometheus-textfile {textfile} not written: {not_written}", err=True
+        )
+    raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:

@@ -18,12 +18,28 @@ from typing import Annotated, Any
 
 import typer
 
-# explain, wiki and capacity print their own JSON objects; diagnose/node/probe the llmdoctor/1 one
+from llmdoctor.engine.collect import MAX_WINDOW
+
+
+def finite(param: typer.CallbackParam, value: float | None) -> float | None:
+    """Refuse nan and inf for a number option: click's range checks let nan through (every
+    comparison with nan is false), and a nan threshold or duration never fires nor ends."""
+    import math
+
+    from llmdoctor.errors import BadInput
+
+    if value is not None and not math.isfinite(value):
+        name = param.opts[0] if param.opts else param.name
+        raise BadInput(f"{name} {value}: must be a finite number")
+    return value
+
+
+# explain, wiki and capacity print their own JSON objects; diagnose/node/probe the llmdoctor/2 one
 Json = Annotated[
     bool,
     typer.Option("--json", help="Print JSON instead of text (keys: README, Output contracts)."),
 ]
-ReportJson = Annotated[bool, typer.Option("--json", help="Print the llmdoctor/1 JSON object.")]
+ReportJson = Annotated[bool, typer.Option("--json", help="Print the llmdoctor/2 JSON object.")]
 Markdown = Annotated[
     bool, typer.Option("--markdown", help="Print markdown for an incident doc or retro.")
 ]
@@ -32,7 +48,13 @@ NoColor = Annotated[
 ]
 Timeout = Annotated[
     float,
-    typer.Option("--timeout", min=0.1, help="Seconds each collector may take.", show_default=True),
+    typer.Option(
+        "--timeout",
+        min=0.1,
+        callback=finite,
+        help="Seconds each collector may take.",
+        show_default=True,
+    ),
 ]
 Only = Annotated[list[str] | None, typer.Option("--only", help="Run only this check (repeatable).")]
 Skip = Annotated[list[str] | None, typer.Option("--skip", help="Skip this check (repeatable).")]
@@ -83,6 +105,8 @@ Window = Annotated[
     typer.Option(
         "--window",
         min=0.0,
+        max=MAX_WINDOW,
+        callback=finite,
         help="Seconds between the two vLLM /metrics scrapes (0: one scrape; default 5, "
         "0 with --prometheus).",
         show_default=False,
@@ -116,6 +140,7 @@ GpuMemoryUtilization = Annotated[
     float | None,
     typer.Option(
         "--gpu-memory-utilization",
+        callback=finite,
         help="vLLM's --gpu-memory-utilization to check against free memory (default 0.9).",
     ),
 ]
@@ -133,7 +158,9 @@ Chat = Annotated[
 ]
 MaxLatencyMs = Annotated[
     float,
-    typer.Option("--max-latency-ms", min=1.0, help="Slowest acceptable generation probe."),
+    typer.Option(
+        "--max-latency-ms", min=1.0, callback=finite, help="Slowest acceptable generation probe."
+    ),
 ]
 
 
@@ -326,6 +353,7 @@ def grouped(**groups: type):
 
 _DURATION = r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$"
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_SINCE = 366 * 86400.0  # a year; past it a start time can leave what the clock can represent
 
 
 def parse_duration(text: str) -> float:
@@ -336,4 +364,7 @@ def parse_duration(text: str) -> float:
     m = compiled(_DURATION).match(text or "")
     if not m or float(m.group(1)) <= 0:
         raise BadInput(f"--since {text!r}: expected a duration such as 24h, 90m, 7d")
-    return float(m.group(1)) * _SECONDS[m.group(2)]
+    seconds = float(m.group(1)) * _SECONDS[m.group(2)]
+    if seconds > MAX_SINCE:
+        raise BadInput(f"--since {text!r}: at most {MAX_SINCE // 86400:g}d of history")
+    return seconds

@@ -184,7 +184,10 @@ def _render_entry(entry, record, is_builtin: bool, overridden_builtin: list[str]
             line.append(visible(signature), style="cyan")
             console.print(line, soft_wrap=True)
     console.print()
-    body = "\n".join(visible(line) for line in entry.body.split("\n"))
+    from llmdoctor.wiki.fix_params import fill
+
+    body = entry.body.replace(entry.fix, fill(entry.fix)) if entry.fix else entry.body
+    body = "\n".join(visible(line) for line in body.split("\n"))
     console.print(Markdown(body, code_theme="ansi_dark", justify="left"))
 
 

@@ -102,8 +102,7 @@ def add_command(
         source = None if from_file == "-" else Path(from_file)
         text = _read_entry_file(from_file)
     elif editor:
-        source = _edit_template(_draft_from_flags(given))
-        text = source.read_text(encoding="utf-8")
+        source, text = _edit_template(_draft_from_flags(given))
     else:
         draft = _draft_from_flags(given)
         if not all([draft.id, draft.title, draft.symptom, draft.cause, draft.fix]):
@@ -162,8 +161,9 @@ def _read_entry_file(name: str) -> str:
     return text
 
 
-def _edit_template(draft) -> Path:
-    """Open $VISUAL/$EDITOR on a template kept in the drafts folder, as `git commit` does."""
+def _edit_template(draft) -> tuple[Path, str]:
+    """Open $VISUAL/$EDITOR on a template kept in the drafts folder, as `git commit` does;
+    (the draft's path, its text with the help comments removed)."""
     import shlex
     import subprocess
 
@@ -179,16 +179,34 @@ def _edit_template(draft) -> Path:
         raise BadInput(f"cannot start the editor {editor!r}: {exc.strerror}") from None
     if status != 0:
         raise BadInput(f"the editor {editor!r} exited with status {status}; draft kept in {path}")
-    text = strip_editor_comments(path.read_text(encoding="utf-8"))
+    try:
+        if path.exists() and not path.is_file():  # replaced by a folder, a FIFO, /dev/zero
+            raise BadInput(f"the draft {path} is no longer a regular file; nothing written")
+        with open(path, "rb") as fh:
+            raw = fh.read(4 * MAX_ENTRY_CHARS + 1)  # UTF-8: at most 4 bytes a character
+    except FileNotFoundError:
+        raise BadInput(f"the editor removed the draft {path}; nothing written") from None
+    except OSError as exc:
+        raise BadInput(f"cannot read the draft {path}: {exc.strerror or exc}") from None
+    if len(raw) > 4 * MAX_ENTRY_CHARS:
+        raise BadInput(f"the draft {path} is over {MAX_ENTRY_CHARS >> 10} KiB; nothing written")
+    try:
+        edited = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(
+            f"the draft {path} is not UTF-8 text (byte {exc.start}); nothing written. Fix it, "
+            f"then: llmdoctor wiki add --from-file {path}"
+        ) from None
+    text = strip_editor_comments(edited)
     if not text.strip() or text == strip_editor_comments(template):
         path.unlink(missing_ok=True)
         raise BadInput("the template was not changed; nothing written")
-    return path
+    return path, edited
 
 
 def _ask_missing(draft, given: dict, folder, force: bool) -> None:
     """Prompt for every field the flags did not give; on Ctrl-C/EOF keep what was typed."""
-    from llmdoctor.wiki.authoring import SECTION_HINTS, render_entry, save_draft
+    from llmdoctor.wiki.authoring import SECTION_HINTS, render_entry
     from llmdoctor.wiki.entry import SEVERITIES
     from llmdoctor.wiki.lint import ID_PATTERN
 
@@ -243,8 +261,8 @@ def _ask_missing(draft, given: dict, folder, force: bool) -> None:
                     setattr(draft, name, "\n".join(typed))
     except (typer.Abort, EOFError, KeyboardInterrupt):
         if not draft.is_empty():
-            path = save_draft(render_entry(draft), draft.id)
-            typer.echo(f"\nnothing written; what you typed is saved in {path}", err=True)
+            where = _keep_draft(render_entry(draft), draft.id)
+            typer.echo(f"\nnothing written; what you typed is {where}", err=True)
         raise typer.Abort() from None
 
 
@@ -261,6 +279,7 @@ def _ask_lines(label: str, lines: list[str]) -> list[str]:
 def _write_validated(text, draft, folder: Path, force, source: Path | None, as_json, wiki) -> None:
     """Validate, then write; on any problem keep the text as a draft and say where it is."""
     from llmdoctor.wiki.authoring import (
+        DraftNotSaved,
         EntryExists,
         FolderNotWritable,
         relabel,
@@ -288,7 +307,20 @@ def _write_validated(text, draft, folder: Path, force, source: Path | None, as_j
             raise typer.Exit(0)
     else:
         reason = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
-    draft_path = source or save_draft(text, entry.id if entry else "")
+    if source is None:
+        try:
+            source = save_draft(text, entry.id if entry else "")
+        except DraftNotSaved as exc:
+            if as_json:  # the text inside the one JSON object, so a script still parses stdout
+                import json
+
+                data = {"written": False, "reason": f"{reason}; {exc}", "draft": None}
+                typer.echo(json.dumps({**data, "text": text}, ensure_ascii=False))
+            else:
+                _print_typed_text(text)
+            typer.echo(f"llmdoctor: entry not written: {reason}; {exc}", err=True)
+            raise typer.Exit(3) from None
+    draft_path = source
     problems = relabel(problems, str(draft_path))
     if as_json:
         import json
@@ -309,6 +341,24 @@ def _write_validated(text, draft, folder: Path, force, source: Path | None, as_j
         err=True,
     )
     raise typer.Exit(3)
+
+
+def _print_typed_text(text: str) -> None:
+    """The entry on stdout, between marker lines, when no file could keep it."""
+    typer.echo("----- the entry as typed (not saved anywhere: copy it) -----")
+    typer.echo(text.rstrip("\n"))
+    typer.echo("----- end of the entry -----")
+
+
+def _keep_draft(text: str, entry_id: str) -> str:
+    """Save the draft; where it is, or (printed) the text itself when it cannot be saved."""
+    from llmdoctor.wiki.authoring import DraftNotSaved, save_draft
+
+    try:
+        return f"saved in {save_draft(text, entry_id)}"
+    except DraftNotSaved as exc:
+        _print_typed_text(text)
+        return f"printed above ({exc})"
 
 
 def _report_written(path, entry_id: str, others: list[str], as_json: bool) -> None:

@@ -6,6 +6,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +24,15 @@ class CollectContext:
 
     def __post_init__(self) -> None:
         self.timeout = valid_timeout(self.timeout)
+        window = self.options.get("window")
+        if window is not None and not (
+            isinstance(window, int | float) and 0 <= window <= MAX_WINDOW
+        ):  # nan fails both comparisons
+            raise BadInput(f"--window {window}: must be 0 to {MAX_WINDOW:g} seconds")
 
 
 MAX_TIMEOUT = 24 * 3600.0
+MAX_WINDOW = 3600.0  # seconds between two /metrics scrapes (the --window of every command)
 
 
 def valid_timeout(seconds: float) -> float:
@@ -99,3 +106,39 @@ def run_collectors(collectors: Iterable[Collector], ctx: CollectContext, facts: 
             if not key.endswith("/") and not facts.has(key):
                 facts.mark_missing(key, f"collector {c.name} returned nothing")
     return facts
+
+
+def submit_abandonable(fn: Callable[..., Any], *args: Any) -> Future:
+    """fn(*args) on a daemon thread, as a Future.
+
+    A ThreadPoolExecutor's workers are joined when the interpreter exits, so a Ctrl-C during
+    collection used to wait out the /metrics window and every timeout first; a daemon thread is
+    abandoned instead, as run_collectors abandons a collector that overruns.
+    """
+    future: Future = Future()
+
+    def work() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed to whoever reads the result
+            future.set_exception(exc)
+
+    threading.Thread(
+        target=work, name=f"collect-{getattr(fn, '__name__', 'task')}", daemon=True
+    ).start()
+    return future
+
+
+def map_abandonable(fn: Callable[[Any], Any], items: Iterable[Any], max_workers: int) -> list[Any]:
+    """[fn(item) for item in items], at most `max_workers` at once on daemon threads (see
+    submit_abandonable); an exception of fn is raised here."""
+    slots = threading.BoundedSemaphore(max(1, max_workers))
+
+    def limited(item: Any) -> Any:
+        with slots:
+            return fn(item)
+
+    futures = [submit_abandonable(limited, item) for item in items]
+    return [f.result() for f in futures]

@@ -42,6 +42,20 @@ class Finding:
     runbooks: list[str] = field(default_factory=list)
     subject: str | None = None
     since: float | None = None  # unix seconds the problem started (from Prometheus history)
+    # values this incident gives a runbook's Fix parameters ({max_model_len}: 5632)
+    params: dict[str, Any] = field(default_factory=dict)
+    # set by engine/story.py once every check has run: the findings that cause this one, the
+    # findings it causes, and (for an ok finding) the problems that contradict it
+    explained_by: list[Finding] = field(default_factory=list, repr=False, compare=False)
+    explains: list[Finding] = field(default_factory=list, repr=False, compare=False)
+    contradicted_by: list[Finding] = field(default_factory=list, repr=False, compare=False)
+
+    def ref(self) -> dict[str, str]:
+        """{"check", "subject"}: how JSON names this finding from another one."""
+        out = {"check": self.check}
+        if self.subject is not None:
+            out["subject"] = self.subject
+        return out
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -55,6 +69,12 @@ class Finding:
             out["subject"] = self.subject
         if self.since is not None:
             out["since"] = rfc3339(self.since)
+        if self.params:
+            out["params"] = self.params
+        out["explained_by"] = [f.ref() for f in self.explained_by]
+        out["explains"] = [f.ref() for f in self.explains]
+        if self.contradicted_by:
+            out["contradicted_by"] = [f.ref() for f in self.contradicted_by]
         links = _runbook_links(self.runbooks)
         if links:
             out["runbook_links"] = links

@@ -30,6 +30,7 @@ class CheckSpec:
     runbooks: tuple[str, ...]
     supersedes: tuple[str, ...] = ()
     kind: str = "cause"
+    follows: tuple[str, ...] = ()
 
 
 _CHECKS: dict[str, CheckSpec] = {}
@@ -57,6 +58,7 @@ def check(
     runbooks: tuple[str, ...] | list[str] = (),
     supersedes: tuple[str, ...] | list[str] = (),
     kind: str = "cause",
+    follows: tuple[str, ...] | list[str] = (),
 ):
     """Register a check.
 
@@ -67,6 +69,9 @@ def check(
     this check's finding replaces, so one problem is reported once, by the check that knows most.
     `kind` orders findings of equal severity: "cause" (what is wrong: a full queue, an Xid), then
     "symptom" (how users feel it: slow or failed requests), then "generic" (raw log matches).
+    `follows` names checks whose problem, on the same subject, explains this check's finding
+    (pod-readiness follows pod-restarts: a crash loop is why the pod is not Ready); the report
+    folds the finding under that cause and never puts a check mark beside it.
     The function returns a Finding, a list of Findings, or None (= ok, nothing found).
     """
     if scope not in SCOPES:
@@ -84,7 +89,15 @@ def check(
                 f"{_source_file(fn)}; rename one of them"
             )
         _CHECKS[id] = CheckSpec(
-            id, fn, title, scope, tuple(needs), tuple(runbooks), tuple(supersedes), kind
+            id,
+            fn,
+            title,
+            scope,
+            tuple(needs),
+            tuple(runbooks),
+            tuple(supersedes),
+            kind,
+            tuple(follows),
         )
         return fn
 
@@ -123,6 +136,14 @@ def check_kind(check_id: str) -> str:
     """The kind of a registered check ("cause" for one the registry does not know)."""
     spec = _CHECKS.get(check_id)
     return spec.kind if spec is not None else "cause"
+
+
+def check_spec(check_id: str) -> CheckSpec | None:
+    """The registered check of this id (the built-in checks loaded first), or None (a finding
+    from a check that is not loaded)."""
+    if check_id not in _CHECKS:
+        load_builtin_checks()
+    return _CHECKS.get(check_id)
 
 
 def all_checks() -> list[CheckSpec]:

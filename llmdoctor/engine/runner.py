@@ -11,6 +11,8 @@ from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.registry import CheckSpec
 from llmdoctor.engine.report import Report, finding_order
+from llmdoctor.engine.runbook_fit import keep_fitting_runbooks
+from llmdoctor.engine.story import link_findings
 
 
 def drop_superseded(findings: list[Finding], specs: dict[str, CheckSpec]) -> list[Finding]:
@@ -111,5 +113,7 @@ def run_checks(
             produced = [produced]
         findings.extend(produced)
     findings = drop_superseded(findings, {spec.id: spec for spec in checks})
+    keep_fitting_runbooks(findings, {s.id: s.scope for s in checks}, facts.get("wiki/entries"))
     findings.sort(key=finding_order)
+    link_findings(findings, facts.get("wiki/entries") or {})
     return Report(target=target, findings=findings, skipped=skipped, errors=errors, facts=facts)

@@ -1,7 +1,7 @@
 """`llmdoctor mcp`: llmdoctor's verdicts as Model Context Protocol tools, over stdio.
 
 Each tool runs one read-only llmdoctor command with `--json` in a child process and returns its
-JSON unchanged: the same `llmdoctor/1` report (findings, evidence, runbook ids, skipped,
+JSON unchanged: the same `llmdoctor/2` report (findings, evidence, runbook ids, skipped,
 errors), explain, wiki and capacity objects as the CLI, with the CLI's timeouts, credentials and
 RBAC. The child process keeps the protocol's stdout clean and one failed diagnosis from taking
 the server down. Commands that write (`collect`, `wiki add`) are not offered.
@@ -74,7 +74,7 @@ def diagnose(
 ) -> dict:
     """Diagnose a vLLM deployment: target is pod/NAME, deploy/NAME, sts/NAME, node (this
     machine) or http(s)://HOST:PORT; or give selector (a label selector) or bundle (a saved
-    incident bundle path). Returns the llmdoctor/1 report: status, findings (check, severity,
+    incident bundle path). Returns the llmdoctor/2 report: status, findings (check, severity,
     summary, evidence, runbooks, subject), skipped checks with reasons, collector errors."""
     args = ["diagnose", "--json", "--timeout", str(timeout), "--window", str(window)]
     if bundle:

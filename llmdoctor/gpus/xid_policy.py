@@ -128,11 +128,12 @@ def load_policy(path: str, origin: str = "--xid-policy") -> dict[str, Any]:
     """
     import yaml
 
+    from llmdoctor.bounded_yaml import compose_bounded
     from llmdoctor.input_files import read_small_text
 
     text = read_small_text(origin, path, MAX_POLICY_BYTES)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = compose_bounded(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""

@@ -124,6 +124,22 @@ def serving_container(facts: Facts) -> tuple[dict, dict, dict]:
     return pod, args, container
 
 
+def counter_reset_text(facts: Facts) -> str:
+    """Why a vLLM counter went down between two scrapes, as far as the facts tell: a restart
+    the pod shows, or (the pod never restarted) scrapes that reached different servers."""
+    pod = facts.get("k8s/pod.json")
+    statuses = dicts(field_dict(pod, "status").get("containerStatuses")) if pod else []
+    if statuses:
+        restarts = sum(int(number(cs.get("restartCount"), 0)) for cs in statuses)
+        if restarts == 0:
+            return (
+                "the counter went down though the pod never restarted: the scrapes reached "
+                "different vLLM servers"
+            )
+        return "counter reset: the container restarted"
+    return "the counter went down: the server restarted or the scrapes reached another server"
+
+
 def dicts(value: Any) -> list[dict]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from llmdoctor.engine.derive import derived_fact
 from llmdoctor.engine.facts import Facts
+from llmdoctor.parsers.prometheus_series import clean_series, valid_window
 
 KV_FULL = 0.95
 QUEUE_SUSTAIN_POINTS = 3  # a queue counts once requests wait in this many consecutive points
@@ -294,13 +295,14 @@ def _aborted(series: dict, start: float, step: float) -> list[dict]:
 
 def timeline_from_series(series: dict[str, Any], query: dict[str, Any]) -> dict[str, Any]:
     """Onsets of every problem the series show, first first (ties: the cause first)."""
-    start, end, step = float(query["start"]), float(query["end"]), float(query["step"])
+    start, end, step, rate_range = valid_window(query)
+    series = clean_series(series, start, end, step)
     events = (
         _gpu_events(series, start, step)
         + _engine_down(series, start, end, step)
         + _k8s_events(series, start, step)
         + _engine_events(series, start, step)
-        + _stalls(series, start, step, float(query.get("range") or 4 * step))
+        + _stalls(series, start, step, rate_range)
         + _aborted(series, start, step)
     )
     events.sort(key=lambda e: (e["since"], CAUSE_ORDER.index(e["what"]), e["subject"]))
@@ -310,7 +312,9 @@ def timeline_from_series(series: dict[str, Any], query: dict[str, Any]) -> dict[
         "step": step,
         "events": events,
         "absent": list(series.get("absent") or []),
-        "failed": dict(series.get("failed") or {}),
+        "failed": series["failed"],
+        "dropped": series["dropped"],  # points and series of the wrong shape, not read
+        "series": series,  # what the events were read from, for the sparklines and charts
     }
 
 

@@ -160,3 +160,31 @@ def pod_restarting(facts: Facts) -> str | None:
         if parts and (waiting.get("reason") or cs.get("ready") is False):
             return f"container {cs.get('name')}: {', '.join(parts)}"
     return None
+
+
+def pod_not_started(facts: Facts) -> str | None:
+    """'pod Pending, no container started (Unschedulable: 0/3 nodes are available: …)' when the
+    pod facts show a pod whose serving container never ran, else None: its server cannot have
+    died, it never served (no pod facts: a plain URL probe)."""
+    pod = facts.get("k8s/pod.json")
+    status = pod.get("status") if isinstance(pod, dict) else None
+    if not isinstance(status, dict) or status.get("phase") != "Pending":
+        return None
+    statuses = status.get("containerStatuses")
+    for cs in statuses if isinstance(statuses, list) else []:
+        state = cs.get("state") if isinstance(cs, dict) else None
+        last = cs.get("lastState") if isinstance(cs, dict) else None
+        ran = [
+            s
+            for s in (state, last)
+            if isinstance(s, dict) and ("running" in s or "terminated" in s)
+        ]
+        if ran:
+            return None
+    why = ""
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("status") == "False":
+            reason, message = condition.get("reason") or "", str(condition.get("message") or "")
+            why = f" ({reason}: {message[:160]})" if reason else ""
+            break
+    return f"pod Pending, no container started{why}"

@@ -79,7 +79,7 @@ def histories(report) -> list[tuple[Any, dict, dict]]:
     for facts in report.pod_facts or ([report.facts] if report.facts is not None else []):
         timeline, series = facts.get("prometheus/timeline"), facts.get("prometheus/series.json")
         if isinstance(timeline, dict) and isinstance(series, dict):
-            out.append((facts, timeline, series))
+            out.append((facts, timeline, timeline.get("series", series)))
     return out
 
 
@@ -178,7 +178,7 @@ def header(timeline: dict, report=None, facts=None) -> str:
 
 
 def timeline_json(timeline: dict) -> dict[str, Any]:
-    """The `timeline` object of the llmdoctor/1 JSON."""
+    """The `timeline` object of the llmdoctor/2 JSON."""
     events = []
     for e in timeline.get("events") or []:
         item = {k: v for k, v in e.items() if k != "since"}

@@ -487,7 +487,7 @@ def fuse(reading: _Reading, entries: dict, results: list, query: str) -> list[Ma
                 confidence=round(min(confidence, 1.0), 3),
                 count=h.count if h else 0,
                 evidence=h.evidence() if h else [],
-                fix=fix_lines(entry),
+                fix=fix_lines(entry, (e.text for e in h.evidence()) if h else ()),
                 snippet="" if h is not None and h.strong else snippets.get(entry_id, ""),
                 path=getattr(entry, "path", ""),
             )
@@ -608,10 +608,13 @@ def _entry_stems(entry) -> set[str]:
     return found
 
 
-def fix_lines(entry, max_lines: int = 4) -> list[str]:
-    """The first lines of an entry's Fix, without markdown code fences."""
-    lines = [ln.rstrip() for ln in entry.fix.splitlines() if ln.strip()]
-    return [ln for ln in lines if not ln.lstrip().startswith("```")][:max_lines]
+def fix_lines(entry, matched: Iterable[str] = ()) -> list[str]:
+    """The leading whole steps of an entry's Fix (code kept as written), its parameters
+    filled from the lines that matched (vLLM's "estimated maximum model length is 5632")."""
+    from llmdoctor.parsers.fix_values import fix_values
+    from llmdoctor.render.fix_text import terminal_lines
+
+    return terminal_lines(entry, params=fix_values(entry.id, matched))
 
 
 def _salient_entry():

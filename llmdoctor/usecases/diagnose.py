@@ -10,6 +10,7 @@ from llmdoctor.engine.collect import CollectContext
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.report import Report, finding_order
 from llmdoctor.engine.runner import DEFAULT_CHECK_TIMEOUT, run_checks
+from llmdoctor.engine.story import link_findings
 from llmdoctor.engine.target import Target
 
 # Live collection per target kind: module exposing collect(target, ctx) -> Facts | list[Facts]
@@ -121,6 +122,7 @@ def diagnose(
         timeout = check_timeout or facts.get("settings/timeout") or DEFAULT_CHECK_TIMEOUT
         report = run_checks(facts, checks, target, only or [], skip or [], timeout=timeout)
         date_live_findings(report)  # `since` from the Prometheus history, when there is one
+        link_findings(report.findings, facts.get("wiki/entries") or {})  # in the dated order
         reports.append(report)
         if facts.bundle is not None:
             facts.bundle.close()
@@ -143,5 +145,7 @@ def merge_reports(reports: list[Report], target: str) -> Report:
         skipped += [{**s, "subject": pod} for s in r.skipped]
         errors += [{**e, "subject": pod} for e in r.errors]
     findings.sort(key=finding_order)
+    first = reports[0].facts
+    link_findings(findings, (first.get("wiki/entries") if first is not None else None) or {})
     pods = [r.facts for r in reports if r.facts is not None]
     return Report(target, findings, skipped, errors, reports[0].facts, pods)

@@ -149,18 +149,36 @@ def relabel(problems: list[LintProblem], label: str) -> list[LintProblem]:
     return [dataclasses.replace(p, file=label) for p in problems]
 
 
+class DraftNotSaved(BadInput):
+    """The drafts folder cannot take the draft (a full disk, no permission)."""
+
+
 def save_draft(text: str, entry_id: str = "") -> Path:
-    """Keep what was typed in the drafts folder; returns its path."""
+    """Keep what was typed in the drafts folder; returns its path. DraftNotSaved when it cannot
+    be written whole: a partial file is removed, never left looking like a saved draft."""
     stem = re.sub(r"[^a-z0-9_-]+", "-", (entry_id or "entry").lower()).strip("-")[:60] or "entry"
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    folder = drafts_dir()
-    path = folder / f"{stem}-{stamp}.md"
-    n = 1
-    while path.exists():
-        n += 1
-        path = folder / f"{stem}-{stamp}-{n}.md"
-    path.write_text(text, encoding="utf-8")
-    return path
+    path = None
+    try:
+        folder = drafts_dir()
+        for n in range(1, 1000):
+            path = folder / (f"{stem}-{stamp}.md" if n == 1 else f"{stem}-{stamp}-{n}.md")
+            try:
+                fh = open(path, "x", encoding="utf-8")  # noqa: SIM115 - closed below
+            except FileExistsError:
+                continue
+            try:
+                with fh:
+                    fh.write(text)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            except BaseException:
+                path.unlink(missing_ok=True)
+                raise
+            return path
+        raise DraftNotSaved(f"the drafts folder {folder} has no free name left")
+    except OSError as exc:
+        raise DraftNotSaved(f"the draft could not be saved: {exc.strerror or exc}") from None
 
 
 def target_folder(wiki_dirs: list[str] | None) -> Path:

@@ -61,6 +61,7 @@ class RunbookEntry:
     signatures: list[str] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)  # weak signatures: point at it, prove nothing
     detected_by: list[str] = field(default_factory=list)
+    applies_to: list[str] = field(default_factory=list)  # subject kinds its Fix fits; [] = any
     symptom: str = ""
     cause: str = ""
     fix: str = ""
@@ -143,10 +144,11 @@ def parse_entry(text: str, path: Path | str = "<text>") -> RunbookEntry:
     """Parse markdown text into a RunbookEntry; EntryError (with file:line) if it is malformed."""
     import yaml
 
+    from llmdoctor.bounded_yaml import load_bounded
+
     fm_text, body, body_line = split_front_matter(text, path)
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster
     try:
-        meta = yaml.load(fm_text, Loader=loader) or {}
+        meta = load_bounded(fm_text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 2) if mark is not None else 2
@@ -180,6 +182,9 @@ def parse_entry(text: str, path: Path | str = "<text>") -> RunbookEntry:
         hints=_string_list(meta.get("hints"), "hints", path, field_line("hints")),
         detected_by=_string_list(
             meta.get("detected_by"), "detected_by", path, field_line("detected_by")
+        ),
+        applies_to=_string_list(
+            meta.get("applies_to"), "applies_to", path, field_line("applies_to")
         ),
         symptom=sections.get("symptom", ""),
         cause=sections.get("cause", ""),

@@ -21,11 +21,14 @@ from llmdoctor.wiki.entry import (
     parse_entry,
     split_front_matter,
 )
+from llmdoctor.wiki.fix_params import PARAMETERS, parameters_in
 
 KNOWN_KEYS = (
     "id", "title", "severity", "tags", "aliases", "signatures", "hints", "detected_by", "explains",
+    "applies_to",
 )  # fmt: skip
-LIST_KEYS = ("tags", "aliases", "signatures", "hints", "detected_by", "explains")
+LIST_KEYS = ("tags", "aliases", "signatures", "hints", "detected_by", "explains", "applies_to")
+SUBJECT_KINDS = ("pod", "node")  # a pod and the server in it; a machine and its GPUs
 REQUIRED_SECTIONS = ("symptom", "cause", "fix")
 ID_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
 # zero-width matches on ordinary lines betray a signature that would fire everywhere
@@ -58,6 +61,17 @@ class LintReport:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+def _fix_line(entry: RunbookEntry, body_line: int, offset: int) -> int:
+    """The file line of the Fix section's `offset`-th line (the section starts at its first
+    non-blank line after the heading)."""
+    heading = entry.section_lines["fix"]
+    lines = entry.body.splitlines()
+    first = heading - body_line + 1
+    while first < len(lines) and not lines[first].strip():
+        first += 1
+    return body_line + first + offset
 
 
 def _key_line(fm_lines: list[str], key: str) -> int:
@@ -193,6 +207,21 @@ def lint_text(
                     _key_line(fm_lines, "explains"),
                     f"explains must list entry ids, not {type(item).__name__} {item!r}",
                 )
+    for kind in entry.applies_to:
+        if kind not in SUBJECT_KINDS:
+            add(
+                _key_line(fm_lines, "applies_to"),
+                f"applies_to names unknown subject kind {kind!r} (known: {', '.join(SUBJECT_KINDS)})",
+            )
+    if "fix" in entry.section_lines:
+        for offset, line in enumerate(entry.fix.splitlines()):
+            for name in parameters_in(line):
+                if name not in PARAMETERS:
+                    add(
+                        _fix_line(entry, body_line, offset),
+                        f"unknown Fix parameter {{{name}}} (known: {', '.join(PARAMETERS)}; "
+                        "other braces need a space or a capital, e.g. {type: Recreate})",
+                    )
     if entry.detected_by and known_checks is not None:
         checks = known_checks()
         if checks is not None:

@@ -192,6 +192,8 @@ _LATENCY = ("latency", "ttft", "throughput")
 _HANG = ("hang", "hung", "stuck", "unresponsive")
 _CRASH = ("crash", "dead", "died", "restart")
 _GARBAGE = ("garbage", "gibberish", "nan", "repetition")
+_GONE = ("fallen", "lost", "missing")  # a GPU that "disappeared" fell off the bus or is not seen
+_RESTART = ("restart", "restarts", "crashloopbackoff")
 SYMPTOMS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("slow", "slowly", "slowness", "sluggish", "laggy", "lag"), _LATENCY),
     "latency": ("ttft", "throughput"),
@@ -200,10 +202,14 @@ SYMPTOMS: dict[str, tuple[str, ...]] = {
     "unresponsive": _HANG,
     **dict.fromkeys(("crash", "crashed", "crashes", "crashing", "dies", "died"), _CRASH),
     **dict.fromkeys(("gibberish", "nonsense", "garbled", "repeats"), _GARBAGE),
+    "fell": ("fallen",),
+    **dict.fromkeys(("disappeared", "disappears", "vanished", "gone"), _GONE),
+    **dict.fromkeys(("restarting", "restarted", "rebooting"), _RESTART),
+    "startup": ("loading", "starting"),
 }
 STOPWORDS = frozenset(
     "a an and are as at be by for from has have i in is it its of on or that the this to was "  # noqa: SIM905
-    "were will with we you your please "
+    "were will with we you your please keeps keep "
     "high low very too really so".split()  # qualifiers: "high latency" is about latency
 )
 

