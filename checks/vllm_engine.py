@@ -25,6 +25,7 @@ from llmdoctor.parsers.vllm_engines import (
 )
 from llmdoctor.parsers.vllm_serving import (
     fmt_count,
+    frozen_gauges,
     model_subject,
     scrape_sources,
     series_text,
@@ -162,6 +163,7 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
         items = [e for v in working for e in _view_evidence(v, where, window)]
         if engines > 1:
             items.append(evidence(f"data-parallel size {engines} (from {dp_source})"))
+        books: list[str] = []
         if any(v.generated is None for v in working):
             # one scrape, a counter reset, or no token counter: progress was not seen
             summary = f"progress of {count} not measured " + (
@@ -170,10 +172,18 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
                 else "(scrape twice: --window)"
             )
             severity = Severity.INFO
+        elif unanswered := frozen_gauges(facts, data):
+            items.append(evidence(f"generation probe: {unanswered}", "vllm/probe.json"))
+            summary = (
+                f"progress of {count} cannot be told: /metrics shows "
+                f"{_progress_text(working, window)}, yet the generation probe got no answer "
+                "in time; the gauges look frozen (a stopped or wedged engine stops updating them)"
+            )
+            severity, books = Severity.WARNING, ["engine-wedged"]
         else:
             summary = f"{count} awake and making progress: {_progress_text(working, window)}"
             severity = Severity.OK
-        findings.append(Finding(CHECK, severity, summary, items, [], subject))
+        findings.append(Finding(CHECK, severity, summary, items, books, subject))
     seen = len(data.get("engines") or [])
     if "pod spec" in dp_source and declared > seen > 0:
         findings.append(

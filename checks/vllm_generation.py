@@ -18,6 +18,7 @@ from llmdoctor.engine.registry import check
 from llmdoctor.parsers.documents import NUMBER, OBJECT, TEXT, require_document
 from llmdoctor.parsers.generated_text import degenerate
 from llmdoctor.parsers.vllm_engines import engine_views
+from llmdoctor.parsers.vllm_refusals import ADMISSION_RUNBOOK, SCALING_RUNBOOK, deliberate_refusal
 from llmdoctor.parsers.vllm_serving import (
     model_subject,
     pod_not_started,
@@ -55,6 +56,9 @@ def classify(probe: dict) -> tuple[str, list[str]]:
         return "the model name is not served", ["model-name-not-found"]
     if CHAT_TEMPLATE.search(text):
         return "the tokenizer has no chat template", ["chat-template-missing"]
+    refusal = deliberate_refusal(text)
+    if refusal is not None:  # a 503 the server chose: it works, it is full or rescaling
+        return refusal.what, [refusal.runbook]
     if ENGINE_DEAD.search(text):
         return "the engine is dead", ["engine-dead"]
     if status in (502, 504):
@@ -185,6 +189,8 @@ def _health_says_ok(facts: Facts) -> str:
         "queue-saturation",
         "kv-cache-preemption",
         "nan-or-garbage-output",
+        ADMISSION_RUNBOOK,
+        SCALING_RUNBOOK,
     ),
     kind="symptom",
     follows=(
@@ -247,6 +253,14 @@ def vllm_generation(facts: Facts) -> Finding:
             asleep, what, runbooks = _timeout_with_health_200(facts, what)
             if asleep:
                 return info(CHECK, f"{what}: {probe['error']}", items, runbooks, subject)
+        if runbooks in ([ADMISSION_RUNBOOK], [SCALING_RUNBOOK]):
+            return warning(
+                CHECK,
+                f"the probe was turned away on purpose, not by a failure: {what}{also}",
+                items,
+                runbooks,
+                subject,
+            )
         return critical(
             CHECK,
             f"business-level health failed: {what}{also}: {probe['error']}",

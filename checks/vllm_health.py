@@ -11,6 +11,11 @@ from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
 from llmdoctor.parsers.documents import NUMBER, TEXT, require_document
+from llmdoctor.parsers.vllm_refusals import (
+    ADMISSION_RUNBOOK,
+    SCALING_RUNBOOK,
+    deliberate_refusal,
+)
 from llmdoctor.parsers.vllm_serving import (
     expected_models,
     is_collection_failure,
@@ -80,6 +85,15 @@ def _health(facts: Facts) -> Finding:
             ["gateway-timeout"] if status in (502, 504) else [],  # a login page is no timeout
             subject,
         )
+    refusal = deliberate_refusal(health.get("body")) if status == 503 else None
+    if refusal is not None:  # vLLM 0.32's scaling pause answers /health too
+        return warning(
+            CHECK,
+            f"GET /health returned 503 on purpose: {refusal.what}",
+            [*items, evidence(f"body: {health['body'][:200]}", "vllm/health.json")],
+            [refusal.runbook],
+            subject,
+        )
     if status in (500, 503):
         return critical(
             CHECK,
@@ -121,7 +135,11 @@ def _models(facts: Facts) -> Finding | None:
         if not is_collection_failure(reason):
             return None
         hint = API_KEY_HINT if "HTTP 401" in reason or "HTTP 403" in reason else ""
-        return warning(CHECK, f"cannot list the served models: {reason}{hint}", [], [], subject)
+        refusal = deliberate_refusal(reason)
+        if refusal is not None:
+            hint = f" ({refusal.what})"
+        books = [refusal.runbook] if refusal else []
+        return warning(CHECK, f"cannot list the served models: {reason}{hint}", [], books, subject)
     models = facts.require("vllm/models.json")
     ids = model_ids(models)
     data = models.get("data") if isinstance(models, dict) else None
@@ -157,11 +175,12 @@ def _metrics(facts: Facts) -> Finding | None:
         reason = facts.missing_reason("vllm/metrics-0.txt")
         if not is_collection_failure(reason):
             return None
+        refusal = deliberate_refusal(reason)
         return warning(
             CHECK,
             f"/metrics could not be read ({reason}); queue, KV-cache and latency not checked",
             [],
-            [],
+            [refusal.runbook] if refusal else [],
             subject,
         )
     if not facts.has("vllm/window"):
@@ -195,7 +214,13 @@ def _metrics(facts: Facts) -> Finding | None:
     title="vLLM endpoint health (/health, /v1/models, /metrics)",
     scope="vllm",
     needs=("vllm/health.json",),
-    runbooks=("engine-dead", "gateway-timeout", "model-name-not-found"),
+    runbooks=(
+        "engine-dead",
+        "gateway-timeout",
+        "model-name-not-found",
+        SCALING_RUNBOOK,
+        ADMISSION_RUNBOOK,
+    ),
     follows=(
         "pod-restarts",
         "pod-readiness",

@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from llmdoctor.engine.facts import FactMissing, Facts
-from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
+from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
 from llmdoctor.parsers.k8s_pod import counter_reset_text
 from llmdoctor.parsers.vllm_serving import (
     fmt_count,
     fmt_pct,
+    frozen_gauges,
     model_subject,
     scrape_sources,
     series_text,
@@ -51,7 +52,12 @@ def cache_text(cache: dict) -> str:
 
 
 def _model_finding(
-    model: str, data: dict, window: dict, full_at: float, reset_text: str
+    model: str,
+    data: dict,
+    window: dict,
+    full_at: float,
+    reset_text: str,
+    frozen: str | None,
 ) -> Finding | None:
     gauges, counters = data["gauges"], data["counters"]
     kv = gauges.get("kv_cache_usage")
@@ -161,6 +167,15 @@ def _model_finding(
         )
     else:
         preempted = f"no preemptions {window_text(window)}"
+    if frozen:
+        return info(
+            CHECK,
+            "KV cache not judged: the gauges look frozen (no token counted while the generation "
+            f"probe hung: {frozen}; see vllm-engine)",
+            items,
+            [],
+            subject,
+        )
     if peak is None:
         return ok(CHECK, f"{preempted} (KV usage not exposed)", items, subject)
     return ok(CHECK, f"KV cache at {fmt_pct(peak)}, {preempted}", items, subject)
@@ -179,7 +194,11 @@ def vllm_kv_cache(facts: Facts) -> list[Finding]:
     findings = [
         f
         for model, data in sorted(window["models"].items())
-        if (f := _model_finding(model, data, window, full_at, counter_reset_text(facts)))
+        if (
+            f := _model_finding(
+                model, data, window, full_at, counter_reset_text(facts), frozen_gauges(facts, data)
+            )
+        )
         is not None
     ]
     if not findings:

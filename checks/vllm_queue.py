@@ -22,9 +22,11 @@ from llmdoctor.parsers.vllm_engines import (
     engine_name,
     engine_views,
 )
+from llmdoctor.parsers.vllm_refusals import ADMISSION_RUNBOOK
 from llmdoctor.parsers.vllm_serving import (
     fmt_count,
     fmt_pct,
+    frozen_gauges,
     max_num_seqs,
     model_subject,
     scrape_sources,
@@ -189,6 +191,15 @@ def _model_finding(
     if left_out:
         names = ", ".join(engine_name(v, engines) or "the engine" for v in left_out)
         aside = f"; {names} not judged (asleep or making no progress: see vllm-engine)"
+    if judged and (unanswered := frozen_gauges(facts, data)):
+        return info(
+            CHECK,
+            "queue not judged: the gauges look frozen (no token counted while the generation "
+            f"probe hung: {unanswered}; see vllm-engine)",
+            items,
+            [],
+            subject,
+        )
     if not judged:
         who = "the engines are" if len(left_out) > 1 else "the engine is"
         return info(
@@ -218,12 +229,37 @@ def _model_finding(
     return Finding(CHECK, severity, summary, items, runbooks if severity.rank else [], subject)
 
 
+def _admission_finding(model: str, data: dict, window: dict) -> Finding | None:
+    """Requests vLLM's admission control refused with a 503 (0.32+), in the window or ever."""
+    entry = data["counters"].get("admission_rejections")
+    if not entry or not entry.get("last"):
+        return None
+    where = scrape_sources(window)
+    what = "admission control (--max-num-queued-reqs / --max-num-queued-tokens) answered 503"
+    delta = entry.get("delta")
+    if delta:
+        severity = Severity.WARNING
+        summary = (
+            f"vLLM turned {fmt_count(delta)} requests away {window_text(window)}: {what}; the "
+            "server works and is full"
+        )
+        items = [evidence(f"{entry['metric']}: +{fmt_count(delta)} {window_text(window)}", where)]
+    else:
+        severity = Severity.INFO
+        summary = (
+            f"vLLM has turned {fmt_count(entry['last'])} requests away since it started "
+            f"({what}), none {window_text(window)}"
+        )
+        items = [evidence(f"{entry['metric']}: {fmt_count(entry['last'])}", where)]
+    return Finding(CHECK, severity, summary, items, [ADMISSION_RUNBOOK], model_subject(model))
+
+
 @check(
     CHECK,
     title="vLLM request queue (saturation per engine)",
     scope="vllm",
     needs=("vllm/window",),
-    runbooks=("queue-saturation", "kv-cache-preemption"),
+    runbooks=("queue-saturation", "kv-cache-preemption", ADMISSION_RUNBOOK),
     supersedes=("log-signatures",),
     follows=("vllm-kv-cache",),
 )
@@ -236,6 +272,9 @@ def vllm_queue(facts: Facts) -> list[Finding]:
         finding = _model_finding(model, data, window, facts, ceiling, source, kv_full)
         if finding is not None:
             findings.append(finding)
+        refused = _admission_finding(model, data, window)
+        if refused is not None:
+            findings.append(refused)
     if not findings:
         raise FactMissing(
             "vllm/window", "no vllm:num_requests_running / num_requests_waiting in /metrics"

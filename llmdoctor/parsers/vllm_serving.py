@@ -124,6 +124,20 @@ def is_collection_failure(reason: str) -> bool:
     return reason.startswith(("GET ", "POST ", "generation probe", "second /metrics"))
 
 
+def frozen_gauges(facts: Facts, data: dict[str, Any]) -> str | None:
+    """The generation probe's timeout when the window counted no generated token for the model,
+    else None. A stopped engine publishes nothing, so its gauges keep their last values (often
+    "idle") while requests hang: then they prove nothing about the queue, the cache or progress.
+    """
+    probe = facts.get("vllm/probe.json")
+    if not (
+        isinstance(probe, dict) and probe.get("error") and probe.get("error_kind") == "timeout"
+    ):
+        return None
+    generated = (data.get("counters", {}).get("generation_tokens") or {}).get("delta")
+    return str(probe["error"]) if generated == 0 else None
+
+
 def pod_restarting(facts: Facts) -> str | None:
     """'container vllm: CrashLoopBackOff, 6 restarts, not ready' when the pod facts show the
     serving container restarting or not ready, else None (no pod facts: a plain URL probe)."""

@@ -1,0 +1,124 @@
+"""What a drill keeps: llmdoctor's own bundle of the live server (`collect URL`), the slice of the
+server's log the drill produced, and the answers its clients got. The same files are read back
+by the offline tests (tests/test_real_vllm_fixtures.py) from tests/fixtures/real-vllm-0.32/.
+
+Set LLMDOCTOR_DRILL_SAVE=tests/fixtures/real-vllm-0.32 to (re)write the fixtures from a run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from llmdoctor.cli import run as cli_run
+
+FIXTURES = Path(__file__).parent / "fixtures" / "real-vllm-0.32"
+
+
+def save_root(tmp_root: Path) -> Path:
+    """Where this run writes each drill's captures: the fixtures folder when asked, else tmp."""
+    chosen = os.environ.get("LLMDOCTOR_DRILL_SAVE")
+    return Path(chosen) if chosen else tmp_root
+
+
+def drill_folder(root: Path, drill: str) -> Path:
+    folder = root / drill
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str]:
+    """llmdoctor's command line in this process: (exit code, stdout)."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        cli_run(list(args))
+    return exit_info.value.code, capsys.readouterr().out
+
+
+def run_json(capsys, *args: str) -> tuple[int, dict]:
+    code, out = run_cli(capsys, *args, "--json")
+    return code, json.loads(out)
+
+
+# the child imports what `collect` needs, says so, and collects when told: the import takes
+# seconds on a loaded machine, and the bundle must see the same moment as the probe beside it
+_COLLECT_WHEN_TOLD = """
+import sys
+import llmdoctor.collectors.bundle, llmdoctor.commands.collect, llmdoctor.commands.diagnose
+import llmdoctor.usecases.diagnose
+from llmdoctor.cli import run
+print("ready", flush=True)
+if sys.stdin.readline():  # "" when the test run closed the pipe (or died): nothing to collect
+    run(sys.argv[1:])
+"""
+
+
+class Collector:
+    """`llmdoctor collect URL -o BUNDLE` in a child process, imported ahead and started on cue."""
+
+    unfinished: ClassVar[list[Collector]] = []
+
+    def __init__(self, url: str, bundle: Path, window: float):
+        command = ["collect", url, "-o", str(bundle), "--window", str(window), "--timeout", "8"]
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _COLLECT_WHEN_TOLD, *command],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        Collector.unfinished.append(self)
+        ready = self.process.stdout.readline()
+        assert ready.strip() == "ready", ready + self.process.stdout.read()
+
+    def start(self) -> None:
+        self.process.stdin.write("go\n")
+        self.process.stdin.flush()
+
+    def finish(self, timeout: float = 90) -> None:
+        try:
+            out, _ = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            out, _ = self.process.communicate()
+        Collector.unfinished.remove(self)
+        assert self.process.returncode == 0, out
+
+    @classmethod
+    def reap_all(cls) -> None:
+        """Stop the children of drills that failed before they collected."""
+        for collector in cls.unfinished:
+            collector.process.kill()
+            collector.process.communicate()
+        cls.unfinished.clear()
+
+
+def write_json(path: Path, value) -> None:
+    path.write_text(json.dumps(value, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def verdict(report: dict) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(check, severity, runbooks) of every finding that is not ok, in the report's order."""
+    return [
+        (f["check"], f["severity"], tuple(f.get("runbooks") or ()))
+        for f in report["findings"]
+        if f["severity"] != "ok"
+    ]
+
+
+def ok_checks(report: dict) -> list[tuple[str, str]]:
+    return [(f["check"], f["summary"]) for f in report["findings"] if f["severity"] == "ok"]
+
+
+def explained(result: dict) -> list[tuple[str, str, float]]:
+    """(runbook id, severity, confidence) of explain's confident matches, best first."""
+    return [(m["id"], m["severity"], m["confidence"]) for m in result["matches"]]

