@@ -257,8 +257,18 @@ def main(argv: list[str] | None = None) -> int:
         help="also report the excerpts whose file name starts with PREFIX (r5: a round collected "
         "after the knowledge it tests was written, measured once)",
     )
+    parser.add_argument(
+        "--corpus",
+        metavar="DIR",
+        type=Path,
+        default=CORPUS,
+        help="another labelled folder of excerpts (tests/fixtures/explain_fresh/round6: blind "
+        "excerpts never tuned on), measured alone; its results are not recorded",
+    )
     args = parser.parse_args(argv)
-    report = evaluate(halves=("tune",) if args.tune_only else HALVES)
+    if args.corpus.resolve() != CORPUS.resolve():
+        args.no_record = True  # the results json describes the tuning corpus only
+    report = evaluate(args.corpus, halves=("tune",) if args.tune_only else HALVES)
     if args.subset:
         chosen = [o for o in report["outcomes"] if o["file"].split("/")[-1].startswith(args.subset)]
         report["subset"] = {"prefix": args.subset, "files": len(chosen)} | {

@@ -317,9 +317,11 @@ class _Hits:
     weight: int = 0  # literal characters of the most specific signature that fired
     strong: bool = False  # a signature other than a weak one (SignatureSet.weak) fired
     on_error_line: bool = False  # one of its lines is also a salient (error) line
+    error_lines: int = 0  # how many of its lines are salient (error) lines
 
     def add_line(self, line: int, text: str) -> None:
         self.count += 1
+        self.error_lines += self.on_error_line
         self.last_line = line
         if len(self.first) < FIRST:
             self.first.append((line, text[:MAX_TEXT]))
@@ -331,6 +333,7 @@ class _Hits:
         is among them): the count, and the first and last lines of both.
         """
         self.count += other.count
+        self.error_lines += other.error_lines
         self.last_line = max(self.last_line, other.last_line)
         self.weight = max(self.weight, other.weight)
         self.strong = self.strong or strong
@@ -353,6 +356,7 @@ class _Reading:
     text: str | None  # the cleaned text of a small input (searched whole)
     invalid: list
     numbers: list[int] = field(default_factory=list)  # each line of `text`: its input line
+    error_lines: int = 0  # salient (error) lines read, all of them (`salient` keeps the last)
 
 
 def read_input(
@@ -365,7 +369,7 @@ def read_input(
     weights = [literal_weight(sig) for _, sig in scanner.patterns]
     hits: dict[str, _Hits] = {}
     salient: deque[tuple[int, str]] = deque(maxlen=SALIENT_KEPT)
-    matched_lines = 0
+    matched_lines = error_lines = 0
     text, numbers, rest = _small_text(source)
     if text is not None:
         text = without_cut_word(text, entries)
@@ -386,6 +390,7 @@ def read_input(
             if SALIENT_ID in ids:
                 if not (("f you" in m.text and ADVICE.search(m.text)) or _negative(m.text)):
                     salient.append((line, m.text))
+                    error_lines += 1
                     is_salient = True
                 if len(ids) == 1:
                     continue
@@ -402,7 +407,7 @@ def read_input(
             hits.setdefault(entry_id, _Hits()).merge(group, strong=entry_id in strong_ids)
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
     kept = [Evidence(n, t[:MAX_TEXT]) for n, t in salient]
-    return _Reading(hits, kept, matched_lines, text, invalid, numbers), scanner
+    return _Reading(hits, kept, matched_lines, text, invalid, numbers, error_lines), scanner
 
 
 def _negative(text: str) -> bool:
@@ -724,9 +729,14 @@ def fuse(
                 # text that agrees is mostly the very line the hint matched); a hint on a line
                 # that is no error (a pasted command line) says less than one on an error line
                 hint = f.weak_hit if h.on_error_line else f.weak_hit * f.hint_off_error
-                # ... unless the hint is on an error line and the text alone already makes a
-                # fair case (hint_text_floor): two pieces of evidence
-                lifted = h.on_error_line and confidence >= f.hint_text_floor
+                # ... unless the hint is on an error line, the text alone already makes a
+                # fair case (hint_text_floor) and the input has error lines the hint did not
+                # fire on: two pieces of evidence, never the hinted line agreeing with itself
+                lifted = (
+                    h.on_error_line
+                    and confidence >= f.hint_text_floor
+                    and reading.error_lines > h.error_lines
+                )
                 ceiling = 1.0 if lifted else f.weak_ceiling
                 confidence = min(confidence + hint, ceiling)
             severity = _at_most_warning(entry.severity)
