@@ -8,7 +8,7 @@ request is reported as a finding with its reason, never as "healthy".
 from __future__ import annotations
 
 from llmdoctor.engine.facts import Facts
-from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
+from llmdoctor.engine.findings import Finding, Severity, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
 from llmdoctor.parsers.documents import NUMBER, TEXT, require_document
 from llmdoctor.parsers.vllm_refusals import (
@@ -232,9 +232,25 @@ def _metrics(facts: Facts) -> Finding | None:
     ),
 )
 def vllm_health(facts: Facts) -> list[Finding]:
-    findings = [_health(facts)]
+    health = _health(facts)
+    findings = [health]
+    gone = _server_gone(facts, health)
     for part in (_models, _metrics):
         finding = part(facts)
-        if finding is not None:
-            findings.append(finding)
+        if finding is None:
+            continue
+        if gone and finding.severity is Severity.WARNING and not finding.runbooks:
+            # nothing listens: /v1/models and /metrics fail for the same reason as /health,
+            # one outage told once (its evidence), not three headlines
+            health.evidence.append(evidence(finding.summary, f"vllm ({finding.subject})"))
+            continue
+        findings.append(finding)
     return findings
+
+
+def _server_gone(facts: Facts, health: Finding) -> bool:
+    """Whether /health got no answer at all because the server is unreachable (refused, reset,
+    timed out): then every other endpoint fails the same way."""
+    doc = facts.get("vllm/health.json")
+    kind = doc.get("error_kind") if isinstance(doc, dict) else None
+    return health.severity is Severity.CRITICAL and kind in ("connect", "reset", "timeout")

@@ -67,8 +67,8 @@ INCIDENTS = {
     "tests/fixtures/real-vllm-0.32/wedged/bundle": ("engine-wedged", 1, 0, 2),
     # the worker stopped before the requests came: gauges frozen at idle, the probe hanging
     "tests/fixtures/real-vllm-0.32/wedged-idle/bundle": ("engine-wedged", 1, 0, 2),
-    # /health 503; /v1/models and /metrics unreadable are two more headlines today
-    "tests/fixtures/real-vllm-0.32/dead/bundle": ("engine-dead", 1, 2, 2),
+    # nothing listens: /v1/models and /metrics fail as /health does, one outage (its evidence)
+    "tests/fixtures/real-vllm-0.32/dead/bundle": ("engine-dead", 1, 0, 2),
     "tests/fixtures/real-vllm-0.32/scaling/bundle": ("elastic-ep-scaling-pause", 0, 1, 1),
 }
 HEALTHY = {
