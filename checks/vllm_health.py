@@ -7,6 +7,7 @@ request is reported as a finding with its reason, never as "healthy".
 
 from __future__ import annotations
 
+from llmdoctor.collectors.network_errors import UNRESOLVED
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.findings import Finding, Severity, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
@@ -72,6 +73,16 @@ def _health(facts: Facts) -> Finding:
                 f"({not_started}); why the pod has not started is the finding to act on",
                 items,
                 [],  # not engine-dead: an engine that never ran did not die
+                subject,
+            )
+        if kind in ("tls", "protocol") or UNRESOLVED in what:
+            # nothing says the engine died: the address is wrong, or TLS/HTTP do not match
+            return critical(
+                CHECK,
+                f"the endpoint cannot be reached ({what}): check the URL, the Service name "
+                "and the scheme before the server",
+                items,
+                [],
                 subject,
             )
         books = ["engine-dead", *(["gateway-timeout"] if kind == "timeout" else [])]

@@ -160,3 +160,28 @@ def test_the_sdk_client_closing_the_session_leaves_no_traceback(tmp_path):
 
     assert payload(anyio.run(main))["id"] == "cuda-oom-runtime"
     assert "Traceback" not in errors.read_text()
+
+
+def test_the_api_key_goes_only_to_urls_named_for_it(tmp_path):
+    # the model names the URL: $LLMDOCTOR_API_KEY once went to any of them as a Bearer header
+    import os
+
+    key = "sk-mcp-key-0123456789abcdef"
+
+    def calls(extra_env: dict) -> None:
+        async def main():
+            env = {**os.environ, "LLMDOCTOR_API_KEY": key, **extra_env}
+            params = StdioServerParameters(command=LLMDOCTOR, args=["mcp"], cwd=str(ROOT), env=env)
+            async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
+                await session.initialize()
+                args = {"target": srv.url, "window": 0.1, "timeout": 3}
+                payload(await session.call_tool("diagnose", args))
+
+        anyio.run(main)
+
+    with FakeVllmServer() as srv:
+        calls({})
+        assert srv.authorizations and set(srv.authorizations) == {None}
+        srv.authorizations.clear()
+        calls({"LLMDOCTOR_MCP_API_KEY_TARGETS": "127.0.0.0/8"})
+        assert set(srv.authorizations) == {f"Bearer {key}"}

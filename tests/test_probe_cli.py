@@ -79,6 +79,15 @@ def test_probe_against_a_port_that_never_answers_is_a_critical_finding(capsys):
     assert waited and 1.5 <= float(waited.group(1)) <= 2.0
 
 
+def test_a_host_name_that_does_not_resolve_is_not_called_a_dead_engine(capsys):
+    # a final new-user pass: a typo in the URL read "Root cause: vLLM engine died"
+    argv = ["probe", "http://no-such-host.invalid:8000", "--timeout", "2", "--json"]
+    code, out, _ = cli(argv, capsys)
+    health = json.loads(out)["findings"][0]
+    assert code == 2 and health["check"] == "vllm-health" and health["severity"] == "critical"
+    assert "does not resolve" in health["summary"] and "engine-dead" not in health["runbooks"]
+
+
 def test_probe_subprocess_against_a_silent_port_is_clean():
     # the real executable: exit 2, the JSON report, no traceback
     with SilentServer() as srv:

@@ -279,3 +279,34 @@ def test_a_url_password_holding_an_at_sign_is_redacted_whole():
     assert redact_text("fetch http://bot:p@ss@hub.example/m ok") == (
         f"fetch http://bot:{REDACTED}@hub.example/m ok"
     )
+
+
+def test_reports_never_print_a_secret_a_log_carries(tmp_path):
+    # a final new-user pass: wiki add redacted, but diagnose/explain printed log tokens in full
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from llmdoctor.cli import app
+
+    bundle = tmp_path / "b"
+    shutil.copytree(
+        Path(__file__).parents[1] / "examples" / "bundles" / "crashloop-cuda-oom", bundle
+    )
+    log = bundle / "logs" / "vllm.previous.log"
+    lines = log.read_text().splitlines()
+    lines[30] = (
+        "ERROR hf_abcdefghijklmnopqrstuvwxyz123456 "
+        + lines[30]
+        + " Authorization: Bearer sk-live-0123456789abcdefghij"
+    )
+    log.write_text("\n".join(lines) + "\n")
+    runner = CliRunner()
+    outputs = [
+        runner.invoke(app, ["diagnose", "--bundle", str(bundle), *fmt]).stdout
+        for fmt in ([], ["--json"], ["--markdown"], ["-v"])
+    ]
+    outputs += [runner.invoke(app, ["explain", str(log), *fmt]).stdout for fmt in ([], ["--json"])]
+    assert all("CUDA out of memory" in out for out in outputs)  # the evidence is still there
+    for out in outputs:
+        assert "hf_abcdefghijklmnop" not in out and "sk-live-0123" not in out

@@ -3,6 +3,8 @@ connect, timeout, tls, reset or protocol. Shared by every HTTP and Kubernetes AP
 
 from __future__ import annotations
 
+UNRESOLVED = "the host name does not resolve"  # a connect failure before any address
+
 
 def _causes(exc: BaseException) -> list[BaseException]:
     """The exception and every exception behind it: requests wraps urllib3's MaxRetryError,
@@ -41,7 +43,7 @@ def classify_network_error(exc: BaseException, budget: float) -> tuple[str, str]
     ):
         return "protocol", f"invalid URL: {first[:160]}"
     if has(u3.NameResolutionError, socket.gaierror):
-        return "connect", "the host name does not resolve"
+        return "connect", UNRESOLVED
     if has(ConnectionRefusedError):
         return "connect", "connection refused (nothing listens on that port, or vLLM exited)"
     if has(u3.NewConnectionError) and has(TimeoutError):

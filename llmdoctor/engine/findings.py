@@ -22,8 +22,13 @@ _RANK = {Severity.OK: 0, Severity.INFO: 1, Severity.WARNING: 2, Severity.CRITICA
 
 
 def evidence(text: str, source: str | None = None, line: int | None = None) -> dict[str, Any]:
-    """One evidence item: the exact text, and where it came from (a fact key, a line number)."""
-    item: dict[str, Any] = {"text": text}
+    """One evidence item: the exact text, and where it came from (a fact key, a line number).
+
+    Secrets a log or an object carries (tokens, passwords, keys) are redacted here, once, so no
+    report format (terminal, JSON, markdown, the exporter) can print them."""
+    from llmdoctor.redact import redact_text
+
+    item: dict[str, Any] = {"text": redact_text(text)}
     if source is not None:
         item["source"] = source
     if line is not None:

@@ -39,10 +39,37 @@ def _plain(name: str, value: str | None) -> str | None:
     return value
 
 
-def run_json(args: list[str], *, stdin: str | None = None, timeout: float = 120.0) -> Any:
+# The diagnose tool probes whatever URL the model names: $LLMDOCTOR_API_KEY goes only to the
+# targets this variable's patterns name (the exporter's --api-key-target syntax, comma-separated)
+API_KEY_TARGETS = "LLMDOCTOR_MCP_API_KEY_TARGETS"
+
+
+def api_key_allowed(url: str) -> bool:
+    """Whether $LLMDOCTOR_API_KEY may be sent to this http(s) URL (see API_KEY_TARGETS)."""
+    from urllib.parse import urlsplit
+
+    from llmdoctor.fleet.target_policy import TargetPolicy
+
+    patterns = [p.strip() for p in os.environ.get(API_KEY_TARGETS, "").split(",") if p.strip()]
+    if not patterns:
+        return False
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        policy = TargetPolicy.from_patterns(patterns, patterns)
+        return policy.check(parts.hostname or "", port).send_api_key
+    except ValueError:  # a bad pattern, a refused or unresolvable target: no key
+        return False
+
+
+def run_json(
+    args: list[str], *, stdin: str | None = None, timeout: float = 120.0, send_api_key=True
+) -> Any:
     """Run `llmdoctor ARGS` and return its JSON output; ToolFailed with its reason otherwise."""
     command = [sys.executable, "-m", "llmdoctor", *args]
     env = {**os.environ, "NO_COLOR": "1"}
+    if not send_api_key:
+        env.pop("LLMDOCTOR_API_KEY", None)
     try:
         done = subprocess.run(
             command,
@@ -90,7 +117,12 @@ def diagnose(
             args += [flag, _plain(flag, value)]
     if no_exec:
         args.append("--no-exec")
-    return run_json(args, timeout=60 + window + 6 * timeout)
+    by_url = bool(target) and not bundle and target.startswith(("http://", "https://"))
+    return run_json(
+        args,
+        timeout=60 + window + 6 * timeout,
+        send_api_key=not by_url or api_key_allowed(target),
+    )
 
 
 def explain(text: str, limit: int = 5) -> dict:

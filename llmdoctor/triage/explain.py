@@ -193,8 +193,15 @@ FUSION = Fusion()
 
 @dataclass(frozen=True)
 class Evidence:
+    """A line explain shows: its number and its text, secrets redacted (llmdoctor.redact)."""
+
     line: int
     text: str
+
+    def __post_init__(self) -> None:
+        from llmdoctor.redact import redact_text
+
+        object.__setattr__(self, "text", redact_text(self.text))
 
     def to_json(self) -> dict[str, Any]:
         return {"line": self.line, "text": self.text}
