@@ -190,3 +190,26 @@ def test_an_unclosed_error_body_with_many_backslashes_is_read_in_linear_time():
     started = time.perf_counter()
     assert body_messages(line) == []
     assert time.perf_counter() - started < 2.0
+
+
+def test_a_warning_that_mentions_a_failure_is_not_the_likely_cause():
+    # a final new-user pass: vLLM's start-up "WARNING … Found ulimit of 20000 and failed to
+    # automatically increase" was shown as the likely cause of a KV cache too small to start
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from llmdoctor.cli import app
+
+    log = (
+        Path(__file__).parent
+        / "fixtures"
+        / "real-vllm-0.32"
+        / "startup-kv-too-small"
+        / "server.log"
+    )
+    result = CliRunner().invoke(app, ["explain", str(log), "--json"])
+    doc = json.loads(result.stdout)
+    assert doc["matches"][0]["id"] == "kv-cache-too-small-for-max-model-len"
+    cause = doc.get("likely_cause")
+    assert cause is None or "ulimit" not in cause["text"]

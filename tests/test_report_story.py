@@ -372,3 +372,24 @@ def test_the_same_crash_loop_on_two_replicas_is_one_story():
         [],
         [{"check": "pod-restarts", "subject": "pod/vllm-a container vllm"}],
     ]
+
+
+def test_a_damaged_metrics_scrape_is_not_the_story(tmp_path):
+    # a final new-user pass: one corrupt /metrics file became the root cause and folded the real
+    # queue saturation under "a scrape was rejected", a warning no runbook covers
+    bundle = tmp_path / "b"
+    shutil.copytree(ROOT / "examples" / "bundles" / "saturated-queue", bundle)
+    (bundle / "vllm" / "metrics-0.txt").write_bytes(bytes(range(256)) * 40)
+    text = _terminal(_report(bundle))
+    head = "\n".join(text.splitlines()[:8])
+    assert "runbook queue-saturation" in head
+    assert "Root cause  a /metrics scrape" not in text
+
+
+@pytest.mark.parametrize("name", sorted(INCIDENTS))
+def test_the_headline_counts_agree_with_the_status(name):
+    # counted by story at its worst severity: a critical report counts a critical story
+    report = _report(ROOT / name)
+    first = _terminal(report).splitlines()[0]
+    if report.status == "critical":
+        assert "critical," in first or "critical)" in first, first

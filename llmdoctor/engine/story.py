@@ -119,8 +119,14 @@ def link_findings(findings: list[Finding], entries: Mapping) -> None:
     for f in findings:
         f.explained_by, f.explains, f.contradicted_by = [], [], []
     problems = [f for f in findings if f.severity is not Severity.OK]
-    # an info finding (a note, a measurement not taken) explains nothing and contradicts nothing
-    causes = [f for f in problems if f.severity.rank >= Severity.WARNING.rank]
+    # an info finding (a note, a measurement not taken) explains nothing and contradicts
+    # nothing; nor does a warning no runbook covers (a /metrics scrape rejected as damaged):
+    # it says what could not be read, not why the service is unwell
+    causes = [
+        f
+        for f in problems
+        if f.severity is Severity.CRITICAL or (f.severity is Severity.WARNING and f.runbooks)
+    ]
     can_cause = {id(f) for f in causes}
     ties = []
     for i, cause in enumerate(problems):

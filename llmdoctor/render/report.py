@@ -82,14 +82,17 @@ def _evidence_line(item: dict[str, Any], limit: int | None = None) -> str:
 
 
 def _counts(report: Report) -> str:
-    """Counted by story: a finding folded under its cause counts once, as folded."""
+    """Counted by story, each at its worst severity (the one its headline shows: a warning
+    cause of a critical effect is a critical story); a finding folded under its cause counts
+    once, as folded."""
     counts: dict[str, int] = {}
     folded = 0
-    for f in report.findings:
-        if f.explained_by:
-            folded += 1
-            continue
-        counts[str(f.severity)] = counts.get(str(f.severity), 0) + 1
+    for chapter in chapters(report.findings):
+        counts[str(chapter.severity)] = counts.get(str(chapter.severity), 0) + 1
+        folded += len(chapter.folded)
+    ok = sum(1 for f in report.findings if f.severity is Severity.OK)
+    if ok:
+        counts["ok"] = ok
     parts = [f"{counts[s]} {s}" for s in ("critical", "warning", "info") if counts.get(s)]
     if folded:
         parts.append(f"{folded} folded under their cause")

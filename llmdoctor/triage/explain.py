@@ -609,6 +609,9 @@ CAUSE_QUERY_LINES = 4  # error lines from the first one on, searched for an entr
 # a logger's prefix up to its source location (vLLM's `ERROR 01-08 17:16:15 [core.py:123] `):
 # what follows is the message, indented when it is a traceback's frame or code line
 LOG_PREFIX = re.compile(r"^.{0,160}?\b[\w.-]+\.(py|cc|cpp|cu|h|c|go|rs):[0-9]+\[?\]")
+# a log line's own level: the first level word in it (vLLM's `WARNING 12-02 …`, glog's `W1202`
+# is left to ERROR_LINE); a warning or a note that mentions "failed to" is no error
+LEVEL = re.compile(r"\b(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b")
 
 
 def likely_cause(
@@ -634,7 +637,7 @@ def likely_cause(
         for e in _error_lines(reading, before)
         if e.line < before and e.line not in downstream and _says_why(e.text)
     ]
-    first = next((e for e in lines if ERROR_LINE.search(e.text)), None)
+    first = next((e for e in lines if ERROR_LINE.search(e.text) and not _below_error(e.text)), None)
     if first is None:
         return None
     query = "\n".join(e.text for e in lines[lines.index(first) :][:CAUSE_QUERY_LINES])
@@ -644,6 +647,12 @@ def likely_cause(
     top = results[0].id if results else None
     entry_id = top if top and graph.explains(top, consequence.id) else None
     return LikelyCause(consequence.id, first.line, first.text.strip(), entry_id)
+
+
+def _below_error(text: str) -> bool:
+    """Whether the line's own log level is below ERROR (a WARNING that mentions a failure)."""
+    level = LEVEL.search(text)
+    return level is not None and level.group(1) in ("DEBUG", "INFO", "WARNING", "WARN")
 
 
 def _says_why(text: str) -> bool:
