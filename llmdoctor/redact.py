@@ -65,6 +65,7 @@ _TOKENS = (
     r"\b(github_pat_)[A-Za-z0-9_]{20,}",
     r"\b(xox[abpr]-)[A-Za-z0-9-]{10,}",
     r"\b(eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+",  # a JWT
+    r"\b((?:AKIA|ASIA))[A-Z0-9]{16}\b",  # an AWS access key id, bare (long-term or session)
 )
 _AUTH_HEADER = r"(?i)\b(authorization\s*[:=]\s*(?:(?:bearer|basic|token)\s+)?)[^\s'\",}]+"
 _BEARER = r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"

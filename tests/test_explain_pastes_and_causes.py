@@ -213,3 +213,14 @@ def test_a_warning_that_mentions_a_failure_is_not_the_likely_cause():
     assert doc["matches"][0]["id"] == "kv-cache-too-small-for-max-model-len"
     cause = doc.get("likely_cause")
     assert cause is None or "ulimit" not in cause["text"]
+
+
+def test_a_guess_that_rounds_to_zero_is_not_shown_as_too_weak_to_name():
+    # a final new-user pass: "Too weak to name" listed entries at confidence 0.00
+    from typer.testing import CliRunner
+
+    from llmdoctor.cli import app
+
+    text = "ERROR zzqx\n"  # no entry shares a word with it: every guess is 0.00
+    result = CliRunner().invoke(app, ["explain", "-", "--no-color"], input=text)
+    assert "(0.00)" not in result.stdout

@@ -310,3 +310,12 @@ def test_reports_never_print_a_secret_a_log_carries(tmp_path):
     assert all("CUDA out of memory" in out for out in outputs)  # the evidence is still there
     for out in outputs:
         assert "hf_abcdefghijklmnop" not in out and "sk-live-0123" not in out
+
+
+def test_a_bare_aws_access_key_id_is_redacted():
+    # a final new-user pass: AKIA… stayed in what wiki add --from-log wrote; a word that merely
+    # contains the prefix, or is too short, is evidence and stays
+    text = "creds AKIAIOSFODNN7EXAMPLE and ASIAABCDEFGHIJKLMNOP; AKIAshort MAKIAIOSFODNN7EXAMPLEX"
+    out = redact_text(text)
+    assert "IOSFODNN7EXAMPLE and" not in out and "ABCDEFGHIJKLMNOP" not in out
+    assert "AKIAshort" in out and "MAKIAIOSFODNN7EXAMPLEX" in out

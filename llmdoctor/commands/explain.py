@@ -103,16 +103,16 @@ def render(result, console) -> None:
     from llmdoctor.triage.explain import CONFIDENT
     from llmdoctor.wiki.links import page_url
 
+    # a guess that rounds to 0.00 says nothing: it is left out of the terminal (JSON keeps it)
+    weak = [m for m in result.below_threshold if m.confidence >= 0.005]
     if result.how == "none":
         console.print(f"[bold]No entry explains[/] {escape(result.source)}.")
         if result.salient:
             console.print("The lines it read as errors:")
             for e in result.salient[-10:]:
                 console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
-            if result.below_threshold:
-                guesses = ", ".join(
-                    f"{m.id} ({m.confidence:.2f})" for m in result.below_threshold[:3]
-                )
+            if weak:
+                guesses = ", ".join(f"{m.id} ({m.confidence:.2f})" for m in weak[:3])
                 console.print(f"[dim]Too weak to name (confidence < {CONFIDENT}): {guesses}[/]")
             console.print(
                 "Once the cause is known, record it: "
@@ -123,15 +123,15 @@ def render(result, console) -> None:
                 "No line in it looks like an error (no Error/Exception/FATAL/failed/Killed, "
                 "exit code or warning Event)."
             )
-            for m in [m for m in result.below_threshold if m.evidence][:2]:
+            for m in [m for m in weak if m.evidence][:2]:
                 e = m.evidence[-1]
                 console.print(
                     f"A line hints at [bold]{m.id}[/] (weak evidence, check it): "
                     f"[dim]{e.line}:[/] {escape(_cut(e.text.strip()))}",
                     soft_wrap=True,
                 )
-            if result.below_threshold:
-                guesses = ", ".join(m.id for m in result.below_threshold[:3])
+            if weak:
+                guesses = ", ".join(m.id for m in weak[:3])
                 console.print(
                     f"[dim]If something is wrong all the same, these share its words: {guesses}[/]"
                 )
