@@ -8,6 +8,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from cli_runs import one_line_error, run_cli
 from typer.testing import CliRunner
 
 from llmdoctor.capacity.planner import (
@@ -442,7 +443,6 @@ def test_cli_model_dir_reads_config_and_weights(tmp_path):
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_3(args):
-    from llmdoctor.cli import run
 
     with pytest.raises(SystemExit) as exc:
         run(args)
@@ -460,22 +460,6 @@ LLAMA_3_8B = {  # meta-llama/Meta-Llama-3-8B config.json, abridged
     "max_position_embeddings": 8192,
     "torch_dtype": "bfloat16",
 }
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    """The installed command's path: llmdoctor.cli.run (exit codes, one-line errors)."""
-    with pytest.raises(SystemExit) as done:
-        run(list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    assert "internal error" not in err, err
-    return int(done.value.code), out, err
-
-
-def one_line_error(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.startswith("llmdoctor: ")]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def config_file(tmp_path: Path, **changes) -> Path:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_runs import one_line_error, run_cli
 from typer.testing import CliRunner
 
 from llmdoctor.cli import app, run
@@ -224,7 +225,6 @@ def test_cli_nothing_matched_is_said_plainly_with_the_salient_lines(tmp_path):
 
 @pytest.mark.parametrize("target", ["/nonexistent/crash.log", "."])
 def test_cli_missing_or_unreadable_input_is_one_line_exit_3(target, capsys):
-    from llmdoctor.cli import run
 
     with pytest.raises(SystemExit) as exc:
         run(["explain", target])
@@ -872,22 +872,6 @@ def test_crashloop_with_only_a_killed_line_does_not_claim_host_oom(tmp_path):
 
 
 OOM_LOG = ROOT / "tests" / "fixtures" / "logs" / "vllm-v1-tp-worker-oom-issue17835.log"
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    """The installed command's path: llmdoctor.cli.run (exit codes, one-line errors)."""
-    with pytest.raises(SystemExit) as done:
-        run(list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    assert "internal error" not in err, err
-    return int(done.value.code), out, err
-
-
-def one_line_error(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.startswith("llmdoctor: ")]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def test_explain_reads_a_gzip_rotated_log(tmp_path, capsys):

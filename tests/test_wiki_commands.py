@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_runs import run_cli as run_cli_checked
 from typer.testing import CliRunner
 
 from llmdoctor.cli import app, run
@@ -549,16 +550,6 @@ def test_show_of_an_entry_with_bad_hints_names_the_file_and_line(tmp_path, capsy
     said = capsys.readouterr()
     assert stop.value.code == 3
     assert f"{path.name}:8" in said.err + said.out, said.err
-
-
-def run_cli_checked(capsys, *args: str) -> tuple[int, str, str]:
-    """The installed command's path: llmdoctor.cli.run (exit codes, one-line errors)."""
-    with pytest.raises(SystemExit) as done:
-        run(list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    assert "internal error" not in err, err
-    return int(done.value.code), out, err
 
 
 def test_wiki_add_into_a_file_keeps_the_draft_and_exits_3(tmp_path, capsys):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from cli_runs import one_line_error, run_cli
 
 from llmdoctor.cli import build_app, run
 from llmdoctor.wiki.search_cli import FLAGS, OPTIONS_WITH_VALUE, fast_main
@@ -159,22 +160,6 @@ def test_search_of_stdin_with_invalid_utf8_does_not_crash(tmp_path):
     assert b"Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert proc.returncode == 0
     assert b"cuda-oom-runtime" in proc.stdout
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    """The installed command's path: llmdoctor.cli.run (exit codes, one-line errors)."""
-    with pytest.raises(SystemExit) as done:
-        run(list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    assert "internal error" not in err, err
-    return int(done.value.code), out, err
-
-
-def one_line_error(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.startswith("llmdoctor: ")]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\t"])
