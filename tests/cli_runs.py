@@ -23,3 +23,15 @@ def one_line_error(err: str) -> str:
     lines = [ln for ln in err.splitlines() if ln.startswith("llmdoctor: ")]
     assert len(lines) == 1, err
     return lines[0]
+
+
+def explain_json(text: str, *extra: str) -> tuple[dict, int, str]:
+    """`llmdoctor explain - --json` of `text`: (the JSON, exit code, stderr)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from llmdoctor.cli import app
+
+    result = CliRunner().invoke(app, ["explain", "-", "--json", *extra], input=text)
+    return json.loads(result.stdout), result.exit_code, result.stderr

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_runs import one_line_error, run_cli
+from cli_runs import explain_json, one_line_error, run_cli
 from typer.testing import CliRunner
 
 from llmdoctor.cli import app, run
@@ -773,11 +773,6 @@ V0_WRAPPER = (
     .read_text(encoding="utf-8")
     .splitlines()[2]
 )
-
-
-def explain_json(text: str, *extra: str) -> tuple[dict, int, str]:
-    result = runner.invoke(app, ["explain", "-", "--json", *extra], input=text)
-    return json.loads(result.stdout), result.exit_code, result.stderr
 
 
 def test_the_whole_shm_broadcast_line_is_only_a_guess():

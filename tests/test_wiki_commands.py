@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_runs import explain_json
 from cli_runs import run_cli as run_cli_checked
+from team_wiki import team_entry
 from typer.testing import CliRunner
 
 from llmdoctor.cli import app, run
@@ -477,35 +479,6 @@ def test_add_with_editor_problem_points_at_the_line_of_the_edited_draft(tmp_path
     draft = Path(result.output.split("your draft is saved in ")[1].split()[0])
     cause_line = draft.read_text().splitlines().index("## Cause") + 1
     assert f"{draft}:{cause_line}: section '## Cause' is empty" in result.output
-
-
-TEAM_BODY = """## Symptom
-The widget service logs `TEAMERR widget exploded`.
-## Cause
-The widget exploded.
-## Fix
-Restart the widget.
-## Verify
-The line is gone.
-## References
-- https://example.com/widget
-"""
-
-
-def explain_json(text: str, *extra: str) -> tuple[dict, int, str]:
-    result = runner.invoke(app, ["explain", "-", "--json", *extra], input=text)
-    return json.loads(result.stdout), result.exit_code, result.stderr
-
-
-def team_entry(folder: Path, entry_id: str, front: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{entry_id}.md"
-    path.write_text(
-        f"---\nid: {entry_id}\ntitle: Team {entry_id}\nseverity: warning\ntags: [team]\n{front}---\n"
-        + TEAM_BODY,
-        encoding="utf-8",
-    )
-    return path
 
 
 @pytest.mark.parametrize("hints", ["hints: 42\n", "hints: {a: b}\n", "hints:\n  -\n"])

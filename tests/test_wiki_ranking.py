@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_runs import explain_json
+from team_wiki import team_entry
 from typer.testing import CliRunner
 
 from llmdoctor.cli import app
@@ -275,35 +277,6 @@ COMPOSE_EXIT_137 = (
     .read_text(encoding="utf-8")
     .splitlines()[1]
 )
-
-
-TEAM_BODY = """## Symptom
-The widget service logs `TEAMERR widget exploded`.
-## Cause
-The widget exploded.
-## Fix
-Restart the widget.
-## Verify
-The line is gone.
-## References
-- https://example.com/widget
-"""
-
-
-def explain_json(text: str, *extra: str) -> tuple[dict, int, str]:
-    result = runner.invoke(app, ["explain", "-", "--json", *extra], input=text)
-    return json.loads(result.stdout), result.exit_code, result.stderr
-
-
-def team_entry(folder: Path, entry_id: str, front: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{entry_id}.md"
-    path.write_text(
-        f"---\nid: {entry_id}\ntitle: Team {entry_id}\nseverity: warning\ntags: [team]\n{front}---\n"
-        + TEAM_BODY,
-        encoding="utf-8",
-    )
-    return path
 
 
 def test_a_team_signature_ranks_above_a_builtin_hint_in_search(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from team_wiki import team_entry
 
 from llmdoctor.cli import run as cli_run
 from llmdoctor.wiki.catalog import list_entries
@@ -322,30 +323,6 @@ def test_builtin_corpus_answers_chinese_and_stemmed_queries(query, entry_id):
     if not (builtin_dir() / f"{entry_id}.md").is_file():
         pytest.skip(f"built-in entry {entry_id} not present")
     assert entry_id in ids(search(query, limit=3))
-
-
-TEAM_BODY = """## Symptom
-The widget service logs `TEAMERR widget exploded`.
-## Cause
-The widget exploded.
-## Fix
-Restart the widget.
-## Verify
-The line is gone.
-## References
-- https://example.com/widget
-"""
-
-
-def team_entry(folder: Path, entry_id: str, front: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{entry_id}.md"
-    path.write_text(
-        f"---\nid: {entry_id}\ntitle: Team {entry_id}\nseverity: warning\ntags: [team]\n{front}---\n"
-        + TEAM_BODY,
-        encoding="utf-8",
-    )
-    return path
 
 
 def test_search_says_which_team_entry_it_could_not_read(tmp_path, capsys):
