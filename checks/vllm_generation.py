@@ -21,8 +21,7 @@ from llmdoctor.parsers.vllm_engines import engine_views
 from llmdoctor.parsers.vllm_refusals import ADMISSION_RUNBOOK, SCALING_RUNBOOK, deliberate_refusal
 from llmdoctor.parsers.vllm_serving import (
     model_subject,
-    pod_not_started,
-    pod_restarting,
+    server_not_running,
     threshold,
 )
 
@@ -227,27 +226,11 @@ def vllm_generation(facts: Facts) -> Finding:
     also = _health_says_ok(facts)
     if probe.get("error"):
         what, runbooks = classify(probe)
-        restarting = pod_restarting(facts)
-        if restarting and probe.get("status") is None:
-            items.append(evidence(restarting, "k8s/pod.json"))
+        down = server_not_running(facts) if probe.get("status") is None else None
+        if down:
+            items.append(evidence(down[0], "k8s/pod.json"))
             return warning(
-                CHECK,
-                f"no generation ({what}: {probe['error']}): a consequence of the container "
-                f"restarting ({restarting}); the restart's cause is the finding to act on",
-                items,
-                [],
-                subject,
-            )
-        not_started = pod_not_started(facts)
-        if not_started and probe.get("status") is None:
-            items.append(evidence(not_started, "k8s/pod.json"))
-            return warning(
-                CHECK,
-                f"no generation ({what}: {probe['error']}): the server has not started "
-                f"({not_started}); why the pod has not started is the finding to act on",
-                items,
-                [],  # not engine-dead: an engine that never ran did not die
-                subject,
+                CHECK, f"no generation ({what}: {probe['error']}): {down[1]}", items, [], subject
             )
         if probe.get("error_kind") == "timeout" and also:
             asleep, what, runbooks = _timeout_with_health_200(facts, what)

@@ -21,9 +21,8 @@ from llmdoctor.parsers.vllm_serving import (
     expected_models,
     is_collection_failure,
     model_ids,
-    pod_not_started,
-    pod_restarting,
     scrape_sources,
+    server_not_running,
     threshold,
 )
 
@@ -53,27 +52,11 @@ def _health(facts: Facts) -> Finding:
     subject = "endpoint /health"
     if status is None:
         what = error or "no status and no error recorded"
-        restarting = pod_restarting(facts)
-        if restarting:
-            items.append(evidence(restarting, "k8s/pod.json"))
+        down = server_not_running(facts)
+        if down:
+            items.append(evidence(down[0], "k8s/pod.json"))
             return warning(
-                CHECK,
-                f"the endpoint does not answer ({what}): a consequence of the container "
-                f"restarting ({restarting}); the restart's cause is the finding to act on",
-                items,
-                [],
-                subject,
-            )
-        not_started = pod_not_started(facts)
-        if not_started:
-            items.append(evidence(not_started, "k8s/pod.json"))
-            return warning(
-                CHECK,
-                f"the endpoint does not answer ({what}): the server has not started "
-                f"({not_started}); why the pod has not started is the finding to act on",
-                items,
-                [],  # not engine-dead: an engine that never ran did not die
-                subject,
+                CHECK, f"the endpoint does not answer ({what}): {down[1]}", items, [], subject
             )
         if kind in ("tls", "protocol") or UNRESOLVED in what:
             # nothing says the engine died: the address is wrong, or TLS/HTTP do not match

@@ -189,3 +189,22 @@ def pod_not_started(facts: Facts) -> str | None:
             why = f" ({reason}: {message[:160]})" if reason else ""
             break
     return f"pod Pending, no container started{why}"
+
+
+def server_not_running(facts: Facts) -> tuple[str, str] | None:
+    """Why the pod's server cannot answer, when its pod says so: (the pod's own line, the
+    clause that tells the reader where to act), else None. A restarting container's silence
+    follows from the restart; a server that never started did not die (no engine-dead)."""
+    restarting = pod_restarting(facts)
+    if restarting:
+        return restarting, (
+            f"a consequence of the container restarting ({restarting}); the restart's cause is "
+            "the finding to act on"
+        )
+    not_started = pod_not_started(facts)
+    if not_started:
+        return not_started, (
+            f"the server has not started ({not_started}); why the pod has not started is the "
+            "finding to act on"
+        )
+    return None
