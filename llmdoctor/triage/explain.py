@@ -527,7 +527,7 @@ def explain(
 
     Every piece of evidence is fused into one ranking: signature hits (weighted by how
     specific the signature is), the text relevance of the salient lines to each entry (the
-    wiki search), the cause -> consequence table, and recency.
+    wiki search), the cause graph (runbook front matter), and recency.
     """
     label = name or getattr(source, "name", None) or "<input>"
     gathered = gather(source, entries, limit=limit, wiki_dirs=wiki_dirs, workers=workers)
