@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import compress
 from pathlib import Path
 from typing import BinaryIO
 
 from llmdoctor.engine.textsource import TextSource
+from llmdoctor.wiki.digit_blind import DIGITS_TO_ZERO, digit_blind, digit_blind_cover
 from llmdoctor.wiki.re2_patterns import re2_module, re2_options
 from llmdoctor.wiki.signature_text import plain_text
 
@@ -47,6 +50,35 @@ class LineMatch:
     # indexes (into SignatureSet.patterns) of the signatures that fired, ascending: a caller
     # weighs them without matching the line again
     fired: tuple[int, ...] = field(default=(), compare=False)
+
+
+@dataclass
+class LineKind:
+    """Lines of one block that read the same but for their digits and on which the same
+    signatures fired (`scan(..., kinds=True)`): how many, and the first and last few of them.
+    """
+
+    fired: tuple[int, ...]
+    entry_ids: tuple[str, ...]
+    count: int
+    sample: str  # the lines' text with every digit written 0
+    first: list[tuple[int, str]]  # (line number, text) of the first few, in order
+    last: list[tuple[int, str]]  # ... and of the last few (the two lists may overlap)
+    id: int = 0  # for BlockKinds.last_of
+
+
+@dataclass
+class BlockKinds:
+    """The matching lines of a dense block, grouped: `kinds`, plus `singles`, the lines on
+    which only tail entries' signatures fired (as the line-by-line scan finds them: the last
+    ones). `line_matches()` gives every line one by one, exactly as the line-by-line scan does.
+    """
+
+    kinds: list[LineKind]
+    singles: list[LineMatch]
+    line_matches: Callable[[], list[LineMatch]]
+    # the last `keep` lines, in order, of the kinds with these ids: (line number, text)
+    last_of: Callable[[set[int], int], list[tuple[int, str]]]
 
 
 @dataclass
@@ -102,6 +134,11 @@ def signature_line(path: str | Path, signature: str) -> int:
 
 
 TAIL_CHUNK = 64 * 1024
+# A block with this many candidate lines in its first DENSE_PROBE bytes is dense: with
+# `kinds=True` its lines are grouped by shape (LineKind) instead of being yielded one by one.
+DENSE_PROBE = 64 * 1024
+DENSE_LINES = 24
+KIND_FIRST, KIND_LAST = 3, 2  # lines of each kind kept (more: BlockKinds.last_of)
 MAX_CACHED = 4096  # combined searches and fired-set lookups kept per SignatureSet
 MAX_FIND_LITERALS = 4
 RARE_SAMPLE = 64 * 1024
@@ -164,6 +201,15 @@ class SignatureSet:
             i for i, (entry_id, _) in enumerate(self.patterns) if entry_id in tail
         )
         self._tail_order = sorted(self._tail)  # tail Set index -> pattern index
+        # digit-blind signatures (llmdoctor.wiki.digit_blind) match a line's shape (its digits
+        # written 0) exactly as they match the line; the others are matched on each line
+        self._blind = [digit_blind(sig) for _, sig in self.patterns]
+        # signatures that may match a line alone but not the block that holds it (whole-text
+        # anchors, inline flags): always matched on the lines of a dense block
+        self._unfaithful = frozenset(
+            i for i, (_, sig) in enumerate(self.patterns) if _UNFAITHFUL.search(sig)
+        )
+        self._exact_sets: dict[tuple[int, ...], tuple[Callable, Callable]] = {}
         self.tail_keep = tail_keep
         self.before_lines = before_lines  # each match carries this many lines before it
         if self.patterns:
@@ -244,25 +290,42 @@ class SignatureSet:
         return found
 
     def _scan_block(
-        self, block: bytes, first_line: int, previous: tuple[str, ...] = ()
-    ) -> tuple[list[LineMatch], int | None]:
+        self,
+        block: bytes,
+        first_line: int,
+        previous: tuple[str, ...] = (),
+        hit: list[int] | None = None,
+        kinds: bool = False,
+    ) -> tuple[list, int | None]:
         """Every matching line of a block of whole lines, with 1-based numbers, and the block's
         newlines when they were counted on the way (None: not counted); `previous` are the last
-        lines of the block before (for `before_lines`).
+        lines of the block before (for `before_lines`), `hit` the block Set's answer when it is
+        known. With `kinds`, a dense block comes back as one BlockKinds.
         """
         assert self._block_set is not None
         if self._literals is not None:
             return self._scan_literals(block, first_line, previous)
-        hit = self._block_set.Match(block)
+        if hit is None:
+            hit = self._block_set.Match(block)
         if not hit:
             return [], None
         starts: set[int] = set()
+        tail_found: set[int] = set()
         plain = frozenset(index for index in hit if index not in self._tail)
-        for search in self._combined_searchers(plain) if plain else ():
-            self._line_starts(search, block, 0, len(block), starts)
+        searchers = self._combined_searchers(plain) if plain else []
+        done = 0
+        if kinds and searchers and not self.before_lines and b"\r" not in block:
+            done = block.find(b"\n", DENSE_PROBE) + 1 or len(block)
+            for search in searchers:
+                self._line_starts(search, block, 0, done, starts)
         if self._tail and any(index in self._tail for index in hit):
-            self._tail_starts(block, starts)
-        return self._verified(block, first_line, starts, previous)
+            self._tail_starts(block, tail_found)
+        if len(starts) >= DENSE_LINES:
+            dense = self._scan_dense(block, first_line, frozenset(hit), tail_found)
+            return [dense], block.count(b"\n")
+        for search in searchers if done < len(block) else ():
+            self._line_starts(search, block, done, len(block), starts)
+        return self._verified(block, first_line, starts | tail_found, previous, tail_found)
 
     def _scan_literals(
         self, block: bytes, first_line: int, previous: tuple[str, ...]
@@ -279,14 +342,22 @@ class SignatureSet:
                 if pos >= k and startswith(literal, pos - k):
                     starts.add(rfind(b"\n", 0, pos) + 1)
                 pos = find(anchor, pos + 1)
-        return self._verified(block, first_line, starts, previous) if starts else ([], None)
+        return self._verified(block, first_line, starts, previous, set()) if starts else ([], None)
 
     def _verified(
-        self, block: bytes, first_line: int, starts: set[int], previous: tuple[str, ...]
+        self,
+        block: bytes,
+        first_line: int,
+        starts: set[int],
+        previous: tuple[str, ...],
+        tail_found: set[int],
     ) -> tuple[list[LineMatch], int]:
         """The candidate lines (by start offset) on which a signature really matches, and the
-        block's newlines (counted on the way).
+        block's newlines (counted on the way). A line on which only tail entries' signatures
+        fired counts only when the tail search found it (`tail_found`), never because another
+        signature's block-wide match began on it (across a newline).
         """
+        tail_only = self._tail.issuperset
         found: list[LineMatch] = []
         line_no, counted_to = first_line, 0
         for start in sorted(starts):
@@ -297,12 +368,152 @@ class SignatureSet:
             if raw.endswith(b"\r"):
                 raw = raw[:-1]
             fired = tuple(sorted(self._set_match(raw)))
-            if fired:
+            if fired and (start in tail_found or not tail_only(fired)):
                 text = raw.decode("utf-8", errors="replace")
                 before = self._lines_before(block, start, previous) if self.before_lines else ()
                 found.append(LineMatch(line_no, text, self._entry_ids(fired), before, fired))
         line_no += block.count(b"\n", counted_to)
         return found, line_no - first_line
+
+    def _scan_dense(
+        self, block: bytes, first_line: int, hit: frozenset[int], tail_found: set[int]
+    ) -> BlockKinds:
+        """A dense block's matching lines, grouped by kind: lines are keyed by their shape
+        (digits written 0) and matched once per shape by the signatures that can fire on the
+        block and are digit-blind; the others are matched on the lines themselves, only on the
+        lines whose shape their digit-blind cover matches. The answer is the same as matching
+        each line alone: each signature that can fire is either blind or matched on the line
+        (one that cannot fire on the block, the block Set says so, is not counted).
+        """
+        raw = block.split(b"\n")
+        keys = block.translate(DIGITS_TO_ZERO).split(b"\n")
+        if not raw[-1]:
+            raw.pop()
+            keys.pop()
+        considered = hit | self._unfaithful
+        blind = frozenset(i for i in considered if self._blind[i])
+        exact = tuple(sorted(considered - blind))
+        # kind 0: no signature, or only tail ones; every other kind has its id, its fired
+        fired_of: list[tuple[int, ...]] = [()]
+        kind_of: dict = {}
+
+        def kind(key, fired: frozenset) -> int:
+            if not fired or self._tail >= fired:
+                kind_of[key] = 0
+                fired_of[0] = ()
+                if fired:
+                    tail_fired[key] = tuple(sorted(fired))
+                return 0
+            kind_of[key] = len(fired_of)
+            fired_of.append(tuple(sorted(fired)))
+            return kind_of[key]
+
+        tail_fired: dict = {}  # key -> fired, for the lines only tail signatures fired on
+        shapes = dict.fromkeys(keys)
+        shape_fired = {key: blind.intersection(self._set_match(key)) for key in shapes}
+        maybe: set[bytes] = set()
+        if exact:
+            exact_match, cover_match = self._exact_sets_of(exact)
+            maybe = {key for key in shapes if cover_match(key)}
+        for key in shapes:
+            if key not in maybe:
+                kind(key, shape_fired[key])
+        ids = list(map(kind_of.get, keys))  # None: a line matched on its own, below
+        line_key: dict[int, object] = {}  # line index -> its key, where not its shape
+        if maybe:
+            flags = list(map(maybe.__contains__, keys))
+            where = list(compress(range(len(keys)), flags))
+            pairs = list(
+                zip(
+                    compress(keys, flags),
+                    map(frozenset, map(exact_match, compress(raw, flags))),
+                    strict=True,
+                )
+            )
+            for pair in dict.fromkeys(pairs):
+                more = frozenset(exact[j] for j in pair[1])
+                kind(pair, shape_fired[pair[0]] | more)
+            for i, pair in zip(where, pairs, strict=True):
+                ids[i] = kind_of[pair]
+                line_key[i] = pair
+        counts = Counter(ids)
+        counts.pop(0, None)
+        matching = list(compress(range(len(ids)), ids))
+        firsts = _positions(ids, counts, KIND_FIRST, matching)
+        lasts = _positions(ids, counts, KIND_LAST, reversed(matching))
+
+        def numbered(i: int) -> tuple[int, str]:
+            return first_line + i, raw[i].decode("utf-8", errors="replace")
+
+        kinds = []
+        for kind_id in sorted(counts, key=lambda k: firsts[k][0]):
+            fired = fired_of[kind_id]
+            kinds.append(
+                LineKind(
+                    fired,
+                    self._entry_ids(fired),
+                    counts[kind_id],
+                    keys[firsts[kind_id][0]].decode("utf-8", errors="replace"),
+                    [numbered(i) for i in firsts[kind_id]],
+                    [numbered(i) for i in reversed(lasts[kind_id])],
+                    kind_id,
+                )
+            )
+        after = 0 if block.endswith(b"\n") else 1
+        singles = []
+        for start in sorted(tail_found):
+            i = len(raw) - block.count(b"\n", start) - after
+            fired = tail_fired.get(line_key.get(i, keys[i]), ())
+            if fired:
+                line, text = numbered(i)
+                singles.append(LineMatch(line, text, self._entry_ids(fired), (), fired))
+
+        def line_matches() -> list[LineMatch]:
+            single = {m.line: m for m in singles}
+            out = []
+            for i, kind_id in enumerate(ids):
+                if kind_id:
+                    fired = fired_of[kind_id]
+                    line, text = numbered(i)
+                    out.append(LineMatch(line, text, self._entry_ids(fired), (), fired))
+                elif first_line + i in single:
+                    out.append(single[first_line + i])
+            return out
+
+        def last_of(kind_ids: set[int], keep: int) -> list[tuple[int, str]]:
+            found = []
+            for i in reversed(matching):
+                if ids[i] in kind_ids:
+                    found.append(numbered(i))
+                    if len(found) == keep:
+                        break
+            return found[::-1]
+
+        return BlockKinds(kinds, singles, line_matches, last_of)
+
+    def _exact_sets_of(self, indexes: tuple[int, ...]) -> tuple[Callable, Callable]:
+        """Two `match(line)` -> positions in `indexes`: of the signatures that match the line,
+        and of those whose digit-blind cover may (always all of them for a signature without a
+        cover).
+        """
+        found = self._exact_sets.get(indexes)
+        if found is None:
+            covers = [digit_blind_cover(self.patterns[i][1]) for i in indexes]
+            exact = _raw_set_match(_compiled_set(self.patterns[i][1] for i in indexes))
+            try:
+                if None in covers:
+                    raise ValueError("a signature without a cover")
+                cover = _raw_set_match(_compiled_set(c for c in covers if c is not None))
+            except (ValueError, self._re2.error):
+                everything = list(range(len(indexes)))
+
+                def cover(_line: bytes) -> list[int]:
+                    return everything
+
+            found = (exact, cover)
+            if len(self._exact_sets) < MAX_CACHED:
+                self._exact_sets[indexes] = found
+        return found
 
     def _lines_before(self, block: bytes, start: int, previous: tuple[str, ...]) -> tuple:
         """The `before_lines` lines ending just before offset `start` (from the previous block
@@ -353,17 +564,25 @@ class SignatureSet:
         starts.update(found)
 
     def scan_text(
-        self, text: str, stats: ScanStats | None = None, block_bytes: int | None = None
-    ) -> Iterator[LineMatch]:
-        """Every matching line of a text, with 1-based numbers."""
+        self,
+        text: str,
+        stats: ScanStats | None = None,
+        block_bytes: int | None = None,
+        kinds: bool = False,
+    ) -> Iterator[LineMatch | BlockKinds]:
+        """Every matching line of a text, with 1-based numbers (`kinds`: see `scan`)."""
         data = text.encode("utf-8", errors="surrogateescape")
-        yield from self.scan_stream(_BytesReader(data), stats, block_bytes)
+        yield from self.scan_stream(_BytesReader(data), stats, block_bytes, kinds)
 
     def scan_stream(
-        self, stream: BinaryIO, stats: ScanStats | None = None, block_bytes: int | None = None
-    ) -> Iterator[LineMatch]:
+        self,
+        stream: BinaryIO,
+        stats: ScanStats | None = None,
+        block_bytes: int | None = None,
+        kinds: bool = False,
+    ) -> Iterator[LineMatch | BlockKinds]:
         """Every matching line of a binary stream (a file, a pipe, stdin), read in blocks."""
-        yield from self._scan_blocks(read_blocks(stream, block_bytes), 1, stats)
+        yield from self._scan_blocks(read_blocks(stream, block_bytes), 1, stats, kinds)
 
     def scan(
         self,
@@ -371,22 +590,24 @@ class SignatureSet:
         workers: int = 1,
         stats: ScanStats | None = None,
         block_bytes: int | None = None,
-    ) -> Iterator[LineMatch]:
+        kinds: bool = False,
+    ) -> Iterator[LineMatch | BlockKinds]:
         """Stream a log (text or file) in blocks of whole lines; memory stays flat whatever the
         size. `workers` > 1 runs the block filter of that many blocks at once in threads (RE2
         releases the GIL while it matches); matches still come in file order. `stats`, when
-        given, is filled with the bytes and lines read.
+        given, is filled with the bytes and lines read. With `kinds`, a dense block (a crash
+        loop, a loaded server's stats lines) comes as one BlockKinds instead of line by line.
         """
         if source.text is not None:
-            yield from self.scan_text(source.text, stats, block_bytes)
+            yield from self.scan_text(source.text, stats, block_bytes, kinds)
             return
         assert source.path is not None
         with open(source.path, "rb") as fh:
-            yield from self._scan_blocks(read_blocks(fh, block_bytes), workers, stats)
+            yield from self._scan_blocks(read_blocks(fh, block_bytes), workers, stats, kinds)
 
     def _scan_blocks(
-        self, blocks: Iterator[bytes], workers: int, stats: ScanStats | None
-    ) -> Iterator[LineMatch]:
+        self, blocks: Iterator[bytes], workers: int, stats: ScanStats | None, kinds: bool = False
+    ) -> Iterator[LineMatch | BlockKinds]:
         """Matches of a sequence of blocks of whole lines, the filter run in `workers` threads."""
         from concurrent.futures import ThreadPoolExecutor
 
@@ -399,8 +620,11 @@ class SignatureSet:
             nonlocal line_no, previous
             for block, hit in pending:
                 counted = None
-                if hit.result() if hasattr(hit, "result") else hit:
-                    found, counted = self._scan_block(block, line_no, previous)
+                if hasattr(hit, "result"):
+                    hit = hit.result()
+                if hit:
+                    known = None if hit is True else hit
+                    found, counted = self._scan_block(block, line_no, previous, known, kinds)
                     yield from found
                 line_no += newlines(block) if counted is None else counted
                 stats.bytes += len(block)
@@ -431,6 +655,27 @@ class SignatureSet:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
         stats.lines = line_no - 1 + (1 if last and not last.endswith(b"\n") else 0)
+
+
+# a whole-text anchor or an inline flag group (not `(?:`, `(?P<`, `(?<`): the block-wide Set may
+# miss what the signature matches on a line alone
+_UNFAITHFUL = re.compile(r"\\[Az]|\(\?[a-zA-Z-]")
+
+
+def _positions(
+    ids: list[int], counts: Counter, keep: int, order: Iterable[int]
+) -> dict[int, list[int]]:
+    """The first `keep` indexes met in `order` of each kind id counted in `counts`."""
+    found: dict[int, list[int]] = {kind_id: [] for kind_id in counts}
+    missing = sum(min(keep, n) for n in counts.values())
+    for i in order:
+        if missing == 0:
+            break
+        got = found.get(ids[i])
+        if got is not None and len(got) < keep:
+            got.append(i)
+            missing -= 1
+    return found
 
 
 def _raw_search(compiled):
