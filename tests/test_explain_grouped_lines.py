@@ -231,6 +231,22 @@ def test_grouped_scan_with_plain_signatures_equals_python_re_per_line(entries):
     assert [(m.line, m.text, m.entry_ids) for m in lines] == expected
 
 
+def test_grouped_scan_of_a_loaded_server_equals_the_line_by_line_scan(explain_scanner):
+    # One stats line in ten among access lines: only the lines the searches find are keyed
+    # (not every line of the block); the same lines, numbers and entries.
+    rng = random.Random(6)
+    access = '(APIServer pid=1) INFO:     10.244.3.7:40112 - "POST /v1/completions HTTP/1.1" 200 OK'
+    stats = busy_stats(3000)
+    lines = [stats[n // 10] if n % 10 == 9 else new_digits(access, rng) for n in range(30000)]
+    data = "\n".join(lines) + "\n"
+    out, blocks = [], 0
+    for item in explain_scanner.scan_text(data, block_bytes=256 * 1024, kinds=True):
+        blocks += isinstance(item, BlockKinds)
+        out += item.line_matches() if isinstance(item, BlockKinds) else [item]
+    assert blocks > 5
+    assert out == list(explain_scanner.scan_text(data, block_bytes=256 * 1024))
+
+
 def test_crlf_block_is_read_line_by_line(explain_scanner):
     # A CRLF log's lines are matched without their \r one by one (the shape path never
     # sees a \r): same answer, no grouped block.

@@ -138,6 +138,9 @@ TAIL_CHUNK = 64 * 1024
 # `kinds=True` its lines are grouped by shape (LineKind) instead of being yielded one by one.
 DENSE_PROBE = 64 * 1024
 DENSE_LINES = 24
+# ... and when one line in this many of the probe is a candidate, every line of the block is
+# keyed (one split); below that, only the candidate lines found by the searches are
+WHOLE_BLOCK_SHARE = 3
 KIND_FIRST, KIND_LAST = 3, 2  # lines of each kind kept (more: BlockKinds.last_of)
 MAX_CACHED = 4096  # combined searches and fired-set lookups kept per SignatureSet
 MAX_FIND_LITERALS = 4
@@ -320,11 +323,13 @@ class SignatureSet:
                 self._line_starts(search, block, 0, done, starts)
         if self._tail and any(index in self._tail for index in hit):
             self._tail_starts(block, tail_found)
-        if len(starts) >= DENSE_LINES:
-            dense = self._scan_dense(block, first_line, frozenset(hit), tail_found)
-            return [dense], block.count(b"\n")
+        grouped = len(starts) >= DENSE_LINES
+        if grouped and len(starts) * WHOLE_BLOCK_SHARE >= block.count(b"\n", 0, done):
+            return self._scan_dense(block, first_line, frozenset(hit), tail_found)
         for search in searchers if done < len(block) else ():
             self._line_starts(search, block, done, len(block), starts)
+        if grouped:
+            return self._scan_candidates(block, first_line, frozenset(hit), starts, tail_found)
         return self._verified(block, first_line, starts | tail_found, previous, tail_found)
 
     def _scan_literals(
@@ -377,19 +382,66 @@ class SignatureSet:
 
     def _scan_dense(
         self, block: bytes, first_line: int, hit: frozenset[int], tail_found: set[int]
-    ) -> BlockKinds:
-        """A dense block's matching lines, grouped by kind: lines are keyed by their shape
-        (digits written 0) and matched once per shape by the signatures that can fire on the
-        block and are digit-blind; the others are matched on the lines themselves, only on the
-        lines whose shape their digit-blind cover matches. The answer is the same as matching
-        each line alone: each signature that can fire is either blind or matched on the line
-        (one that cannot fire on the block, the block Set says so, is not counted).
+    ) -> tuple[list, int]:
+        """A dense block's lines grouped (`_grouped`), every line of it keyed at once; and the
+        block's newlines.
         """
         raw = block.split(b"\n")
         keys = block.translate(DIGITS_TO_ZERO).split(b"\n")
+        newlines = len(raw) - 1
         if not raw[-1]:
             raw.pop()
             keys.pop()
+        after = 0 if block.endswith(b"\n") else 1
+        tail = [len(raw) - block.count(b"\n", start) - after for start in sorted(tail_found)]
+        numbers = range(first_line, first_line + len(raw))
+        return [self._grouped(raw, keys, numbers, tail, hit)], newlines
+
+    def _scan_candidates(
+        self,
+        block: bytes,
+        first_line: int,
+        hit: frozenset[int],
+        starts: set[int],
+        tail_found: set[int],
+    ) -> tuple[list, int]:
+        """The candidate lines of a block (found by the searches, starting at `starts`)
+        grouped (`_grouped`); and the block's newlines.
+        """
+        raw: list[bytes] = []
+        numbers: list[int] = []
+        tail: list[int] = []
+        line_no, counted_to = first_line, 0
+        find, count = block.find, block.count
+        for start in sorted(starts | tail_found):
+            line_no += count(b"\n", counted_to, start)
+            counted_to = start
+            if start in tail_found:
+                tail.append(len(raw))
+            end = find(b"\n", start)
+            raw.append(block[start:end] if end >= 0 else block[start:])
+            numbers.append(line_no)
+        line_no += count(b"\n", counted_to)
+        keys = [line.translate(DIGITS_TO_ZERO) for line in raw]
+        return [self._grouped(raw, keys, numbers, tail, hit)], line_no - first_line
+
+    def _grouped(
+        self,
+        raw: list[bytes],
+        keys: list[bytes],
+        numbers: list[int] | range,
+        tail: list[int],
+        hit: frozenset[int],
+    ) -> BlockKinds:
+        """Lines of a block (`raw`, their shapes `keys`: digits written 0, their `numbers`),
+        grouped by kind. Lines are matched once per shape by the signatures that can fire on
+        the block and are digit-blind; the others are matched on the lines themselves, only on
+        the lines whose shape their digit-blind cover matches. The answer is the same as
+        matching each line alone: each signature that can fire is either blind or matched on
+        the line (one that cannot fire on the block, the block Set says so, is not counted).
+        Lines on which only tail signatures fired are kept only when the tail search found
+        them (`tail`: their indexes), as `singles`.
+        """
         considered = hit | self._unfaithful
         blind = frozenset(i for i in considered if self._blind[i])
         exact = tuple(sorted(considered - blind))
@@ -443,7 +495,7 @@ class SignatureSet:
         lasts = _positions(ids, counts, KIND_LAST, reversed(matching))
 
         def numbered(i: int) -> tuple[int, str]:
-            return first_line + i, raw[i].decode("utf-8", errors="replace")
+            return numbers[i], raw[i].decode("utf-8", errors="replace")
 
         kinds = []
         for kind_id in sorted(counts, key=lambda k: firsts[k][0]):
@@ -459,10 +511,8 @@ class SignatureSet:
                     kind_id,
                 )
             )
-        after = 0 if block.endswith(b"\n") else 1
         singles = []
-        for start in sorted(tail_found):
-            i = len(raw) - block.count(b"\n", start) - after
+        for i in tail:
             fired = tail_fired.get(line_key.get(i, keys[i]), ())
             if fired:
                 line, text = numbered(i)
@@ -476,8 +526,8 @@ class SignatureSet:
                     fired = fired_of[kind_id]
                     line, text = numbered(i)
                     out.append(LineMatch(line, text, self._entry_ids(fired), (), fired))
-                elif first_line + i in single:
-                    out.append(single[first_line + i])
+                elif numbers[i] in single:
+                    out.append(single[numbers[i]])
             return out
 
         def last_of(kind_ids: set[int], keep: int) -> list[tuple[int, str]]:
