@@ -31,7 +31,7 @@ from typing import BinaryIO
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.wiki.digit_blind import DIGITS_TO_ZERO, digit_blind, digit_blind_cover
 from llmdoctor.wiki.re2_patterns import re2_module, re2_options
-from llmdoctor.wiki.signature_text import plain_text
+from llmdoctor.wiki.signature_text import plain_text, required_texts
 
 BLOCK_BYTES = 4 * 1024 * 1024
 # A signature that is one short word (`^Killed$`, `Error`) fires on lines any program prints (the
@@ -141,6 +141,7 @@ DENSE_LINES = 24
 # ... and when one line in this many of the probe is a candidate, every line of the block is
 # keyed (one split); below that, only the candidate lines found by the searches are
 WHOLE_BLOCK_SHARE = 3
+MIN_FIND_TEXT = 6  # a required text this long is looked for with bytes.find
 KIND_FIRST, KIND_LAST = 3, 2  # lines of each kind kept (more: BlockKinds.last_of)
 MAX_CACHED = 4096  # combined searches and fired-set lookups kept per SignatureSet
 MAX_FIND_LITERALS = 4
@@ -213,6 +214,7 @@ class SignatureSet:
             i for i, (_, sig) in enumerate(self.patterns) if _UNFAITHFUL.search(sig)
         )
         self._exact_sets: dict[tuple[int, ...], tuple[Callable, Callable]] = {}
+        self._finders_of: dict[frozenset[int], tuple[list[bytes], list]] = {}
         self.tail_keep = tail_keep
         self.before_lines = before_lines  # each match carries this many lines before it
         if self.patterns:
@@ -292,6 +294,27 @@ class SignatureSet:
                 self._combined[indexes] = found
         return found
 
+    def _finders(self, indexes: frozenset[int]) -> tuple[list[bytes], list]:
+        """How to find the lines these signatures may match: a text each needs (its longest
+        required text, MIN_FIND_TEXT characters or more), and searches for those without one.
+        """
+        found = self._finders_of.get(indexes)
+        if found is None:
+            literals: set[bytes] = set()
+            rest = []
+            for i in sorted(indexes):
+                texts = [t for t in required_texts(self.patterns[i][1]) if "\n" not in t]
+                longest = max(texts, key=len, default="")
+                if len(longest) >= MIN_FIND_TEXT:
+                    literals.add(longest.encode("utf-8"))
+                else:
+                    rest.append(i)
+            searchers = self._combined_searchers(frozenset(rest)) if rest else []
+            found = (sorted(literals), searchers)
+            if len(self._finders_of) < MAX_CACHED:
+                self._finders_of[indexes] = found
+        return found
+
     def _scan_block(
         self,
         block: bytes,
@@ -318,7 +341,12 @@ class SignatureSet:
         searchers = self._combined_searchers(plain) if plain else []
         done = 0
         if kinds and searchers and not self.before_lines and b"\r" not in block:
+            # candidates: the lines holding a text each signature needs (found at memchr
+            # speed), or where its search matches; a superset, verified when grouped
+            literals, searchers = self._finders(plain)
             done = block.find(b"\n", DENSE_PROBE) + 1 or len(block)
+            for literal in literals:
+                _literal_starts(block, literal, 0, done, starts)
             for search in searchers:
                 self._line_starts(search, block, 0, done, starts)
         if self._tail and any(index in self._tail for index in hit):
@@ -326,6 +354,9 @@ class SignatureSet:
         grouped = len(starts) >= DENSE_LINES
         if grouped and len(starts) * WHOLE_BLOCK_SHARE >= block.count(b"\n", 0, done):
             return self._scan_dense(block, first_line, frozenset(hit), tail_found)
+        if done and done < len(block):
+            for literal in literals:
+                _literal_starts(block, literal, done, len(block), starts)
         for search in searchers if done < len(block) else ():
             self._line_starts(search, block, done, len(block), starts)
         if grouped:
@@ -580,23 +611,19 @@ class SignatureSet:
             lines = [*previous[-missing:], *lines]
         return tuple(lines)
 
-    def _line_starts(self, search, block: bytes, begin: int, end: int, starts: set[int]) -> int:
+    def _line_starts(self, search, block: bytes, begin: int, end: int, starts: set[int]) -> None:
         """Add the start of each line of block[begin:end] where `search` (a _raw_search) may
-        match (one search per line); return how many were added.
+        match (one search per line).
         """
-        added = 0
+        rfind, find, add = block.rfind, block.find, starts.add
         pos = begin
         while pos < end:
             at = search(block, pos, end)
             if at < 0:
                 break
-            start = block.rfind(b"\n", 0, at) + 1
-            if start not in starts:
-                starts.add(start)
-                added += 1
-            stop = block.find(b"\n", max(at, start), end)
+            add(rfind(b"\n", 0, at) + 1)
+            stop = find(b"\n", at, end)  # the end of the line the match starts on
             pos = end if stop < 0 else stop + 1
-        return added
 
     def _tail_starts(self, block: bytes, starts: set[int]) -> None:
         """Lines of the tail entries, searched from the block's end backwards in chunks that
@@ -710,6 +737,18 @@ class SignatureSet:
 # a whole-text anchor or an inline flag group (not `(?:`, `(?P<`, `(?<`): the block-wide Set may
 # miss what the signature matches on a line alone
 _UNFAITHFUL = re.compile(r"\\[Az]|\(\?[a-zA-Z-]")
+
+
+def _literal_starts(block: bytes, literal: bytes, begin: int, end: int, starts: set[int]) -> None:
+    """Add the start of each line of block[begin:end] that holds `literal`."""
+    rfind, find, add = block.rfind, block.find, starts.add
+    pos = find(literal, begin, end)
+    while pos >= 0:
+        add(rfind(b"\n", 0, pos) + 1)
+        stop = find(b"\n", pos, end)
+        if stop < 0:
+            break
+        pos = find(literal, stop + 1, end)
 
 
 def _positions(
