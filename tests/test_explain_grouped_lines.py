@@ -259,7 +259,7 @@ def test_crlf_block_is_read_line_by_line(explain_scanner):
 # --- explain's reading -----------------------------------------------------------------------
 
 
-def same_reading(source_of, entries) -> dataclasses.Field:
+def same_reading(source_of, entries):
     grouped_reading, _ = read_input(source_of(), entries)
     one_by_one, _ = read_input(source_of(), entries, kinds=False)
     assert dataclasses.asdict(grouped_reading) == dataclasses.asdict(one_by_one)

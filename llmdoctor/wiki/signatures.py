@@ -10,6 +10,12 @@ a healthy log comes back empty at memory speed. For a block with hits, each sign
 searched in the block to find the lines, and each such line is checked alone against the per-line
 `Set`, which gives exactly the answer of matching every line on its own.
 
+With `kinds=True` (explain), a dense block comes back grouped (`BlockKinds`): its lines are keyed
+by their shape, every ASCII digit written 0; a digit-blind signature (llmdoctor.wiki.digit_blind)
+is matched once per shape, any other on each line whose shape its digit-blind cover matches. A
+crash loop of a million lines whose numbers vary then costs a few matches per block, with the
+exact answer of matching each line alone.
+
 An entry's `hints` are scanned like its signatures but flagged weak (`SignatureSet.weak`), as is
 a signature that is one short word (`^Killed$`): lines that point at the entry without proving it.
 
