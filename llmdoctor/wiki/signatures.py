@@ -429,8 +429,14 @@ class SignatureSet:
         if not raw[-1]:
             raw.pop()
             keys.pop()
-        after = 0 if block.endswith(b"\n") else 1
-        tail = [len(raw) - block.count(b"\n", start) - after for start in sorted(tail_found)]
+        # the tail lines' indexes, counted back from the block's end (they are near it)
+        tail: list[int] = []
+        index, counted_from = len(raw) - (0 if block.endswith(b"\n") else 1), len(block)
+        for start in sorted(tail_found, reverse=True):
+            index -= block.count(b"\n", start, counted_from)
+            counted_from = start
+            tail.append(index)
+        tail.reverse()
         numbers = range(first_line, first_line + len(raw))
         return [self._grouped(raw, keys, numbers, tail, hit)], newlines
 
