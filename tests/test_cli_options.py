@@ -172,3 +172,39 @@ def test_credentials_in_a_url_are_redacted_in_a_written_bundle(tmp_path):
     written = "".join(p.read_text() for p in dest.rglob("*") if p.is_file())
     assert "hunter2" not in written and "p4ss" not in written
     assert "admin:<redacted>@vllm:8000" in written
+
+
+@pytest.mark.parametrize(
+    "argv, meant",
+    [
+        # vLLM has no --num-gpus; a GPU count is -tp here, not --gpu (a GPU model)
+        (["capacity", "--num-gpus", "2"], "-tp/--tensor-parallel-size"),
+        (["capacity", "--num-gpus=2"], "-tp/--tensor-parallel-size"),
+        # SGLang's spelling and a bare --tp
+        (["capacity", "--tp", "2"], "-tp/--tensor-parallel-size"),
+        (["capacity", "--context-length", "8192"], "--max-model-len"),
+        # vLLM accepts underscores; click does not
+        (["diagnose", "pod/x", "--max_num_seqs", "8"], "--max-num-seqs"),
+    ],
+)
+def test_an_unknown_option_with_a_known_other_spelling_suggests_ours(argv, meant, capsys):
+    code, out, err = cli(argv, capsys)
+    assert code == 3 and out == "" and err.count("\n") == 1
+    assert f"did you mean {meant}?" in err, err
+
+
+def test_an_other_spelling_is_not_suggested_where_the_command_lacks_our_option(capsys):
+    # diagnose has no -tp: click's own message stands, naming nothing that is not there
+    code, _, err = cli(["diagnose", "pod/x", "--num-gpus", "2"], capsys)
+    assert code == 3 and "tensor-parallel" not in err and "--num-gpus" in err
+
+
+def test_every_other_spelling_points_at_a_real_option_and_is_none_itself(capsys):
+    # a target no command has, or a spelling that is itself an option, would never help
+    from llmdoctor.commands.option_aliases import OTHER_SPELLINGS
+
+    commands = ["diagnose", "node", "probe", "explain", "collect", "capacity", "exporter"]
+    real = set().union(*(help_options(c, capsys) for c in commands))
+    real |= {"-tp", "-dp", "-n", "-l", "-o", "-v"}
+    assert set(OTHER_SPELLINGS) <= real
+    assert not real & {s for spellings in OTHER_SPELLINGS.values() for s in spellings}
