@@ -208,3 +208,34 @@ def test_every_other_spelling_points_at_a_real_option_and_is_none_itself(capsys)
     real |= {"-tp", "-dp", "-n", "-l", "-o", "-v"}
     assert set(OTHER_SPELLINGS) <= real
     assert not real & {s for spellings in OTHER_SPELLINGS.values() for s in spellings}
+
+
+def _option_claims(paragraph: str) -> list[tuple[list[str], set[str]]]:
+    """('`a`, `b` and `c` take `--x`, `--y`') clauses: the commands and the options they take
+    (asides in parentheses left out)."""
+    text = re.sub(r"\([^)]*\)", "", paragraph)
+    claims = []
+    for clause in re.split(r";|\.\s", text):
+        said = re.match(r"\s*((?:`[a-z]+`(?:,\s+|\s+and\s+)?)+)\s+takes?\s+(.*)", clause, re.S)
+        if said:
+            commands = re.findall(r"`([a-z]+)`", said[1])
+            spans = re.findall(r"`([^`]*)`", said[2])
+            claims.append((commands, {o for s in spans for o in re.findall(r"--[a-z][a-z-]*", s)}))
+    return claims
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/guarantees.md"])
+def test_the_docs_say_exactly_which_common_options_each_command_takes(doc, capsys):
+    # the README once said every reporting command takes --markdown and --timeout: explain has
+    # no --markdown, capacity no --timeout. Each command takes what is claimed for it and none
+    # of the other options claimed in the same paragraph
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    paragraph = next(p for p in text.split("\n\n") if "`--checks-dir DIR`" in p)
+    claims = _option_claims(paragraph)
+    assert {c for commands, _ in claims for c in commands} >= {"diagnose", "explain", "capacity"}
+    common = set().union(*(options for _, options in claims))
+    for commands, options in claims:
+        for command in commands:
+            real = help_options(command, capsys)
+            assert options <= real, (command, options - real)
+            assert not (common - options) & real, (command, (common - options) & real)
