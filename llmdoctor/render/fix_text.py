@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from llmdoctor.wiki.fix_params import fill
+from llmdoctor.wiki.fix_params import fill, fills
 
 FENCES = ("```", "~~~")
 MAX_FIX_LINES = 8
@@ -43,9 +43,11 @@ class Prose:
 
 @dataclass(frozen=True)
 class FixStep:
-    """One step of a Fix: prose and code blocks in source order; shown whole or not at all."""
+    """One step of a Fix: prose and code blocks in source order; shown whole or not at all.
+    `filled`: a value from this incident's evidence was put into it (a command to run now)."""
 
     parts: tuple[Prose | CodeBlock, ...]
+    filled: bool = False
 
     @property
     def code_blocks(self) -> list[CodeBlock]:
@@ -137,12 +139,15 @@ def steps_of(fix: str) -> list[FixStep]:
 
 def _filled(step: FixStep, values: Mapping[str, object]) -> FixStep:
     parts: list[Prose | CodeBlock] = []
+    filled = False
     for part in step.parts:
+        texts = part.lines if isinstance(part, Prose) else (part.code,)
+        filled = filled or any(fills(text, values) for text in texts)
         if isinstance(part, Prose):
             parts.append(Prose(tuple(fill(line, values) for line in part.lines)))
         else:
             parts.append(CodeBlock(part.info, fill(part.code, values)))
-    return FixStep(tuple(parts))
+    return FixStep(tuple(parts), filled)
 
 
 def fix_steps(entry, finding=None, params: Mapping[str, object] | None = None) -> list[FixStep]:
@@ -159,17 +164,21 @@ def first_step(entry, finding=None, params: Mapping[str, object] | None = None) 
 
 
 def leading_steps(steps: list[FixStep], max_lines: int = MAX_FIX_LINES) -> list[FixStep]:
-    """The first step, and the ones after it while the lines stay within `max_lines`: whole
-    steps only, never a step cut before its command (`wiki show ID` has the rest)."""
-    shown: list[FixStep] = []
-    used = 0
-    for step in steps:
+    """The steps a report shows, in order and whole, never a step cut before its command
+    (`wiki show ID` has the rest): the first step and every step a value from the evidence
+    was filled into (that value is this incident's answer), whatever their length; then the
+    steps after the first, in order, while the lines stay within `max_lines`."""
+    kept = {n for n, step in enumerate(steps) if n == 0 or step.filled}
+    used = sum(len(steps[n].lines()) for n in kept)
+    for n, step in enumerate(steps):
+        if n in kept:
+            continue
         size = len(step.lines())
-        if shown and used + size > max_lines:
+        if used + size > max_lines:
             break
-        shown.append(step)
+        kept.add(n)
         used += size
-    return shown
+    return [step for n, step in enumerate(steps) if n in kept]
 
 
 def terminal_lines(
