@@ -363,3 +363,24 @@ def test_a_collected_manifest_keeps_our_reasons_and_loses_the_secrets_they_quote
     assert missing["tokenizer.json"] == "not requested (llmdoctor probe --tokenizer PATH)"
     assert "proxy error" in missing["vllm/version.json"]
     assert "abcdefgh12345678" not in json.dumps(missing)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A= OPENAI_API_KEY=000000000000",  # found by the property test above: A swallowed the key
+        "x=1 y= z= HF_TOKEN=abcdefghijklmnopqrstu",  # a short chain of plain names before it
+        "env: MODE= api_key=s3cr3tvalue99",
+    ],
+)
+def test_a_plain_assignment_does_not_hide_a_secret_assigned_in_its_value(text):
+    # NAME= allows blanks after `=`, so a plain name's value may be another NAME=SECRET
+    out = redact_text(text)
+    assert out.endswith("=<redacted>") and redact_text(out) == out
+
+
+def test_a_long_chain_of_assignments_is_redacted_in_linear_time():
+    # `a=a=a=…` is looked into a few levels deep only: a megabyte of it takes well under a second
+    start = time.perf_counter()
+    redact_text("a=" * 500_000 + "b")
+    assert time.perf_counter() - start < 2.0
