@@ -48,6 +48,7 @@ class FixStep:
 
     parts: tuple[Prose | CodeBlock, ...]
     filled: bool = False
+    applies_to: str | None = None  # "pod" or "node": the step acts only on that (`[pod] …`)
 
     @property
     def code_blocks(self) -> list[CodeBlock]:
@@ -73,6 +74,23 @@ class FixStep:
         return out
 
 
+STEP_SUBJECTS = ("pod", "node")
+
+
+def _subject_tag(prose: list[str]) -> tuple[list[str], str | None]:
+    """A step's first line without its `[pod]`/`[node]` tag (just after the list marker), and
+    the tag: the kind of subject the step acts on."""
+    if not prose:
+        return prose, None
+    marker, sep, rest = prose[0].lstrip().partition(" ")
+    for kind in STEP_SUBJECTS:
+        tag = f"[{kind}] "
+        if sep and rest.startswith(tag) and _drop_marker(prose[0].lstrip()) == rest:
+            indent = prose[0][: len(prose[0]) - len(prose[0].lstrip())]
+            return [f"{indent}{marker} {rest[len(tag) :]}", *prose[1:]], kind
+    return prose, None
+
+
 def _drop_marker(text: str) -> str:
     head, sep, rest = text.partition(" ")
     if sep and (head in ("-", "*", "+") or (head[:-1].isdigit() and head[-1:] in ".)")):
@@ -92,18 +110,23 @@ def _step_from_lines(lines: list[str], start: int, end: int, fences: list) -> Fi
     parts: list[Prose | CodeBlock] = []
     prose: list[str] = []
     cursor = start
+    kind = None
     for tok in fences:
         f_start, f_end = tok.map
         prose += [line.rstrip() for line in lines[cursor:f_start] if line.strip()]
         if prose:
+            if not parts:
+                prose, kind = _subject_tag(prose)
             parts.append(Prose(tuple(prose)))
             prose = []
         parts.append(CodeBlock(info=tok.info.strip(), code=tok.content))
         cursor = f_end
     prose += [line.rstrip() for line in lines[cursor:end] if line.strip()]
     if prose:
+        if not parts:
+            prose, kind = _subject_tag(prose)
         parts.append(Prose(tuple(prose)))
-    return FixStep(tuple(parts))
+    return FixStep(tuple(parts), applies_to=kind)
 
 
 def steps_of(fix: str) -> list[FixStep]:
@@ -147,14 +170,30 @@ def _filled(step: FixStep, values: Mapping[str, object]) -> FixStep:
             parts.append(Prose(tuple(fill(line, values) for line in part.lines)))
         else:
             parts.append(CodeBlock(part.info, fill(part.code, values)))
-    return FixStep(tuple(parts), filled)
+    return FixStep(tuple(parts), filled, step.applies_to)
+
+
+def _subject_kind(finding) -> str | None:
+    """The kind of subject ("pod", "node") the finding's check looks at; None for a log line."""
+    from llmdoctor.engine.registry import check_spec
+    from llmdoctor.engine.runbook_fit import SCOPE_KIND
+
+    spec = check_spec(finding.check) if finding is not None else None
+    return SCOPE_KIND.get(spec.scope) if spec is not None else None
 
 
 def fix_steps(entry, finding=None, params: Mapping[str, object] | None = None) -> list[FixStep]:
-    """The steps of a runbook entry's Fix, its parameters filled from the finding's values
-    (`Finding.params`, then `params`) or shown as what they stand for."""
+    """The steps of a runbook entry's Fix that act on the finding's kind of subject (a
+    `[node]` step is left out under a pod's finding, a `[pod]` one under a node's), its
+    parameters filled from the finding's values (`Finding.params`, then `params`) or shown as
+    what they stand for."""
     values = {**(getattr(finding, "params", None) or {}), **(params or {})}
-    return [_filled(step, values) for step in steps_of(entry.fix)]
+    kind = _subject_kind(finding)
+    return [
+        _filled(step, values)
+        for step in steps_of(entry.fix)
+        if kind is None or step.applies_to in (None, kind)
+    ]
 
 
 def first_step(entry, finding=None, params: Mapping[str, object] | None = None) -> FixStep | None:
