@@ -490,20 +490,18 @@ class SignatureSet:
         exact = tuple(sorted(considered - blind))
         # kind 0: no signature, or only tail ones; every other kind has its id, its fired
         fired_of: list[tuple[int, ...]] = [()]
-        kind_of: dict = {}
+        kind_of: dict = {}  # a line's key (its shape, or (shape, exact fired)) -> kind id
+        tail_fired: dict = {}  # key -> fired, for the lines only tail signatures fired on
 
-        def kind(key, fired: frozenset) -> int:
+        def kind(key, fired: frozenset) -> None:
             if not fired or self._tail >= fired:
                 kind_of[key] = 0
-                fired_of[0] = ()
                 if fired:
                     tail_fired[key] = tuple(sorted(fired))
-                return 0
-            kind_of[key] = len(fired_of)
-            fired_of.append(tuple(sorted(fired)))
-            return kind_of[key]
+            else:
+                kind_of[key] = len(fired_of)
+                fired_of.append(tuple(sorted(fired)))
 
-        tail_fired: dict = {}  # key -> fired, for the lines only tail signatures fired on
         shapes = dict.fromkeys(keys)
         shape_fired = {key: blind.intersection(self._set_match(key)) for key in shapes}
         maybe: set[bytes] = set()
