@@ -279,13 +279,17 @@ def _tree_rss(root: int) -> int:
     return total
 
 
-def run_measured(cmd: list[str], env: dict | None = None) -> tuple[float, int, int, str, float]:
+def run_measured(
+    cmd: list[str], env: dict | None = None, cwd: Path | None = None
+) -> tuple[float, int, int, str, float]:
     """(wall seconds, peak RSS of the largest process, peak RSS of the process tree summed,
     stdout, CPU seconds: user + sys of the command and its children) of a command."""
     import threading
 
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd
+    )
     peak_tree = 0
     done = threading.Event()
 
@@ -328,6 +332,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the generated log")
     parser.add_argument("--no-record", action="store_true", help="do not write results json")
     parser.add_argument("--runs", type=int, default=2, help="runs of each tool; the best counts")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        help="another checkout (e.g. `git archive COMMIT | tar -x -C DIR`): its explain is run "
+        "on the same log, alternately with this tree's, and recorded as explain_compare",
+    )
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
@@ -358,6 +368,11 @@ def main(argv: list[str] | None = None) -> int:
         grep_lines = int(grep_out.strip() or 0)
         c_grep_s, _, _, _, c_grep_cpu = best_of(args.runs, grep_cmd, {**os.environ, "LC_ALL": "C"})
         cmd = [sys.executable, "-m", "llmdoctor", "explain", "--json", "--limit", "100", str(log)]
+        compare = []
+        if args.compare:  # alternately: the other tree's run, then this tree's
+            for _ in range(args.runs):
+                compare.append(run_measured(cmd, cwd=args.compare.resolve()))
+                compare.append(run_measured(cmd, cwd=ROOT))
         explain_s, explain_rss, explain_tree, explain_out, explain_cpu = best_of(args.runs, cmd)
         explain_lines = json.loads(explain_out)["matched_lines"]
         threads = best_of(args.runs, [*cmd[:-1], "--jobs", "2", str(log)])
@@ -396,6 +411,14 @@ def main(argv: list[str] | None = None) -> int:
             "mb_per_s": round(size_mb / threads_s, 1),
             "peak_rss_mb": round(threads_rss / 1e6, 1),
         },
+        "explain_compare": {
+            "tree": str(args.compare),
+            "cpu_seconds": round(min(r[4] for r in compare[0::2]), 2),
+            "this_tree_cpu_seconds": round(min(r[4] for r in compare[1::2]), 2),
+            "matching_lines": json.loads(compare[0][3])["matched_lines"],
+        }
+        if compare
+        else None,
         "ratio_explain_to_grep": round(grep_s / explain_s, 2),
         "ratio_explain_to_grep_cpu": round(grep_cpu / max(explain_cpu, 0.01), 2),
         "ratio_explain_to_c_locale_grep_cpu": round(c_grep_cpu / max(explain_cpu, 0.01), 2),

@@ -41,7 +41,7 @@ from llmdoctor.engine.textsource import TextSource
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.links import page_url
-from llmdoctor.wiki.signatures import SignatureSet, literal_weight
+from llmdoctor.wiki.signatures import BlockKinds, LineMatch, SignatureSet, literal_weight
 
 # Lines worth reading: errors, and also what people paste that says why without "error" in it
 # (capability warnings, kills and exit codes, kubectl describe's Events and Last State).
@@ -112,9 +112,11 @@ ADVICE = re.compile(r"\b[Ii]f you\b.*\b(consider|try|please|set|use)\b")
 # nor is a status field that says "nothing": nvidia-smi -q's `Remapping Failure Occurred : No`,
 # -q -x's `<sram_threshold_exceeded>N/A</sram_threshold_exceeded>`, describe's `Exit Code: 0`
 NOTHING = r"(No|None|N/A|0|False|Disabled)"
-NEGATIVE_FIELD = re.compile(
-    rf"^\s*(<[A-Za-z_]+>\s*{NOTHING}\s*</[A-Za-z_]+>|[A-Za-z][A-Za-z0-9 _()/-]*:\s*{NOTHING})\s*$"
-)
+_FIELD = r"^\s*(<[A-Za-z_]+>\s*{0}\s*</[A-Za-z_]+>|[A-Za-z][A-Za-z0-9 _()/-]*:\s*{0})\s*$"
+NEGATIVE_FIELD = re.compile(_FIELD.format(NOTHING))
+# the same with any digit for the 0: it matches a line's shape (digits written 0, as a LineKind
+# gives it) whenever NEGATIVE_FIELD matches one of the lines of that shape
+MAYBE_NEGATIVE_FIELD = re.compile(_FIELD.format(NOTHING.replace("|0|", "|[0-9]|")))
 SALIENT_ID = "\x00salient"
 FIRST, LAST = 3, 2  # evidence lines kept per entry
 SALIENT_KEPT = 40  # salient lines kept (the last ones: the end of a log explains it)
@@ -335,6 +337,18 @@ class _Hits:
         else:
             self.last.append((line, text))
 
+    def add_lines(self, count: int, first: list, last: list) -> None:
+        """`count` more lines, all after those added before, of which `first` are the first
+        few and `last` the last few (in order, possibly overlapping): as add_line on each.
+        """
+        lines = sorted({*first, *last})
+        self.count += count
+        self.error_lines += self.on_error_line * count
+        self.last_line = lines[-1][0]
+        take = max(FIRST - len(self.first), 0)
+        self.first.extend((n, t[:MAX_TEXT]) for n, t in lines[:take])
+        self.last.extend(lines[take:][-LAST:])
+
     def merge(self, other: _Hits, strong: bool) -> None:
         """Add another set of hits on other lines (`strong`: a strong signature of this entry
         is among them): the count, and the first and last lines of both.
@@ -367,71 +381,132 @@ class _Reading:
 
 
 def read_input(
-    source: TextSource | BinaryIO, entries: dict, workers: int = 1
+    source: TextSource | BinaryIO, entries: dict, workers: int = 1, kinds: bool = True
 ) -> tuple[_Reading, SignatureSet]:
-    """One pass over the input: signature hits per entry and the salient lines."""
+    """One pass over the input: signature hits per entry and the salient lines. `kinds`: dense
+    blocks come grouped (SignatureSet.scan); False reads every line one by one, the reference
+    the grouped reading is held to.
+    """
     scanner = SignatureSet(
         [*entries.values(), _salient_entry()], tail_ids=[SALIENT_ID], tail_keep=SALIENT_KEPT
     )
-    weights = [literal_weight(sig) for _, sig in scanner.patterns]
-    hits: dict[str, _Hits] = {}
-    salient: deque[tuple[int, str]] = deque(maxlen=SALIENT_KEPT)
-    matched_lines = error_lines = 0
     text, numbers, rest = _small_text(source)
     if text is not None:
         text = without_cut_word(text, entries)
-        found = scanner.scan_text(text)
+        found = scanner.scan_text(text, kinds=kinds)
     elif rest is None:
-        found = scanner.scan(source, workers=workers)
+        found = scanner.scan(source, workers=workers, kinds=kinds)
     else:
-        found = scanner.scan_stream(rest)
-    # Lines are grouped by the signatures that fired on them (and whether they are error
-    # lines): what a group's lines say is worked out once, each line only counted and maybe
-    # kept; the groups are folded into each entry's hits at the end.
-    groups: dict[tuple[tuple[int, ...], bool], tuple[_Hits, tuple[str, ...], set[str]]] = {}
+        found = scanner.scan_stream(rest, kinds=kinds)
+    lines = _LineGroups(scanner, numbers)
     try:
         for m in found:
-            line = numbers[m.line - 1] if numbers else m.line
-            ids = m.entry_ids
-            is_salient = False
-            if SALIENT_ID in ids:
-                if not (("f you" in m.text and ADVICE.search(m.text)) or _negative(m.text)):
-                    salient.append((line, m.text))
-                    error_lines += 1
-                    is_salient = True
-                if len(ids) == 1:
-                    continue
-            group = groups.get((m.fired, is_salient))
-            if group is None:
-                group = groups[m.fired, is_salient] = _group(scanner, m, weights, is_salient)
-            group[0].add_line(line, m.text)
+            if isinstance(m, BlockKinds):
+                lines.add_kinds(m)
+            else:
+                lines.add(m)
     finally:
         if isinstance(rest, RecordLines):
             rest.close()
-    for group, entry_ids, strong_ids in groups.values():
+    hits: dict[str, _Hits] = {}
+    matched_lines = 0
+    for group, entry_ids, strong_ids in lines.groups.values():
         matched_lines += group.count if strong_ids else 0  # lines a signature (not a hint) matched
         for entry_id in entry_ids:
             hits.setdefault(entry_id, _Hits()).merge(group, strong=entry_id in strong_ids)
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
-    kept = [Evidence(n, t[:MAX_TEXT]) for n, t in salient]
-    return _Reading(hits, kept, matched_lines, text, invalid, numbers, error_lines), scanner
+    kept = [Evidence(n, t[:MAX_TEXT]) for n, t in lines.salient]
+    reading = _Reading(hits, kept, matched_lines, text, invalid, numbers, lines.error_lines)
+    return reading, scanner
 
 
-def _negative(text: str) -> bool:
-    return (":" in text or "<" in text) and bool(NEGATIVE_FIELD.match(text))
-
-
-def _group(
-    scanner: SignatureSet, m, weights: list[int], salient: bool
-) -> tuple[_Hits, tuple[str, ...], set[str]]:
-    """A new group of lines on which the same signatures fired: its (empty) hits with the
-    weight of its most specific signature, the entries it names, and those a strong (not weak)
-    signature of it names.
+class _LineGroups:
+    """Matching lines grouped by the signatures that fired on them (and whether they are error
+    lines): what a group's lines say is worked out once, each line only counted and maybe kept;
+    read_input folds the groups into each entry's hits at the end. Also the salient lines (the
+    last SALIENT_KEPT kept) and how many there were.
     """
-    fired = [i for i in m.fired if scanner.patterns[i][0] != SALIENT_ID]
-    hits = _Hits(weight=max((weights[i] for i in fired), default=0), on_error_line=salient)
-    entry_ids = tuple(i for i in m.entry_ids if i != SALIENT_ID)
-    return hits, entry_ids, scanner.strong_ids(fired)
+
+    def __init__(self, scanner: SignatureSet, numbers: list[int]):
+        self.scanner = scanner
+        self.weights = [literal_weight(sig) for _, sig in scanner.patterns]
+        self.numbers = numbers  # input line of each scanned line (a cleaned paste), or []
+        self.groups: dict[tuple[tuple[int, ...], bool], tuple[_Hits, tuple, set[str]]] = {}
+        self.salient: deque[tuple[int, str]] = deque(maxlen=SALIENT_KEPT)
+        self.error_lines = 0
+
+    def add(self, m: LineMatch) -> None:
+        """One matching line."""
+        line = self.numbers[m.line - 1] if self.numbers else m.line
+        is_salient = False
+        if SALIENT_ID in m.entry_ids:
+            if not (("f you" in m.text and ADVICE.search(m.text)) or _negative(m.text)):
+                self.salient.append((line, m.text))
+                self.error_lines += 1
+                is_salient = True
+            if len(m.entry_ids) == 1:
+                return
+        self._group(m, is_salient)[0].add_line(line, m.text)
+
+    def add_kinds(self, block: BlockKinds) -> None:
+        """A dense block's lines, a kind at a time: the same as `add` on each of its lines.
+        A kind's lines share their shape (digits written 0): ADVICE, which holds no digit, says
+        the same of all of them; NEGATIVE_FIELD (its `0`) may not, so a block with a kind that
+        could be a negative field is read line by line.
+        """
+        for kind in block.kinds:
+            if SALIENT_ID in kind.entry_ids and _negative(kind.sample, MAYBE_NEGATIVE_FIELD):
+                for m in block.line_matches():
+                    self.add(m)
+                return
+        number = (lambda n: self.numbers[n - 1]) if self.numbers else (lambda n: n)
+        events: list[tuple[int, str]] = []  # this block's salient lines (the last ones)
+        salient_kinds: set[int] = set()
+        # kinds in the order of their first lines, so groups are made in the order lines make
+        # them; the kinds of one group are added together (its first lines may be in several)
+        added: dict[int, tuple[_Hits, list]] = {}
+        for kind in block.kinds:
+            first = [(number(n), t) for n, t in kind.first]
+            last = [(number(n), t) for n, t in kind.last]
+            is_salient = SALIENT_ID in kind.entry_ids and not (
+                "f you" in kind.sample and ADVICE.search(kind.sample)
+            )
+            if is_salient:
+                self.error_lines += kind.count
+                salient_kinds.add(kind.id)
+            hits = self._group(kind, is_salient)[0]
+            sums = added.setdefault(id(hits), (hits, [0, [], []]))[1]
+            sums[0] += kind.count
+            sums[1] += first
+            sums[2] += last
+        for hits, (count, first, last) in added.values():
+            hits.add_lines(count, first, last)
+        if salient_kinds:
+            events += [(number(n), t) for n, t in block.last_of(salient_kinds, SALIENT_KEPT)]
+        for m in block.singles:  # lines only salient patterns fired on
+            if not (("f you" in m.text and ADVICE.search(m.text)) or _negative(m.text)):
+                events.append((number(m.line), m.text))
+                self.error_lines += 1
+        self.salient.extend(sorted(events)[-SALIENT_KEPT:])
+
+    def _group(self, m, salient: bool) -> tuple[_Hits, tuple[str, ...], set[str]]:
+        """The group of lines with m's signatures, created empty (with the weight of its most
+        specific signature, the entries it names, those a strong signature of it names) the
+        first time.
+        """
+        group = self.groups.get((m.fired, salient))
+        if group is None:
+            scanner = self.scanner
+            fired = [i for i in m.fired if scanner.patterns[i][0] != SALIENT_ID]
+            weight = max((self.weights[i] for i in fired), default=0)
+            hits = _Hits(weight=weight, on_error_line=salient)
+            entry_ids = tuple(i for i in m.entry_ids if i != SALIENT_ID)
+            group = self.groups[m.fired, salient] = (hits, entry_ids, scanner.strong_ids(fired))
+        return group
+
+
+def _negative(text: str, field: re.Pattern = NEGATIVE_FIELD) -> bool:
+    return (":" in text or "<" in text) and bool(field.match(text))
 
 
 def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:

@@ -10,6 +10,12 @@ a healthy log comes back empty at memory speed. For a block with hits, each sign
 searched in the block to find the lines, and each such line is checked alone against the per-line
 `Set`, which gives exactly the answer of matching every line on its own.
 
+With `kinds=True` (explain), a dense block comes back grouped (`BlockKinds`): its lines are keyed
+by their shape, every ASCII digit written 0; a digit-blind signature (llmdoctor.wiki.digit_blind)
+is matched once per shape, any other on each line whose shape its digit-blind cover matches. A
+crash loop of a million lines whose numbers vary then costs a few matches per block, with the
+exact answer of matching each line alone.
+
 An entry's `hints` are scanned like its signatures but flagged weak (`SignatureSet.weak`), as is
 a signature that is one short word (`^Killed$`): lines that point at the entry without proving it.
 
@@ -21,14 +27,17 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import compress
 from pathlib import Path
 from typing import BinaryIO
 
 from llmdoctor.engine.textsource import TextSource
+from llmdoctor.wiki.digit_blind import DIGITS_TO_ZERO, digit_blind, digit_blind_cover
 from llmdoctor.wiki.re2_patterns import re2_module, re2_options
-from llmdoctor.wiki.signature_text import plain_text
+from llmdoctor.wiki.signature_text import plain_text, required_texts
 
 BLOCK_BYTES = 4 * 1024 * 1024
 # A signature that is one short word (`^Killed$`, `Error`) fires on lines any program prints (the
@@ -47,6 +56,35 @@ class LineMatch:
     # indexes (into SignatureSet.patterns) of the signatures that fired, ascending: a caller
     # weighs them without matching the line again
     fired: tuple[int, ...] = field(default=(), compare=False)
+
+
+@dataclass
+class LineKind:
+    """Lines of one block that read the same but for their digits and on which the same
+    signatures fired (`scan(..., kinds=True)`): how many, and the first and last few of them.
+    """
+
+    fired: tuple[int, ...]
+    entry_ids: tuple[str, ...]
+    count: int
+    sample: str  # the lines' text with every digit written 0
+    first: list[tuple[int, str]]  # (line number, text) of the first few, in order
+    last: list[tuple[int, str]]  # ... and of the last few (the two lists may overlap)
+    id: int = 0  # for BlockKinds.last_of
+
+
+@dataclass
+class BlockKinds:
+    """The matching lines of a dense block, grouped: `kinds`, plus `singles`, the lines on
+    which only tail entries' signatures fired (as the line-by-line scan finds them: the last
+    ones). `line_matches()` gives every line one by one, exactly as the line-by-line scan does.
+    """
+
+    kinds: list[LineKind]
+    singles: list[LineMatch]
+    line_matches: Callable[[], list[LineMatch]]
+    # the last `keep` lines, in order, of the kinds with these ids: (line number, text)
+    last_of: Callable[[set[int], int], list[tuple[int, str]]]
 
 
 @dataclass
@@ -102,6 +140,15 @@ def signature_line(path: str | Path, signature: str) -> int:
 
 
 TAIL_CHUNK = 64 * 1024
+# A block with this many candidate lines in its first DENSE_PROBE bytes is dense: with
+# `kinds=True` its lines are grouped by shape (LineKind) instead of being yielded one by one.
+DENSE_PROBE = 64 * 1024
+DENSE_LINES = 24
+# ... and when one line in this many of the probe is a candidate, every line of the block is
+# keyed (one split); below that, only the candidate lines found by the searches are
+WHOLE_BLOCK_SHARE = 3
+MIN_FIND_TEXT = 6  # a required text this long is looked for with bytes.find
+KIND_FIRST, KIND_LAST = 3, 2  # lines of each kind kept (more: BlockKinds.last_of)
 MAX_CACHED = 4096  # combined searches and fired-set lookups kept per SignatureSet
 MAX_FIND_LITERALS = 4
 RARE_SAMPLE = 64 * 1024
@@ -164,6 +211,16 @@ class SignatureSet:
             i for i, (entry_id, _) in enumerate(self.patterns) if entry_id in tail
         )
         self._tail_order = sorted(self._tail)  # tail Set index -> pattern index
+        # digit-blind signatures (llmdoctor.wiki.digit_blind) match a line's shape (its digits
+        # written 0) exactly as they match the line; the others are matched on each line
+        self._blind = [digit_blind(sig) for _, sig in self.patterns]
+        # signatures that may match a line alone but not the block that holds it (whole-text
+        # anchors, inline flags): always matched on the lines of a dense block
+        self._unfaithful = frozenset(
+            i for i, (_, sig) in enumerate(self.patterns) if _UNFAITHFUL.search(sig)
+        )
+        self._exact_sets: dict[tuple[int, ...], tuple[Callable, Callable]] = {}
+        self._finders_of: dict[frozenset[int], tuple[list[bytes], list]] = {}
         self.tail_keep = tail_keep
         self.before_lines = before_lines  # each match carries this many lines before it
         if self.patterns:
@@ -243,26 +300,74 @@ class SignatureSet:
                 self._combined[indexes] = found
         return found
 
+    def _finders(self, indexes: frozenset[int]) -> tuple[list[bytes], list]:
+        """How to find the lines these signatures may match: a text each needs (its longest
+        required text, MIN_FIND_TEXT characters or more), and searches for those without one.
+        """
+        found = self._finders_of.get(indexes)
+        if found is None:
+            literals: set[bytes] = set()
+            rest = []
+            for i in sorted(indexes):
+                texts = [t for t in required_texts(self.patterns[i][1]) if "\n" not in t]
+                longest = max(texts, key=len, default="")
+                if len(longest) >= MIN_FIND_TEXT:
+                    literals.add(longest.encode("utf-8"))
+                else:
+                    rest.append(i)
+            searchers = self._combined_searchers(frozenset(rest)) if rest else []
+            found = (sorted(literals), searchers)
+            if len(self._finders_of) < MAX_CACHED:
+                self._finders_of[indexes] = found
+        return found
+
     def _scan_block(
-        self, block: bytes, first_line: int, previous: tuple[str, ...] = ()
-    ) -> tuple[list[LineMatch], int | None]:
+        self,
+        block: bytes,
+        first_line: int,
+        previous: tuple[str, ...] = (),
+        hit: list[int] | None = None,
+        kinds: bool = False,
+    ) -> tuple[list, int | None]:
         """Every matching line of a block of whole lines, with 1-based numbers, and the block's
         newlines when they were counted on the way (None: not counted); `previous` are the last
-        lines of the block before (for `before_lines`).
+        lines of the block before (for `before_lines`), `hit` the block Set's answer when it is
+        known. With `kinds`, a dense block comes back as one BlockKinds.
         """
         assert self._block_set is not None
         if self._literals is not None:
             return self._scan_literals(block, first_line, previous)
-        hit = self._block_set.Match(block)
+        if hit is None:
+            hit = self._block_set.Match(block)
         if not hit:
             return [], None
         starts: set[int] = set()
+        tail_found: set[int] = set()
         plain = frozenset(index for index in hit if index not in self._tail)
-        for search in self._combined_searchers(plain) if plain else ():
-            self._line_starts(search, block, 0, len(block), starts)
+        searchers = self._combined_searchers(plain) if plain else []
+        done = 0
+        if kinds and searchers and not self.before_lines and b"\r" not in block:
+            # candidates: the lines holding a text each signature needs (found at memchr
+            # speed), or where its search matches; a superset, verified when grouped
+            literals, searchers = self._finders(plain)
+            done = block.find(b"\n", DENSE_PROBE) + 1 or len(block)
+            for literal in literals:
+                _literal_starts(block, literal, 0, done, starts)
+            for search in searchers:
+                self._line_starts(search, block, 0, done, starts)
         if self._tail and any(index in self._tail for index in hit):
-            self._tail_starts(block, starts)
-        return self._verified(block, first_line, starts, previous)
+            self._tail_starts(block, tail_found)
+        grouped = len(starts) >= DENSE_LINES
+        if grouped and len(starts) * WHOLE_BLOCK_SHARE >= block.count(b"\n", 0, done):
+            return self._scan_dense(block, first_line, frozenset(hit), tail_found)
+        if done and done < len(block):
+            for literal in literals:
+                _literal_starts(block, literal, done, len(block), starts)
+        for search in searchers if done < len(block) else ():
+            self._line_starts(search, block, done, len(block), starts)
+        if grouped:
+            return self._scan_candidates(block, first_line, frozenset(hit), starts, tail_found)
+        return self._verified(block, first_line, starts | tail_found, previous, tail_found)
 
     def _scan_literals(
         self, block: bytes, first_line: int, previous: tuple[str, ...]
@@ -279,14 +384,22 @@ class SignatureSet:
                 if pos >= k and startswith(literal, pos - k):
                     starts.add(rfind(b"\n", 0, pos) + 1)
                 pos = find(anchor, pos + 1)
-        return self._verified(block, first_line, starts, previous) if starts else ([], None)
+        return self._verified(block, first_line, starts, previous, set()) if starts else ([], None)
 
     def _verified(
-        self, block: bytes, first_line: int, starts: set[int], previous: tuple[str, ...]
+        self,
+        block: bytes,
+        first_line: int,
+        starts: set[int],
+        previous: tuple[str, ...],
+        tail_found: set[int],
     ) -> tuple[list[LineMatch], int]:
         """The candidate lines (by start offset) on which a signature really matches, and the
-        block's newlines (counted on the way).
+        block's newlines (counted on the way). A line on which only tail entries' signatures
+        fired counts only when the tail search found it (`tail_found`), never because another
+        signature's block-wide match began on it (across a newline).
         """
+        tail_only = self._tail.issuperset
         found: list[LineMatch] = []
         line_no, counted_to = first_line, 0
         for start in sorted(starts):
@@ -297,12 +410,201 @@ class SignatureSet:
             if raw.endswith(b"\r"):
                 raw = raw[:-1]
             fired = tuple(sorted(self._set_match(raw)))
-            if fired:
+            if fired and (start in tail_found or not tail_only(fired)):
                 text = raw.decode("utf-8", errors="replace")
                 before = self._lines_before(block, start, previous) if self.before_lines else ()
                 found.append(LineMatch(line_no, text, self._entry_ids(fired), before, fired))
         line_no += block.count(b"\n", counted_to)
         return found, line_no - first_line
+
+    def _scan_dense(
+        self, block: bytes, first_line: int, hit: frozenset[int], tail_found: set[int]
+    ) -> tuple[list, int]:
+        """A dense block's lines grouped (`_grouped`), every line of it keyed at once; and the
+        block's newlines.
+        """
+        raw = block.split(b"\n")
+        keys = block.translate(DIGITS_TO_ZERO).split(b"\n")
+        newlines = len(raw) - 1
+        if not raw[-1]:
+            raw.pop()
+            keys.pop()
+        # the tail lines' indexes, counted back from the block's end (they are near it)
+        tail: list[int] = []
+        index, counted_from = len(raw) - (0 if block.endswith(b"\n") else 1), len(block)
+        for start in sorted(tail_found, reverse=True):
+            index -= block.count(b"\n", start, counted_from)
+            counted_from = start
+            tail.append(index)
+        tail.reverse()
+        numbers = range(first_line, first_line + len(raw))
+        return [self._grouped(raw, keys, numbers, tail, hit)], newlines
+
+    def _scan_candidates(
+        self,
+        block: bytes,
+        first_line: int,
+        hit: frozenset[int],
+        starts: set[int],
+        tail_found: set[int],
+    ) -> tuple[list, int]:
+        """The candidate lines of a block (found by the searches, starting at `starts`)
+        grouped (`_grouped`); and the block's newlines.
+        """
+        raw: list[bytes] = []
+        numbers: list[int] = []
+        tail: list[int] = []
+        line_no, counted_to = first_line, 0
+        find, count = block.find, block.count
+        for start in sorted(starts | tail_found):
+            line_no += count(b"\n", counted_to, start)
+            counted_to = start
+            if start in tail_found:
+                tail.append(len(raw))
+            end = find(b"\n", start)
+            raw.append(block[start:end] if end >= 0 else block[start:])
+            numbers.append(line_no)
+        line_no += count(b"\n", counted_to)
+        keys = [line.translate(DIGITS_TO_ZERO) for line in raw]
+        return [self._grouped(raw, keys, numbers, tail, hit)], line_no - first_line
+
+    def _grouped(
+        self,
+        raw: list[bytes],
+        keys: list[bytes],
+        numbers: list[int] | range,
+        tail: list[int],
+        hit: frozenset[int],
+    ) -> BlockKinds:
+        """Lines of a block (`raw`, their shapes `keys`: digits written 0, their `numbers`),
+        grouped by kind. Lines are matched once per shape by the signatures that can fire on
+        the block and are digit-blind; the others are matched on the lines themselves, only on
+        the lines whose shape their digit-blind cover matches. The answer is the same as
+        matching each line alone: each signature that can fire is either blind or matched on
+        the line (one that cannot fire on the block, the block Set says so, is not counted).
+        Lines on which only tail signatures fired are kept only when the tail search found
+        them (`tail`: their indexes), as `singles`.
+        """
+        considered = hit | self._unfaithful
+        blind = frozenset(i for i in considered if self._blind[i])
+        exact = tuple(sorted(considered - blind))
+        # kind 0: no signature, or only tail ones; every other kind has its id, its fired
+        fired_of: list[tuple[int, ...]] = [()]
+        kind_of: dict = {}  # a line's key (its shape, or (shape, exact fired)) -> kind id
+        tail_fired: dict = {}  # key -> fired, for the lines only tail signatures fired on
+
+        def kind(key, fired: frozenset) -> None:
+            if not fired or self._tail >= fired:
+                kind_of[key] = 0
+                if fired:
+                    tail_fired[key] = tuple(sorted(fired))
+            else:
+                kind_of[key] = len(fired_of)
+                fired_of.append(tuple(sorted(fired)))
+
+        shapes = dict.fromkeys(keys)
+        shape_fired = {key: blind.intersection(self._set_match(key)) for key in shapes}
+        maybe: set[bytes] = set()
+        if exact:
+            exact_match, cover_match = self._exact_sets_of(exact)
+            maybe = {key for key in shapes if cover_match(key)}
+        for key in shapes:
+            if key not in maybe:
+                kind(key, shape_fired[key])
+        ids = list(map(kind_of.get, keys))  # None: a line matched on its own, below
+        line_key: dict[int, object] = {}  # line index -> its key, where not its shape
+        if maybe:
+            flags = list(map(maybe.__contains__, keys))
+            where = list(compress(range(len(keys)), flags))
+            pairs = list(
+                zip(
+                    compress(keys, flags),
+                    map(frozenset, map(exact_match, compress(raw, flags))),
+                    strict=True,
+                )
+            )
+            for pair in dict.fromkeys(pairs):
+                more = frozenset(exact[j] for j in pair[1])
+                kind(pair, shape_fired[pair[0]] | more)
+            for i, pair in zip(where, pairs, strict=True):
+                ids[i] = kind_of[pair]
+                line_key[i] = pair
+        counts = Counter(ids)
+        counts.pop(0, None)
+        matching = list(compress(range(len(ids)), ids))
+        firsts = _positions(ids, counts, KIND_FIRST, matching)
+        lasts = _positions(ids, counts, KIND_LAST, reversed(matching))
+
+        def numbered(i: int) -> tuple[int, str]:
+            return numbers[i], raw[i].decode("utf-8", errors="replace")
+
+        kinds = []
+        for kind_id in sorted(counts, key=lambda k: firsts[k][0]):
+            fired = fired_of[kind_id]
+            kinds.append(
+                LineKind(
+                    fired,
+                    self._entry_ids(fired),
+                    counts[kind_id],
+                    keys[firsts[kind_id][0]].decode("utf-8", errors="replace"),
+                    [numbered(i) for i in firsts[kind_id]],
+                    [numbered(i) for i in reversed(lasts[kind_id])],
+                    kind_id,
+                )
+            )
+        singles = []
+        for i in tail:
+            fired = tail_fired.get(line_key.get(i, keys[i]), ())
+            if fired:
+                line, text = numbered(i)
+                singles.append(LineMatch(line, text, self._entry_ids(fired), (), fired))
+
+        def line_matches() -> list[LineMatch]:
+            single = {m.line: m for m in singles}
+            out = []
+            for i, kind_id in enumerate(ids):
+                if kind_id:
+                    fired = fired_of[kind_id]
+                    line, text = numbered(i)
+                    out.append(LineMatch(line, text, self._entry_ids(fired), (), fired))
+                elif numbers[i] in single:
+                    out.append(single[numbers[i]])
+            return out
+
+        def last_of(kind_ids: set[int], keep: int) -> list[tuple[int, str]]:
+            found = []
+            for i in reversed(matching):
+                if ids[i] in kind_ids:
+                    found.append(numbered(i))
+                    if len(found) == keep:
+                        break
+            return found[::-1]
+
+        return BlockKinds(kinds, singles, line_matches, last_of)
+
+    def _exact_sets_of(self, indexes: tuple[int, ...]) -> tuple[Callable, Callable]:
+        """Two `match(line)` -> positions in `indexes`: of the signatures that match the line,
+        and of those whose digit-blind cover may (always all of them for a signature without a
+        cover).
+        """
+        found = self._exact_sets.get(indexes)
+        if found is None:
+            covers = [digit_blind_cover(self.patterns[i][1]) for i in indexes]
+            exact = _raw_set_match(_compiled_set(self.patterns[i][1] for i in indexes))
+            try:
+                if None in covers:
+                    raise ValueError("a signature without a cover")
+                cover = _raw_set_match(_compiled_set(c for c in covers if c is not None))
+            except (ValueError, self._re2.error):
+                everything = list(range(len(indexes)))
+
+                def cover(_line: bytes) -> list[int]:
+                    return everything
+
+            found = (exact, cover)
+            if len(self._exact_sets) < MAX_CACHED:
+                self._exact_sets[indexes] = found
+        return found
 
     def _lines_before(self, block: bytes, start: int, previous: tuple[str, ...]) -> tuple:
         """The `before_lines` lines ending just before offset `start` (from the previous block
@@ -319,23 +621,19 @@ class SignatureSet:
             lines = [*previous[-missing:], *lines]
         return tuple(lines)
 
-    def _line_starts(self, search, block: bytes, begin: int, end: int, starts: set[int]) -> int:
+    def _line_starts(self, search, block: bytes, begin: int, end: int, starts: set[int]) -> None:
         """Add the start of each line of block[begin:end] where `search` (a _raw_search) may
-        match (one search per line); return how many were added.
+        match (one search per line).
         """
-        added = 0
+        rfind, find, add = block.rfind, block.find, starts.add
         pos = begin
         while pos < end:
             at = search(block, pos, end)
             if at < 0:
                 break
-            start = block.rfind(b"\n", 0, at) + 1
-            if start not in starts:
-                starts.add(start)
-                added += 1
-            stop = block.find(b"\n", max(at, start), end)
+            add(rfind(b"\n", 0, at) + 1)
+            stop = find(b"\n", at, end)  # the end of the line the match starts on
             pos = end if stop < 0 else stop + 1
-        return added
 
     def _tail_starts(self, block: bytes, starts: set[int]) -> None:
         """Lines of the tail entries, searched from the block's end backwards in chunks that
@@ -353,17 +651,25 @@ class SignatureSet:
         starts.update(found)
 
     def scan_text(
-        self, text: str, stats: ScanStats | None = None, block_bytes: int | None = None
-    ) -> Iterator[LineMatch]:
-        """Every matching line of a text, with 1-based numbers."""
+        self,
+        text: str,
+        stats: ScanStats | None = None,
+        block_bytes: int | None = None,
+        kinds: bool = False,
+    ) -> Iterator[LineMatch | BlockKinds]:
+        """Every matching line of a text, with 1-based numbers (`kinds`: see `scan`)."""
         data = text.encode("utf-8", errors="surrogateescape")
-        yield from self.scan_stream(_BytesReader(data), stats, block_bytes)
+        yield from self.scan_stream(_BytesReader(data), stats, block_bytes, kinds)
 
     def scan_stream(
-        self, stream: BinaryIO, stats: ScanStats | None = None, block_bytes: int | None = None
-    ) -> Iterator[LineMatch]:
+        self,
+        stream: BinaryIO,
+        stats: ScanStats | None = None,
+        block_bytes: int | None = None,
+        kinds: bool = False,
+    ) -> Iterator[LineMatch | BlockKinds]:
         """Every matching line of a binary stream (a file, a pipe, stdin), read in blocks."""
-        yield from self._scan_blocks(read_blocks(stream, block_bytes), 1, stats)
+        yield from self._scan_blocks(read_blocks(stream, block_bytes), 1, stats, kinds)
 
     def scan(
         self,
@@ -371,22 +677,24 @@ class SignatureSet:
         workers: int = 1,
         stats: ScanStats | None = None,
         block_bytes: int | None = None,
-    ) -> Iterator[LineMatch]:
+        kinds: bool = False,
+    ) -> Iterator[LineMatch | BlockKinds]:
         """Stream a log (text or file) in blocks of whole lines; memory stays flat whatever the
         size. `workers` > 1 runs the block filter of that many blocks at once in threads (RE2
         releases the GIL while it matches); matches still come in file order. `stats`, when
-        given, is filled with the bytes and lines read.
+        given, is filled with the bytes and lines read. With `kinds`, a dense block (a crash
+        loop, a loaded server's stats lines) comes as one BlockKinds instead of line by line.
         """
         if source.text is not None:
-            yield from self.scan_text(source.text, stats, block_bytes)
+            yield from self.scan_text(source.text, stats, block_bytes, kinds)
             return
         assert source.path is not None
         with open(source.path, "rb") as fh:
-            yield from self._scan_blocks(read_blocks(fh, block_bytes), workers, stats)
+            yield from self._scan_blocks(read_blocks(fh, block_bytes), workers, stats, kinds)
 
     def _scan_blocks(
-        self, blocks: Iterator[bytes], workers: int, stats: ScanStats | None
-    ) -> Iterator[LineMatch]:
+        self, blocks: Iterator[bytes], workers: int, stats: ScanStats | None, kinds: bool = False
+    ) -> Iterator[LineMatch | BlockKinds]:
         """Matches of a sequence of blocks of whole lines, the filter run in `workers` threads."""
         from concurrent.futures import ThreadPoolExecutor
 
@@ -399,8 +707,11 @@ class SignatureSet:
             nonlocal line_no, previous
             for block, hit in pending:
                 counted = None
-                if hit.result() if hasattr(hit, "result") else hit:
-                    found, counted = self._scan_block(block, line_no, previous)
+                if hasattr(hit, "result"):
+                    hit = hit.result()
+                if hit:
+                    known = None if hit is True else hit
+                    found, counted = self._scan_block(block, line_no, previous, known, kinds)
                     yield from found
                 line_no += newlines(block) if counted is None else counted
                 stats.bytes += len(block)
@@ -431,6 +742,39 @@ class SignatureSet:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
         stats.lines = line_no - 1 + (1 if last and not last.endswith(b"\n") else 0)
+
+
+# a whole-text anchor or an inline flag group (not `(?:`, `(?P<`, `(?<`): the block-wide Set may
+# miss what the signature matches on a line alone
+_UNFAITHFUL = re.compile(r"\\[Az]|\(\?[a-zA-Z-]")
+
+
+def _literal_starts(block: bytes, literal: bytes, begin: int, end: int, starts: set[int]) -> None:
+    """Add the start of each line of block[begin:end] that holds `literal`."""
+    rfind, find, add = block.rfind, block.find, starts.add
+    pos = find(literal, begin, end)
+    while pos >= 0:
+        add(rfind(b"\n", 0, pos) + 1)
+        stop = find(b"\n", pos, end)
+        if stop < 0:
+            break
+        pos = find(literal, stop + 1, end)
+
+
+def _positions(
+    ids: list[int], counts: Counter, keep: int, order: Iterable[int]
+) -> dict[int, list[int]]:
+    """The first `keep` indexes met in `order` of each kind id counted in `counts`."""
+    found: dict[int, list[int]] = {kind_id: [] for kind_id in counts}
+    missing = sum(min(keep, n) for n in counts.values())
+    for i in order:
+        if missing == 0:
+            break
+        got = found.get(ids[i])
+        if got is not None and len(got) < keep:
+            got.append(i)
+            missing -= 1
+    return found
 
 
 def _raw_search(compiled):
