@@ -8,6 +8,7 @@ it) the comment says how.
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,27 @@ def test_a_guess_that_rounds_to_zero_is_not_shown_as_too_weak_to_name():
     text = "ERROR zzqx\n"  # no entry shares a word with it: every guess is 0.00
     result = CliRunner().invoke(app, ["explain", "-", "--no-color"], input=text)
     assert "(0.00)" not in result.stdout
+
+
+def test_one_error_repeated_with_changing_numbers_is_no_hard_wrap(entries):
+    # a crash loop's OOM line with its numbers changing: many lines of one longest length, but
+    # all of one shape; joined as a "wrap" they became 6,982 matches where grep counts 28,000
+    line = next(
+        ln
+        for ln in fixture(
+            "cuda-oom-runtime/vllm-v0-async-engine-oom-under-benchmark-load-issue13152.log"
+        ).splitlines()
+        if "CUDA out of memory" in ln
+    )
+    rng = random.Random(26)
+    lines = [
+        "".join(rng.choice("0123456789") if c.isdigit() else c for c in line) for _ in range(3000)
+    ]
+    assert len({len(x) for x in lines}) == 1 and len(set(lines)) > 100
+    result = run_text("\n".join(lines) + "\n", entries)
+    assert result.matches[0].id == "cuda-oom-runtime"
+    assert result.matched_lines == 3000 and result.matches[0].count == 3000
+    assert all(
+        "\n" not in e.text and e.text.count("CUDA out of memory") == 1
+        for e in result.matches[0].evidence
+    )

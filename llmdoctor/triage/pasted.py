@@ -36,6 +36,7 @@ ERROR_FIELDS = ("error", "err", "exception", "exc_info", "stack_trace", "stacktr
 MAX_RECORD_CHARS = 64 * 1024  # a longer line is kept as it is, never parsed
 MIN_WRAP_WIDTH = 60
 MIN_WRAPPED_LINES = 3
+DIGITS_AS_0 = str.maketrans("123456789", "000000000")
 FENCE = "```"
 # kubectl describe's Events header, and its rows: Type, Reason, Age, From, Message (columns
 # two or more spaces apart; the Age column holds single spaces: `2m (x10 over 5m)`)
@@ -161,8 +162,11 @@ def wrap_width(lines: list[str]) -> int | None:
     width = max(lengths)
     if width < MIN_WRAP_WIDTH or lengths.count(width) < MIN_WRAPPED_LINES:
         return None
-    # the pieces of a wrap differ; one line repeated (a crash loop's error) is no wrap
-    if len({line for line in lines if len(line) == width}) < MIN_WRAPPED_LINES:
+    # the pieces of a wrap differ; one line repeated (a crash loop's error, its numbers
+    # changing: same length, same shape) is no wrap
+    if len({line.translate(DIGITS_AS_0) for line in lines if len(line) == width}) < (
+        MIN_WRAPPED_LINES
+    ):
         return None
     return width
 
