@@ -283,6 +283,9 @@ class Explanation:
     below_threshold: list[Match] = field(default_factory=list)  # weak guesses not shown
     threshold: float = CONFIDENT  # the confidence below which a match is only a guess
     likely_cause: LikelyCause | None = None  # when the first match is a consequence
+    # warnings about how the server is configured, in an input with no error line: reported,
+    # never named as what failed (`configuration_notes`)
+    notes: list[Match] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -302,6 +305,7 @@ class Explanation:
             "threshold": self.threshold,
             "likely_cause": self.likely_cause.to_json() if self.likely_cause else None,
             "matches": [m.to_json() for m in self.matches],
+            "notes": [m.to_json() for m in self.notes],
             "salient": [e.to_json() for e in self.salient],
             "warnings": self.warnings,
             # the closest entries below the threshold (named, never asserted)
@@ -576,6 +580,8 @@ def decide(
                 m.score = round(100 * fusion.no_error_guess, 1)
     confident = [m for m in ranked if m.confidence >= fusion.confident]
     weak = [m for m in ranked if m.confidence < fusion.confident]
+    notes = configuration_notes(confident, reading, entries)
+    confident = [m for m in confident if m not in notes]
     how = "none"
     if confident:
         how = "signatures" if confident[0].how == "signature" else "search"
@@ -595,7 +601,35 @@ def decide(
         below_threshold=weak[:limit],
         threshold=fusion.confident,
         likely_cause=likely,
+        notes=notes[:limit],
     )
+
+
+CONFIG_LEVELS = ("INFO", "DEBUG")  # how a server logs the configuration it starts with
+CONFIG_TAG = "config"  # an entry about how the server is set up, not about a state it is in
+
+
+def configuration_notes(confident: list[Match], reading: _Reading, entries: dict) -> list[Match]:
+    """The confident matches that are notes, not what failed: when no line of the input looks
+    wrong, a warning-level entry about the configuration (tagged `config`) whose signature
+    matched only lines the server logged at INFO or DEBUG (vLLM's `Cudagraph is disabled under
+    eager mode` on a healthy start-up). A log with an error line keeps them as matches: there the
+    setting may be why. A state logged at INFO (a queue of 951 waiting requests) is no note.
+    """
+    if reading.error_lines:
+        return []
+    return [
+        m
+        for m in confident
+        if m.how == "signature"
+        and m.severity == "warning"
+        and CONFIG_TAG in getattr(entries.get(m.id), "tags", ())
+        and m.evidence
+        and all(
+            (level := LEVEL.search(e.text)) is not None and level.group(1) in CONFIG_LEVELS
+            for e in m.evidence
+        )
+    ]
 
 
 # the lines that say something went wrong, as opposed to the wider salient lines (a warning, a
