@@ -959,3 +959,14 @@ def test_terminal_says_a_configuration_note_without_calling_it_the_cause(tmp_pat
     assert "No entry explains" in result.output
     assert "NOTE" in result.output and "enforce-eager-in-production" in result.output
     assert "not what failed" in result.output
+
+
+def test_a_provider_429_body_is_no_confident_missing_chat_template(entries):
+    # LiteLLM's response from OpenRouter holds a provider's 429 inside an OpenAI-style body whose
+    # words fit chat-template-missing (HTTP 400) best: the status says otherwise, so the entry
+    # is only the closest guess, never named
+    text = (FRESH6 / "_unknown" / "r6-litellm-openrouter-429-provider-error.log").read_text()
+    result = run_text(text, entries)
+    assert result.matches == []
+    assert result.below_threshold[0].id == "chat-template-missing"
+    assert result.below_threshold[0].confidence < CONFIDENT

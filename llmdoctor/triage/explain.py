@@ -581,6 +581,7 @@ def decide(
             if m.how == "search" and m.confidence > fusion.no_error_guess:
                 m.confidence = fusion.no_error_guess
                 m.score = round(100 * fusion.no_error_guess, 1)
+    other_status_guesses(ranked, reading.text or query, entries, fusion)
     confident = [m for m in ranked if m.confidence >= fusion.confident]
     weak = [m for m in ranked if m.confidence < fusion.confident]
     notes = configuration_notes(confident, reading, entries)
@@ -606,6 +607,36 @@ def decide(
         likely_cause=likely,
         notes=notes[:limit],
     )
+
+
+# an HTTP error status as logs and client errors state it: an access log's `HTTP/1.1" 429`, a JSON
+# body's `"code": 401`, the OpenAI client's `Error code: 404`, `status code 500`, `503 Service
+# Unavailable`; and the statuses an entry's title says it answers with ("(HTTP 400)", "(401/403")
+HTTP_STATUS = re.compile(
+    r"HTTP/[0-9.]+\" ([45][0-9]{2})\b|[\"']code[\"']: ?([45][0-9]{2})\b"
+    r"|[Ee]rror code:? ([45][0-9]{2})\b|[Ss]tatus[ _]?[Cc]ode:? ?([45][0-9]{2})\b"
+    r"|\b([45][0-9]{2}) (?:Bad Request|Unauthorized|Forbidden|Not Found|Too Many Requests"
+    r"|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)"
+)
+TITLE_STATUS = re.compile(r"\b([45][0-9]{2})\b")
+
+
+def other_status_guesses(ranked: list[Match], text: str, entries: dict, fusion: Fusion) -> None:
+    """A text-only match (no signature, no hint) whose entry says which HTTP status it answers
+    with is held below the threshold when the input states HTTP error statuses and none is one of
+    them: an OpenAI-style body shares most of its words with every HTTP entry, its status does not
+    (a provider's 429 is no missing chat template, whatever else the body says).
+    """
+    stated = {code for m in HTTP_STATUS.finditer(text) for code in m.groups() if code}
+    if not stated:
+        return
+    for m in ranked:
+        if m.how != "search" or m.count or m.confidence < fusion.confident:
+            continue
+        named = set(TITLE_STATUS.findall(getattr(entries.get(m.id), "title", "")))
+        if named and not named & stated:
+            m.confidence = min(m.confidence, fusion.weak_ceiling)
+            m.score = round(100 * m.confidence, 1)
 
 
 CONFIG_LEVELS = ("INFO", "DEBUG")  # how a server logs the configuration it starts with
