@@ -106,9 +106,8 @@ SALIENT_PATTERNS = (
     r"[0-9]+/[0-9]+ nodes are available",  # the scheduler's message, pasted without its event
     r"Waiting: [1-9][0-9]+ reqs",
     r"KV cache usage: (8[5-9]|9[0-9]|100)\.",
-    # nvidia-smi -q's ECC and row-remapping fields when they are not 0 / No (NEGATIVE_FIELD)
-    r"[Uu]ncorrectable",
-    r"^ +Pending( Page Blacklist)? +: Yes",
+    # nvidia-smi -q's uncorrectable ECC and row-remap counts when they are not 0 (NEGATIVE_FIELD)
+    r"[Uu]ncorrectable[A-Za-z ]* +: ",
 )
 # a line that gives advice ("If you are running out of memory, consider ...") is not an error
 ADVICE = re.compile(r"\b[Ii]f you\b.*\b(consider|try|please|set|use)\b")
