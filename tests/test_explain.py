@@ -970,3 +970,19 @@ def test_a_provider_429_body_is_no_confident_missing_chat_template(entries):
     assert result.matches == []
     assert result.below_threshold[0].id == "chat-template-missing"
     assert result.below_threshold[0].confidence < CONFIDENT
+
+
+def test_a_gateway_401_is_no_hugging_face_gated_repo(entries):
+    # GPUStack's gateway refuses an API key: `Invalid authentication credentials` shares words
+    # with the Hub's own 401 wording in hf-gated-model, but none of the entry's names (Hugging
+    # Face, gated, repo, HF_TOKEN): the entry is only the closest guess
+    text = (FRESH6 / "_unknown" / "r6-gpustack-api-key-401.log").read_text()
+    result = run_text(text, entries)
+    assert result.matches == []
+    assert result.below_threshold[0].id == "hf-gated-model"
+
+
+def test_a_hub_401_with_the_repo_named_is_still_hf_gated_model(entries):
+    # the real Hub refusal names what the entry is about and is matched by its signature
+    text = corpus_text("hf-gated-model/hf-hub-401-llama3-instruct-no-token-llamaindex.log")
+    assert run_text(text, entries).matches[0].id == "hf-gated-model"

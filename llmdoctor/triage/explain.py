@@ -581,6 +581,7 @@ def decide(
                 m.confidence = fusion.no_error_guess
                 m.score = round(100 * fusion.no_error_guess, 1)
     other_status_guesses(ranked, reading.text or query, entries, fusion)
+    unnamed_guesses(ranked, gathered.searched or query, entries, fusion)
     confident = [m for m in ranked if m.confidence >= fusion.confident]
     weak = [m for m in ranked if m.confidence < fusion.confident]
     notes = configuration_notes(confident, reading, entries)
@@ -634,6 +635,34 @@ def other_status_guesses(ranked: list[Match], text: str, entries: dict, fusion: 
             continue
         named = set(TITLE_STATUS.findall(getattr(entries.get(m.id), "title", "")))
         if named and not named & stated:
+            m.confidence = min(m.confidence, fusion.weak_ceiling)
+            m.score = round(100 * m.confidence, 1)
+
+
+NAMING_SHARE = 0.1  # a word in the names of more entries than this names none of them
+
+
+def unnamed_guesses(ranked: list[Match], text: str, entries: dict, fusion: Fusion) -> None:
+    """A text-only match (no signature, no hint) stays a guess when the input holds no word that
+    names the entry: a word of its id, title or aliases that few other entries' names hold. It
+    shares words with what the entry says, not with what it is (a gateway's 401 `Invalid
+    authentication credentials` is no Hugging Face gated repo, however close the Hub's wording).
+    """
+    names = {
+        entry_id: _stems(" ".join([entry_id, e.title, " ".join(getattr(e, "aliases", ()))]))
+        for entry_id, e in entries.items()
+    }
+    common = max(1, int(NAMING_SHARE * len(names)))
+    count: dict[str, int] = {}
+    for stems in names.values():
+        for stem in stems:
+            count[stem] = count.get(stem, 0) + 1
+    words = _stems(text)  # every word, `/dev/shm`'s too
+    for m in ranked:
+        if m.how != "search" or m.count or m.confidence < fusion.confident:
+            continue
+        naming = {s for s in names.get(m.id, ()) if count[s] <= common}
+        if naming and not words & naming:
             m.confidence = min(m.confidence, fusion.weak_ceiling)
             m.score = round(100 * m.confidence, 1)
 
