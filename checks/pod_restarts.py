@@ -1,6 +1,8 @@
-"""Container restarts, OOMKilled and CrashLoopBackOff, from the Pod's status (k8s/pod.json).
+"""Container restarts, OOMKilled, CrashLoopBackOff and servers that exited for good, from the
+Pod's status (k8s/pod.json).
 
-A crash loop is tied to its cause when the previous container's log matches a runbook signature.
+A crash loop is tied to its cause when the previous container's log matches a runbook signature;
+a container that ended and will not be restarted, by its own (last) log.
 """
 
 from __future__ import annotations
@@ -33,11 +35,11 @@ def _memory_limit(pod: dict, container: str) -> str | None:
     return str(limit) if limit is not None else None
 
 
-def _previous_log_causes(facts: Facts, container: str) -> tuple[list[str], list[str], list[dict]]:
-    """Runbook ids matched in the container's previous log by a signature, those only a hint
-    (weak evidence: SignatureSet.weak) points at, and the first evidence line of each.
+def _log_causes(facts: Facts, log_key: str) -> tuple[list[str], list[str], list[dict]]:
+    """Runbook ids matched in a container's log by a signature, those only a hint (weak
+    evidence: SignatureSet.weak) points at, and the first evidence line of each.
     """
-    log = facts.get(f"logs/{container}.previous.log")
+    log = facts.get(log_key)
     entries = facts.get("wiki/entries") or {}
     if log is None or not entries:
         return [], [], []
@@ -62,6 +64,18 @@ def _fix_params(causes: list[str], lines: list[dict]) -> dict:
     return params
 
 
+def _ended_for_good(pod: dict, status: dict) -> str | None:
+    """The pod's restartPolicy when the container has terminated and the kubelet will not start
+    it again (Never; OnFailure after exit code 0), else None."""
+    term = field_dict(field_dict(status, "state"), "terminated")
+    if not term:
+        return None
+    policy = str(field_dict(pod, "spec").get("restartPolicy") or "Always")
+    if policy == "Never" or (policy == "OnFailure" and term.get("exitCode") == 0):
+        return policy
+    return None
+
+
 def _describe(term: dict) -> str:
     reason = term.get("reason") or "unknown reason"
     code = term.get("exitCode")
@@ -72,7 +86,7 @@ def _describe(term: dict) -> str:
 
 @check(
     "pod-restarts",
-    title="Container restarts, OOMKilled, CrashLoopBackOff",
+    title="Container restarts, OOMKilled, CrashLoopBackOff, exited and not restarted",
     scope="k8s",
     needs=("k8s/pod.json",),
     runbooks=("k8s-oomkilled",),
@@ -92,7 +106,10 @@ def pod_restarts(facts: Facts) -> list[Finding]:
         restarts = int(number(cs.get("restartCount"), 0))
         waiting = field_dict(field_dict(cs, "state"), "waiting").get("reason")
         term = _terminated(cs)
-        causes, hinted, cause_lines = _previous_log_causes(facts, name)
+        ended = _ended_for_good(pod, cs)
+        log_key = f"logs/{name}.log" if ended else f"logs/{name}.previous.log"
+        causes, hinted, cause_lines = _log_causes(facts, log_key)
+        which = "its last log" if ended else "the previous log"
         items = [evidence(f"restartCount: {restarts}", source="k8s/pod.json")]
         if waiting:
             items.append(evidence(f"state.waiting.reason: {waiting}", source="k8s/pod.json"))
@@ -106,14 +123,33 @@ def pod_restarts(facts: Facts) -> list[Finding]:
             text = "; ".join(entries[c].title for c in roots)
             if follows:
                 text += f" (then: {'; '.join(entries[c].title for c in follows)})"
-            cause_text = f"; the previous log shows: {text}"
+            cause_text = f"; {which} shows: {text}"
         if hinted:  # lines that point at an entry without proving it (any SIGKILL prints Killed)
             named = "; ".join(entries[c].title for c in hinted)
-            cause_text += f"; the previous log hints at (weak evidence, check it): {named}"
+            cause_text += f"; {which} hints at (weak evidence, check it): {named}"
             causes = [*causes, *hinted]
         items += cause_lines
         subject = f"container {name}"
-        if term.get("reason") == "OOMKilled":
+        if ended:
+            items.append(evidence(f"spec.restartPolicy: {ended}", source="k8s/pod.json"))
+            why = (
+                "; vLLM exits with code 0 even when its engine died (measured on 0.32), and "
+                "OnFailure takes that for success"
+                if ended == "OnFailure"
+                else ""
+            )
+            findings.append(
+                critical(
+                    "pod-restarts",
+                    f"exited ({_describe(term)}) and will not be restarted (restartPolicy "
+                    f"{ended}): nothing serves until the pod is replaced{why}; run the server "
+                    f"under restartPolicy Always (a Deployment or StatefulSet){cause_text}",
+                    items,
+                    causes,
+                    subject,
+                )
+            )
+        elif term.get("reason") == "OOMKilled":
             limit = _memory_limit(pod, name)
             limit_text = f"its memory limit of {limit}" if limit else "node memory (no limit set)"
             items.append(evidence(f"resources.limits.memory: {limit}", source="k8s/pod.json"))

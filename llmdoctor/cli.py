@@ -187,6 +187,10 @@ def _run(argv: list[str] | None) -> None:
     except typer.TyperException as exc:
         # usage errors exit 3 here: 2 means "critical findings" in llmdoctor's contract
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        if type(exc).__name__ == "NoSuchOption":
+            from llmdoctor.commands.option_aliases import unknown_option_message
+
+            message = unknown_option_message(exc) or message
         fail(message.replace("\n", " "))
     except KeyboardInterrupt:
         sys.stderr.write("llmdoctor: interrupted\n")

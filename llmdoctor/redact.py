@@ -159,6 +159,23 @@ def _named(match) -> str:
     return f"{prefix}{quote}{REDACTED}{quote}"
 
 
+# how deep `A= B= OPENAI_API_KEY=…` is looked into; deeper chains are left as they are, which keeps
+# text such as `a=a=a=…` linear
+_NESTED_ASSIGNMENTS = 4
+
+
+def _assigned(match, depth: int = 0) -> str:
+    """_named for NAME=VALUE, where a name that hides nothing must not swallow an assignment in
+    its value (`A= OPENAI_API_KEY=…`: the pattern allows blanks after `=`)."""
+    value = match.group(3)
+    replaced = _named(match)
+    if replaced != match.group(0) or "=" not in value or depth >= _NESTED_ASSIGNMENTS:
+        return replaced
+    assign = next(pattern for pattern, replace in _patterns() if replace is _assigned)
+    inner = assign.sub(lambda m: _assigned(m, depth + 1), value)
+    return match.group(1) + inner
+
+
 def _bearer(match) -> str:
     token = match.group(0)[len(match.group(1)) :]
     if token.isalpha() and len(token) < 20:  # "Bearer authentication failed" is prose
@@ -184,7 +201,7 @@ def _patterns() -> list:
             (c(_BEARER), _bearer),
             (c(_FLAG), _named),
             (c(_COOKIE), lambda m: m.group(1) + REDACTED),
-            (c(_ASSIGN), _named),
+            (c(_ASSIGN), _assigned),
             (c(_X_HEADER), lambda m: m.group(1) + REDACTED),
             (c(_QUOTED_PAIR), _named),
             (c(_YAML_PAIR), _named),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from llmdoctor.capacity.model_weights import estimate_parameters
+from llmdoctor.capacity.model_weights import estimate_parameters, weight_bytes_from_parameters
 from llmdoctor.capacity.planner import CapacityInputs, GiB, find_gpu, model_shape, plan
 from llmdoctor.cli import app
 
@@ -222,6 +222,42 @@ def test_the_chunked_attention_env_set_to_0_turns_the_hybrid_manager_off_for_sco
     )
     assert not result.fits and result.seq_bytes > 45 * GiB
     assert any("HYBRID_KV_CACHE=0" in s for s in result.steps)
+
+
+def kimi_k25_with_ignore(ignore):
+    """Kimi-K2.5's verbatim config with its INT4 block's ignore list replaced."""
+    config = json.loads((MODELS / "kimi-k2.5" / "config.json").read_text())
+    config["text_config"]["quantization_config"]["ignore"] = ignore
+    return model_shape(config)
+
+
+def test_kimi_k25_int4_checkpoint_quantizes_only_the_routed_experts():
+    # its ignore list keeps attention, shared experts and the dense MLP 16-bit (vLLM
+    # should_ignore_layer): 60 x 384 x 3 x 7,168 x 2,048 = 1,014,686,023,680 expert weights at
+    # 4 + 16/32 = 4.5 bits = 570,760,888,320 B; embeddings 2,348,810,240 + attention
+    # 6,168,444,928 + shared experts, routers and dense MLP 3,203,923,968 + norms 881,664 at
+    # 2 B = 23,444,121,600 B; 594,205,009,920 B in all (the old rule, every linear at 4.5 bits:
+    # 580.7 GB, 12.5 GiB short)
+    shape = shape_of("kimi-k2.5")
+    assert shape.quant_scope == "experts" and shape.quant_bits == 4.5
+    params = estimate_parameters(shape)
+    assert weight_bytes_from_parameters(shape, params, None) == 594_205_009_920
+
+
+@pytest.mark.parametrize(
+    ("ignore", "why"),
+    [
+        (["lm_head"], "only lm_head left out: every linear layer is 4-bit"),
+        (["lm_head", "re:.*self_attn.*"], "the shared experts and dense MLP are still 4-bit"),
+        (["re:.*"], "everything ignored, the routed experts too"),
+        (["re:(?<=x)self_attn"], "a pattern RE2 cannot compile matches nothing"),
+    ],
+)
+def test_an_ignore_list_that_does_not_spare_exactly_the_routed_experts_keeps_the_linear_scope(
+    ignore, why
+):
+    # only the Kimi-K2.5 pattern (attention, shared and dense MLPs ignored) narrows the scope
+    assert kimi_k25_with_ignore(ignore).quant_scope == "linear", why
 
 
 def test_deepseek_v4_is_not_modelled_and_gets_no_verdict():

@@ -172,3 +172,70 @@ def test_credentials_in_a_url_are_redacted_in_a_written_bundle(tmp_path):
     written = "".join(p.read_text() for p in dest.rglob("*") if p.is_file())
     assert "hunter2" not in written and "p4ss" not in written
     assert "admin:<redacted>@vllm:8000" in written
+
+
+@pytest.mark.parametrize(
+    "argv, meant",
+    [
+        # vLLM has no --num-gpus; a GPU count is -tp here, not --gpu (a GPU model)
+        (["capacity", "--num-gpus", "2"], "-tp/--tensor-parallel-size"),
+        (["capacity", "--num-gpus=2"], "-tp/--tensor-parallel-size"),
+        # SGLang's spelling and a bare --tp
+        (["capacity", "--tp", "2"], "-tp/--tensor-parallel-size"),
+        (["capacity", "--context-length", "8192"], "--max-model-len"),
+        # vLLM accepts underscores; click does not
+        (["diagnose", "pod/x", "--max_num_seqs", "8"], "--max-num-seqs"),
+    ],
+)
+def test_an_unknown_option_with_a_known_other_spelling_suggests_ours(argv, meant, capsys):
+    code, out, err = cli(argv, capsys)
+    assert code == 3 and out == "" and err.count("\n") == 1
+    assert f"did you mean {meant}?" in err, err
+
+
+def test_an_other_spelling_is_not_suggested_where_the_command_lacks_our_option(capsys):
+    # diagnose has no -tp: click's own message stands, naming nothing that is not there
+    code, _, err = cli(["diagnose", "pod/x", "--num-gpus", "2"], capsys)
+    assert code == 3 and "tensor-parallel" not in err and "--num-gpus" in err
+
+
+def test_every_other_spelling_points_at_a_real_option_and_is_none_itself(capsys):
+    # a target no command has, or a spelling that is itself an option, would never help
+    from llmdoctor.commands.option_aliases import OTHER_SPELLINGS
+
+    commands = ["diagnose", "node", "probe", "explain", "collect", "capacity", "exporter"]
+    real = set().union(*(help_options(c, capsys) for c in commands))
+    real |= {"-tp", "-dp", "-n", "-l", "-o", "-v"}
+    assert set(OTHER_SPELLINGS) <= real
+    assert not real & {s for spellings in OTHER_SPELLINGS.values() for s in spellings}
+
+
+def _option_claims(paragraph: str) -> list[tuple[list[str], set[str]]]:
+    """('`a`, `b` and `c` take `--x`, `--y`') clauses: the commands and the options they take
+    (asides in parentheses left out)."""
+    text = re.sub(r"\([^)]*\)", "", paragraph)
+    claims = []
+    for clause in re.split(r";|\.\s", text):
+        said = re.match(r"\s*((?:`[a-z]+`(?:,\s+|\s+and\s+)?)+)\s+takes?\s+(.*)", clause, re.S)
+        if said:
+            commands = re.findall(r"`([a-z]+)`", said[1])
+            spans = re.findall(r"`([^`]*)`", said[2])
+            claims.append((commands, {o for s in spans for o in re.findall(r"--[a-z][a-z-]*", s)}))
+    return claims
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/guarantees.md"])
+def test_the_docs_say_exactly_which_common_options_each_command_takes(doc, capsys):
+    # the README once said every reporting command takes --markdown and --timeout: explain has
+    # no --markdown, capacity no --timeout. Each command takes what is claimed for it and none
+    # of the other options claimed in the same paragraph
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    paragraph = next(p for p in text.split("\n\n") if "`--checks-dir DIR`" in p)
+    claims = _option_claims(paragraph)
+    assert {c for commands, _ in claims for c in commands} >= {"diagnose", "explain", "capacity"}
+    common = set().union(*(options for _, options in claims))
+    for commands, options in claims:
+        for command in commands:
+            real = help_options(command, capsys)
+            assert options <= real, (command, options - real)
+            assert not (common - options) & real, (command, (common - options) & real)

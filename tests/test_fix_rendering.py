@@ -226,3 +226,40 @@ def test_other_braces_are_text():
     # YAML flow maps, JSON and shell variables are not parameters
     text = "strategy: {type: Recreate} '{\"spec\":{}}' ${HOME} {Recreate}"
     assert fill(text) == text
+
+
+TAKEN_LOG = (
+    Path(__file__).parent
+    / "fixtures/runbooks/gpu-memory-taken-by-other-process"
+    / "vllm-0.9.1-free-memory-less-than-utilization-issue20305.log"
+)
+
+
+def test_the_step_filled_from_the_log_is_shown_and_other_steps_give_way():
+    # vLLM's "Free memory on device (31.44/47.38 GiB)" gives 0.66: step 5, past the 8 lines,
+    # is the one that carries it; step 3 (not filled) is left out for it, behind `wiki show`
+    from typer.testing import CliRunner
+
+    from llmdoctor.cli import app
+
+    result = CliRunner().invoke(app, ["explain", str(TAKEN_LOG), "--no-color"])
+    text = result.stdout
+    assert "`--gpu-memory-utilization 0.66`" in text
+    assert "1. Stale processes" in text and "5. Lowering the share" in text
+    assert "3. Intentional sharing" not in text
+    assert "more: llmdoctor wiki show gpu-memory-taken-by-other-process" in text
+
+
+def test_a_filled_step_is_in_the_report_even_when_the_first_steps_fill_the_budget():
+    # the diagnose report (terminal and markdown) shows the same steps as explain
+    entry = ENTRIES["gpu-memory-taken-by-other-process"]
+    finding = Finding("log-signatures", Severity.CRITICAL, "seen", [], [entry.id])
+    finding.params = {"gpu_memory_utilization": 0.66}
+    steps = fix_text.leading_steps(fix_text.fix_steps(entry, finding))
+    assert steps[-1].filled and steps[-1].text.startswith("Lowering the share")
+    facts = Facts({"wiki/entries": ENTRIES, "target": "t"})
+    report = Report(target="t", findings=[finding], skipped=[], errors=[], facts=facts)
+    out = io.StringIO()
+    render_terminal(report, Console(file=out, width=400, color_system=None))
+    assert "--gpu-memory-utilization 0.66" in out.getvalue()
+    assert "--gpu-memory-utilization 0.66" in render_markdown(report)

@@ -319,3 +319,68 @@ def test_a_bare_aws_access_key_id_is_redacted():
     out = redact_text(text)
     assert "IOSFODNN7EXAMPLE and" not in out and "ABCDEFGHIJKLMNOP" not in out
     assert "AKIAshort" in out and "MAKIAIOSFODNN7EXAMPLEX" in out
+
+
+def test_a_collected_manifest_keeps_our_reasons_and_loses_the_secrets_they_quote(
+    tmp_path, monkeypatch
+):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from k8s_server import Running, scenario_healthy
+    from vllm_server import FakeVllmServer, Reply, Scenario
+
+    # a sidecar whose name has a secret's word ("credential") has not started: the reason is
+    # our own sentence, evidence, and was written as <redacted> for the key's name
+    name = "vllm-7b-7d9f8c6b5-x2kqp"
+    scenario = scenario_healthy()
+    pod = scenario.cluster.pods[("serving", name)]
+    pod["spec"]["containers"].append({"name": "credential-helper", "image": "helper:1"})
+    waiting = {"waiting": {"reason": "ContainerCreating"}}
+    pod["status"]["containerStatuses"].append(
+        {"name": "credential-helper", "ready": False, "restartCount": 0, "state": waiting}
+    )
+    with Running(scenario, tmp_path / "kubeconfig") as running:
+        monkeypatch.setenv("KUBECONFIG", str(running.kubeconfig))
+        argv = ["collect", f"pod/{name}", "-n", "serving", "--window", "0"]
+        with pytest.raises(SystemExit) as done:
+            cli_run([*argv, "-o", str(tmp_path / "pod-b")])
+    assert done.value.code == 0
+    missing = json.loads((tmp_path / "pod-b" / "manifest.json").read_text())["missing"]
+    assert missing["logs/credential-helper.log"] == (
+        "container credential-helper has not started (ContainerCreating)"
+    )
+
+    # a URL's tokenizer.json is missing because nobody asked for it (our words: kept); a
+    # proxy's non-JSON /version answer quoted in a reason carries a token (untrusted: redacted)
+    token = "Bearer abcdefgh12345678"
+    proxy = Reply(200, f"proxy error: Authorization: {token}", "text/plain")
+    server = FakeVllmServer(Scenario(routes={"GET /version": proxy}))
+    with server, pytest.raises(SystemExit) as done:
+        cli_run(["collect", server.url, "--window", "0", "-o", str(tmp_path / "url-b")])
+    assert done.value.code == 0
+    missing = json.loads((tmp_path / "url-b" / "manifest.json").read_text())["missing"]
+    assert missing["tokenizer.json"] == "not requested (llmdoctor probe --tokenizer PATH)"
+    assert "proxy error" in missing["vllm/version.json"]
+    assert "abcdefgh12345678" not in json.dumps(missing)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A= OPENAI_API_KEY=000000000000",  # found by the property test above: A swallowed the key
+        "x=1 y= z= HF_TOKEN=abcdefghijklmnopqrstu",  # a short chain of plain names before it
+        "env: MODE= api_key=s3cr3tvalue99",
+    ],
+)
+def test_a_plain_assignment_does_not_hide_a_secret_assigned_in_its_value(text):
+    # NAME= allows blanks after `=`, so a plain name's value may be another NAME=SECRET
+    out = redact_text(text)
+    assert out.endswith("=<redacted>") and redact_text(out) == out
+
+
+def test_a_long_chain_of_assignments_is_redacted_in_linear_time():
+    # `a=a=a=…` is looked into a few levels deep only: a megabyte of it takes well under a second
+    start = time.perf_counter()
+    redact_text("a=" * 500_000 + "b")
+    assert time.perf_counter() - start < 2.0

@@ -230,3 +230,25 @@ def test_a_running_pod_whose_endpoint_refuses_still_points_at_engine_death():
     report = diagnose([facts], "pod/vllm", scopes=("vllm",), only=["vllm-health"])
     (finding,) = [f for f in report.findings if f.check == "vllm-health"]
     assert finding.runbooks == ["engine-dead"]
+
+
+def test_a_fix_step_tagged_for_pods_is_left_out_under_a_node_finding_and_back():
+    # gpu-not-visible serves pod and node checks: its `[pod]` step (the pod spec) is no Do now
+    # for a GPU the node lost, its `[node]` steps (driver, fabric manager) none for a pod spec
+    from llmdoctor.engine.findings import critical
+    from llmdoctor.render.fix_text import first_step, fix_steps
+
+    entry = ENTRIES["gpu-not-visible"]
+    node = critical("gpu-health", "GPU not visible to NVML", [], ["gpu-not-visible"], "GPU 0")
+    pod = critical("pod-gpu-request", "no nvidia.com/gpu limit", [], ["gpu-not-visible"], "pod")
+    node_text = " ".join(step.text for step in fix_steps(entry, node))
+    pod_text = " ".join(step.text for step in fix_steps(entry, pod))
+    assert first_step(entry, node).text.startswith("Find the layer that lost the GPU")
+    assert "nvidia-fabricmanager" in node_text and "runtimeClassName" not in node_text
+    assert (
+        first_step(entry, pod).text.startswith("Request the GPU")
+        and "nvidia-fabricmanager" not in pod_text
+    )
+    # a log line's finding (no subject kind) and `wiki show` keep every step, tag dropped
+    every = fix_steps(entry)
+    assert len(every) == 6 and not any("[pod]" in line for s in every for line in s.lines())

@@ -694,3 +694,44 @@ def test_wiki_add_from_a_device_or_folder_is_refused_at_once(capsys, tmp_path, s
         cli_run(["wiki", "add", "--wiki", str(tmp_path / "team"), "--from-file", path])
     err = capsys.readouterr().err
     assert done.value.code == 3 and "not a regular file" in err
+
+
+def test_an_entry_linked_out_of_the_wiki_folder_is_refused_by_lint_show_search_and_explain(
+    tmp_path, capsys
+):
+    # a team wiki is untrusted: a link in it to a file elsewhere (a private note, a kubeconfig)
+    # must not be read by any command, even after the same name was a plain entry (warm caches)
+    private = tmp_path / "private"
+    team_entry(private, "team-widget", "signatures:\n  - 'TEAMERR widget exploded'\n")
+    wiki = tmp_path / "team"
+    team_entry(wiki, "team-widget", "signatures:\n  - 'TEAMERR widget exploded'\n")
+    code, out, _ = run_cli(capsys, "wiki", "show", "team-widget", "--wiki", str(wiki))
+    assert code == 0 and "Team team-widget" in out  # the plain file: shown, and now cached
+    (wiki / "team-widget.md").unlink()
+    (wiki / "team-widget.md").symlink_to(private / "team-widget.md")
+    refusal = "the file is a link to outside its wiki folder; not read"
+
+    code, out, err = run_cli(capsys, "wiki", "lint", str(wiki))
+    assert code == 1 and f"team-widget.md:1: {refusal}" in out + err
+
+    code, out, err = run_cli(capsys, "wiki", "show", "team-widget", "--wiki", str(wiki))
+    assert code == 3 and out == "" and err.count("\n") == 1 and refusal in err
+
+    code, out, err = run_cli(capsys, "wiki", "search", "widget exploded", "--wiki", str(wiki))
+    assert "team-widget" not in out and refusal in err
+
+    report, _, _ = explain_json("ERROR TEAMERR widget exploded\n", "--wiki", str(wiki))
+    assert "team-widget" not in json.dumps(report)
+
+
+def test_a_link_between_two_files_of_the_wiki_folder_is_an_entry(tmp_path, capsys):
+    # a link that stays inside the folder (an alias file) reads nothing from elsewhere
+    wiki = tmp_path / "team"
+    team_entry(wiki, "team-widget", "")
+    (wiki / "widget-notes").mkdir()
+    (wiki / "team-widget.md").rename(wiki / "widget-notes" / "team-widget.md")
+    (wiki / "team-widget.md").symlink_to(Path("widget-notes") / "team-widget.md")
+    code, out, _ = run_cli(capsys, "wiki", "show", "team-widget", "--wiki", str(wiki))
+    assert code == 0 and "Team team-widget" in out
+    code, out, err = run_cli(capsys, "wiki", "lint", str(wiki))
+    assert code == 0, out + err

@@ -52,8 +52,15 @@ def read_quantization(shape: ModelShape, config: dict[str, Any]) -> None:
         shape.quant_note = f"{method}: linear layers 8-bit, embeddings and lm_head 16-bit"
     elif method == "compressed-tensors":
         bits = _compressed_tensors_bits(quant, field_name)
-        if bits:
-            shape.quant_note = f"compressed-tensors ({quant.get('format') or 'no format'}): {bits:g} bits per linear weight"
+        fmt = quant.get("format") or "no format"
+        if bits and _ignores_all_but_routed_experts(shape, quant.get("ignore")):
+            scope = "experts"
+            shape.quant_note = (
+                f"compressed-tensors ({fmt}): {bits:g} bits per routed-expert weight; its "
+                "ignore list keeps attention, shared experts and dense MLPs 16-bit"
+            )
+        elif bits:
+            shape.quant_note = f"compressed-tensors ({fmt}): {bits:g} bits per linear weight"
     elif method in (
         "awq",
         "gptq",
@@ -99,6 +106,54 @@ def read_quantization(shape: ModelShape, config: dict[str, Any]) -> None:
             "weights are sized at the model dtype (an upper bound): pass --model-dir or --params "
             "with --dtype for a better figure"
         )
+
+
+# One module name per part of the model, in the DeepSeek/Kimi layout, for matching against a
+# compressed-tensors `ignore` list as vLLM does (compressed_tensors/utils.py should_ignore_layer:
+# an entry is an exact module name, or after "re:" a regex matched from the name's start).
+_ATTENTION_MODULE = "model.layers.1.self_attn.o_proj"
+_DENSE_MLP_MODULE = "model.layers.0.mlp.down_proj"
+_SHARED_EXPERT_MODULE = "model.layers.1.mlp.shared_experts.down_proj"
+_ROUTED_EXPERT_MODULE = "model.layers.1.mlp.experts.0.down_proj"
+
+
+def _ignores_all_but_routed_experts(shape: ModelShape, ignore: Any) -> bool:
+    """Whether the ignore list leaves attention, the dense MLPs and the shared experts
+    unquantized but not the routed experts, as Kimi-K2.5's INT4 checkpoint does
+    (["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*",
+    "re:.*mlp\\.(gate|up|gate_up|down)_proj.*"])."""
+    if not shape.experts or not isinstance(ignore, list):
+        return False
+    entries = [e for e in ignore if isinstance(e, str)]
+    kept = [_ATTENTION_MODULE]
+    if shape.dense_mlp_layers:
+        kept.append(_DENSE_MLP_MODULE)
+    if shape.shared_experts or shape.shared_expert_intermediate_size:
+        kept.append(_SHARED_EXPERT_MODULE)
+    return all(_ignored(name, entries) for name in kept) and not _ignored(
+        _ROUTED_EXPERT_MODULE, entries
+    )
+
+
+def _ignored(module: str, entries: list[str]) -> bool:
+    """vLLM's match of one module name against ignore entries, in RE2 (linear time whatever
+    the config says); an entry RE2 cannot compile matches nothing."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    options.never_capture = True
+    for entry in entries:
+        if not entry.startswith("re:"):
+            if entry == module:
+                return True
+            continue
+        try:
+            if re2.compile(entry[3:], options).match(module):
+                return True
+        except re2.error:
+            continue
+    return False
 
 
 def _has_experts(config: dict[str, Any]) -> bool:

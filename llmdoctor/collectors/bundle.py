@@ -470,7 +470,7 @@ def _write_tree(
     with tempfile.TemporaryDirectory(prefix=".llmdoctor-collect-", dir=dest.parent) as tmp:
         root = Path(tmp) / name.removesuffix(".tar.gz").removesuffix(".tgz")
         root.mkdir()
-        (root / "manifest.json").write_text(json.dumps(redact_json(manifest), indent=2) + "\n")
+        (root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         for key, data in documents.items():
             _check_member_name(key)
             out = root / key
@@ -489,6 +489,14 @@ def _write_tree(
             os.replace(root, dest)
 
 
+def _reasons(reasons: dict[str, str]) -> dict[str, str]:
+    """Why each key or collector is missing, sorted: our own sentences, which may quote what a
+    server or the API said (an error body, an exec's output), so each is redacted as text. Not
+    by the key's name: a sidecar called `credential-helper` names no secret, and its reason
+    ("container credential-helper has not started") is evidence."""
+    return {key: redact_text(str(why)) for key, why in sorted(reasons.items())}
+
+
 def write_bundle(
     facts: Facts, dest: str | Path, target: str, namespace: str | None = None, force: bool = False
 ) -> Path:
@@ -501,13 +509,13 @@ def write_bundle(
     dest = check_destination(dest, force)
     manifest = {
         "format": FORMAT,
-        "target": target,
-        "namespace": namespace,
+        "target": redact_text(target),
+        "namespace": redact_text(namespace) if namespace else namespace,
         "collected_at": datetime.fromtimestamp(facts.get("time/now") or time.time(), UTC)
         .isoformat()
         .replace("+00:00", "Z"),
-        "collector_errors": dict(sorted(facts.collector_errors.items())),
-        "missing": dict(sorted(facts.missing().items())),
+        "collector_errors": _reasons(facts.collector_errors),
+        "missing": _reasons(facts.missing()),
     }
     documents: dict[str, bytes] = {}
     for key, value in facts.items():

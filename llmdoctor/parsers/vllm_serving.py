@@ -140,7 +140,8 @@ def frozen_gauges(facts: Facts, data: dict[str, Any]) -> str | None:
 
 def pod_restarting(facts: Facts) -> str | None:
     """'container vllm: CrashLoopBackOff, 6 restarts, not ready' when the pod facts show the
-    serving container restarting or not ready, else None (no pod facts: a plain URL probe)."""
+    serving container restarting, exited or not ready, else None (no pod facts: a plain URL
+    probe)."""
     pod = facts.get("k8s/pod.json")
     status = pod.get("status") if isinstance(pod, dict) else None
     statuses = status.get("containerStatuses") if isinstance(status, dict) else None
@@ -152,13 +153,18 @@ def pod_restarting(facts: Facts) -> str | None:
         waiting = state.get("waiting") if isinstance(state.get("waiting"), dict) else {}
         if waiting.get("reason"):
             parts.append(str(waiting["reason"]))
+        ended = state.get("terminated") if isinstance(state.get("terminated"), dict) else {}
+        if ended:
+            parts.append(
+                f"exited ({ended.get('reason') or 'exit code ' + str(ended.get('exitCode'))})"
+            )
         restarts = cs.get("restartCount")
         if isinstance(restarts, int) and restarts > 0:
             parts.append(f"{restarts} restart{'s' if restarts != 1 else ''}")
         if cs.get("ready") is False:
             parts.append("not ready")
         # restarts long ago on a container that is ready now explain nothing about this probe
-        if parts and (waiting.get("reason") or cs.get("ready") is False):
+        if parts and (waiting.get("reason") or ended or cs.get("ready") is False):
             return f"container {cs.get('name')}: {', '.join(parts)}"
     return None
 
@@ -196,6 +202,11 @@ def server_not_running(facts: Facts) -> tuple[str, str] | None:
     clause that tells the reader where to act), else None. A restarting container's silence
     follows from the restart; a server that never started did not die (no engine-dead)."""
     restarting = pod_restarting(facts)
+    if restarting and "exited (" in restarting:
+        return restarting, (
+            f"a consequence of the container having exited ({restarting}); why it exited, and "
+            "why it was not restarted, is the finding to act on"
+        )
     if restarting:
         return restarting, (
             f"a consequence of the container restarting ({restarting}); the restart's cause is "

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from llmdoctor.wiki.fix_params import fill
+from llmdoctor.wiki.fix_params import fill, fills
 
 FENCES = ("```", "~~~")
 MAX_FIX_LINES = 8
@@ -43,9 +43,12 @@ class Prose:
 
 @dataclass(frozen=True)
 class FixStep:
-    """One step of a Fix: prose and code blocks in source order; shown whole or not at all."""
+    """One step of a Fix: prose and code blocks in source order; shown whole or not at all.
+    `filled`: a value from this incident's evidence was put into it (a command to run now)."""
 
     parts: tuple[Prose | CodeBlock, ...]
+    filled: bool = False
+    applies_to: str | None = None  # "pod" or "node": the step acts only on that (`[pod] …`)
 
     @property
     def code_blocks(self) -> list[CodeBlock]:
@@ -71,6 +74,23 @@ class FixStep:
         return out
 
 
+STEP_SUBJECTS = ("pod", "node")
+
+
+def _subject_tag(prose: list[str]) -> tuple[list[str], str | None]:
+    """A step's first line without its `[pod]`/`[node]` tag (just after the list marker), and
+    the tag: the kind of subject the step acts on."""
+    if not prose:
+        return prose, None
+    marker, sep, rest = prose[0].lstrip().partition(" ")
+    for kind in STEP_SUBJECTS:
+        tag = f"[{kind}] "
+        if sep and rest.startswith(tag) and _drop_marker(prose[0].lstrip()) == rest:
+            indent = prose[0][: len(prose[0]) - len(prose[0].lstrip())]
+            return [f"{indent}{marker} {rest[len(tag) :]}", *prose[1:]], kind
+    return prose, None
+
+
 def _drop_marker(text: str) -> str:
     head, sep, rest = text.partition(" ")
     if sep and (head in ("-", "*", "+") or (head[:-1].isdigit() and head[-1:] in ".)")):
@@ -90,18 +110,23 @@ def _step_from_lines(lines: list[str], start: int, end: int, fences: list) -> Fi
     parts: list[Prose | CodeBlock] = []
     prose: list[str] = []
     cursor = start
+    kind = None
     for tok in fences:
         f_start, f_end = tok.map
         prose += [line.rstrip() for line in lines[cursor:f_start] if line.strip()]
         if prose:
+            if not parts:
+                prose, kind = _subject_tag(prose)
             parts.append(Prose(tuple(prose)))
             prose = []
         parts.append(CodeBlock(info=tok.info.strip(), code=tok.content))
         cursor = f_end
     prose += [line.rstrip() for line in lines[cursor:end] if line.strip()]
     if prose:
+        if not parts:
+            prose, kind = _subject_tag(prose)
         parts.append(Prose(tuple(prose)))
-    return FixStep(tuple(parts))
+    return FixStep(tuple(parts), applies_to=kind)
 
 
 def steps_of(fix: str) -> list[FixStep]:
@@ -137,19 +162,38 @@ def steps_of(fix: str) -> list[FixStep]:
 
 def _filled(step: FixStep, values: Mapping[str, object]) -> FixStep:
     parts: list[Prose | CodeBlock] = []
+    filled = False
     for part in step.parts:
+        texts = part.lines if isinstance(part, Prose) else (part.code,)
+        filled = filled or any(fills(text, values) for text in texts)
         if isinstance(part, Prose):
             parts.append(Prose(tuple(fill(line, values) for line in part.lines)))
         else:
             parts.append(CodeBlock(part.info, fill(part.code, values)))
-    return FixStep(tuple(parts))
+    return FixStep(tuple(parts), filled, step.applies_to)
+
+
+def _subject_kind(finding) -> str | None:
+    """The kind of subject ("pod", "node") the finding's check looks at; None for a log line."""
+    from llmdoctor.engine.registry import check_spec
+    from llmdoctor.engine.runbook_fit import SCOPE_KIND
+
+    spec = check_spec(finding.check) if finding is not None else None
+    return SCOPE_KIND.get(spec.scope) if spec is not None else None
 
 
 def fix_steps(entry, finding=None, params: Mapping[str, object] | None = None) -> list[FixStep]:
-    """The steps of a runbook entry's Fix, its parameters filled from the finding's values
-    (`Finding.params`, then `params`) or shown as what they stand for."""
+    """The steps of a runbook entry's Fix that act on the finding's kind of subject (a
+    `[node]` step is left out under a pod's finding, a `[pod]` one under a node's), its
+    parameters filled from the finding's values (`Finding.params`, then `params`) or shown as
+    what they stand for."""
     values = {**(getattr(finding, "params", None) or {}), **(params or {})}
-    return [_filled(step, values) for step in steps_of(entry.fix)]
+    kind = _subject_kind(finding)
+    return [
+        _filled(step, values)
+        for step in steps_of(entry.fix)
+        if kind is None or step.applies_to in (None, kind)
+    ]
 
 
 def first_step(entry, finding=None, params: Mapping[str, object] | None = None) -> FixStep | None:
@@ -159,17 +203,21 @@ def first_step(entry, finding=None, params: Mapping[str, object] | None = None) 
 
 
 def leading_steps(steps: list[FixStep], max_lines: int = MAX_FIX_LINES) -> list[FixStep]:
-    """The first step, and the ones after it while the lines stay within `max_lines`: whole
-    steps only, never a step cut before its command (`wiki show ID` has the rest)."""
-    shown: list[FixStep] = []
-    used = 0
-    for step in steps:
+    """The steps a report shows, in order and whole, never a step cut before its command
+    (`wiki show ID` has the rest): the first step and every step a value from the evidence
+    was filled into (that value is this incident's answer), whatever their length; then the
+    steps after the first, in order, while the lines stay within `max_lines`."""
+    kept = {n for n, step in enumerate(steps) if n == 0 or step.filled}
+    used = sum(len(steps[n].lines()) for n in kept)
+    for n, step in enumerate(steps):
+        if n in kept:
+            continue
         size = len(step.lines())
-        if shown and used + size > max_lines:
+        if used + size > max_lines:
             break
-        shown.append(step)
+        kept.add(n)
         used += size
-    return shown
+    return [step for n, step in enumerate(steps) if n in kept]
 
 
 def terminal_lines(

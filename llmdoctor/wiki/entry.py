@@ -198,9 +198,19 @@ def parse_entry(text: str, path: Path | str = "<text>") -> RunbookEntry:
     )
 
 
+def refuse_linked_out(path: str | Path) -> None:
+    """EntryError when the file is a link out of its wiki folder (folders.linked_out_of_folder):
+    the one rule for show, search, explain, diagnose, lint and the site."""
+    from llmdoctor.wiki.folders import LINKED_OUT, linked_out_of_folder
+
+    if linked_out_of_folder(path):
+        raise EntryError(path, 1, LINKED_OUT)
+
+
 def parse_entry_file(path: str | Path) -> RunbookEntry:
-    """Read and parse one runbook file."""
+    """Read and parse one runbook file (never one reached through a link out of its folder)."""
     p = Path(path)
+    refuse_linked_out(p)
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

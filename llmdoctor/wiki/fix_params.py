@@ -62,6 +62,18 @@ def format_value(name: str, value: object) -> str | None:
     return None
 
 
+def fills(text: str, values: Mapping[str, object] | None) -> bool:
+    """Whether `fill` puts at least one of these values (a valid one) into the text."""
+    return (
+        any(
+            name in PARAMETERS and name in values and format_value(name, values[name]) is not None
+            for _, _, name in _candidates(text)
+        )
+        if values
+        else False
+    )
+
+
 def fill(text: str, values: Mapping[str, object] | None = None) -> str:
     """The text with each known parameter replaced by its value, else by its placeholder."""
     values = values or {}

@@ -35,6 +35,24 @@ def builtin_dir() -> Path:
     return Path(builtin_dir_path())
 
 
+LINKED_OUT = "the file is a link to outside its wiki folder; not read"
+
+
+def within_folder(path: str | Path, folder: str | Path) -> bool:
+    """Whether `path`, every link followed, is within `folder` (its links followed as well)."""
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    return real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def linked_out_of_folder(path: str | Path) -> bool:
+    """Whether a wiki file is a link that resolves outside its own folder. A team's wiki is
+    untrusted: a link in it to a kubeconfig or a private note must not be read as a runbook.
+    Only a link costs more than one lstat (a plain file is in its folder by being listed)."""
+    if not os.path.islink(path):
+        return False
+    return not within_folder(path, os.path.dirname(os.path.abspath(path)))
+
+
 def configured_dir_paths() -> list[str]:
     """The LLMDOCTOR_WIKI folders (os.pathsep-separated), in order."""
     env = os.environ.get(ENV_WIKI, "")

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # FTS5 columns and their bm25 weights: names, titles, aliases and tags count most, then what the
 # on-call sees (symptom, log signatures), then the explanation (cause, fix).

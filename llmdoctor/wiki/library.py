@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from llmdoctor.wiki import entry as entry_module
-from llmdoctor.wiki.entry import EntryError, RunbookEntry, parse_entry_file
+from llmdoctor.wiki.entry import EntryError, RunbookEntry, parse_entry_file, refuse_linked_out
 from llmdoctor.wiki.folders import ENV_WIKI, builtin_dir, wiki_dirs
 
 __all__ = ["ENV_WIKI", "Library", "builtin_dir", "entry_files", "load_library", "wiki_dirs"]
@@ -79,6 +79,7 @@ class _ParsedEntries:
             pass  # no cache, or an unreadable one: parse
 
     def entry(self, path: Path) -> RunbookEntry:
+        refuse_linked_out(path)  # before the cache: a file once parsed may be a link now
         st = path.stat()
         name = str(path)
         row = self.kept.get(name)

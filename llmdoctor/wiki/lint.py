@@ -316,6 +316,7 @@ def lint_paths(
     paths: list[Path], known_checks: Callable[[], set[str] | None] | None = registered_check_ids
 ) -> LintReport:
     """Lint every entry file of these folders (or files); ids are compared across all of them."""
+    from llmdoctor.wiki.folders import LINKED_OUT, linked_out_of_folder
     from llmdoctor.wiki.library import entry_files
 
     report = LintReport()
@@ -333,6 +334,9 @@ def lint_paths(
         folder = target.parent if target.is_file() else target
         for file in files:
             report.files += 1
+            if linked_out_of_folder(file):
+                report.problems.append(LintProblem(str(file), 1, LINKED_OUT))
+                continue
             try:
                 text = file.read_text(encoding="utf-8")
             except UnicodeDecodeError as exc:

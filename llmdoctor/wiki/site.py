@@ -22,6 +22,7 @@ from pathlib import Path
 
 from llmdoctor.errors import BadInput
 from llmdoctor.wiki.fix_params import fill
+from llmdoctor.wiki.folders import within_folder
 
 SECTIONS = (("symptom", "Symptom"), ("cause", "Cause"), ("fix", "Fix"), ("verify", "Verify"))
 ASSETS = ("search.js", "style.css")
@@ -143,8 +144,8 @@ RESERVED_IDS = frozenset({"index"})  # index.html is the front page
 
 def unpublishable(entry) -> str | None:
     """Why an entry cannot have a page (None: it can). Its id becomes a file name, so the lint
-    rules hold here too: a valid id, equal to the file's name; and the file is in its wiki
-    folder, not reached through a link out of it (a linked kubeconfig is not a runbook)."""
+    rules hold here too: a valid id, equal to the file's name. (A file linked out of its wiki
+    folder never becomes an entry: entry.refuse_linked_out.)"""
     from llmdoctor.wiki.lint import ID_PATTERN
 
     if not isinstance(entry.id, str) or not ID_PATTERN.match(entry.id):
@@ -152,15 +153,7 @@ def unpublishable(entry) -> str | None:
     path = Path(entry.path)
     if entry.id != path.stem:
         return f"the id {entry.id!r} does not match the file name {path.name!r}"
-    if not inside(path, path.parent):
-        return "the file is a link to outside its wiki folder"
     return None
-
-
-def inside(path: Path, folder: Path) -> bool:
-    """Whether `path`, every link followed, is within `folder` (links followed as well)."""
-    real, root = os.path.realpath(path), os.path.realpath(folder)
-    return real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _target_folder(out_dir: Path) -> Path:
@@ -216,7 +209,7 @@ def _replace(work: Path, out_dir: Path, previous: list[str] | None) -> None:
         os.replace(work, out_dir)
         return
     ours = set(previous or ())
-    linked = [f for f in [*new, *ours] if not inside(out_dir / f, out_dir)]
+    linked = [f for f in [*new, *ours] if not within_folder(out_dir / f, out_dir)]
     if linked:
         raise BadInput(
             f"-o {out_dir}: {linked[0]} is reached through a link out of the folder; "
@@ -428,11 +421,11 @@ class _Renderer:
 
         folder = Path(entry.path).with_name(f"{entry.id}.examples") if entry.path else None
         wiki = Path(entry.path).parent if entry.path else None
-        if folder is None or not folder.is_dir() or not inside(folder, wiki):
+        if folder is None or not folder.is_dir() or not within_folder(folder, wiki):
             return ""
         shown = []
         for path in sorted(folder.iterdir())[:EXAMPLES_SHOWN]:
-            if not path.is_file() or not inside(path, wiki):
+            if not path.is_file() or not within_folder(path, wiki):
                 continue
             try:
                 with path.open(encoding="utf-8", errors="replace") as fh:

@@ -42,7 +42,8 @@ def _listed_file(directory: Path, request_path: str) -> str | None:
     import os
     from urllib.parse import unquote, urlsplit
 
-    from llmdoctor.wiki.site import SITE_MARKER, inside
+    from llmdoctor.wiki.folders import within_folder
+    from llmdoctor.wiki.site import SITE_MARKER
 
     name = unquote(urlsplit(request_path).path).lstrip("/") or "index.html"
     try:
@@ -52,7 +53,7 @@ def _listed_file(directory: Path, request_path: str) -> str | None:
     if not isinstance(listed, list) or name not in listed:
         return None
     path = directory / name
-    if not inside(path, directory) or not os.path.isfile(path):
+    if not within_folder(path, directory) or not os.path.isfile(path):
         return None
     return name
 
