@@ -23,7 +23,10 @@ most a warning and at most TEXT_ONLY confident; when no match reaches CONFIDENT 
 it returns the salient lines, and names the closest entries only as too weak to be sure of
 (`below_threshold`). When the entry named first is a consequence (another entry explains it), the
 first error line before its first matching line is given as its likely cause (`likely_cause`),
-whether or not an entry names that line. No typer or rich here: the command renders.
+whether or not an entry names that line. A text-only match also stays a guess when the input
+states HTTP error statuses its entry's title does not name, or holds no word naming the entry; a
+configuration warning in an input with no error line is a note (`notes`), never a match. No
+typer or rich here: the command renders.
 """
 
 from __future__ import annotations
