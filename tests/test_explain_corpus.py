@@ -153,7 +153,10 @@ def test_an_excerpt_of_a_runbook_source_report_is_not_counted_as_independent(rep
 GATE_PRECISION = 0.95
 INDEPENDENT_COVERAGE = {"tune": 0.9014, "heldout": 0.8618}
 INDEPENDENT_PRECISION = {"tune": GATE_PRECISION, "heldout": GATE_PRECISION}
-INDEPENDENT_ABSTAINED = {"tune": 0.9375, "heldout": 0.925}
+# held-out abstention 36/39: vLLM's xgrammar refusal of a tool schema was relabelled from
+# _unknown to guided-decoding-grammar-error (added after that excerpt was collected), so one fewer
+# uncovered excerpt with the same three answered (37/40 before)
+INDEPENDENT_ABSTAINED = {"tune": 0.9375, "heldout": 0.923}
 
 
 def test_confident_answers_on_independent_tune_excerpts_are_right_95_percent_of_the_time(report):
