@@ -140,9 +140,11 @@ def evaluate(
         result = explain(
             TextSource.from_text(path.name, text), entries, limit=5, wiki_dirs=wiki_dirs
         )
-        # the ranking explain shows: its confident matches, then (when it abstains, or below
-        # them) the closest entries it names as too weak to be sure of
-        shown = [*result.matches, *result.below_threshold][:5]
+        # the ranking explain shows: its confident matches, its notes (warnings about the
+        # configuration in a log with no error line: reported, not claimed as what failed, so
+        # never an answer, right or wrong, and never an alarm), then the closest entries it
+        # names as too weak to be sure of
+        shown = [*result.matches, *result.notes, *result.below_threshold][:5]
         searched = [r.id for r in search(text, limit=5, wiki_dirs=wiki_dirs)]
         outcomes.append(
             {
@@ -151,6 +153,7 @@ def evaluate(
                 "expected": expected,
                 "ranked": [m.id for m in shown],
                 "answered": [m.id for m in result.matches],
+                "noted": [m.id for m in result.notes],
                 "confidence": [m.confidence for m in shown],
                 "how": result.how,
                 "severities": [m.severity for m in result.matches],
@@ -214,6 +217,7 @@ def figures(outcomes: list[dict]) -> dict:
         "healthy": len(healthy),
         "healthy_criticals": sum(1 for o in healthy if "critical" in o["severities"]),
         "healthy_alarms": sum(1 for o in healthy if o["answered"]),
+        "healthy_noted": sum(1 for o in healthy if o.get("noted")),
         "healthy_quiet": share(healthy, lambda o: not o["answered"]),
         "search_healthy_quiet": share(healthy, lambda o: not o["search"]),
         "unknown": len(unknown),
@@ -229,7 +233,8 @@ def _summary(name: str, f: dict) -> str:
         f"confident and wrong {f['confident_wrong']}, precision {f['precision']:.1%}) "
         f"(wiki search {f['search_top1']:.1%} / {f['search_top3']:.1%}); "
         f"healthy {f['healthy']}: {f['healthy_criticals']} critical, "
-        f"{f['healthy_alarms']} alarms (search quiet {f['search_healthy_quiet']:.0%}); "
+        f"{f['healthy_alarms']} alarms, {f['healthy_noted']} with a note "
+        f"(search quiet {f['search_healthy_quiet']:.0%}); "
         f"unknown {f['unknown']}: abstained {f['abstained']:.0%} "
         f"(search {f['search_abstained']:.0%})"
     )

@@ -920,3 +920,69 @@ def test_explain_decompresses_gzip_piped_on_stdin(capsys, monkeypatch):
     code, out, _ = run_cli(capsys, "explain", "-", "--json")
     assert code == 2
     assert json.loads(out)["matches"][0]["id"] == "cuda-oom-runtime"
+
+
+FRESH6 = FIXTURES / "explain_fresh" / "round6"
+
+
+def test_eager_mode_on_a_healthy_start_up_is_a_note_not_what_failed(entries):
+    # vLLM logs `Cudagraph is disabled under eager mode` at INFO on a start-up where nothing
+    # fails: explain reports enforce-eager-in-production as a note, names nothing as the cause
+    # and exits 0 (a configuration warning is no alarm)
+    text = (FRESH6 / "_healthy" / "r6-vllm-log-outputs-startup-kv-922k.log").read_text()
+    result = run_text(text, entries)
+    assert result.matches == [] and result.how == "none"
+    assert [m.id for m in result.notes] == ["enforce-eager-in-production"]
+    assert "Cudagraph is disabled under eager mode" in result.notes[0].evidence[0].text
+    assert result.exit_code == 0
+    assert result.to_json()["notes"][0]["id"] == "enforce-eager-in-production"
+
+
+def test_eager_mode_in_a_log_with_an_error_line_stays_a_match(entries):
+    # the same start-up followed by an engine error: the setting may be part of why, so it is
+    # named among the matches as before, never hidden as a note
+    text = (FRESH6 / "_healthy" / "r6-vllm-log-outputs-startup-kv-922k.log").read_text()
+    text += "ERROR 08-19 15:02:11 [core.py:700] EngineCore encountered a fatal error.\n"
+    result = run_text(text, entries)
+    assert "enforce-eager-in-production" in [m.id for m in result.matches]
+    assert result.notes == []
+
+
+def test_terminal_says_a_configuration_note_without_calling_it_the_cause(tmp_path):
+    # the note is printed (kept reported) under "No entry explains", marked as no failure
+    log = tmp_path / "startup.log"
+    log.write_bytes(
+        (FRESH6 / "_healthy" / "r6-onecat-v100-journald-engine-config.log").read_bytes()
+    )
+    result = runner.invoke(app, ["explain", str(log), "--no-color"])
+    assert result.exit_code == 0
+    assert "No entry explains" in result.output
+    assert "NOTE" in result.output and "enforce-eager-in-production" in result.output
+    assert "not what failed" in result.output
+
+
+def test_a_provider_429_body_is_no_confident_missing_chat_template(entries):
+    # LiteLLM's response from OpenRouter holds a provider's 429 inside an OpenAI-style body whose
+    # words fit chat-template-missing (HTTP 400) best: the status says otherwise, so the entry
+    # is only the closest guess, never named
+    text = (FRESH6 / "_unknown" / "r6-litellm-openrouter-429-provider-error.log").read_text()
+    result = run_text(text, entries)
+    assert result.matches == []
+    assert result.below_threshold[0].id == "chat-template-missing"
+    assert result.below_threshold[0].confidence < CONFIDENT
+
+
+def test_a_gateway_401_is_no_hugging_face_gated_repo(entries):
+    # GPUStack's gateway refuses an API key: `Invalid authentication credentials` shares words
+    # with the Hub's own 401 wording in hf-gated-model, but none of the entry's names (Hugging
+    # Face, gated, repo, HF_TOKEN): the entry is only the closest guess
+    text = (FRESH6 / "_unknown" / "r6-gpustack-api-key-401.log").read_text()
+    result = run_text(text, entries)
+    assert result.matches == []
+    assert result.below_threshold[0].id == "hf-gated-model"
+
+
+def test_a_hub_401_with_the_repo_named_is_still_hf_gated_model(entries):
+    # the real Hub refusal names what the entry is about and is matched by its signature
+    text = corpus_text("hf-gated-model/hf-hub-401-llama3-instruct-no-token-llamaindex.log")
+    assert run_text(text, entries).matches[0].id == "hf-gated-model"

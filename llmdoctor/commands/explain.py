@@ -107,6 +107,7 @@ def render(result, console) -> None:
     weak = [m for m in result.below_threshold if m.confidence >= 0.005]
     if result.how == "none":
         console.print(f"[bold]No entry explains[/] {escape(result.source)}.")
+        _render_notes(result, console, escape)
         if result.salient:
             console.print("The lines it read as errors:")
             for e in result.salient[-10:]:
@@ -189,6 +190,23 @@ def render(result, console) -> None:
         console.print(f"   [dim]more: llmdoctor wiki show {escape(m.id)}[/]")
         if url := page_url(m.id):
             console.print(f"   [dim]page:[/] {escape(url)}", soft_wrap=True)
+    if result.notes:
+        console.print()
+        _render_notes(result, console, escape)
+
+
+def _render_notes(result, console, escape) -> None:
+    """Warnings about the configuration, in a log where nothing failed: said, never as a cause."""
+    for m in result.notes:
+        console.print(
+            f"[{STYLE['warning']}] NOTE [/] [bold]{escape(m.id)}[/]: {escape(m.title)} "
+            "[dim](a warning about the configuration, not what failed: no line looks wrong)[/]",
+            soft_wrap=True,
+        )
+        for e in m.evidence[:2]:
+            console.print(f"   [dim]│ {e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
+        if m.fix:
+            console.print(f"   [cyan]Fix: [/]{escape(m.fix[0])}", soft_wrap=True)
 
 
 def _cut(text: str) -> str:

@@ -23,7 +23,10 @@ most a warning and at most TEXT_ONLY confident; when no match reaches CONFIDENT 
 it returns the salient lines, and names the closest entries only as too weak to be sure of
 (`below_threshold`). When the entry named first is a consequence (another entry explains it), the
 first error line before its first matching line is given as its likely cause (`likely_cause`),
-whether or not an entry names that line. No typer or rich here: the command renders.
+whether or not an entry names that line. A text-only match also stays a guess when the input
+states HTTP error statuses its entry's title does not name, or holds no word naming the entry; a
+configuration warning in an input with no error line is a note (`notes`), never a match. No
+typer or rich here: the command renders.
 """
 
 from __future__ import annotations
@@ -106,6 +109,8 @@ SALIENT_PATTERNS = (
     r"[0-9]+/[0-9]+ nodes are available",  # the scheduler's message, pasted without its event
     r"Waiting: [1-9][0-9]+ reqs",
     r"KV cache usage: (8[5-9]|9[0-9]|100)\.",
+    # nvidia-smi -q's uncorrectable ECC and row-remap counts when they are not 0 (NEGATIVE_FIELD)
+    r"[Uu]ncorrectable[A-Za-z ]* +: ",
 )
 # a line that gives advice ("If you are running out of memory, consider ...") is not an error
 ADVICE = re.compile(r"\b[Ii]f you\b.*\b(consider|try|please|set|use)\b")
@@ -285,6 +290,9 @@ class Explanation:
     below_threshold: list[Match] = field(default_factory=list)  # weak guesses not shown
     threshold: float = CONFIDENT  # the confidence below which a match is only a guess
     likely_cause: LikelyCause | None = None  # when the first match is a consequence
+    # warnings about how the server is configured, in an input with no error line: reported,
+    # never named as what failed (`configuration_notes`)
+    notes: list[Match] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -304,6 +312,7 @@ class Explanation:
             "threshold": self.threshold,
             "likely_cause": self.likely_cause.to_json() if self.likely_cause else None,
             "matches": [m.to_json() for m in self.matches],
+            "notes": [m.to_json() for m in self.notes],
             "salient": [e.to_json() for e in self.salient],
             "warnings": self.warnings,
             # the closest entries below the threshold (named, never asserted)
@@ -649,8 +658,12 @@ def decide(
             if m.how == "search" and m.confidence > fusion.no_error_guess:
                 m.confidence = fusion.no_error_guess
                 m.score = round(100 * fusion.no_error_guess, 1)
+    other_status_guesses(ranked, reading.text or query, entries, fusion)
+    unnamed_guesses(ranked, gathered.searched or query, entries, fusion)
     confident = [m for m in ranked if m.confidence >= fusion.confident]
     weak = [m for m in ranked if m.confidence < fusion.confident]
+    notes = configuration_notes(confident, reading, entries)
+    confident = [m for m in confident if m not in notes]
     how = "none"
     if confident:
         how = "signatures" if confident[0].how == "signature" else "search"
@@ -670,7 +683,93 @@ def decide(
         below_threshold=weak[:limit],
         threshold=fusion.confident,
         likely_cause=likely,
+        notes=notes[:limit],
     )
+
+
+# an HTTP error status as logs and client errors state it: an access log's `HTTP/1.1" 429`, a JSON
+# body's `"code": 401`, the OpenAI client's `Error code: 404`, `status code 500`, `503 Service
+# Unavailable`; and the statuses an entry's title says it answers with ("(HTTP 400)", "(401/403")
+HTTP_STATUS = re.compile(
+    r"HTTP/[0-9.]+\" ([45][0-9]{2})\b|[\"']code[\"']: ?([45][0-9]{2})\b"
+    r"|[Ee]rror code:? ([45][0-9]{2})\b|[Ss]tatus[ _]?[Cc]ode:? ?([45][0-9]{2})\b"
+    r"|\b([45][0-9]{2}) (?:Bad Request|Unauthorized|Forbidden|Not Found|Too Many Requests"
+    r"|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)"
+)
+TITLE_STATUS = re.compile(r"\b([45][0-9]{2})\b")
+
+
+def other_status_guesses(ranked: list[Match], text: str, entries: dict, fusion: Fusion) -> None:
+    """A text-only match (no signature, no hint) whose entry says which HTTP status it answers
+    with is held below the threshold when the input states HTTP error statuses and none is one of
+    them: an OpenAI-style body shares most of its words with every HTTP entry, its status does not
+    (a provider's 429 is no missing chat template, whatever else the body says).
+    """
+    stated = {code for m in HTTP_STATUS.finditer(text) for code in m.groups() if code}
+    if not stated:
+        return
+    for m in ranked:
+        if m.how != "search" or m.count or m.confidence < fusion.confident:
+            continue
+        named = set(TITLE_STATUS.findall(getattr(entries.get(m.id), "title", "")))
+        if named and not named & stated:
+            m.confidence = min(m.confidence, fusion.weak_ceiling)
+            m.score = round(100 * m.confidence, 1)
+
+
+NAMING_SHARE = 0.1  # a word in the names of more entries than this names none of them
+
+
+def unnamed_guesses(ranked: list[Match], text: str, entries: dict, fusion: Fusion) -> None:
+    """A text-only match (no signature, no hint) stays a guess when the input holds no word that
+    names the entry: a word of its id, title or aliases that few other entries' names hold. It
+    shares words with what the entry says, not with what it is (a gateway's 401 `Invalid
+    authentication credentials` is no Hugging Face gated repo, however close the Hub's wording).
+    """
+    names = {
+        entry_id: _stems(" ".join([entry_id, e.title, " ".join(getattr(e, "aliases", ()))]))
+        for entry_id, e in entries.items()
+    }
+    common = max(1, int(NAMING_SHARE * len(names)))
+    count: dict[str, int] = {}
+    for stems in names.values():
+        for stem in stems:
+            count[stem] = count.get(stem, 0) + 1
+    words = _stems(text)  # every word, `/dev/shm`'s too
+    for m in ranked:
+        if m.how != "search" or m.count or m.confidence < fusion.confident:
+            continue
+        naming = {s for s in names.get(m.id, ()) if count[s] <= common}
+        if naming and not words & naming:
+            m.confidence = min(m.confidence, fusion.weak_ceiling)
+            m.score = round(100 * m.confidence, 1)
+
+
+CONFIG_LEVELS = ("INFO", "DEBUG")  # how a server logs the configuration it starts with
+CONFIG_TAG = "config"  # an entry about how the server is set up, not about a state it is in
+
+
+def configuration_notes(confident: list[Match], reading: _Reading, entries: dict) -> list[Match]:
+    """The confident matches that are notes, not what failed: when no line of the input looks
+    wrong, a warning-level entry about the configuration (tagged `config`) whose signature
+    matched only lines the server logged at INFO or DEBUG (vLLM's `Cudagraph is disabled under
+    eager mode` on a healthy start-up). A log with an error line keeps them as matches: there the
+    setting may be why. A state logged at INFO (a queue of 951 waiting requests) is no note.
+    """
+    if reading.error_lines:
+        return []
+    return [
+        m
+        for m in confident
+        if m.how == "signature"
+        and m.severity == "warning"
+        and CONFIG_TAG in getattr(entries.get(m.id), "tags", ())
+        and m.evidence
+        and all(
+            (level := LEVEL.search(e.text)) is not None and level.group(1) in CONFIG_LEVELS
+            for e in m.evidence
+        )
+    ]
 
 
 # the lines that say something went wrong, as opposed to the wider salient lines (a warning, a
