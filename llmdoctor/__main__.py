@@ -24,8 +24,13 @@ def main() -> None:
                     pass  # (run_search reported an unwritable stdout already)
             os._exit(code)
     from llmdoctor.cli import run
+    from llmdoctor.engine.deadline import exit_process
 
-    run()
+    try:
+        run()
+    except SystemExit as done:
+        exit_process(done.code)
+    exit_process(0)
 
 
 if __name__ == "__main__":

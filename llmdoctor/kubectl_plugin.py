@@ -69,8 +69,13 @@ def main() -> None:
     args, env = translate(sys.argv[1:])
     os.environ.update(env)
     from llmdoctor.cli import run
+    from llmdoctor.engine.deadline import exit_process
 
-    run(args)
+    try:
+        run(args)
+    except SystemExit as done:
+        exit_process(done.code)
+    exit_process(0)
 
 
 def complete_main() -> None:
@@ -86,3 +91,6 @@ def complete_main() -> None:
     for value in completions(build_app(), args, incomplete):
         sys.stdout.write(f"{value}\n")
     sys.stdout.write(":4\n")
+    from llmdoctor.engine.deadline import exit_process
+
+    exit_process(0)  # the cluster lookup's thread may still wait on a silent API server
