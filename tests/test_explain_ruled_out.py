@@ -52,6 +52,21 @@ def test_a_404_invalid_url_names_no_unknown_model_though_its_words_fit(entries, 
 @pytest.mark.parametrize(
     "name",
     [
+        # Home Assistant's integration calling Ollama's /api/generate: connection refused
+        "home-llm-issue79-ollama-api-generate-connection-refused.log",
+        # a LangChain script calling localhost:11434/api/generate with Ollama not running
+        "updated-langchain-issue5-ollama-api-generate-connection-refused.log",
+    ],
+)
+def test_a_client_that_cannot_reach_an_inference_api_names_no_download_failure(entries, name):
+    assert "model-download-failure" not in _named(
+        RULED_OUT / "model-download-failure" / name, entries
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
         # flash_attn built against another torch: `undefined symbol: _ZN3c10…` (C++, not cu*)
         "flash-attn-undefined-symbol-llava-registry.log",
         # vLLM's _C built against another torch: the same kind of mangled symbol
@@ -67,6 +82,8 @@ def test_a_missing_cplusplus_symbol_is_never_named_a_driver_mismatch(entries, na
     [
         # flash_attn_2_cuda missing `_ZN3c104cuda9SetDeviceEi`: built for another torch
         ("r7-neurips-flash-attn-undefined-symbol-abi.log", "driver-cuda-mismatch"),
+        # an app container calling Ollama at `llm:11434/api/generate` could not resolve `llm`
+        ("r7-genai-stack-docker-dns-llm-host.log", "model-download-failure"),
         # a Java client's h2c upgrade dropped the body: vLLM's `Field required` for ('body',)
         ("r7-mateclaw-java-h2c-upgrade-drops-body.log", "context-length-exceeded"),
     ],
