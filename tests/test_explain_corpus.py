@@ -208,7 +208,10 @@ def test_fresh_round6_healthy_logs_raise_no_alarm(fresh):
 # after this session's knowledge work (before it, on main at 035b3f3: top-1 78.5 %, top-3 86.0 %,
 # confident and right 67.7 %, uncovered abstained 70 %): top-1 79.6 %, top-3 86.0 % (wiki search
 # 79.6 / 85.0 %), confident and right 67.7 %, precision 84.0 %, 0 alarms on 27 healthy logs,
-# 24 of 30 uncovered abstained. Held at those levels.
+# 24 of 30 uncovered abstained. Then tuning data: `ruled_out_by` lines (a 404 `Invalid URL`, a
+# mangled C++ undefined symbol, a schema's `Field required`, a client's unreachable inference
+# API) and cudaErrorContained's NVLink wording, proven on other reports, raised it to top-1
+# 80.6 %, confident and right 68.8 %, precision 92.8 %, 30 of 30 uncovered abstained. Held there.
 FRESH7 = CORPUS.parent / "explain_fresh" / "round7"
 
 
@@ -219,8 +222,8 @@ def fresh7():
 
 def test_fresh_round7_is_held_at_its_blind_measurement(fresh7):
     covered = fresh7["all"]
-    assert covered["top1"] >= 0.7956 and covered["top3"] >= 0.8602
-    assert covered["confident_top1"] >= 0.6774
+    assert covered["top1"] >= 0.8064 and covered["top3"] >= 0.8602
+    assert covered["confident_top1"] >= 0.6881 and covered["precision"] >= 0.927
     assert covered["top3"] >= covered["search_top3"]
     assert covered["healthy_criticals"] == 0 and covered["healthy_alarms"] == 0
-    assert covered["abstained"] >= 0.80
+    assert covered["abstained"] >= 0.99

@@ -660,6 +660,7 @@ def decide(
                 m.score = round(100 * fusion.no_error_guess, 1)
     other_status_guesses(ranked, reading.text or query, entries, fusion)
     unnamed_guesses(ranked, gathered.searched or query, entries, fusion)
+    ruled_out_guesses(ranked, reading, entries, fusion)
     confident = [m for m in ranked if m.confidence >= fusion.confident]
     weak = [m for m in ranked if m.confidence < fusion.confident]
     notes = configuration_notes(confident, reading, entries)
@@ -715,6 +716,38 @@ def other_status_guesses(ranked: list[Match], text: str, entries: dict, fusion: 
         if named and not named & stated:
             m.confidence = min(m.confidence, fusion.weak_ceiling)
             m.score = round(100 * m.confidence, 1)
+
+
+def ruled_out_guesses(
+    ranked: list[Match], reading: _Reading, entries: dict, fusion: Fusion
+) -> None:
+    """A text-only match stays a guess when one of the error lines is one its entry's cause never
+    prints (its `ruled_out_by` front matter): the words fit, what the line proves does not (an
+    undefined C++ symbol in a compiled extension shares its words with the driver entry, yet no
+    driver entry point is a mangled C++ name). A signature match is never held back by it.
+    """
+    lines = [e.text for e in reading.salient] + (reading.text or "").splitlines()
+    for m in ranked:
+        if m.how != "search" or m.confidence < fusion.confident:
+            continue
+        patterns = _ruled_out_patterns(entries.get(m.id))
+        if any(p.search(line) for p in patterns for line in lines):
+            m.confidence = min(m.confidence, fusion.weak_ceiling)
+            m.score = round(100 * m.confidence, 1)
+
+
+_RULED_OUT: dict[tuple[str, ...], list] = {}
+
+
+def _ruled_out_patterns(entry) -> list:
+    """The entry's `ruled_out_by` patterns compiled by RE2 (linear time; one that does not
+    compile is left out: `wiki lint` says why)."""
+    key = tuple(getattr(entry, "ruled_out_by", ()) or ())
+    if key not in _RULED_OUT:
+        from llmdoctor.wiki.re2_patterns import line_pattern
+
+        _RULED_OUT[key] = [p for p in map(line_pattern, key) if p is not None]
+    return _RULED_OUT[key]
 
 
 NAMING_SHARE = 0.1  # a word in the names of more entries than this names none of them

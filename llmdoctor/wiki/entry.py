@@ -11,6 +11,8 @@ Example (runbooks/cuda-oom-runtime.md)::
       - 'torch\\.OutOfMemoryError: CUDA out of memory'
     hints:          # lines that point at the entry without proving it (weak evidence)
       - 'exited with code 137'
+    ruled_out_by:   # lines its cause never prints: a guess from text alone stays a guess
+      - 'CUDA error: an illegal memory access'
     ---
     ## Symptom
     ...
@@ -60,6 +62,9 @@ class RunbookEntry:
     aliases: list[str] = field(default_factory=list)
     signatures: list[str] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)  # weak signatures: point at it, prove nothing
+    # lines the entry's cause never prints, that prove another cause: a text-only guess of this
+    # entry stays a guess when one of them is among the error lines (never a signature match)
+    ruled_out_by: list[str] = field(default_factory=list)
     detected_by: list[str] = field(default_factory=list)
     applies_to: list[str] = field(default_factory=list)  # subject kinds its Fix fits; [] = any
     symptom: str = ""
@@ -180,6 +185,9 @@ def parse_entry(text: str, path: Path | str = "<text>") -> RunbookEntry:
             meta.get("signatures"), "signatures", path, field_line("signatures")
         ),
         hints=_string_list(meta.get("hints"), "hints", path, field_line("hints")),
+        ruled_out_by=_string_list(
+            meta.get("ruled_out_by"), "ruled_out_by", path, field_line("ruled_out_by")
+        ),
         detected_by=_string_list(
             meta.get("detected_by"), "detected_by", path, field_line("detected_by")
         ),

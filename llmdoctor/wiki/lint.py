@@ -25,9 +25,12 @@ from llmdoctor.wiki.fix_params import PARAMETERS, parameters_in
 
 KNOWN_KEYS = (
     "id", "title", "severity", "tags", "aliases", "signatures", "hints", "detected_by", "explains",
-    "applies_to",
+    "applies_to", "ruled_out_by",
 )  # fmt: skip
-LIST_KEYS = ("tags", "aliases", "signatures", "hints", "detected_by", "explains", "applies_to")
+LIST_KEYS = (
+    "tags", "aliases", "signatures", "hints", "detected_by", "explains", "applies_to",
+    "ruled_out_by",
+)  # fmt: skip
 SUBJECT_KINDS = ("pod", "node")  # a pod and the server in it; a machine and its GPUs
 REQUIRED_SECTIONS = ("symptom", "cause", "fix")
 ID_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
@@ -185,6 +188,10 @@ def lint_text(
         elif not getattr(entry, name).strip():
             add(entry.section_lines[name], f"section '## {heading}' is empty")
     examples = examples_of(Path(path))
+    for n, pattern in enumerate(entry.ruled_out_by):  # never matched as evidence: compile only
+        why = signature_problem(pattern, "ruled_out_by pattern")
+        if why:
+            add(_signature_line(fm_lines, pattern, n, "ruled_out_by"), why)
     for key, kind, patterns in (
         ("signatures", "signature", entry.signatures),
         ("hints", "hint", entry.hints),

@@ -1,0 +1,118 @@
+"""A runbook entry's `ruled_out_by` lines keep a text-only guess of it from being named: the
+words of the error fit the entry, what the line proves does not (real excerpts, sources in
+tests/fixtures/explain_ruled_out/SOURCES.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from llmdoctor.engine.textsource import TextSource
+from llmdoctor.triage.explain import explain
+from llmdoctor.wiki.library import load_library
+
+FIXTURES = Path(__file__).parent / "fixtures"
+RULED_OUT = FIXTURES / "explain_ruled_out"
+CORPUS_UNKNOWN = FIXTURES / "explain_corpus" / "_unknown"
+ROUND7_UNKNOWN = FIXTURES / "explain_fresh" / "round7" / "_unknown"  # measured: tuning data now
+
+
+@pytest.fixture(scope="module")
+def entries():
+    return load_library().entries
+
+
+def _named(path: Path, entries: dict) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    return [m.id for m in explain(TextSource.from_text(path.name, text), entries).matches]
+
+
+def _without_rule(entries: dict, entry_id: str) -> dict:
+    return {**entries, entry_id: dataclasses.replace(entries[entry_id], ruled_out_by=[])}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # OpenAI's 404 for a path it does not serve: the base URL lacked /v1, the model was fine
+        "chatgpt-web-issue737-invalid-url-baseurl-without-v1.log",
+        # the same body from a custom API address, fixed by adding /v1
+        "mossgpt-utools-issue50-invalid-url-custom-api-without-v1.log",
+    ],
+)
+def test_a_404_invalid_url_names_no_unknown_model_though_its_words_fit(entries, name):
+    path = RULED_OUT / "model-name-not-found" / name
+    assert "model-name-not-found" not in _named(path, entries)
+    # the rule is what holds it back: without it the text alone names the entry
+    assert "model-name-not-found" in _named(path, _without_rule(entries, "model-name-not-found"))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # Home Assistant's integration calling Ollama's /api/generate: connection refused
+        "home-llm-issue79-ollama-api-generate-connection-refused.log",
+        # a LangChain script calling localhost:11434/api/generate with Ollama not running
+        "updated-langchain-issue5-ollama-api-generate-connection-refused.log",
+    ],
+)
+def test_a_client_that_cannot_reach_an_inference_api_names_no_download_failure(entries, name):
+    assert "model-download-failure" not in _named(
+        RULED_OUT / "model-download-failure" / name, entries
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # flash_attn built against another torch: `undefined symbol: _ZN3c10…` (C++, not cu*)
+        "flash-attn-undefined-symbol-llava-registry.log",
+        # vLLM's _C built against another torch: the same kind of mangled symbol
+        "vllm-c-extension-undefined-symbol-torch-abi.log",
+    ],
+)
+def test_a_missing_cplusplus_symbol_is_never_named_a_driver_mismatch(entries, name):
+    assert "driver-cuda-mismatch" not in _named(CORPUS_UNKNOWN / name, entries)
+
+
+@pytest.mark.parametrize(
+    ("name", "entry_id"),
+    [
+        # flash_attn_2_cuda missing `_ZN3c104cuda9SetDeviceEi`: built for another torch
+        ("r7-neurips-flash-attn-undefined-symbol-abi.log", "driver-cuda-mismatch"),
+        # an app container calling Ollama at `llm:11434/api/generate` could not resolve `llm`
+        ("r7-genai-stack-docker-dns-llm-host.log", "model-download-failure"),
+        # a Java client's h2c upgrade dropped the body: vLLM's `Field required` for ('body',)
+        ("r7-mateclaw-java-h2c-upgrade-drops-body.log", "context-length-exceeded"),
+    ],
+)
+def test_round7_errors_no_entry_covers_are_not_named_on_words_a_ruled_out_line_refutes(
+    entries, name, entry_id
+):
+    assert entry_id not in _named(ROUND7_UNKNOWN / name, entries)
+    # the rule is what holds it back: without it the text alone names the entry
+    assert entry_id in _named(ROUND7_UNKNOWN / name, _without_rule(entries, entry_id))
+
+
+def test_a_request_body_the_schema_refused_names_neither_model_nor_context_length(entries):
+    # pydantic's `Field required` for `messages`: the client sent `message`
+    named = _named(CORPUS_UNKNOWN / "vllm-400-field-required-messages-typo.log", entries)
+    assert not {"model-name-not-found", "context-length-exceeded"} & set(named)
+
+
+def test_a_signature_match_is_never_held_back_by_a_ruled_out_line(entries):
+    # vLLM's own 404 for an unknown model pasted with another client's `Invalid URL` 404: the
+    # signature proves the entry, the other line cannot unprove it
+    text = "".join(
+        p.read_text(encoding="utf-8")
+        for p in (
+            FIXTURES
+            / "runbooks/model-name-not-found/openai-client-notfounderror-qwen-vl-issue222.log",
+            RULED_OUT
+            / "model-name-not-found/chatgpt-web-issue737-invalid-url-baseurl-without-v1.log",
+        )
+    )
+    result = explain(TextSource.from_text("paste", text), entries)
+    assert result.matches and result.matches[0].id == "model-name-not-found"
