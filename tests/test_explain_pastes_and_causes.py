@@ -165,16 +165,16 @@ def test_a_whole_last_word_without_a_newline_is_kept(entries):
 # --- a log that is one repeated error --------------------------------------------------------
 
 
+def oom_line() -> str:
+    """The real PyTorch OOM line of a fixture (vLLM issue 13152)."""
+    text = fixture("cuda-oom-runtime/vllm-v0-async-engine-oom-under-benchmark-load-issue13152.log")
+    return next(line for line in text.splitlines() if "CUDA out of memory" in line)
+
+
 def test_a_repeated_error_is_counted_on_every_line_and_keeps_its_first_and_last_lines(entries):
     # the real PyTorch OOM line of a fixture, repeated 3,000 times: every line counts, the
     # evidence is the first three and the last two (not 3,000 pieces of it)
-    line = next(
-        ln
-        for ln in fixture(
-            "cuda-oom-runtime/vllm-v0-async-engine-oom-under-benchmark-load-issue13152.log"
-        ).splitlines()
-        if "CUDA out of memory" in ln
-    )
+    line = oom_line()
     result = run_text("\n".join([line] * 3000) + "\n", entries)
     top = result.matches[0]
     assert top.id == "cuda-oom-runtime"
@@ -230,13 +230,7 @@ def test_a_guess_that_rounds_to_zero_is_not_shown_as_too_weak_to_name():
 def test_one_error_repeated_with_changing_numbers_is_no_hard_wrap(entries):
     # a crash loop's OOM line with its numbers changing: many lines of one longest length, but
     # all of one shape; joined as a "wrap" they became 6,982 matches where grep counts 28,000
-    line = next(
-        ln
-        for ln in fixture(
-            "cuda-oom-runtime/vllm-v0-async-engine-oom-under-benchmark-load-issue13152.log"
-        ).splitlines()
-        if "CUDA out of memory" in ln
-    )
+    line = oom_line()
     rng = random.Random(26)
     lines = [
         "".join(rng.choice("0123456789") if c.isdigit() else c for c in line) for _ in range(3000)
