@@ -64,14 +64,23 @@ def _fix_params(causes: list[str], lines: list[dict]) -> dict:
     return params
 
 
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+
+
+def _restart_policy(pod: dict) -> str:
+    """spec.restartPolicy; the API server's default (Always) when it is missing or unreadable."""
+    policy = field_dict(pod, "spec").get("restartPolicy")
+    return policy if policy in RESTART_POLICIES else "Always"
+
+
 def _ended_for_good(pod: dict, status: dict) -> str | None:
     """The pod's restartPolicy when the container has terminated and the kubelet will not start
     it again (Never; OnFailure after exit code 0), else None."""
     term = field_dict(field_dict(status, "state"), "terminated")
     if not term:
         return None
-    policy = str(field_dict(pod, "spec").get("restartPolicy") or "Always")
-    if policy == "Never" or (policy == "OnFailure" and term.get("exitCode") == 0):
+    policy = _restart_policy(pod)
+    if policy == "Never" or (policy == "OnFailure" and number(term.get("exitCode"), -1) == 0):
         return policy
     return None
 
@@ -107,9 +116,10 @@ def pod_restarts(facts: Facts) -> list[Finding]:
         waiting = field_dict(field_dict(cs, "state"), "waiting").get("reason")
         term = _terminated(cs)
         ended = _ended_for_good(pod, cs)
-        log_key = f"logs/{name}.log" if ended else f"logs/{name}.previous.log"
+        exited = field_dict(field_dict(cs, "state"), "terminated")  # not running now
+        log_key = f"logs/{name}.log" if exited else f"logs/{name}.previous.log"
         causes, hinted, cause_lines = _log_causes(facts, log_key)
-        which = "its last log" if ended else "the previous log"
+        which = "its last log" if exited else "the previous log"
         items = [evidence(f"restartCount: {restarts}", source="k8s/pod.json")]
         if waiting:
             items.append(evidence(f"state.waiting.reason: {waiting}", source="k8s/pod.json"))
@@ -170,6 +180,19 @@ def pod_restarts(facts: Facts) -> list[Finding]:
                 critical(
                     "pod-restarts",
                     f"in CrashLoopBackOff: restarted {restarts} times, last {last}{hint}",
+                    items,
+                    causes,
+                    subject,
+                )
+            )
+        elif exited:
+            policy = _restart_policy(pod)
+            items.append(evidence(f"spec.restartPolicy: {policy}", source="k8s/pod.json"))
+            findings.append(
+                warning(
+                    "pod-restarts",
+                    f"exited ({_describe(exited)}) and is not running: restartPolicy {policy} "
+                    f"starts it again, nothing serves until then{cause_text}",
                     items,
                     causes,
                     subject,

@@ -75,3 +75,34 @@ def test_the_health_check_calls_the_exited_container_the_cause_not_engine_dead(c
     _, report, _ = diagnose_json(capsys, folder, "--only", "vllm-health")
     (found,) = by_check(report, "vllm-health")
     assert "exited (Completed)" in found["summary"]
+
+
+@pytest.mark.parametrize("policy", ["Always", None, "Sometimes", ["Never"]])
+def test_an_exited_container_the_kubelet_will_restart_is_no_check_mark(capsys, tmp_path, policy):
+    # Always (also the default for a missing or unreadable policy): it comes back, but right
+    # now nothing serves; never "✓ no restarts"
+    folder = ended_bundle(tmp_path, "Always", 0)
+    pod_path = folder / "k8s" / "pod.json"
+    pod = json.loads(pod_path.read_text())
+    if policy is None:
+        del pod["spec"]["restartPolicy"]
+    else:
+        pod["spec"]["restartPolicy"] = policy
+    pod_path.write_text(json.dumps(pod))
+    (found,) = restarts_findings(capsys, folder)
+    assert found["severity"] == "warning"
+    assert (
+        "exited (Completed, exit code 0" in found["summary"]
+        and "is not running" in found["summary"]
+    )
+
+
+def test_an_unreadable_exit_code_under_on_failure_is_not_taken_for_success(capsys, tmp_path):
+    # exitCode "oops": not 0, so OnFailure restarts it; still not running now
+    folder = ended_bundle(tmp_path, "OnFailure", 0)
+    pod_path = folder / "k8s" / "pod.json"
+    pod = json.loads(pod_path.read_text())
+    pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] = "oops"
+    pod_path.write_text(json.dumps(pod))
+    (found,) = restarts_findings(capsys, folder)
+    assert found["severity"] == "warning" and "is not running" in found["summary"]

@@ -244,11 +244,40 @@ def test_a_fix_step_tagged_for_pods_is_left_out_under_a_node_finding_and_back():
     node_text = " ".join(step.text for step in fix_steps(entry, node))
     pod_text = " ".join(step.text for step in fix_steps(entry, pod))
     assert first_step(entry, node).text.startswith("Find the layer that lost the GPU")
+    # a kernel-log line's finding is about the node too (log-signatures has no scope of its own)
+    kernel = critical(
+        "log-signatures",
+        "Found no NVIDIA driver on your system",
+        [{"source": "node/kernel.log", "line": 1, "text": "NVRM: Found no NVIDIA driver"}],
+        ["gpu-not-visible"],
+    )
+    assert first_step(entry, kernel).text.startswith("Find the layer that lost the GPU")
     assert "nvidia-fabricmanager" in node_text and "runtimeClassName" not in node_text
     assert (
-        first_step(entry, pod).text.startswith("Request the GPU")
+        first_step(entry, pod).text.startswith("[pod] Request the GPU")
         and "nvidia-fabricmanager" not in pod_text
     )
-    # a log line's finding (no subject kind) and `wiki show` keep every step, tag dropped
+    # a finding of unknown kind keeps every step, each tag shown so the reader sees it
     every = fix_steps(entry)
-    assert len(every) == 6 and not any("[pod]" in line for s in every for line in s.lines())
+    assert len(every) == 6 and every[0].lines()[0].startswith("1. [pod] ")
+
+
+@pytest.mark.parametrize(
+    ("step", "flagged"),
+    [
+        ("1. [pod] Recreate the pod.", False),  # the two tags the reports read
+        ("2. [node] Reload the driver.", False),
+        ("3. [POD] Recreate the pod.", True),  # other case: not read, shown under any finding
+        ("4. [gpu] Reset the GPU.", True),  # no such subject kind
+        ("5. [pod]Recreate the pod.", True),  # no space after the tag
+        ("6. See [the docs] first.", False),  # brackets later in a sentence are prose
+    ],
+)
+def test_lint_names_a_fix_step_tag_the_reports_would_not_read(step, flagged):
+    text = (
+        "---\nid: team-tags\ntitle: Team entry with tagged steps\nseverity: warning\n"
+        "signatures:\n  - 'widget exploded'\n---\n## Symptom\nx\n## Cause\nx\n## Fix\n"
+        f"{step}\n## Verify\nx\n"
+    )
+    _, problems = lint_text(text, "team-tags.md")
+    assert any("Fix step tag" in p.message for p in problems) is flagged

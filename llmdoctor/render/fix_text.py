@@ -75,20 +75,22 @@ class FixStep:
 
 
 STEP_SUBJECTS = ("pod", "node")
+# the bundle folder a log line was read from, and what it is about (engine/fact_keys.py)
+LOG_FOLDER_KINDS = {"node": "node", "logs": "pod"}
 
 
-def _subject_tag(prose: list[str]) -> tuple[list[str], str | None]:
-    """A step's first line without its `[pod]`/`[node]` tag (just after the list marker), and
-    the tag: the kind of subject the step acts on."""
+def _subject_tag(prose: list[str]) -> str | None:
+    """The `[pod]`/`[node]` tag just after a step's list marker: the kind of subject the step
+    acts on. The tag stays in the text: where a report shows the step, the reader sees it."""
     if not prose:
-        return prose, None
-    marker, sep, rest = prose[0].lstrip().partition(" ")
+        return None
+    _, sep, rest = prose[0].lstrip().partition(" ")
+    if not sep or _drop_marker(prose[0].lstrip()) != rest:
+        return None
     for kind in STEP_SUBJECTS:
-        tag = f"[{kind}] "
-        if sep and rest.startswith(tag) and _drop_marker(prose[0].lstrip()) == rest:
-            indent = prose[0][: len(prose[0]) - len(prose[0].lstrip())]
-            return [f"{indent}{marker} {rest[len(tag) :]}", *prose[1:]], kind
-    return prose, None
+        if rest.startswith(f"[{kind}] "):
+            return kind
+    return None
 
 
 def _drop_marker(text: str) -> str:
@@ -116,7 +118,7 @@ def _step_from_lines(lines: list[str], start: int, end: int, fences: list) -> Fi
         prose += [line.rstrip() for line in lines[cursor:f_start] if line.strip()]
         if prose:
             if not parts:
-                prose, kind = _subject_tag(prose)
+                kind = _subject_tag(prose)
             parts.append(Prose(tuple(prose)))
             prose = []
         parts.append(CodeBlock(info=tok.info.strip(), code=tok.content))
@@ -124,7 +126,7 @@ def _step_from_lines(lines: list[str], start: int, end: int, fences: list) -> Fi
     prose += [line.rstrip() for line in lines[cursor:end] if line.strip()]
     if prose:
         if not parts:
-            prose, kind = _subject_tag(prose)
+            kind = _subject_tag(prose)
         parts.append(Prose(tuple(prose)))
     return FixStep(tuple(parts), applies_to=kind)
 
@@ -174,12 +176,23 @@ def _filled(step: FixStep, values: Mapping[str, object]) -> FixStep:
 
 
 def _subject_kind(finding) -> str | None:
-    """The kind of subject ("pod", "node") the finding's check looks at; None for a log line."""
+    """The kind of subject ("pod", "node") the finding is about: its check's scope, or for a
+    log line the log it was read from (node/kernel.log: the node; a container's log: the pod);
+    None when that is not known."""
     from llmdoctor.engine.registry import check_spec
     from llmdoctor.engine.runbook_fit import SCOPE_KIND
 
     spec = check_spec(finding.check) if finding is not None else None
-    return SCOPE_KIND.get(spec.scope) if spec is not None else None
+    kind = SCOPE_KIND.get(spec.scope) if spec is not None else None
+    if kind is None and finding is not None:
+        sources = {
+            str(item.get("source") or "").split("/", 1)[0]
+            for item in finding.evidence
+            if isinstance(item, dict) and item.get("source")
+        }
+        kinds = {LOG_FOLDER_KINDS[s] for s in sources if s in LOG_FOLDER_KINDS}
+        kind = kinds.pop() if len(kinds) == 1 else None
+    return kind
 
 
 def fix_steps(entry, finding=None, params: Mapping[str, object] | None = None) -> list[FixStep]:

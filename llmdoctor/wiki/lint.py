@@ -132,6 +132,23 @@ def signature_problem(signature: str, kind: str = "signature") -> str | None:
     return None
 
 
+def _step_tag_problem(line: str) -> str | None:
+    """What is wrong with a Fix step's subject tag (`1. [pod] …`), if it has one that the
+    reports would not read: another word, other case, no space after it."""
+    head, sep, rest = line.lstrip().partition(" ")
+    is_marker = head in ("-", "*", "+") or (head[:-1].isdigit() and head[-1:] in ".)")
+    if not sep or not is_marker or not rest.startswith("["):
+        return None
+    close = rest.find("]", 0, 12)
+    word = rest[1:close] if close > 1 else ""
+    if not word.isalpha() or rest.startswith(("[pod] ", "[node] ")):
+        return None
+    return (
+        f"Fix step tag [{word}] is not read (use `[pod] ` or `[node] `, lower case, then a "
+        "space): the step is shown under every finding, tag and all"
+    )
+
+
 def lint_text(
     text: str,
     path: str | Path,
@@ -222,6 +239,9 @@ def lint_text(
             )
     if "fix" in entry.section_lines:
         for offset, line in enumerate(entry.fix.splitlines()):
+            tag = _step_tag_problem(line)
+            if tag:
+                add(_fix_line(entry, body_line, offset), tag)
             for name in parameters_in(line):
                 if name not in PARAMETERS:
                     add(
