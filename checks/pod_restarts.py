@@ -73,16 +73,11 @@ def _restart_policy(pod: dict) -> str:
     return policy if policy in RESTART_POLICIES else "Always"
 
 
-def _ended_for_good(pod: dict, status: dict) -> str | None:
-    """The pod's restartPolicy when the container has terminated and the kubelet will not start
-    it again (Never; OnFailure after exit code 0), else None."""
-    term = field_dict(field_dict(status, "state"), "terminated")
-    if not term:
-        return None
-    policy = _restart_policy(pod)
-    if policy == "Never" or (policy == "OnFailure" and number(term.get("exitCode"), -1) == 0):
-        return policy
-    return None
+def _ended_for_good(policy: str, exited: dict) -> bool:
+    """Whether a container that terminated (`exited`: its state.terminated) stays down: the
+    kubelet starts it again except under Never, and OnFailure after exit code 0."""
+    code = number(exited.get("exitCode"), -1)
+    return bool(exited) and (policy == "Never" or (policy == "OnFailure" and code == 0))
 
 
 def _describe(term: dict) -> str:
@@ -115,8 +110,8 @@ def pod_restarts(facts: Facts) -> list[Finding]:
         restarts = int(number(cs.get("restartCount"), 0))
         waiting = field_dict(field_dict(cs, "state"), "waiting").get("reason")
         term = _terminated(cs)
-        ended = _ended_for_good(pod, cs)
         exited = field_dict(field_dict(cs, "state"), "terminated")  # not running now
+        policy = _restart_policy(pod)
         log_key = f"logs/{name}.log" if exited else f"logs/{name}.previous.log"
         causes, hinted, cause_lines = _log_causes(facts, log_key)
         which = "its last log" if exited else "the previous log"
@@ -140,19 +135,20 @@ def pod_restarts(facts: Facts) -> list[Finding]:
             causes = [*causes, *hinted]
         items += cause_lines
         subject = f"container {name}"
-        if ended:
-            items.append(evidence(f"spec.restartPolicy: {ended}", source="k8s/pod.json"))
+        policy_item = evidence(f"spec.restartPolicy: {policy}", source="k8s/pod.json")
+        if _ended_for_good(policy, exited):
+            items.append(policy_item)
             why = (
                 "; vLLM exits with code 0 even when its engine died (measured on 0.32), and "
                 "OnFailure takes that for success"
-                if ended == "OnFailure"
+                if policy == "OnFailure"
                 else ""
             )
             findings.append(
                 critical(
                     "pod-restarts",
-                    f"exited ({_describe(term)}) and will not be restarted (restartPolicy "
-                    f"{ended}): nothing serves until the pod is replaced{why}; run the server "
+                    f"exited ({_describe(exited)}) and will not be restarted (restartPolicy "
+                    f"{policy}): nothing serves until the pod is replaced{why}; run the server "
                     f"under restartPolicy Always (a Deployment or StatefulSet){cause_text}",
                     items,
                     causes,
@@ -186,8 +182,7 @@ def pod_restarts(facts: Facts) -> list[Finding]:
                 )
             )
         elif exited:
-            policy = _restart_policy(pod)
-            items.append(evidence(f"spec.restartPolicy: {policy}", source="k8s/pod.json"))
+            items.append(policy_item)
             findings.append(
                 warning(
                     "pod-restarts",

@@ -1,9 +1,36 @@
 """Entry point: `llmdoctor` and `python -m llmdoctor`. Kept tiny so --help starts fast."""
 
+import os
+import sys
+
+
+def _exit_now(code: int) -> None:
+    """End the process once what it printed is written, without the interpreter's shutdown."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass  # (the command reported an unwritable stdout already)
+    os._exit(code)
+
+
+def end_process(code: int | str | None) -> None:
+    """End the process with `code`, as SystemExit would. While a thread abandoned at its
+    deadline still runs, the interpreter's shutdown is skipped: a daemon thread caught inside
+    the Kubernetes client or writing to stderr while the interpreter finalises aborts the
+    process (SIGABRT, exit -6) instead of giving the exit code."""
+    from llmdoctor.engine.deadline import abandoned_threads_running
+
+    if abandoned_threads_running():
+        if code is None or isinstance(code, int):
+            _exit_now(code or 0)
+        sys.stderr.write(f"{code}\n")
+        _exit_now(1)
+    raise SystemExit(code)
+
 
 def main() -> None:
-    import sys
-
     args = sys.argv[1:]
     if args[:2] == ["wiki", "search"]:
         # the most typed command starts without the CLI framework (llmdoctor/wiki/search_cli.py)
@@ -11,26 +38,17 @@ def main() -> None:
 
         code = fast_main(args[2:])
         if code is not None:
-            # the process ends here, once what it printed is written: without the interpreter's
-            # shutdown (its last garbage collection, every module torn down: ~1.5-2.5 ms of a
-            # ~25 ms search); nothing of the search path registers atexit work
-            import os
-
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    if stream is not None:
-                        stream.flush()
-                except (OSError, ValueError):
-                    pass  # (run_search reported an unwritable stdout already)
-            os._exit(code)
+            # without the interpreter's shutdown (its last garbage collection, every module torn
+            # down: ~1.5-2.5 ms of a ~25 ms search); nothing of the search path registers
+            # atexit work
+            _exit_now(code)
     from llmdoctor.cli import run
-    from llmdoctor.engine.deadline import exit_process
 
     try:
         run()
     except SystemExit as done:
-        exit_process(done.code)
-    exit_process(0)
+        end_process(done.code)
+    end_process(0)
 
 
 if __name__ == "__main__":

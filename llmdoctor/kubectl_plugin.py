@@ -68,14 +68,14 @@ def main() -> None:
     """`kubectl llmdoctor ARGS` = `llmdoctor ARGS` with kubectl's flags honoured."""
     args, env = translate(sys.argv[1:])
     os.environ.update(env)
+    from llmdoctor.__main__ import end_process
     from llmdoctor.cli import run
-    from llmdoctor.engine.deadline import exit_process
 
     try:
         run(args)
     except SystemExit as done:
-        exit_process(done.code)
-    exit_process(0)
+        end_process(done.code)
+    end_process(0)
 
 
 def complete_main() -> None:
@@ -91,6 +91,6 @@ def complete_main() -> None:
     for value in completions(build_app(), args, incomplete):
         sys.stdout.write(f"{value}\n")
     sys.stdout.write(":4\n")
-    from llmdoctor.engine.deadline import exit_process
+    from llmdoctor.__main__ import end_process
 
-    exit_process(0)  # the cluster lookup's thread may still wait on a silent API server
+    end_process(0)  # the cluster lookup's thread may still wait on a silent API server

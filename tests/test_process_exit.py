@@ -3,7 +3,7 @@
 Shell completion against a silent API server (CI, 2026-12-02) exited -6 instead of 0 after
 printing its answer: the lookup thread, left running at its deadline, was still inside the
 Kubernetes client when the interpreter shut down, and a daemon thread that touches stderr or a
-lock then aborts the process. engine/deadline.exit_process skips the shutdown in that case.
+lock then aborts the process. llmdoctor.__main__.end_process skips the shutdown in that case.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import time
 # do) while the main thread ends the process with code 2
 SCRIPT = """
 import sys, time
-from llmdoctor.engine.deadline import exit_process, run_with_deadline
+from llmdoctor.__main__ import end_process
+from llmdoctor.engine.deadline import run_with_deadline
 
 def chatty():
     while True:
@@ -25,7 +26,7 @@ def chatty():
 
 assert not run_with_deadline(chatty, 0.05, "chatty").done
 print("answer")
-exit_process(2)
+end_process(2)
 """
 
 
@@ -43,9 +44,9 @@ def test_without_abandoned_threads_the_exit_is_the_usual_one():
     # nothing left running: a plain SystemExit, so atexit work and finalisers still run
     script = (
         "import atexit\n"
-        "from llmdoctor.engine.deadline import exit_process\n"
+        "from llmdoctor.__main__ import end_process\n"
         "atexit.register(lambda: print('atexit ran'))\n"
-        "exit_process(3)\n"
+        "end_process(3)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 3 and done.stdout == "atexit ran\n"

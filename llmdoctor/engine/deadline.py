@@ -10,8 +10,6 @@ ThreadPoolExecutor's workers are joined when the interpreter exits).
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
 import weakref
@@ -43,28 +41,9 @@ def submit_abandonable(fn: Callable[..., Any], *args: Any, name: str | None = No
     return future
 
 
-def exit_process(code: int | str | None) -> None:
-    """End the process with `code`. While a thread abandoned at its deadline still runs, the
-    interpreter's shutdown is skipped (output flushed first): a daemon thread caught inside the
-    Kubernetes client or writing to stderr while the interpreter finalises aborts the process
-    (SIGABRT, exit -6) instead of giving the exit code."""
-    if any(thread.is_alive() for thread in list(_THREADS)):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                if stream is not None:
-                    stream.flush()
-            except (OSError, ValueError):
-                pass
-        if code is None:
-            status = 0
-        elif isinstance(code, int):
-            status = code
-        else:
-            sys.stderr.write(f"{code}\n")
-            sys.stderr.flush()
-            status = 1
-        os._exit(status)
-    raise SystemExit(code)
+def abandoned_threads_running() -> bool:
+    """Whether a thread started here (and perhaps abandoned at its deadline) still runs."""
+    return any(thread.is_alive() for thread in list(_THREADS))
 
 
 def map_abandonable(fn: Callable[[Any], Any], items: Iterable[Any], max_workers: int) -> list[Any]:

@@ -138,10 +138,10 @@ def frozen_gauges(facts: Facts, data: dict[str, Any]) -> str | None:
     return str(probe["error"]) if generated == 0 else None
 
 
-def pod_restarting(facts: Facts) -> str | None:
-    """'container vllm: CrashLoopBackOff, 6 restarts, not ready' when the pod facts show the
-    serving container restarting, exited or not ready, else None (no pod facts: a plain URL
-    probe)."""
+def pod_restarting(facts: Facts) -> tuple[str, bool] | None:
+    """('container vllm: CrashLoopBackOff, 6 restarts, not ready', whether it has exited) when
+    the pod facts show the serving container restarting, exited or not ready, else None (no
+    pod facts: a plain URL probe)."""
     pod = facts.get("k8s/pod.json")
     status = pod.get("status") if isinstance(pod, dict) else None
     statuses = status.get("containerStatuses") if isinstance(status, dict) else None
@@ -165,7 +165,7 @@ def pod_restarting(facts: Facts) -> str | None:
             parts.append("not ready")
         # restarts long ago on a container that is ready now explain nothing about this probe
         if parts and (waiting.get("reason") or ended or cs.get("ready") is False):
-            return f"container {cs.get('name')}: {', '.join(parts)}"
+            return f"container {cs.get('name')}: {', '.join(parts)}", bool(ended)
     return None
 
 
@@ -201,8 +201,9 @@ def server_not_running(facts: Facts) -> tuple[str, str] | None:
     """Why the pod's server cannot answer, when its pod says so: (the pod's own line, the
     clause that tells the reader where to act), else None. A restarting container's silence
     follows from the restart; a server that never started did not die (no engine-dead)."""
-    restarting = pod_restarting(facts)
-    if restarting and "exited (" in restarting:
+    found = pod_restarting(facts)
+    restarting, exited = found if found else (None, False)
+    if restarting and exited:
         return restarting, (
             f"a consequence of the container having exited ({restarting}); why it exited, and "
             "why it was not restarted, is the finding to act on"

@@ -25,6 +25,8 @@ import html
 import json
 import re
 
+from llmdoctor.wiki.digit_blind import TEXT_DIGITS_TO_ZERO
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b[=>]")
 COMPOSE_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(?:[-_][0-9]+)? {1,40}\| ")
 ENTITY = re.compile(r"&(?:quot|amp|lt|gt|apos|nbsp|#[0-9]{1,6}|#x[0-9a-fA-F]{1,5});")
@@ -36,7 +38,6 @@ ERROR_FIELDS = ("error", "err", "exception", "exc_info", "stack_trace", "stacktr
 MAX_RECORD_CHARS = 64 * 1024  # a longer line is kept as it is, never parsed
 MIN_WRAP_WIDTH = 60
 MIN_WRAPPED_LINES = 3
-DIGITS_AS_0 = str.maketrans("123456789", "000000000")
 FENCE = "```"
 # kubectl describe's Events header, and its rows: Type, Reason, Age, From, Message (columns
 # two or more spaces apart; the Age column holds single spaces: `2m (x10 over 5m)`)
@@ -164,7 +165,7 @@ def wrap_width(lines: list[str]) -> int | None:
         return None
     # the pieces of a wrap differ; one line repeated (a crash loop's error, its numbers
     # changing: same length, same shape) is no wrap
-    if len({line.translate(DIGITS_AS_0) for line in lines if len(line) == width}) < (
+    if len({line.translate(TEXT_DIGITS_TO_ZERO) for line in lines if len(line) == width}) < (
         MIN_WRAPPED_LINES
     ):
         return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+TEXT_DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")  # the same, for str
 _DIGIT_CODES = range(ord("0"), ord("9") + 1)
 _REPEAT = re.compile(r"\{[0-9]+(,[0-9]*)?\}")
 # escapes that hold all digits (\d \w \S), none (\D \W \s) or are assertions (\b \B \A \z)
