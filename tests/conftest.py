@@ -57,3 +57,11 @@ def _forget_site_checks():
     for check_id, spec in list(registry._CHECKS.items()):
         if spec.fn.__module__.startswith("llmdoctor_site_checks."):
             del registry._CHECKS[check_id]
+
+
+@pytest.fixture(scope="module")
+def entries():
+    """The wiki's entries (the shipped runbooks), loaded once per test module."""
+    from llmdoctor.wiki.library import load_library
+
+    return load_library().entries

@@ -5,17 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 from llmdoctor.wiki.cause_graph import CauseGraph
-from llmdoctor.wiki.library import load_library
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def entries():
-    return load_library(None).entries
 
 
 def test_built_in_edges_come_from_the_runbooks_front_matter(entries):

@@ -24,17 +24,11 @@ from llmdoctor.triage.explain import (
     read_input,
     search_query,
 )
-from llmdoctor.wiki.library import load_library
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "explain_corpus"
 HEALTHY = FIXTURES / "healthy"
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def entries():
-    return load_library().entries
 
 
 def corpus_text(*names: str) -> str:

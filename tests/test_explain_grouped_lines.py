@@ -23,17 +23,11 @@ import pytest
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.triage.explain import _Hits, read_input
 from llmdoctor.wiki.digit_blind import DIGITS_TO_ZERO, digit_blind, digit_blind_cover
-from llmdoctor.wiki.library import load_library
 from llmdoctor.wiki.signatures import BlockKinds, SignatureSet
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL_VLLM = sorted((FIXTURES / "real-vllm-0.32").glob("*/server.log"))
 BLOCK = 64 * 1024
-
-
-@pytest.fixture(scope="module")
-def entries():
-    return load_library().entries
 
 
 @pytest.fixture(scope="module")

@@ -11,24 +11,17 @@ import json
 import random
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from llmdoctor.cli import app
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.triage.explain import explain, read_input
 from llmdoctor.triage.pasted import body_messages, clean_lines, code_pieces, event_message
-from llmdoctor.wiki.library import load_library
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RUNBOOK_FIXTURES = FIXTURES / "runbooks"
 CORPUS = FIXTURES / "explain_corpus"
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def entries():
-    return load_library().entries
 
 
 def fixture(name: str) -> str:
@@ -139,12 +132,16 @@ def test_a_json_error_body_is_followed_by_its_message_unescaped():
     assert body_messages('{"error": {"message": "a\\nb", "type": "x"}}') == ["a", "b"]
 
 
+def client_400_line() -> str:
+    """The real 400 line of a client whose prompt was over the context (vLLM issue 20409)."""
+    text = fixture("context-length-exceeded/client-400-flat-error-body-vllm-issue20409.log")
+    return text.splitlines()[1]
+
+
 def test_a_last_word_cut_by_the_paste_does_not_count_against_the_right_entry(entries):
     # the real 400 line, cut in the middle of "completion" with no newline after it: the
     # fragment "compl" is dropped, whole words are kept
-    line = fixture(
-        "context-length-exceeded/client-400-flat-error-body-vllm-issue20409.log"
-    ).splitlines()[1]
+    line = client_400_line()
     cut = line[: line.index("10000 in the completion") + len("10000 in the compl")]
     reading, _ = read_input(TextSource.from_text("paste", cut), entries)
     assert reading.text is not None and reading.text.endswith("10000 in the")
@@ -154,9 +151,7 @@ def test_a_last_word_cut_by_the_paste_does_not_count_against_the_right_entry(ent
 
 def test_a_whole_last_word_without_a_newline_is_kept(entries):
     # "completion" is a word the wiki knows: a paste that ends on it is not cut
-    line = fixture(
-        "context-length-exceeded/client-400-flat-error-body-vllm-issue20409.log"
-    ).splitlines()[1]
+    line = client_400_line()
     whole = line[: line.index("10000 in the completion") + len("10000 in the completion")]
     reading, _ = read_input(TextSource.from_text("paste", whole), entries)
     assert reading.text is not None and reading.text.endswith("in the completion")

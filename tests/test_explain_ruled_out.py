@@ -11,17 +11,11 @@ import pytest
 
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.triage.explain import explain
-from llmdoctor.wiki.library import load_library
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RULED_OUT = FIXTURES / "explain_ruled_out"
 CORPUS_UNKNOWN = FIXTURES / "explain_corpus" / "_unknown"
 ROUND7_UNKNOWN = FIXTURES / "explain_fresh" / "round7" / "_unknown"  # measured: tuning data now
-
-
-@pytest.fixture(scope="module")
-def entries():
-    return load_library().entries
 
 
 def _named(path: Path, entries: dict) -> list[str]:

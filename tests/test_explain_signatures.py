@@ -178,11 +178,6 @@ def test_tail_entries_keep_at_least_the_last_lines_of_each_block(monkeypatch):
     assert len(tailed) < len(full) / 3  # most salient-only lines were never looked at
 
 
-@pytest.fixture(scope="module")
-def entries():
-    return load_library().entries
-
-
 def run(text: str, entries):
     return explain(TextSource.from_text("paste", text), entries)
 

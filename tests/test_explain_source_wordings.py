@@ -17,7 +17,6 @@ import pytest
 
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.triage.explain import explain
-from llmdoctor.wiki.library import load_library
 
 RUNBOOK_FIXTURES = Path(__file__).parent / "fixtures" / "runbooks"
 WORDINGS = sorted(RUNBOOK_FIXTURES.glob("*/wordings-from-source.log"))
@@ -40,11 +39,6 @@ CASES = [
     for path in WORDINGS
     for n, message in enumerate(_messages(path), 1)
 ]
-
-
-@pytest.fixture(scope="module")
-def entries():
-    return load_library().entries
 
 
 def test_every_entry_with_source_wordings_has_a_sources_row_for_them():

@@ -14,16 +14,10 @@ import pytest
 
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.triage.explain import explain
-from llmdoctor.wiki.library import load_library
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOGS = FIXTURES / "vllm" / "logs"
 RUNBOOK_FIXTURES = FIXTURES / "runbooks"
-
-
-@pytest.fixture(scope="module")
-def entries():
-    return load_library().entries
 
 
 def matched(path: Path, entries) -> list[str]:
