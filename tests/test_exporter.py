@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -14,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from exporter_running import Running
 from prometheus_client.parser import text_string_to_metric_families
 from vllm_server import (
     Blackhole,
@@ -26,39 +26,10 @@ from vllm_server import (
     wait_until,
 )
 
-from llmdoctor.fleet.exporter import ExporterServer, ProbeExporter, ProbeSettings, parse_listen
+from llmdoctor.fleet.exporter import ProbeSettings, parse_listen
 
 LLMDOCTOR = str(Path(sys.executable).parent / "llmdoctor")
 FAST = ProbeSettings(timeout=1.0, window=0.1, max_latency_ms=1000.0)
-
-
-class Running:
-    """An exporter on a loopback port, in a thread."""
-
-    def __init__(self, settings: ProbeSettings = FAST):
-        self.exporter = ProbeExporter(settings)
-        self.server = ExporterServer(("127.0.0.1", 0), self.exporter)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> Running:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def get(self, path: str, timeout: float = 30) -> tuple[int, str]:
-        url = f"http://127.0.0.1:{self.server.server_address[1]}{path}"
-        try:
-            with urllib.request.urlopen(url, timeout=timeout) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode()
-
-    def probe(self, target: str, **params) -> tuple[int, str]:
-        query = urllib.parse.urlencode({"target": target, **params})
-        return self.get(f"/probe?{query}")
 
 
 def values(text: str) -> dict[str, float]:
@@ -72,7 +43,7 @@ def values(text: str) -> dict[str, float]:
 
 
 def test_a_healthy_server_is_success_1_with_its_timings():
-    with FakeVllmServer() as srv, Running() as ex:
+    with FakeVllmServer() as srv, Running(FAST) as ex:
         status, body = ex.probe(srv.url)
     got = values(body)
     assert status == 200
@@ -107,7 +78,7 @@ def test_a_saturated_slow_server_is_success_0_with_its_queue():
 
 def test_an_empty_generation_is_success_0_although_health_is_200():
     scenario = Scenario(routes={"POST /v1/completions": Stream(tokens=[])})
-    with FakeVllmServer(scenario) as srv, Running() as ex:
+    with FakeVllmServer(scenario) as srv, Running(FAST) as ex:
         status, body = ex.probe(srv.url)
     got = values(body)
     assert status == 200 and got["llmdoctor_probe_health_up"] == 1
@@ -171,7 +142,7 @@ def test_a_scrape_waits_for_a_slot_no_longer_than_its_own_timeout_allows():
 
 @pytest.mark.parametrize("query", ["", "target=", "target=ftp://vllm:21", "target=pod/vllm-0"])
 def test_a_probe_without_a_usable_target_is_400(query):
-    with Running() as ex:
+    with Running(FAST) as ex:
         status, body = ex.get(f"/probe?{query}")
     assert status == 400 and body.strip()
 

@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from exporter_running import Running
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from vllm_server import FakeVllmServer
 
 from llmdoctor.commands.exporter import exporter_command
 from llmdoctor.fleet.exporter import (
-    ExporterServer,
-    ProbeExporter,
     ProbeRefused,
     ProbeSettings,
     parse_listen,
@@ -32,28 +31,6 @@ from llmdoctor.fleet.target_policy import HostPattern, TargetPolicy, TargetRefus
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 EVERYWHERE = ["0.0.0.0/0", "::/0"]
-
-
-class Running:
-    """An exporter on a loopback port, in a thread."""
-
-    def __init__(self, settings: ProbeSettings):
-        self.exporter = ProbeExporter(settings)
-        self.server = ExporterServer(("127.0.0.1", 0), self.exporter)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> Running:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def probe(self, target: str) -> tuple[int, str]:
-        status, body = self.exporter.probe(urllib.parse.urlencode({"target": target}), None)
-        return status, body.decode()
 
 
 def settings_with(policy: TargetPolicy, **kw) -> ProbeSettings:
@@ -85,7 +62,7 @@ def test_the_exporter_listens_on_loopback_unless_a_wider_bind_is_written():
 def test_cloud_metadata_is_refused_even_when_every_address_is_allowed(target):
     # a cloud's metadata service hands out the node's credentials: never probed
     with Running(settings_with(TargetPolicy.from_patterns(EVERYWHERE, None))) as ex:
-        status, body = ex.probe(target)
+        status, body = ex.probe_in_process(target)
     assert status == 400 and "refused" in body
 
 
@@ -100,8 +77,8 @@ def test_a_name_resolving_to_a_metadata_address_is_refused():
 def test_by_default_only_loopback_targets_are_probed():
     # no --allow-target: the exporter probes this machine's servers and nothing else
     with FakeVllmServer() as srv, Running(settings_with(TargetPolicy())) as ex:
-        assert ex.probe(srv.url)[0] == 200
-        status, body = ex.probe("http://10.255.255.1:8000")
+        assert ex.probe_in_process(srv.url)[0] == 200
+        status, body = ex.probe_in_process("http://10.255.255.1:8000")
     assert status == 400 and "not allowed" in body
 
 
@@ -109,7 +86,7 @@ def test_a_disallowed_target_is_never_contacted():
     # the policy is checked before any request: the server sees nothing
     policy = TargetPolicy.from_patterns(["10.0.0.0/8"], None)
     with FakeVllmServer() as srv, Running(settings_with(policy)) as ex:
-        status, _ = ex.probe(srv.url)
+        status, _ = ex.probe_in_process(srv.url)
         assert status == 400 and srv.requests == []
 
 
@@ -120,7 +97,7 @@ def test_a_name_that_rebinds_to_another_address_is_refused_at_connect():
     policy.resolve = lambda host, port: ["127.0.0.2"]
     with FakeVllmServer() as srv, Running(settings_with(policy)) as ex:
         target = srv.url.replace("127.0.0.1", "localhost")
-        status, body = ex.probe(target)
+        status, body = ex.probe_in_process(target)
         assert srv.requests == []
     assert status == 200  # a probe that failed, as metrics
     assert "llmdoctor_probe_health_up 0.0" in body
@@ -156,11 +133,11 @@ def test_the_api_key_goes_only_to_the_targets_named_for_it(monkeypatch):
     loopback = ["127.0.0.0/8"]
     with FakeVllmServer() as srv:
         with Running(settings_with(TargetPolicy.from_patterns(loopback, None))) as ex:
-            assert ex.probe(srv.url)[0] == 200
+            assert ex.probe_in_process(srv.url)[0] == 200
         assert srv.authorizations and set(srv.authorizations) == {None}
         srv.authorizations.clear()
         with Running(settings_with(TargetPolicy.from_patterns(loopback, loopback))) as ex:
-            assert ex.probe(srv.url)[0] == 200
+            assert ex.probe_in_process(srv.url)[0] == 200
         assert set(srv.authorizations) == {"Bearer sk-exporter-key-0123456789"}
 
 
