@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from llmdoctor.wiki.fix_params import fill, fills
+from llmdoctor.wiki.fix_params import fill, fills, is_list_marker, step_tag
 
 FENCES = ("```", "~~~")
 MAX_FIX_LINES = 8
@@ -74,7 +74,6 @@ class FixStep:
         return out
 
 
-STEP_SUBJECTS = ("pod", "node")
 # the bundle folder a log line was read from, and what it is about (engine/fact_keys.py)
 LOG_FOLDER_KINDS = {"node": "node", "logs": "pod"}
 
@@ -82,22 +81,13 @@ LOG_FOLDER_KINDS = {"node": "node", "logs": "pod"}
 def _subject_tag(prose: list[str]) -> str | None:
     """The `[pod]`/`[node]` tag just after a step's list marker: the kind of subject the step
     acts on. The tag stays in the text: where a report shows the step, the reader sees it."""
-    if not prose:
-        return None
-    _, sep, rest = prose[0].lstrip().partition(" ")
-    if not sep or _drop_marker(prose[0].lstrip()) != rest:
-        return None
-    for kind in STEP_SUBJECTS:
-        if rest.startswith(f"[{kind}] "):
-            return kind
-    return None
+    tag = step_tag(prose[0]) if prose else None
+    return tag[0] if tag and tag[1] else None
 
 
 def _drop_marker(text: str) -> str:
     head, sep, rest = text.partition(" ")
-    if sep and (head in ("-", "*", "+") or (head[:-1].isdigit() and head[-1:] in ".)")):
-        return rest
-    return text
+    return rest if sep and is_list_marker(head) else text
 
 
 @lru_cache(maxsize=1)

@@ -9,6 +9,9 @@ prints `--max-model-len 5632` under a finding that read the estimate, and
 
 A parameter is `{` + a known lowercase name + `}`; other braces (YAML flow maps, JSON, `${VAR}`)
 are text. Scanning is plain string search (no regex: the text is a team's own).
+
+A step may also say what it acts on, just after its list marker: `2. [node] Reload the driver`
+(`step_tag`); reports leave it out under a finding about the other kind of subject.
 """
 
 from __future__ import annotations
@@ -22,6 +25,26 @@ PARAMETERS: dict[str, tuple[str, str]] = {
     "pid": ("the pid holding the memory", "int"),
 }
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+SUBJECT_KINDS = ("pod", "node")  # a pod and the server in it; a machine and its GPUs
+
+
+def is_list_marker(word: str) -> bool:
+    """Whether `word` starts a Markdown list item: `-`, `*`, `+`, `1.` or `1)`."""
+    return word in ("-", "*", "+") or (word[:-1].isdigit() and word[-1:] in ".)")
+
+
+def step_tag(line: str) -> tuple[str, bool] | None:
+    """A Fix step's tag, the bracketed word just after its list marker (`1. [pod] …`), and
+    whether the reports read it (a subject kind, lower case, a space after it); None when the
+    line has no such tag."""
+    head, sep, rest = line.lstrip().partition(" ")
+    if not sep or not is_list_marker(head) or not rest.startswith("["):
+        return None
+    close = rest.find("]", 0, 12)
+    word = rest[1:close] if close > 1 else ""
+    if not word.isalpha():
+        return None
+    return word, word in SUBJECT_KINDS and rest[close + 1 : close + 2] == " "
 
 
 def _candidates(text: str) -> Iterator[tuple[int, int, str]]:

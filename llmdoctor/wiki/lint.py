@@ -21,7 +21,7 @@ from llmdoctor.wiki.entry import (
     parse_entry,
     split_front_matter,
 )
-from llmdoctor.wiki.fix_params import PARAMETERS, parameters_in
+from llmdoctor.wiki.fix_params import PARAMETERS, SUBJECT_KINDS, parameters_in, step_tag
 
 KNOWN_KEYS = (
     "id", "title", "severity", "tags", "aliases", "signatures", "hints", "detected_by", "explains",
@@ -31,7 +31,6 @@ LIST_KEYS = (
     "tags", "aliases", "signatures", "hints", "detected_by", "explains", "applies_to",
     "ruled_out_by",
 )  # fmt: skip
-SUBJECT_KINDS = ("pod", "node")  # a pod and the server in it; a machine and its GPUs
 REQUIRED_SECTIONS = ("symptom", "cause", "fix")
 ID_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
 # zero-width matches on ordinary lines betray a signature that would fire everywhere
@@ -135,14 +134,10 @@ def signature_problem(signature: str, kind: str = "signature") -> str | None:
 def _step_tag_problem(line: str) -> str | None:
     """What is wrong with a Fix step's subject tag (`1. [pod] …`), if it has one that the
     reports would not read: another word, other case, no space after it."""
-    head, sep, rest = line.lstrip().partition(" ")
-    is_marker = head in ("-", "*", "+") or (head[:-1].isdigit() and head[-1:] in ".)")
-    if not sep or not is_marker or not rest.startswith("["):
+    tag = step_tag(line)
+    if tag is None or tag[1]:
         return None
-    close = rest.find("]", 0, 12)
-    word = rest[1:close] if close > 1 else ""
-    if not word.isalpha() or rest.startswith(("[pod] ", "[node] ")):
-        return None
+    word = tag[0]
     return (
         f"Fix step tag [{word}] is not read (use `[pod] ` or `[node] `, lower case, then a "
         "space): the step is shown under every finding, tag and all"
