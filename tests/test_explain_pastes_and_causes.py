@@ -86,6 +86,34 @@ def test_an_exception_with_a_message_is_its_own_likely_cause(entries):
     assert cause is not None and cause.line == 7 and "heads do not split" in cause.text
 
 
+def test_a_hinted_first_error_that_explains_the_consequence_is_named_before_it(entries):
+    # GPUStack's SGLang at --tp-size 6 (gpustack#4769): `AssertionError: 16 is not divisible by 6`
+    # (a hint of tp-heads-not-divisible: ensure_divisibility's message), then SGLang's `Received
+    # sigquit from a child process` (engine-dead's signature). The hint alone is a guess, but it
+    # is on the first error line, the search of the lines from there finds the same entry, and
+    # that entry explains engine-dead: it is named first, just above the consequence
+    text = fixture(
+        "tp-heads-not-divisible/gpustack-issue4769-sglang-ensure-divisibility-16-by-6.log"
+    )
+    result = run_text(text, entries)
+    first, second = result.matches[:2]
+    assert (first.id, second.id) == ("tp-heads-not-divisible", "engine-dead")
+    assert first.confidence > second.confidence and "tp-heads-not-divisible" in second.explained_by
+    # no signature proves it: at most a warning, and the evidence is the hinted line
+    assert first.severity == "warning" and [e.line for e in first.evidence] == [4]
+    assert result.likely_cause is not None and result.likely_cause.line == 4
+
+
+def test_the_same_hint_without_the_consequence_stays_a_guess(entries):
+    # the assertion line alone: one piece of evidence, no consequence to explain
+    text = fixture(
+        "tp-heads-not-divisible/gpustack-issue4769-sglang-ensure-divisibility-16-by-6.log"
+    )
+    result = run_text(text.splitlines()[3] + "\n", entries)
+    assert not result.matches
+    assert result.below_threshold and result.below_threshold[0].id == "tp-heads-not-divisible"
+
+
 def test_no_likely_cause_when_only_traceback_frames_come_before_the_consequence(entries):
     # EngineDeadError after two frame lines: a frame says where, not why; nothing is invented
     result = run_text(

@@ -673,6 +673,11 @@ def decide(
     likely = None
     if confident and confident[0].how == "signature" and graph.is_consequence(confident[0].id):
         likely = likely_cause(gathered, confident[0], graph, ranked)
+        if cause := _hinted_cause(likely, ranked, confident[0]):
+            for kept in (weak, confident):
+                if cause in kept:
+                    kept.remove(cause)
+            confident.insert(0, cause)
     return Explanation(
         label,
         confident[:limit],
@@ -686,6 +691,28 @@ def decide(
         likely_cause=likely,
         notes=notes[:limit],
     )
+
+
+def _hinted_cause(
+    likely: LikelyCause | None, ranked: list[Match], consequence: Match
+) -> Match | None:
+    """The entry named as the likely cause's, ranked first, when it also has a hint on that very
+    line: three pieces of evidence agree (the hint on the first error line, the wiki search of the
+    lines from there, the cause graph: it explains the consequence named first), where a hint
+    alone stays a guess. Ranked just above the consequence and at most a warning (no signature
+    proves it); None when any of the three is missing.
+    """
+    if likely is None or likely.entry_id is None:
+        return None
+    cause = next((m for m in ranked if m.id == likely.entry_id), None)
+    if cause is None or cause.how != "search" or not cause.count:
+        return None
+    if not any(e.line == likely.line for e in cause.evidence):
+        return None
+    cause.confidence = min(consequence.confidence + 0.001, 1.0)
+    cause.score = round(100 * cause.confidence, 1)
+    consequence.explained_by = sorted({*consequence.explained_by, cause.id})
+    return cause
 
 
 # an HTTP error status as logs and client errors state it: an access log's `HTTP/1.1" 429`, a JSON
