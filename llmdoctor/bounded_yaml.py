@@ -36,7 +36,9 @@ def _check_expanded_size(root, max_nodes: int, max_depth: int) -> None:
         distinct.add(id(node))
         if seen > max_nodes:
             if len(distinct) < seen:
-                what = f"more than {max_nodes} values once its aliases are expanded (an alias bomb?)"
+                what = (
+                    f"more than {max_nodes} values once its aliases are expanded (an alias bomb?)"
+                )
             else:
                 what = f"more than {max_nodes} values (a runbook's front matter has a few hundred)"
             raise _too_large(node, what)
