@@ -145,3 +145,38 @@ def test_the_builtin_ruled_out_patterns_all_apply(entries):
     )
     result = explain(TextSource.from_text(path.name, path.read_text(encoding="utf-8")), entries)
     assert not [w for w in result.warnings if "ruled_out_by" in w]
+
+
+ROUND8_UNKNOWN = FIXTURES / "explain_fresh" / "round8" / "_unknown"  # measured: tuning data now
+
+
+def test_a_guided_decoding_backend_that_cannot_be_imported_is_no_rejected_grammar(entries):
+    # SGLang importing a function outlines had renamed (round 8): the words are json_schema and
+    # regex, the fix was pinning outlines; no grammar was ever compiled
+    path = ROUND8_UNKNOWN / "r8-sglang-194-outlines-build-regex-import-error.log"
+    assert "guided-decoding-grammar-error" not in _named(path, entries)
+    # the rule is what holds it back: without it the text alone names the entry
+    without = _without_rule(entries, "guided-decoding-grammar-error")
+    assert "guided-decoding-grammar-error" in _named(path, without)
+    # and vLLM's lm-format-enforcer backend failing to import transformers' LogitsWarper is
+    # named neither way (an install problem: no entry covers it)
+    other = RULED_OUT / "guided-decoding-grammar-error"
+    assert not _named(
+        other / "vllm-issue14401-lm-format-enforcer-logitswarper-import-error.log", entries
+    )
+
+
+def test_a_shared_memory_segment_nccl_cannot_open_is_no_small_dev_shm(entries):
+    # NCCL's `Error while attaching … No such file or directory` with a size of 0: a peer's
+    # descriptor misread (NCCL PR 2059), whatever /dev/shm's size; shm-too-small's words fit
+    path = RULED_OUT / "shm-too-small" / "easyr1-issue505-nccl-shm-attach-enoent-size-0.log"
+    assert "shm-too-small" not in _named(path, entries)
+    assert "shm-too-small" in _named(path, _without_rule(entries, "shm-too-small"))
+
+
+def test_a_tracebacks_header_and_frames_name_no_entry(entries):
+    # LiteLLM's proxy refusing a malformed JSON body (round 8): tool-call-parser-error's only
+    # naming words in it were `call` (`most recent call last`) and `read` (a frame's
+    # `_read_request_body`); where an error passed says nothing of what it is
+    path = ROUND8_UNKNOWN / "r8-litellm-8535-doc-curl-invalid-json-payload.log"
+    assert "tool-call-parser-error" not in _named(path, entries)

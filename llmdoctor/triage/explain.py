@@ -718,6 +718,11 @@ def decide(
     likely = None
     if confident and confident[0].how == "signature" and graph.is_consequence(confident[0].id):
         likely = likely_cause(gathered, confident[0], graph, ranked)
+        if cause := _hinted_cause(likely, ranked, confident[0]):
+            for kept in (weak, confident):
+                if cause in kept:
+                    kept.remove(cause)
+            confident.insert(0, cause)
     return Explanation(
         label,
         confident[:limit],
@@ -731,6 +736,28 @@ def decide(
         likely_cause=likely,
         notes=notes[:limit],
     )
+
+
+def _hinted_cause(
+    likely: LikelyCause | None, ranked: list[Match], consequence: Match
+) -> Match | None:
+    """The entry named as the likely cause's, ranked first, when it also has a hint on that very
+    line: three pieces of evidence agree (the hint on the first error line, the wiki search of the
+    lines from there, the cause graph: it explains the consequence named first), where a hint
+    alone stays a guess. Ranked just above the consequence and at most a warning (no signature
+    proves it); None when any of the three is missing.
+    """
+    if likely is None or likely.entry_id is None:
+        return None
+    cause = next((m for m in ranked if m.id == likely.entry_id), None)
+    if cause is None or cause.how != "search" or not cause.count:
+        return None
+    if not any(e.line == likely.line for e in cause.evidence):
+        return None
+    cause.confidence = min(consequence.confidence + 0.001, 1.0)
+    cause.score = round(100 * cause.confidence, 1)
+    consequence.explained_by = sorted({*consequence.explained_by, cause.id})
+    return cause
 
 
 # an HTTP error status as logs and client errors state it: an access log's `HTTP/1.1" 429`, a JSON
@@ -815,6 +842,12 @@ def unusable_ruled_out(entries: dict) -> list[InvalidSignature]:
 
 
 NAMING_SHARE = 0.1  # a word in the names of more entries than this names none of them
+# what a traceback says of where, never of what: its header (every traceback's `most recent
+# call last`) and its frames (`File "…/http_parsing_utils.py", line 45, in _read_request_body`:
+# a function's name is no word of the error); its code lines and the error itself still count
+TRACEBACK_WHERE = re.compile(
+    r"Traceback \(most recent call last\):?|\bFile [\"“][^\"”\n]*[\"”], line [0-9]+(, in [^\n]*)?"
+)
 
 
 def unnamed_guesses(ranked: list[Match], text: str, entries: dict, fusion: Fusion) -> None:
@@ -832,7 +865,7 @@ def unnamed_guesses(ranked: list[Match], text: str, entries: dict, fusion: Fusio
     for stems in names.values():
         for stem in stems:
             count[stem] = count.get(stem, 0) + 1
-    words = _stems(text)  # every word, `/dev/shm`'s too
+    words = _stems(TRACEBACK_WHERE.sub(" ", text))  # every word, `/dev/shm`'s too
     for m in ranked:
         if m.how != "search" or m.count or m.confidence < fusion.confident:
             continue
@@ -919,13 +952,48 @@ def likely_cause(
     first = next((e for e in lines if ERROR_LINE.search(e.text) and not _below_error(e.text)), None)
     if first is None:
         return None
-    query = "\n".join(e.text for e in lines[lines.index(first) :][:CAUSE_QUERY_LINES])
+    rest = lines[lines.index(first) :]
+    if statement := _failed_statement(reading, first):
+        first, rest = statement, [statement, *rest]  # the bare exception says no more than it
+    query = "\n".join(e.text for e in rest[:CAUSE_QUERY_LINES])
     results = gathered.cause_searches.get(query)
     if results is None:
         results = gathered.cause_searches[query] = _search(query, 5, gathered.wiki_dirs)
     top = results[0].id if results else None
     entry_id = top if top and graph.explains(top, consequence.id) else None
     return LikelyCause(consequence.id, first.line, first.text.strip(), entry_id)
+
+
+# an exception raised with no message (`AssertionError`, `(VllmWorker rank=0 pid=4360)
+# AssertionError`): Python printed the failed statement on the line above it
+BARE_EXCEPTION = re.compile(r"^[A-Z][A-Za-z0-9_.]*(Error|Exception):?\s*$")
+# the tag a process puts before each line of its output: vLLM's `(VllmWorker rank=0 pid=4360) `,
+# torchrun's `[rank0]: `
+PROCESS_TAG = re.compile(r"^(\([A-Za-z][^()]{0,60}\)|\[[A-Za-z]+[0-9]*\]:) ")
+
+
+def _message(text: str) -> str:
+    """A line without its logger prefix and process tag: what the program itself printed."""
+    message = text[m.end() + 1 :] if (m := LOG_PREFIX.match(text)) else text
+    return message[m.end() :] if (m := PROCESS_TAG.match(message)) else message
+
+
+def _failed_statement(reading: _Reading, error: Evidence) -> Evidence | None:
+    """The statement a traceback prints just above an exception raised with no message (a
+    failed `assert`): that line, not the exception's bare name, says why. None when the error
+    has a message, or the line above is no code line of the traceback.
+    """
+    if reading.text is None or not BARE_EXCEPTION.match(_message(error.text).strip()):
+        return None
+    at = next((i for i, n in enumerate(reading.numbers) if n == error.line), 0)
+    texts = reading.text.split("\n")
+    if not 0 < at <= len(texts):
+        return None
+    above = texts[at - 1]
+    code = _message(above)
+    if not code.startswith((" ", "\t")) or code.strip().startswith(('File "', "^", "~")):
+        return None
+    return Evidence(reading.numbers[at - 1], above.strip()[:MAX_TEXT])
 
 
 def _below_error(text: str) -> bool:
