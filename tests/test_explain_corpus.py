@@ -41,7 +41,10 @@ TOP1 = {"tune": 0.90, "heldout": 0.90}
 TOP3 = {"tune": 0.97, "heldout": 0.9615}
 BEHIND_SEARCH = {"tune": (0, 0), "heldout": (0, 0)}  # excerpts, top-1 and top-3
 # named first AND confident (not "too weak to name"), at the level reached on each half
-CONFIDENT_TOP1 = {"tune": 0.9003, "heldout": 0.8654}
+# tune one excerpt lower than it was (0.9003): a healthy V1 start-up with enforce_eager and its
+# own `Enforce eager set` WARNING is now a configuration note, as the INFO-level line always was
+# (enforce-eager-in-production/vllm-v1-non-default-args-enforce-eager-lmcache.log)
+CONFIDENT_TOP1 = {"tune": 0.8973, "heldout": 0.8654}
 NOT_ABSTAINED = 6  # uncovered failures named (never critical), at the level reached (bar: 0)
 INDEPENDENT_TOP1 = {"tune": 0.90, "heldout": 0.9145}
 HELDOUT_GAP = 0.05
@@ -151,7 +154,7 @@ def test_an_excerpt_of_a_runbook_source_report_is_not_counted_as_independent(rep
 # logs); abstention: uncovered errors with no confident answer. Held at the levels reached (the
 # held-out half, never used to choose, reaches the precision bar too: 95.6 %).
 GATE_PRECISION = 0.95
-INDEPENDENT_COVERAGE = {"tune": 0.9014, "heldout": 0.8618}
+INDEPENDENT_COVERAGE = {"tune": 0.8982, "heldout": 0.8618}  # tune: the eager note (above)
 INDEPENDENT_PRECISION = {"tune": GATE_PRECISION, "heldout": GATE_PRECISION}
 # held-out abstention 36/39: vLLM's xgrammar refusal of a tool schema was relabelled from
 # _unknown to guided-decoding-grammar-error (added after that excerpt was collected), so one fewer
