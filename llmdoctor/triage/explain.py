@@ -615,7 +615,12 @@ def explain(
     """
     label = name or getattr(source, "name", None) or "<input>"
     gathered = gather(source, entries, limit=limit, wiki_dirs=wiki_dirs, workers=workers)
-    return decide(gathered, entries, label, limit=limit, fusion=fusion)
+    result = decide(gathered, entries, label, limit=limit, fusion=fusion)
+    for m in (*result.matches, *result.notes, *result.below_threshold):
+        entry = entries.get(m.id)
+        if entry is not None:
+            m.fix = fix_lines(entry, (e.text for e in m.evidence))
+    return result
 
 
 @dataclass
@@ -650,9 +655,12 @@ def gather(
 def decide(
     gathered: Gathered, entries: dict, label: str, *, limit: int = 5, fusion: Fusion = FUSION
 ) -> Explanation:
-    """The ranking, the confident matches and the abstention, from what was gathered."""
+    """The ranking, the confident matches and the abstention, from what was gathered (each
+    match's Fix text is left to `explain`: rendering it is most of the cost of a decision, and
+    the calibration makes thousands)."""
     reading, query = gathered.reading, gathered.query
-    ranked = fuse(reading, entries, gathered.results, query or gathered.searched, fusion)
+    graph = CauseGraph.from_entries(entries)
+    ranked = fuse(reading, entries, gathered.results, query or gathered.searched, fusion, graph)
     if not (query or reading.salient):  # no line looks wrong: text alone names guesses only
         for m in ranked:
             if m.how == "search" and m.confidence > fusion.no_error_guess:
@@ -669,7 +677,6 @@ def decide(
     if confident:
         how = "signatures" if confident[0].how == "signature" else "search"
     salient = reading.salient if how != "signatures" else []
-    graph = CauseGraph.from_entries(entries)
     likely = None
     if confident and confident[0].how == "signature" and graph.is_consequence(confident[0].id):
         likely = likely_cause(gathered, confident[0], graph, ranked)
@@ -759,23 +766,37 @@ def unnamed_guesses(ranked: list[Match], text: str, entries: dict, fusion: Fusio
     shares words with what the entry says, not with what it is (a gateway's 401 `Invalid
     authentication credentials` is no Hugging Face gated repo, however close the Hub's wording).
     """
-    names = {
-        entry_id: _stems(" ".join([entry_id, e.title, " ".join(getattr(e, "aliases", ()))]))
-        for entry_id, e in entries.items()
-    }
-    common = max(1, int(NAMING_SHARE * len(names)))
-    count: dict[str, int] = {}
-    for stems in names.values():
-        for stem in stems:
-            count[stem] = count.get(stem, 0) + 1
+    naming = _naming_stems(entries)
     words = _stems(text)  # every word, `/dev/shm`'s too
     for m in ranked:
         if m.how != "search" or m.count or m.confidence < fusion.confident:
             continue
-        naming = {s for s in names.get(m.id, ()) if count[s] <= common}
-        if naming and not words & naming:
+        named = naming.get(m.id, frozenset())
+        if named and not words & named:
             m.confidence = min(m.confidence, fusion.weak_ceiling)
             m.score = round(100 * m.confidence, 1)
+
+
+_NAMING: dict[tuple, dict[str, frozenset[str]]] = {}
+
+
+def _naming_stems(entries: dict) -> dict[str, frozenset[str]]:
+    """Per entry, the stems of its id, title and aliases that few other entries' names hold."""
+    key = tuple(
+        (entry_id, e.title, tuple(getattr(e, "aliases", ()))) for entry_id, e in entries.items()
+    )
+    if key not in _NAMING:
+        names = {i: _stems(" ".join([i, title, " ".join(aliases)])) for i, title, aliases in key}
+        common = max(1, int(NAMING_SHARE * len(names)))
+        count: dict[str, int] = {}
+        for stems in names.values():
+            for stem in stems:
+                count[stem] = count.get(stem, 0) + 1
+        _NAMING.clear()  # one library at a time
+        _NAMING[key] = {
+            i: frozenset(s for s in stems if count[s] <= common) for i, stems in names.items()
+        }
+    return _NAMING[key]
 
 
 CONFIG_LEVELS = ("INFO", "DEBUG")  # how a server logs the configuration it starts with
@@ -919,7 +940,12 @@ def _search_text(reading: _Reading, query: str) -> str:
 
 
 def fuse(
-    reading: _Reading, entries: dict, results: list, query: str, fusion: Fusion = FUSION
+    reading: _Reading,
+    entries: dict,
+    results: list,
+    query: str,
+    fusion: Fusion = FUSION,
+    graph: CauseGraph | None = None,
 ) -> list[Match]:
     """One ranking of every entry with any evidence, best first (see the module docstring)."""
     f = fusion
@@ -973,12 +999,11 @@ def fuse(
                 confidence=round(min(confidence, 1.0), 3),
                 count=h.count if h else 0,
                 evidence=h.evidence() if h else [],
-                fix=fix_lines(entry, (e.text for e in h.evidence()) if h else ()),
                 snippet="" if h is not None and h.strong else snippets.get(entry_id, ""),
                 path=getattr(entry, "path", ""),
             )
         )
-    _causes_first(matches, CauseGraph.from_entries(entries))
+    _causes_first(matches, graph or CauseGraph.from_entries(entries))
     _search_order(matches, {entry_id: t[1] for entry_id, t in text.items()})
     for m in matches:
         m.score = round(100 * m.confidence, 1)
