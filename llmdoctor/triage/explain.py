@@ -169,6 +169,13 @@ HINT_OFF_ERROR = 0.5  # a hint on a line that is no error line (a pasted command
 # benchmarks/explain_calibrate.py (the most coverage at >= 95 % precision, 0 healthy alarms, on
 # the tune half's independent excerpts); every other number kept its value there.
 HINT_TEXT_FLOOR = 0.2
+# ... and whose text alone reaches this, the hint on a line that states an error at ERROR level
+# or above (ERROR_LINE: `ERROR`, `FATAL`, an exception, `Error:`, `Killed`), is lifted even when
+# that line is the input's only error line: a stated error that a hint names and whose words
+# fit the entry (a vLLM wrapper's `RuntimeError: Engine core initialization failed`), as
+# against a WARNING or INFO line a hint fires on (vLLM's shared-memory broadcast wait, printed
+# by slow healthy start-ups). 1.0 = never.
+HINT_STATED_FLOOR = 1.0
 
 
 @dataclass(frozen=True)
@@ -193,6 +200,7 @@ class Fusion:
     weak_ceiling: float = WEAK_CEILING
     hint_off_error: float = HINT_OFF_ERROR
     hint_text_floor: float = HINT_TEXT_FLOOR
+    hint_stated_floor: float = HINT_STATED_FLOOR
 
 
 FUSION = Fusion()
@@ -374,6 +382,12 @@ class _Hits:
 
     def evidence(self) -> list[Evidence]:
         return [Evidence(n, t[:MAX_TEXT]) for n, t in (*self.first, *self.last)]
+
+    def states_error(self) -> bool:
+        """Whether one of its kept lines states an error at ERROR level or above."""
+        return any(
+            ERROR_LINE.search(t) and not _below_error(t) for _, t in (*self.first, *self.last)
+        )
 
 
 @dataclass
@@ -653,13 +667,19 @@ def gather(
 
 
 def decide(
-    gathered: Gathered, entries: dict, label: str, *, limit: int = 5, fusion: Fusion = FUSION
+    gathered: Gathered,
+    entries: dict,
+    label: str,
+    *,
+    limit: int = 5,
+    fusion: Fusion = FUSION,
+    graph: CauseGraph | None = None,
 ) -> Explanation:
     """The ranking, the confident matches and the abstention, from what was gathered (each
     match's Fix text is left to `explain`: rendering it is most of the cost of a decision, and
-    the calibration makes thousands)."""
+    the calibration makes thousands; it passes the entries' `graph` too)."""
     reading, query = gathered.reading, gathered.query
-    graph = CauseGraph.from_entries(entries)
+    graph = graph or CauseGraph.from_entries(entries)
     ranked = fuse(reading, entries, gathered.results, query or gathered.searched, fusion, graph)
     if not (query or reading.salient):  # no line looks wrong: text alone names guesses only
         for m in ranked:
@@ -981,10 +1001,9 @@ def fuse(
                 # ... unless the hint is on an error line, the text alone already makes a
                 # fair case (hint_text_floor) and the input has error lines the hint did not
                 # fire on: two pieces of evidence, never the hinted line agreeing with itself
-                lifted = (
-                    h.on_error_line
-                    and confidence >= f.hint_text_floor
-                    and reading.error_lines > h.error_lines
+                lifted = h.on_error_line and (
+                    (confidence >= f.hint_text_floor and reading.error_lines > h.error_lines)
+                    or (confidence >= f.hint_stated_floor and h.states_error())
                 )
                 ceiling = 1.0 if lifted else f.weak_ceiling
                 confidence = min(confidence + hint, ceiling)
