@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import json
@@ -21,6 +22,7 @@ from llmdoctor.cli import app, run
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.triage.explain import (
     CONFIDENT,
+    FUSION,
     explain,
     read_input,
     search_query,
@@ -790,6 +792,36 @@ def test_a_cut_shm_broadcast_line_is_not_named_either(cut):
         text = "\n".join(SHM_LINE[i : i + 120] for i in range(0, len(SHM_LINE), 120)) + "\n"
     doc, code, _ = explain_json(text)
     assert doc["how"] == "none" and code == 0, doc["matches"][:1]
+
+
+# round 8 (tuning data): vLLM's one-line refusal of a max_model_len above the model's; the
+# message is a hint of max-model-len-above-model-limit (other engines word limits alike)
+MAX_LEN_REFUSAL = (
+    FIXTURES
+    / "explain_fresh/round8/max-model-len-above-model-limit"
+    / "r8-qanything-qwen14b-max-model-len-4096-over-2048.log"
+)
+
+
+def test_a_hint_on_the_only_error_line_is_a_guess_by_default(entries):
+    # the calibration has not chosen hint_stated_floor (1.0: never): one hinted line stays weak
+    result = run_text(MAX_LEN_REFUSAL.read_text(encoding="utf-8"), entries)
+    assert result.how == "none"
+    assert result.below_threshold[0].id == "max-model-len-above-model-limit"
+
+
+def test_hint_stated_floor_names_a_hinted_error_line_whose_words_fit(entries):
+    # a stated ValueError the hint names and whose words fit the entry: two pieces of evidence
+    fusion = dataclasses.replace(FUSION, hint_stated_floor=0.1)
+    result = run_text(MAX_LEN_REFUSAL.read_text(encoding="utf-8"), entries, fusion=fusion)
+    assert [m.id for m in result.matches][:1] == ["max-model-len-above-model-limit"]
+    assert result.matches[0].severity == "warning"  # a MAYBE, never critical on a hint
+
+
+def test_hint_stated_floor_never_names_the_shm_broadcast_wait_logged_at_info(entries):
+    # slow healthy start-ups print it at INFO: no stated error, whatever the floor
+    fusion = dataclasses.replace(FUSION, hint_stated_floor=0.0)
+    assert run_text(SHM_LINE + "\n", entries, fusion=fusion).how == "none"
 
 
 def test_the_start_up_wrappers_first_sentence_names_no_unrelated_entry():

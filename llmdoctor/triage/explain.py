@@ -177,6 +177,13 @@ HINT_OFF_ERROR = 0.5  # a hint on a line that is no error line (a pasted command
 # benchmarks/explain_calibrate.py (the most coverage at >= 95 % precision, 0 healthy alarms, on
 # the tune half's independent excerpts); every other number kept its value there.
 HINT_TEXT_FLOOR = 0.2
+# ... and whose text alone reaches this, the hint on a line that states an error at ERROR level
+# or above (ERROR_LINE: `ERROR`, `FATAL`, an exception, `Error:`, `Killed`), is lifted even when
+# that line is the input's only error line: a stated error that a hint names and whose words
+# fit the entry (a vLLM wrapper's `RuntimeError: Engine core initialization failed`), as
+# against a WARNING or INFO line a hint fires on (vLLM's shared-memory broadcast wait, printed
+# by slow healthy start-ups). 1.0 = never.
+HINT_STATED_FLOOR = 1.0
 
 
 @dataclass(frozen=True)
@@ -201,6 +208,7 @@ class Fusion:
     weak_ceiling: float = WEAK_CEILING
     hint_off_error: float = HINT_OFF_ERROR
     hint_text_floor: float = HINT_TEXT_FLOOR
+    hint_stated_floor: float = HINT_STATED_FLOOR
 
 
 FUSION = Fusion()
@@ -382,6 +390,12 @@ class _Hits:
 
     def evidence(self) -> list[Evidence]:
         return [Evidence(n, t[:MAX_TEXT]) for n, t in (*self.first, *self.last)]
+
+    def states_error(self) -> bool:
+        """Whether one of its kept lines states an error at ERROR level or above."""
+        return any(
+            ERROR_LINE.search(t) and not _below_error(t) for _, t in (*self.first, *self.last)
+        )
 
 
 @dataclass
@@ -657,7 +671,12 @@ def explain(
     """
     label = name or getattr(source, "name", None) or "<input>"
     gathered = gather(source, entries, limit=limit, wiki_dirs=wiki_dirs, workers=workers)
-    return decide(gathered, entries, label, limit=limit, fusion=fusion)
+    result = decide(gathered, entries, label, limit=limit, fusion=fusion)
+    for m in (*result.matches, *result.notes, *result.below_threshold):
+        entry = entries.get(m.id)
+        if entry is not None:
+            m.fix = fix_lines(entry, (e.text for e in m.evidence))
+    return result
 
 
 @dataclass
@@ -690,11 +709,20 @@ def gather(
 
 
 def decide(
-    gathered: Gathered, entries: dict, label: str, *, limit: int = 5, fusion: Fusion = FUSION
+    gathered: Gathered,
+    entries: dict,
+    label: str,
+    *,
+    limit: int = 5,
+    fusion: Fusion = FUSION,
+    graph: CauseGraph | None = None,
 ) -> Explanation:
-    """The ranking, the confident matches and the abstention, from what was gathered."""
+    """The ranking, the confident matches and the abstention, from what was gathered (each
+    match's Fix text is left to `explain`: rendering it is most of the cost of a decision, and
+    the calibration makes thousands; it passes the entries' `graph` too)."""
     reading, query = gathered.reading, gathered.query
-    ranked = fuse(reading, entries, gathered.results, query or gathered.searched, fusion)
+    graph = graph or CauseGraph.from_entries(entries)
+    ranked = fuse(reading, entries, gathered.results, query or gathered.searched, fusion, graph)
     if not (query or reading.salient):  # no line looks wrong: text alone names guesses only
         for m in ranked:
             if m.how == "search" and m.confidence > fusion.no_error_guess:
@@ -714,7 +742,6 @@ def decide(
     if notes:  # a note's own remark on the setting is no error line
         remarks = {e.line for m in notes for e in m.evidence}
         salient = [e for e in salient if e.line not in remarks]
-    graph = CauseGraph.from_entries(entries)
     likely = None
     if confident and confident[0].how == "signature" and graph.is_consequence(confident[0].id):
         likely = likely_cause(gathered, confident[0], graph, ranked)
@@ -856,23 +883,37 @@ def unnamed_guesses(ranked: list[Match], text: str, entries: dict, fusion: Fusio
     shares words with what the entry says, not with what it is (a gateway's 401 `Invalid
     authentication credentials` is no Hugging Face gated repo, however close the Hub's wording).
     """
-    names = {
-        entry_id: _stems(" ".join([entry_id, e.title, " ".join(getattr(e, "aliases", ()))]))
-        for entry_id, e in entries.items()
-    }
-    common = max(1, int(NAMING_SHARE * len(names)))
-    count: dict[str, int] = {}
-    for stems in names.values():
-        for stem in stems:
-            count[stem] = count.get(stem, 0) + 1
+    naming = _naming_stems(entries)
     words = _stems(TRACEBACK_WHERE.sub(" ", text))  # every word, `/dev/shm`'s too
     for m in ranked:
         if m.how != "search" or m.count or m.confidence < fusion.confident:
             continue
-        naming = {s for s in names.get(m.id, ()) if count[s] <= common}
-        if naming and not words & naming:
+        named = naming.get(m.id, frozenset())
+        if named and not words & named:
             m.confidence = min(m.confidence, fusion.weak_ceiling)
             m.score = round(100 * m.confidence, 1)
+
+
+_NAMING: dict[tuple, dict[str, frozenset[str]]] = {}
+
+
+def _naming_stems(entries: dict) -> dict[str, frozenset[str]]:
+    """Per entry, the stems of its id, title and aliases that few other entries' names hold."""
+    key = tuple(
+        (entry_id, e.title, tuple(getattr(e, "aliases", ()))) for entry_id, e in entries.items()
+    )
+    if key not in _NAMING:
+        names = {i: _stems(" ".join([i, title, " ".join(aliases)])) for i, title, aliases in key}
+        common = max(1, int(NAMING_SHARE * len(names)))
+        count: dict[str, int] = {}
+        for stems in names.values():
+            for stem in stems:
+                count[stem] = count.get(stem, 0) + 1
+        _NAMING.clear()  # one library at a time
+        _NAMING[key] = {
+            i: frozenset(s for s in stems if count[s] <= common) for i, stems in names.items()
+        }
+    return _NAMING[key]
 
 
 # how a server logs the configuration it starts with, and remarks on it (V0's `Since,
@@ -1059,7 +1100,12 @@ def _search_text(reading: _Reading, query: str) -> str:
 
 
 def fuse(
-    reading: _Reading, entries: dict, results: list, query: str, fusion: Fusion = FUSION
+    reading: _Reading,
+    entries: dict,
+    results: list,
+    query: str,
+    fusion: Fusion = FUSION,
+    graph: CauseGraph | None = None,
 ) -> list[Match]:
     """One ranking of every entry with any evidence, best first (see the module docstring)."""
     f = fusion
@@ -1095,10 +1141,9 @@ def fuse(
                 # ... unless the hint is on an error line, the text alone already makes a
                 # fair case (hint_text_floor) and the input has error lines the hint did not
                 # fire on: two pieces of evidence, never the hinted line agreeing with itself
-                lifted = (
-                    h.on_error_line
-                    and confidence >= f.hint_text_floor
-                    and reading.error_lines > h.error_lines
+                lifted = h.on_error_line and (
+                    (confidence >= f.hint_text_floor and reading.error_lines > h.error_lines)
+                    or (confidence >= f.hint_stated_floor and h.states_error())
                 )
                 ceiling = 1.0 if lifted else f.weak_ceiling
                 confidence = min(confidence + hint, ceiling)
@@ -1113,12 +1158,11 @@ def fuse(
                 confidence=round(min(confidence, 1.0), 3),
                 count=h.count if h else 0,
                 evidence=h.evidence() if h else [],
-                fix=fix_lines(entry, (e.text for e in h.evidence()) if h else ()),
                 snippet="" if h is not None and h.strong else snippets.get(entry_id, ""),
                 path=getattr(entry, "path", ""),
             )
         )
-    _causes_first(matches, CauseGraph.from_entries(entries))
+    _causes_first(matches, graph or CauseGraph.from_entries(entries))
     _search_order(matches, {entry_id: t[1] for entry_id, t in text.items()})
     for m in matches:
         m.score = round(100 * m.confidence, 1)
