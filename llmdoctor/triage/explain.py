@@ -673,6 +673,8 @@ def decide(
     likely = None
     if confident and confident[0].how == "signature" and graph.is_consequence(confident[0].id):
         likely = likely_cause(gathered, confident[0], graph, ranked)
+    for m in [*confident[:limit], *notes[:limit]]:  # the Fix of what is shown, only
+        m.fix = fix_lines(entries[m.id], (e.text for e in m.evidence))
     return Explanation(
         label,
         confident[:limit],
@@ -973,7 +975,6 @@ def fuse(
                 confidence=round(min(confidence, 1.0), 3),
                 count=h.count if h else 0,
                 evidence=h.evidence() if h else [],
-                fix=fix_lines(entry, (e.text for e in h.evidence()) if h else ()),
                 snippet="" if h is not None and h.strong else snippets.get(entry_id, ""),
                 path=getattr(entry, "path", ""),
             )
