@@ -73,7 +73,7 @@ def explain_command(
     if file != "-":
         from llmdoctor.triage.log_input import keep_freed_blocks
 
-        keep_freed_blocks()
+        keep_freed_blocks(file)
     request = ExplainRequest(file=file, limit=limit, jobs=jobs, wiki_dirs=wiki)
     result, source, _ = explain_log(request, library.entries, stdin=stdin)
     for warning in result.warnings:
