@@ -10,6 +10,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -940,6 +941,33 @@ def test_eager_mode_in_a_log_with_an_error_line_stays_a_match(entries):
     result = run_text(text, entries)
     assert "enforce-eager-in-production" in [m.id for m in result.matches]
     assert result.notes == []
+
+
+EAGER = FIXTURES / "runbooks" / "enforce-eager-in-production"
+
+
+def test_v0_eager_warning_on_a_healthy_start_up_is_a_note_not_an_error(entries):
+    # V0 logs its own remark on eager mode at WARNING (`... async output processor cannot be
+    # used`), which reads as an error line: it is the setting's remark, so a note and exit 0
+    text = (EAGER / "vllm-v0-async-output-proc-disabled-warning-trl-pr3310.log").read_text()
+    assert "WARNING" in text and "cannot be used" in text
+    result = run_text(text, entries)
+    assert result.matches == [] and [m.id for m in result.notes] == ["enforce-eager-in-production"]
+    assert result.exit_code == 0
+    # the remark is not also listed among the lines read as errors
+    assert not any("cannot be used" in e.text for e in result.salient)
+
+
+def test_a_hard_wrapped_eager_config_line_is_still_a_note(entries):
+    # a terminal wrapped the engine's config line: `enforce_eager=True` lands on a piece with no
+    # log level, which is still the configuration, not an error
+    text = (EAGER / "vllm-0.10.2-v1-enforce-eager-startup-kagaho-jetson-readme.log").read_text()
+    wrapped = "\n".join(
+        piece for line in text.splitlines() for piece in textwrap.wrap(line, 97) or [""]
+    )
+    result = run_text(wrapped + "\n", entries)
+    assert result.matches == [] and [m.id for m in result.notes] == ["enforce-eager-in-production"]
+    assert result.exit_code == 0
 
 
 def test_terminal_says_a_configuration_note_without_calling_it_the_cause(tmp_path):

@@ -11,6 +11,7 @@ import json
 import random
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from llmdoctor.cli import app
@@ -136,6 +137,32 @@ def client_400_line() -> str:
     """The real 400 line of a client whose prompt was over the context (vLLM issue 20409)."""
     text = fixture("context-length-exceeded/client-400-flat-error-body-vllm-issue20409.log")
     return text.splitlines()[1]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a client's error string around vLLM's 400 body as a Python dict
+        "Error code: 400 - {'object': 'error', 'message': \"This model's maximum context length is "
+        "4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the "
+        "completion). Please reduce the length of the messages or completion.\", 'code': 400}",
+        # a JSON body whose message is split by an escaped newline
+        '{"error":{"message":"CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total '
+        'capacity of 79.15 GiB\\nof which 1.2 GiB is free.","code":500}}',
+    ],
+)
+def test_a_one_line_error_body_counts_as_one_matching_line(entries, body):
+    # the line and the message read out of it are one line of the input
+    result = explain(TextSource.from_text("paste", body + "\n"), entries)
+    assert result.matches and result.matches[0].count == 1
+    assert result.matched_lines == 1
+
+
+def test_the_same_error_on_two_input_lines_still_counts_two(entries):
+    # the correction is for one line read twice, not for a repeated error
+    body = client_400_line()
+    result = explain(TextSource.from_text("paste", f"{body}\n{body}\n"), entries)
+    assert result.matches[0].count == 2 and result.matched_lines == 2
 
 
 def test_a_last_word_cut_by_the_paste_does_not_count_against_the_right_entry(entries):

@@ -110,3 +110,38 @@ def test_a_signature_match_is_never_held_back_by_a_ruled_out_line(entries):
     )
     result = explain(TextSource.from_text("paste", text), entries)
     assert result.matches and result.matches[0].id == "model-name-not-found"
+
+
+@pytest.mark.parametrize(
+    "pattern, why",
+    [
+        # RE2 has no backreferences: the rule cannot be applied at all
+        (r"(a)\1", "cannot compile"),
+        # a pattern that matches every line would hold back every guess of the entry
+        (r"x*", "empty string"),
+    ],
+)
+def test_a_ruled_out_pattern_explain_cannot_use_is_named_in_its_warnings(entries, pattern, why):
+    team = {
+        **entries,
+        "model-name-not-found": dataclasses.replace(
+            entries["model-name-not-found"], ruled_out_by=[pattern, "Invalid URL"]
+        ),
+    }
+    path = (
+        RULED_OUT / "model-name-not-found/chatgpt-web-issue737-invalid-url-baseurl-without-v1.log"
+    )
+    result = explain(TextSource.from_text(path.name, path.read_text(encoding="utf-8")), team)
+    named = [w for w in result.warnings if "ruled_out_by pattern" in w]
+    assert len(named) == 1 and repr(pattern) in named[0] and why in named[0], result.warnings
+    # the usable pattern beside it is still applied
+    assert "model-name-not-found" not in [m.id for m in result.matches]
+
+
+def test_the_builtin_ruled_out_patterns_all_apply(entries):
+    # no built-in rule is silently dropped
+    path = (
+        RULED_OUT / "model-name-not-found/chatgpt-web-issue737-invalid-url-baseurl-without-v1.log"
+    )
+    result = explain(TextSource.from_text(path.name, path.read_text(encoding="utf-8")), entries)
+    assert not [w for w in result.warnings if "ruled_out_by" in w]

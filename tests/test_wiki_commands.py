@@ -724,6 +724,21 @@ def test_an_entry_linked_out_of_the_wiki_folder_is_refused_by_lint_show_search_a
     assert "team-widget" not in json.dumps(report)
 
 
+def test_show_says_when_a_refused_team_file_shares_a_builtin_id(tmp_path, capsys):
+    # a team's engine-dead.md that is a link out of its folder is refused; show then finds the
+    # built-in entry of that id, and says the team's file was not read rather than passing
+    # the built-in off as the team's
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "engine-dead.md").write_text("---\nid: engine-dead\ntitle: Ours\n---\n")
+    wiki = tmp_path / "team"
+    wiki.mkdir()
+    (wiki / "engine-dead.md").symlink_to(private / "engine-dead.md")
+    code, out, err = run_cli(capsys, "wiki", "show", "engine-dead", "--wiki", str(wiki))
+    assert code == 0 and "EngineDeadError" in out and "Ours" not in out
+    assert "link to outside its wiki folder" in err and "shown instead" in err
+
+
 def test_a_link_between_two_files_of_the_wiki_folder_is_an_entry(tmp_path, capsys):
     # a link that stays inside the folder (an alias file) reads nothing from elsewhere
     wiki = tmp_path / "team"

@@ -44,7 +44,15 @@ from llmdoctor.engine.textsource import TextSource
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.links import page_url
-from llmdoctor.wiki.signatures import BlockKinds, LineMatch, SignatureSet, literal_weight
+from llmdoctor.wiki.signatures import (
+    BlockKinds,
+    InvalidSignature,
+    LineMatch,
+    SignatureSet,
+    compile_problem,
+    literal_weight,
+    signature_line,
+)
 
 # Lines worth reading: errors, and also what people paste that says why without "error" in it
 # (capability warnings, kills and exit codes, kubectl describe's Events and Last State).
@@ -423,10 +431,44 @@ def read_input(
         matched_lines += group.count if strong_ids else 0  # lines a signature (not a hint) matched
         for entry_id in entry_ids:
             hits.setdefault(entry_id, _Hits()).merge(group, strong=entry_id in strong_ids)
+    if numbers:
+        extra, extra_strong = _lines_read_twice(text, numbers, scanner)
+        for entry_id, n in extra.items():
+            if entry_id in hits:
+                hits[entry_id].count = max(1, hits[entry_id].count - n)
+        matched_lines = max(min(matched_lines, 1), matched_lines - extra_strong)
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
     kept = [Evidence(n, t[:MAX_TEXT]) for n, t in lines.salient]
     reading = _Reading(hits, kept, matched_lines, text, invalid, numbers, lines.error_lines)
     return reading, scanner
+
+
+def _lines_read_twice(
+    text: str, numbers: list[int], scanner: SignatureSet
+) -> tuple[dict[str, int], int]:
+    """A cleaned paste reads some input lines as several (a line and the error body's message
+    in it, a Markdown code span): per entry, how many matches beyond one fell on one input
+    line, and the same for lines a strong signature matched, so counts are of input lines."""
+    pieces: dict[int, list[int]] = {}
+    for index, number in enumerate(numbers):
+        pieces.setdefault(number, []).append(index)
+    shared = [index for indexes in pieces.values() if len(indexes) > 1 for index in indexes]
+    if not shared:
+        return {}, 0
+    scanned = text.split("\n")
+    fired: dict[tuple[int, str], int] = {}
+    strong_on: dict[int, int] = {}
+    for m in scanner.scan_text("\n".join(scanned[i] for i in shared), kinds=False):
+        number = numbers[shared[m.line - 1]]
+        for entry_id in set(m.entry_ids) - {SALIENT_ID}:
+            fired[(number, entry_id)] = fired.get((number, entry_id), 0) + 1
+        if any(not scanner.weak[i] and scanner.patterns[i][0] != SALIENT_ID for i in m.fired):
+            strong_on[number] = strong_on.get(number, 0) + 1
+    extra: dict[str, int] = {}
+    for (_, entry_id), n in fired.items():
+        if n > 1:
+            extra[entry_id] = extra.get(entry_id, 0) + n - 1
+    return extra, sum(n - 1 for n in strong_on.values() if n > 1)
 
 
 class _LineGroups:
@@ -669,6 +711,9 @@ def decide(
     if confident:
         how = "signatures" if confident[0].how == "signature" else "search"
     salient = reading.salient if how != "signatures" else []
+    if notes:  # a note's own remark on the setting is no error line
+        remarks = {e.line for m in notes for e in m.evidence}
+        salient = [e for e in salient if e.line not in remarks]
     graph = CauseGraph.from_entries(entries)
     likely = None
     if confident and confident[0].how == "signature" and graph.is_consequence(confident[0].id):
@@ -682,7 +727,7 @@ def decide(
         salient,
         reading.matched_lines,
         total_matches=len(confident),
-        warnings=[str(w) for w in reading.invalid],
+        warnings=[str(w) for w in [*reading.invalid, *unusable_ruled_out(entries)]],
         below_threshold=weak[:limit],
         threshold=fusion.confident,
         likely_cause=likely,
@@ -743,13 +788,32 @@ _RULED_OUT: dict[tuple[str, ...], list] = {}
 
 def _ruled_out_patterns(entry) -> list:
     """The entry's `ruled_out_by` patterns compiled by RE2 (linear time; one that does not
-    compile is left out: `wiki lint` says why)."""
+    compile, or would match every line, is left out and named by `unusable_ruled_out`)."""
     key = tuple(getattr(entry, "ruled_out_by", ()) or ())
     if key not in _RULED_OUT:
         from llmdoctor.wiki.re2_patterns import line_pattern
 
-        _RULED_OUT[key] = [p for p in map(line_pattern, key) if p is not None]
+        usable = [p for p in key if isinstance(p, str) and compile_problem(p) is None]
+        _RULED_OUT[key] = [line_pattern(p) for p in usable]
     return _RULED_OUT[key]
+
+
+def unusable_ruled_out(entries: dict) -> list[InvalidSignature]:
+    """The `ruled_out_by` patterns explain leaves out, and why: said with the result, as an
+    unusable signature is, so a team does not rely on a rule that is not applied."""
+    unusable = []
+    for entry in entries.values():
+        for pattern in getattr(entry, "ruled_out_by", ()) or ():
+            why = compile_problem(pattern) if isinstance(pattern, str) else "it is not text"
+            if why:
+                path = str(getattr(entry, "path", "") or "")
+                line = signature_line(path, pattern) if path and isinstance(pattern, str) else 0
+                unusable.append(
+                    InvalidSignature(
+                        entry.id, str(pattern), why, path, line, "ruled_out_by pattern"
+                    )
+                )
+    return unusable
 
 
 NAMING_SHARE = 0.1  # a word in the names of more entries than this names none of them
@@ -780,20 +844,21 @@ def unnamed_guesses(ranked: list[Match], text: str, entries: dict, fusion: Fusio
             m.score = round(100 * m.confidence, 1)
 
 
-CONFIG_LEVELS = ("INFO", "DEBUG")  # how a server logs the configuration it starts with
+# how a server logs the configuration it starts with, and remarks on it (V0's `Since,
+# enforce-eager is enabled, async output processor cannot be used` is a WARNING)
+CONFIG_LEVELS = ("INFO", "DEBUG", "WARNING", "WARN")
 CONFIG_TAG = "config"  # an entry about how the server is set up, not about a state it is in
 
 
 def configuration_notes(confident: list[Match], reading: _Reading, entries: dict) -> list[Match]:
     """The confident matches that are notes, not what failed: when no line of the input looks
     wrong, a warning-level entry about the configuration (tagged `config`) whose signature
-    matched only lines the server logged at INFO or DEBUG (vLLM's `Cudagraph is disabled under
-    eager mode` on a healthy start-up). A log with an error line keeps them as matches: there the
-    setting may be why. A state logged at INFO (a queue of 951 waiting requests) is no note.
+    matched only lines the server logged at INFO, DEBUG or WARNING, or lines with no level (a
+    config line wrapped by the terminal), such as vLLM's `Cudagraph is disabled under eager mode`
+    on a healthy start-up. A log with an error line other than those keeps them as matches: there
+    the setting may be why. A state logged at INFO (a queue of 951 waiting requests) is no note.
     """
-    if reading.error_lines:
-        return []
-    return [
+    config = [
         m
         for m in confident
         if m.how == "signature"
@@ -801,10 +866,17 @@ def configuration_notes(confident: list[Match], reading: _Reading, entries: dict
         and CONFIG_TAG in getattr(entries.get(m.id), "tags", ())
         and m.evidence
         and all(
-            (level := LEVEL.search(e.text)) is not None and level.group(1) in CONFIG_LEVELS
+            (level := LEVEL.search(e.text)) is None or level.group(1) in CONFIG_LEVELS
             for e in m.evidence
         )
     ]
+    # the server's own remark on the setting may read as an error line (V0's `cannot be used`)
+    remarks = {e.line for m in config for e in m.evidence}
+    if reading.error_lines > len(reading.salient) or any(
+        e.line not in remarks for e in reading.salient
+    ):
+        return []
+    return config
 
 
 # the lines that say something went wrong, as opposed to the wider salient lines (a warning, a
