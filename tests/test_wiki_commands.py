@@ -220,6 +220,15 @@ BAD_CASES = [
         9,
         "not a check id",
     ),
+    (
+        # two `signatures:` lists (a hand-merged conflict): YAML keeps the second only
+        "twice.md",
+        GOOD.format(id="twice", title="t").replace(
+            "---\n## Symptom", "signatures:\n  - 'gateway said 504'\n---\n## Symptom"
+        ),
+        7,
+        "written 2 times (lines 7, 9)",
+    ),
     ("no-front.md", "## Symptom\nx\n", 1, "front matter"),
     ("Bad_ID.md", GOOD.format(id="Bad_ID", title="t"), 2, "lower-case"),
 ]
