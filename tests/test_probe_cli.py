@@ -120,6 +120,10 @@ def test_probe_subprocess_against_a_silent_port_is_clean():
     [
         (["probe", "pod/vllm-7b"], "http(s)://HOST:PORT"),
         (["probe", "http://:8000"], "no host"),
+        # a query or fragment would swallow /health and /metrics: every request went to '/'
+        # while the report said 'GET /health returned 404'
+        (["probe", "http://127.0.0.1:8000/?token=abc"], "query or fragment"),
+        (["probe", "http://127.0.0.1:8000/#frag"], "query or fragment"),
         (["probe", "http://127.0.0.1:1", "--tokenizer", "/nonexistent/tok"], "--tokenizer"),
         (["probe", "http://127.0.0.1:1", "--only", "no-such-check"], "unknown check"),
         (["probe", "http://127.0.0.1:1", "--skip", "no-such-check"], "--skip names unknown"),
