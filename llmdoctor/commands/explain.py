@@ -65,6 +65,8 @@ def explain_command(
     library = load_library(wiki)
     for error in library.errors:  # a team entry that cannot be read is said, never dropped quietly
         print(f"warning: {visible(str(error))} (entry not used)", file=sys.stderr)
+    for dropped in library.dropped_signatures():
+        print(f"warning: {visible(dropped)}", file=sys.stderr)
     stdin = None
     if file == "-":
         stdin = sys.stdin.buffer if sys.stdin is not None else None
