@@ -1033,3 +1033,20 @@ def test_a_team_file_that_replaces_a_builtin_without_its_signatures_is_warned(tm
     code, out, err = run_cli(capsys, "explain", "--wiki", str(team), str(log), "--json")
     assert "replaces entry" not in err and code == 2
     assert json.loads(out)["matches"][0]["id"] == "cuda-oom-runtime"
+
+
+def test_a_maybe_entry_s_runbook_text_is_labelled_not_passed_off_as_a_log_line(capsys):
+    # vLLM 0.32's admission-control log: queue-saturation is a MAYBE found by wiki search, and
+    # its search snippet (a stats line from the runbook, "Waiting: 754 reqs", not in this log)
+    # was printed where a matched log line goes, unlabelled
+    log = FIXTURES / "real-vllm-0.32" / "admission" / "server.log"
+    _, out, _ = run_cli(capsys, "explain", str(log), "--json")
+    searched = [m for m in json.loads(out)["matches"] if m["how"] != "signature" and m["snippet"]]
+    assert searched
+    _, out, _ = run_cli(capsys, "explain", str(log))
+    text = log.read_text(encoding="utf-8")
+    for m in searched:
+        head = m["snippet"].lstrip("…")[:40]
+        assert head not in text  # the runbook's words indeed
+        (shown,) = [line for line in out.splitlines() if head in line]
+        assert shown.strip().startswith("its runbook reads: ")
