@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from vllm_server import (
+    Blackhole,
     FakeVllmServer,
     Reply,
     Scenario,
@@ -82,6 +83,22 @@ def test_probe_against_a_port_that_never_answers_is_a_critical_finding(capsys):
     # request), not a dead engine, which answers 500/503 or exits
     assert doc["findings"][0]["runbooks"][:1] == ["engine-wedged"]
     assert "engine-dead" not in doc["findings"][0]["runbooks"]
+
+
+def test_a_health_path_that_never_answers_while_generation_works_is_not_a_wedged_engine(capsys):
+    # only GET /health hangs; the real captured /metrics and a streamed completion answer: the
+    # report said 'Root cause: engine wedged, no token is generated' over tokens it had just got
+    scenario = Scenario(routes={"GET /health": Blackhole()})
+    with FakeVllmServer(scenario) as srv:
+        argv = ["probe", srv.url, "--timeout", "2", "--window", "0.1", "--json"]
+        code, out, _ = cli(argv, capsys)
+    findings = json.loads(out)["findings"]
+    (health,) = [f for f in findings if f["subject"] == "endpoint /health"]
+    assert code == 1 and health["severity"] == "warning"
+    assert "engine-wedged" not in health["runbooks"] and "engine-dead" not in health["runbooks"]
+    assert "a generation answered" in health["summary"]
+    (generation,) = [f for f in findings if f["check"] == "vllm-generation"]
+    assert generation["severity"] == "ok"
 
 
 def test_probe_of_a_port_nothing_listens_on_still_points_at_a_dead_engine(capsys):
