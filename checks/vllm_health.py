@@ -282,7 +282,7 @@ def _generation_answered(facts: Facts) -> str | None:
 
 def _server_gone(facts: Facts, health: Finding) -> bool:
     """Whether /health got no answer at all because the server is unreachable (refused, reset,
-    timed out): then every other endpoint fails the same way."""
+    timed out, a TLS handshake that fails): then every other endpoint fails the same way."""
     doc = facts.get("vllm/health.json")
     kind = doc.get("error_kind") if isinstance(doc, dict) else None
-    return health.severity is Severity.CRITICAL and kind in ("connect", "reset", "timeout")
+    return health.severity is Severity.CRITICAL and kind in ("connect", "reset", "timeout", "tls")

@@ -101,6 +101,17 @@ def test_a_health_path_that_never_answers_while_generation_works_is_not_a_wedged
     assert generation["severity"] == "ok"
 
 
+def test_https_to_a_plain_http_server_says_so_once(capsys):
+    # the handshake fails on every endpoint alike: one finding that says use http://, not
+    # three headlines of requests' pool internals ("HTTPSConnectionPool(host=...): Max retries")
+    with FakeVllmServer(Scenario()) as srv:
+        url = srv.url.replace("http://", "https://")
+        code, out, _ = cli(["probe", url, "--timeout", "2", "--window", "0.1", "--json"], capsys)
+    problems = [f for f in json.loads(out)["findings"] if f["severity"] != "ok"]
+    assert code == 2 and [f["subject"] for f in problems] == ["endpoint /health"]
+    assert "use http://" in problems[0]["summary"] and "Pool" not in problems[0]["summary"]
+
+
 def test_probe_of_a_port_nothing_listens_on_still_points_at_a_dead_engine(capsys):
     # connection refused: vLLM exits after its engine dies, so engine-dead stays the reading
     argv = ["probe", f"http://127.0.0.1:{free_port()}", "--timeout", "2", "--json"]
