@@ -68,6 +68,21 @@ def _health(facts: Facts) -> Finding:
                 [],
                 subject,
             )
+        generated = _generation_answered(facts)
+        if kind == "timeout" and ACCEPTED_NO_ANSWER in what and generated:
+            # the engine generates: what hangs is /health's own path (a proxy route, the API
+            # server's health handler), not the engine; a liveness probe on it restarts the pod
+            items.append(evidence(f"generation probe: {generated}", "vllm/probe.json"))
+            return warning(
+                CHECK,
+                f"GET /health takes the connection but does not answer ({what}), yet a "
+                f"generation answered ({generated}): the engine works; the /health path is "
+                "blocked (a proxy route or the API server's health handler), and a liveness "
+                "probe on it would restart a serving pod",
+                items,
+                [],
+                subject,
+            )
         if kind == "timeout" and ACCEPTED_NO_ANSWER in what:
             # a dead engine answers 500/503 or the server exits (refused); a server that takes
             # the request and says nothing is blocked, or a proxy in front of it holds it
@@ -254,9 +269,20 @@ def vllm_health(facts: Facts) -> list[Finding]:
     return findings
 
 
+def _generation_answered(facts: Facts) -> str | None:
+    """What the generation probe got, when it got a streamed answer with text (else None)."""
+    probe = facts.get("vllm/probe.json")
+    if not isinstance(probe, dict) or probe.get("status") != 200 or probe.get("error"):
+        return None
+    chunks = probe.get("chunks")
+    if not isinstance(chunks, int) or isinstance(chunks, bool) or chunks < 1:
+        return None
+    return f"status 200, {chunks} text chunk{'s' if chunks != 1 else ''}"
+
+
 def _server_gone(facts: Facts, health: Finding) -> bool:
     """Whether /health got no answer at all because the server is unreachable (refused, reset,
-    timed out): then every other endpoint fails the same way."""
+    timed out, a TLS handshake that fails): then every other endpoint fails the same way."""
     doc = facts.get("vllm/health.json")
     kind = doc.get("error_kind") if isinstance(doc, dict) else None
-    return health.severity is Severity.CRITICAL and kind in ("connect", "reset", "timeout")
+    return health.severity is Severity.CRITICAL and kind in ("connect", "reset", "timeout", "tls")

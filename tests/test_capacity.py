@@ -573,3 +573,17 @@ def test_capacity_safetensors_tensor_with_bad_offsets_is_bad_input(tmp_path, cap
     code, _, err = capacity_cli(capsys, "--model-dir", str(folder))
     assert code == 3
     assert "model.embed_tokens.weight" in one_line_error(err)
+
+
+@pytest.mark.parametrize(
+    "gpu,message",
+    [
+        # 'a100' fits two sizes, so find_gpu rightly picks neither; it was called unknown
+        ("a100", "GPU 'a100' has several sizes: give A100-40GB or A100-80GB"),
+        # a name the table does not hold at all is still unknown, with the list
+        ("rtx9090", "unknown GPU 'rtx9090'; known: A100-40GB"),
+    ],
+)
+def test_a_gpu_name_of_several_sizes_asks_which(capsys, gpu, message):
+    code, out, err = run_cli(capsys, "capacity", "--model-config", str(QWEN_CONFIG), "--gpu", gpu)
+    assert code == 3 and out == "" and message in one_line_error(err)

@@ -1043,3 +1043,45 @@ def test_a_hub_401_with_the_repo_named_is_still_hf_gated_model(entries):
     # the real Hub refusal names what the entry is about and is matched by its signature
     text = corpus_text("hf-gated-model/hf-hub-401-llama3-instruct-no-token-llamaindex.log")
     assert run_text(text, entries).matches[0].id == "hf-gated-model"
+
+
+def test_a_team_file_that_replaces_a_builtin_without_its_signatures_is_warned(tmp_path, capsys):
+    # a team's cuda-oom-runtime.md with no signatures takes the built-in's place whole: the
+    # example bundle's real OOM line was then matched by nothing and explain fell from exit 2
+    # to a MAYBE, without a word; it still reads the team's file, and says what it lost
+    log = (
+        Path(__file__).parent.parent / "examples/bundles/crashloop-cuda-oom/logs/vllm.previous.log"
+    )
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "cuda-oom-runtime.md").write_text(
+        "---\nid: cuda-oom-runtime\ntitle: Ours\nseverity: info\n---\n## Symptom\nx\n"
+        "## Cause\ny\n## Fix\nz\n",
+        encoding="utf-8",
+    )
+    _, _, err = run_cli(capsys, "explain", "--wiki", str(team), str(log), "--json")
+    assert "replaces entry 'cuda-oom-runtime'" in err and "signatures" in err
+    # a team copy that keeps every signature changes only what it says: nothing to warn of
+    builtin = Path(__file__).parent.parent / "runbooks" / "cuda-oom-runtime.md"
+    text = builtin.read_text(encoding="utf-8").replace("title: ", "title: Ours - ", 1)
+    (team / "cuda-oom-runtime.md").write_text(text, encoding="utf-8")
+    code, out, err = run_cli(capsys, "explain", "--wiki", str(team), str(log), "--json")
+    assert "replaces entry" not in err and code == 2
+    assert json.loads(out)["matches"][0]["id"] == "cuda-oom-runtime"
+
+
+def test_a_maybe_entry_s_runbook_text_is_labelled_not_passed_off_as_a_log_line(capsys):
+    # vLLM 0.32's admission-control log: queue-saturation is a MAYBE found by wiki search, and
+    # its search snippet (a stats line from the runbook, "Waiting: 754 reqs", not in this log)
+    # was printed where a matched log line goes, unlabelled
+    log = FIXTURES / "real-vllm-0.32" / "admission" / "server.log"
+    _, out, _ = run_cli(capsys, "explain", str(log), "--json")
+    searched = [m for m in json.loads(out)["matches"] if m["how"] != "signature" and m["snippet"]]
+    assert searched
+    _, out, _ = run_cli(capsys, "explain", str(log))
+    text = log.read_text(encoding="utf-8")
+    for m in searched:
+        head = m["snippet"].lstrip("…")[:40]
+        assert head not in text  # the runbook's words indeed
+        (shown,) = [line for line in out.splitlines() if head in line]
+        assert shown.strip().startswith("its runbook reads: ")

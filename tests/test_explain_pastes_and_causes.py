@@ -321,3 +321,22 @@ def test_one_error_repeated_with_changing_numbers_is_no_hard_wrap(entries):
         "\n" not in e.text and e.text.count("CUDA out of memory") == 1
         for e in result.matches[0].evidence
     )
+
+
+REAL_VLLM = Path(__file__).parent / "fixtures" / "real-vllm-0.32"
+
+
+@pytest.mark.parametrize("body", ["over-context/error-400.json", "admission/error-503-busy.json"])
+def test_a_one_line_error_body_is_quoted_once(entries, body):
+    # vLLM 0.32's own 400 and 503 bodies: the line and the message read out of it are one
+    # input line, so the evidence quotes line 1 once under "1 matching line", not twice
+    source = TextSource.from_text(body, (REAL_VLLM / body).read_text(encoding="utf-8"))
+    result = explain(source, entries)
+    assert [e.line for e in result.matches[0].evidence] == [1]
+
+
+def test_the_same_error_on_two_input_lines_is_still_quoted_twice(entries):
+    # one quote per input line, not one per distinct text: a repeated error keeps its lines
+    body = client_400_line()
+    result = explain(TextSource.from_text("paste", f"{body}\n{body}\n"), entries)
+    assert [e.line for e in result.matches[0].evidence] == [1, 2]

@@ -394,3 +394,14 @@ def test_from_log_says_when_its_only_line_is_a_builtin_hint(tmp_path):
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "host-oom-killer" in result.output and "hint" in result.output, result.output
+
+
+def test_a_line_two_entries_quote_is_one_salient_line_of_the_draft():
+    # a real gated-repo log that hf-gated-model and model-download-failure both quote: the
+    # draft's examples file held the shared line twice (and the symptom said so)
+    log = (
+        FIXTURES / "explain_corpus" / "hf-gated-model" / "gatedrepoerror-401-llama2-neosapiens.log"
+    )
+    draft = draft_from_log(str(log), load_library().entries)
+    lines = [line for _, line, _ in draft.salient]
+    assert lines and lines == sorted(set(lines))

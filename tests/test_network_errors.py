@@ -91,4 +91,4 @@ def test_https_to_a_plain_http_server_is_tls():
     with FakeVllmServer() as srv:
         exc = raised(srv.url.replace("http://", "https://") + "/health")
     kind, text = classify_network_error(exc, 1.0)
-    assert kind == "tls" and text.startswith("TLS error")
+    assert kind == "tls" and text.startswith("TLS handshake failed") and "use http://" in text

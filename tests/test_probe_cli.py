@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from vllm_server import (
+    Blackhole,
     FakeVllmServer,
     Reply,
     Scenario,
@@ -84,6 +85,33 @@ def test_probe_against_a_port_that_never_answers_is_a_critical_finding(capsys):
     assert "engine-dead" not in doc["findings"][0]["runbooks"]
 
 
+def test_a_health_path_that_never_answers_while_generation_works_is_not_a_wedged_engine(capsys):
+    # only GET /health hangs; the real captured /metrics and a streamed completion answer: the
+    # report said 'Root cause: engine wedged, no token is generated' over tokens it had just got
+    scenario = Scenario(routes={"GET /health": Blackhole()})
+    with FakeVllmServer(scenario) as srv:
+        argv = ["probe", srv.url, "--timeout", "2", "--window", "0.1", "--json"]
+        code, out, _ = cli(argv, capsys)
+    findings = json.loads(out)["findings"]
+    (health,) = [f for f in findings if f["subject"] == "endpoint /health"]
+    assert code == 1 and health["severity"] == "warning"
+    assert "engine-wedged" not in health["runbooks"] and "engine-dead" not in health["runbooks"]
+    assert "a generation answered" in health["summary"]
+    (generation,) = [f for f in findings if f["check"] == "vllm-generation"]
+    assert generation["severity"] == "ok"
+
+
+def test_https_to_a_plain_http_server_says_so_once(capsys):
+    # the handshake fails on every endpoint alike: one finding that says use http://, not
+    # three headlines of requests' pool internals ("HTTPSConnectionPool(host=...): Max retries")
+    with FakeVllmServer(Scenario()) as srv:
+        url = srv.url.replace("http://", "https://")
+        code, out, _ = cli(["probe", url, "--timeout", "2", "--window", "0.1", "--json"], capsys)
+    problems = [f for f in json.loads(out)["findings"] if f["severity"] != "ok"]
+    assert code == 2 and [f["subject"] for f in problems] == ["endpoint /health"]
+    assert "use http://" in problems[0]["summary"] and "Pool" not in problems[0]["summary"]
+
+
 def test_probe_of_a_port_nothing_listens_on_still_points_at_a_dead_engine(capsys):
     # connection refused: vLLM exits after its engine dies, so engine-dead stays the reading
     argv = ["probe", f"http://127.0.0.1:{free_port()}", "--timeout", "2", "--json"]
@@ -120,6 +148,10 @@ def test_probe_subprocess_against_a_silent_port_is_clean():
     [
         (["probe", "pod/vllm-7b"], "http(s)://HOST:PORT"),
         (["probe", "http://:8000"], "no host"),
+        # a query or fragment would swallow /health and /metrics: every request went to '/'
+        # while the report said 'GET /health returned 404'
+        (["probe", "http://127.0.0.1:8000/?token=abc"], "query or fragment"),
+        (["probe", "http://127.0.0.1:8000/#frag"], "query or fragment"),
         (["probe", "http://127.0.0.1:1", "--tokenizer", "/nonexistent/tok"], "--tokenizer"),
         (["probe", "http://127.0.0.1:1", "--only", "no-such-check"], "unknown check"),
         (["probe", "http://127.0.0.1:1", "--skip", "no-such-check"], "--skip names unknown"),

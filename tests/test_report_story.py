@@ -393,3 +393,25 @@ def test_the_headline_counts_agree_with_the_status(name):
     first = _terminal(report).splitlines()[0]
     if report.status == "critical":
         assert "critical," in first or "critical)" in first, first
+
+
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        # GPU 1 fell off the bus, GPU 0 is fine: "gpu-health" alone in the fine line read as
+        # the check that had just reported the Xid 79 being fine
+        ("examples/bundles/xid79-gpu-fallen-off-bus", "gpu-health [GPU 0 (0000:84:00.0)]"),
+        # vLLM 0.32's /health and /v1/models both fine: counted 7 with six names before
+        ("tests/fixtures/real-vllm-0.32/healthy/bundle", "vllm-health (×2)"),
+    ],
+)
+def test_the_fine_line_names_add_up_and_never_name_a_check_that_failed_alone(name, expected):
+    report = _report(_bundle(name))
+    text = _terminal(report)
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("Checked and fine")]
+    count = int(re.search(r"\((\d+)\)", line).group(1))
+    names = line.split(": ", 1)[1].removesuffix(" (-v shows each)")
+    shown = re.findall(r"(?:^|, )([a-z0-9-]+)(?: \[[^\]]*\])?(?: \(×(\d+)\))?", names)
+    assert expected in names and sum(int(k or 1) for _, k in shown) == count
+    flagged = {f.check for f in report.findings if f.severity.value != "ok"}
+    assert not [c for c in flagged if re.search(rf"(?:^|, ){re.escape(c)}(?:,|$| \()", names)]

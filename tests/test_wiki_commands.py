@@ -759,3 +759,9 @@ def test_a_link_between_two_files_of_the_wiki_folder_is_an_entry(tmp_path, capsy
     assert code == 0 and "Team team-widget" in out
     code, out, err = run_cli(capsys, "wiki", "lint", str(wiki))
     assert code == 0, out + err
+
+
+def test_show_of_an_id_typed_in_capitals_suggests_the_entry(capsys):
+    # ids are lower-case; "CUDA-OOM-RUNTIME" (typed from a title or a shout) found nothing close
+    code, out, err = run_cli_checked(capsys, "wiki", "show", "CUDA-OOM-RUNTIME")
+    assert code == 3 and out == "" and "did you mean: cuda-oom-runtime?" in err

@@ -56,6 +56,7 @@ from llmdoctor.gpus.catalog import (  # noqa: F401  (re-exported for callers of 
     find_gpu,
     gpu_names,
     gpu_table,
+    gpus_named_like,
     parse_count,
     parse_size,
 )

@@ -57,7 +57,7 @@ def classify_network_error(exc: BaseException, budget: float) -> tuple[str, str]
     ):
         return "timeout", f"could not connect within {budget:.1f}s"
     if has(requests.exceptions.SSLError, u3.SSLError, ssl.SSLError):
-        return "tls", f"TLS error: {first[:160]}"
+        return "tls", _tls_text(has(ssl.SSLError), first)
     if has(requests.exceptions.ReadTimeout, u3.ReadTimeoutError, TimeoutError):
         return "timeout", f"no answer within {budget:.1f}s ({ACCEPTED_NO_ANSWER})"
     if has(requests.exceptions.ChunkedEncodingError):
@@ -85,3 +85,16 @@ def classify_network_error(exc: BaseException, budget: float) -> tuple[str, str]
         why = f"{errno.strerror} (errno {errno.errno})" if errno and errno.strerror else first
         return "connect", f"cannot connect: {why}"
     return "protocol", f"{type(exc).__name__}: {first}" if str(exc) else type(exc).__name__
+
+
+def _tls_text(error, first: str) -> str:
+    """What a failed TLS handshake says, from OpenSSL's reason code when there is one (not
+    requests' wrapper text, which is a line of pool internals): a plain-HTTP server answering
+    an https:// URL is the usual one."""
+    reason = getattr(error, "reason", None)
+    if not isinstance(reason, str) or not reason:
+        return f"TLS error: {first[:160]}"
+    if reason in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST"):
+        return f"TLS handshake failed ({reason}): the server answers plain HTTP here; use http://"
+    detail = getattr(error, "verify_message", None)
+    return f"TLS handshake failed ({reason}{': ' + detail if isinstance(detail, str) else ''})"

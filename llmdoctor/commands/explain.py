@@ -65,6 +65,8 @@ def explain_command(
     library = load_library(wiki)
     for error in library.errors:  # a team entry that cannot be read is said, never dropped quietly
         print(f"warning: {visible(str(error))} (entry not used)", file=sys.stderr)
+    for dropped in library.dropped_signatures():
+        print(f"warning: {visible(dropped)}", file=sys.stderr)
     stdin = None
     if file == "-":
         stdin = sys.stdin.buffer if sys.stdin is not None else None
@@ -186,8 +188,10 @@ def render(result, console) -> None:
                 if i == 3 and m.count > len(m.evidence):
                     console.print(f"   [dim]│ … {m.count - len(m.evidence)} more …[/]")
                 console.print(f"   [dim]│ {e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
-        elif m.snippet:
-            console.print(f"   [dim]{escape(_cut(m.snippet))}[/]", soft_wrap=True)
+        elif m.snippet:  # the runbook's words, not the log's: labelled so, never a quote
+            console.print(
+                f"   [dim]its runbook reads: {escape(_cut(m.snippet))}[/]", soft_wrap=True
+            )
         for i, fix in enumerate(m.fix):
             label = "Fix: " if i == 0 else "     "
             console.print(f"   [cyan]{label}[/]{escape(fix)}", soft_wrap=True)

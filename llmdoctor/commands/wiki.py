@@ -107,7 +107,8 @@ def show_command(
             if os.path.basename(error.path) == f"{entry_id}.md":
                 raise BadInput(str(error))
 
-        close = difflib.get_close_matches(entry_id, all_ids(wiki), n=3, cutoff=0.5)
+        # ids are lower-case: "CUDA-OOM-Runtime" (a title's capitals) is suggested as typed
+        close = difflib.get_close_matches(entry_id.lower(), all_ids(wiki), n=3, cutoff=0.5)
         hint = f"did you mean: {', '.join(close)}?" if close else "try: llmdoctor wiki search WORDS"
         raise BadInput(f"no runbook entry {entry_id!r}; {hint}")
     try:

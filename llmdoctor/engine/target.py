@@ -69,6 +69,12 @@ def parse_target(text: str | None, bundle: str | None = None) -> Target:
             raise BadTarget(f"{shown!r}: not a valid URL ({exc})") from None
         if not parts.hostname:
             raise BadTarget(f"{shown!r}: the URL has no host; expected http(s)://HOST:PORT")
+        if parts.query or parts.fragment or text.rstrip().endswith(("?", "#")):
+            # /health, /metrics and /v1/... would land inside the query: every answer a lie
+            raise BadTarget(
+                f"{shown!r}: the URL has a query or fragment (?... or #...); give the "
+                "server's root URL, http(s)://HOST:PORT (an API key: $LLMDOCTOR_API_KEY)"
+            )
         try:
             parts.port  # noqa: B018 - validates the port number
         except ValueError:

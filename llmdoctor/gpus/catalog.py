@@ -74,6 +74,13 @@ def gpu_names() -> list[str]:
     return [g.name for g in gpu_table()]
 
 
+def gpus_named_like(name: str) -> list[str]:
+    """The table's GPUs whose name holds `name` ('a100' -> A100-40GB, A100-80GB): for a name
+    find_gpu leaves unmatched because it fits several memory sizes."""
+    wanted = _norm(name)
+    return [g.name for g in gpu_table() if wanted and wanted in _norm(g.name)]
+
+
 def batch_defaults(
     gpu_memory_bytes: int,
     gpu_name: str | None,

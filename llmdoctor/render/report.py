@@ -349,7 +349,14 @@ def _print_fine(screen: _Screen, report: Report, verbose: bool) -> None:
         return
     screen.console.print()
     if not verbose:
-        names = ", ".join(dict.fromkeys(f.check for f in fine))
+        # a check that also reported a problem is named with its subject here ("vllm-health
+        # fine" beside "vllm-health CRITICAL" reads as a contradiction); a repeated one counted
+        flagged = {f.check for f in report.findings if f.severity is not Severity.OK}
+        counts: dict[str, int] = {}
+        for f in fine:
+            name = f.check + (_subject(f) if f.check in flagged else "")
+            counts[name] = counts.get(name, 0) + 1
+        names = ", ".join(n + (f" (×{k})" if k > 1 else "") for n, k in counts.items())
         screen.line(
             f"[bold]Checked and fine[/] ({len(fine)}): ", f"{names} (-v shows each)", hang=2
         )

@@ -390,7 +390,12 @@ class _Hits:
         self.last = deque(kept[FIRST:][-LAST:], maxlen=LAST)
 
     def evidence(self) -> list[Evidence]:
-        return [Evidence(n, t[:MAX_TEXT]) for n, t in (*self.first, *self.last)]
+        """One quote per input line: a cleaned paste may read a line as several (an error
+        body and the message in it), and the count already says one."""
+        quoted: dict[int, Evidence] = {}
+        for n, t in (*self.first, *self.last):
+            quoted.setdefault(n, Evidence(n, t[:MAX_TEXT]))
+        return list(quoted.values())
 
     def states_error(self) -> bool:
         """Whether one of its kept lines states an error at ERROR level or above."""

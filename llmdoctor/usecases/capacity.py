@@ -50,6 +50,8 @@ def _gpu_memory(request: CapacityRequest, cap) -> tuple[int, str | None]:
     if request.gpu:
         found = cap.find_gpu(request.gpu)
         if found is None:
+            if len(like := cap.gpus_named_like(request.gpu)) > 1:
+                raise BadInput(f"GPU {request.gpu!r} has several sizes: give {' or '.join(like)}")
             raise BadInput(f"unknown GPU {request.gpu!r}; known: {', '.join(cap.gpu_names())}")
         return found.usable_bytes, found.name
     raise BadInput("give --gpu NAME or --gpu-memory SIZE (e.g. --gpu-memory 80GiB)")

@@ -265,9 +265,11 @@ def draft_from_log(path: str, entries: dict) -> LogDraft:
     for name, file in log_sources(path):
         result, source = _explain_log(name, file, entries)
         draft.explained_by += [(m.id, m.confidence) for m in result.matches]
-        salient = result.salient or [
-            e for m in result.matches for e in m.evidence
-        ]  # explain names an entry: its evidence lines are the salient ones
+        # explain names entries: their evidence lines are the salient ones, each once (two
+        # entries often quote one line) and in the log's order
+        salient = result.salient or sorted(
+            {e.line: e for m in result.matches for e in m.evidence}.values(), key=lambda e: e.line
+        )
         originals = _original_lines(source, {e.line for e in salient})
         for e in salient:
             original = originals.get(e.line)

@@ -37,6 +37,29 @@ class Library:
     def get(self, entry_id: str) -> RunbookEntry | None:
         return self.entries.get(entry_id)
 
+    def dropped_signatures(self) -> list[str]:
+        """One line per entry that replaces another without all of its signatures: a team file
+        of a built-in's id takes its place whole, so the log lines only the replaced entry
+        matched are then matched by nothing."""
+        said = []
+        for entry_id, replaced in self.overridden.items():
+            entry = self.entries[entry_id]
+            kept = set(entry.signatures)
+            lost: list[str] = []
+            for path in replaced:
+                try:
+                    lost += [s for s in parse_entry_file(Path(path)).signatures if s not in kept]
+                except (EntryError, OSError):
+                    continue
+            if lost:
+                count = len(dict.fromkeys(lost))
+                said.append(
+                    f"{entry.path} replaces entry {entry_id!r} of {replaced[-1]} without "
+                    f"{count} of its signature{'s' if count != 1 else ''}: log lines only they "
+                    "matched are matched by nothing (copy them in, or give the file another id)"
+                )
+        return said
+
 
 def load_library(extra_dirs: list[str | Path] | None = None) -> Library:
     """Parse every entry in every wiki folder; bad files are collected, not fatal."""
