@@ -7,7 +7,7 @@ request is reported as a finding with its reason, never as "healthy".
 
 from __future__ import annotations
 
-from llmdoctor.collectors.network_errors import UNRESOLVED
+from llmdoctor.collectors.network_errors import ACCEPTED_NO_ANSWER, UNRESOLVED
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.findings import Finding, Severity, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
@@ -66,6 +66,17 @@ def _health(facts: Facts) -> Finding:
                 "and the scheme before the server",
                 items,
                 [],
+                subject,
+            )
+        if kind == "timeout" and ACCEPTED_NO_ANSWER in what:
+            # a dead engine answers 500/503 or the server exits (refused); a server that takes
+            # the request and says nothing is blocked, or a proxy in front of it holds it
+            return critical(
+                CHECK,
+                f"the endpoint takes the connection but does not answer ({what}): the API "
+                "server is up but blocked (wedged engine or event loop), or a proxy holds it",
+                items,
+                ["engine-wedged", "gateway-timeout"],
                 subject,
             )
         books = ["engine-dead", *(["gateway-timeout"] if kind == "timeout" else [])]
@@ -210,6 +221,7 @@ def _metrics(facts: Facts) -> Finding | None:
     needs=("vllm/health.json",),
     runbooks=(
         "engine-dead",
+        "engine-wedged",
         "gateway-timeout",
         "model-name-not-found",
         SCALING_RUNBOOK,

@@ -28,14 +28,20 @@ def _check_expanded_size(root, max_nodes: int, max_depth: int) -> None:
     import yaml
 
     seen = 0
+    distinct: set[int] = set()  # a node met twice was reached through an alias
     stack = [(root, 1)]
     while stack:
         node, depth = stack.pop()
         seen += 1
+        distinct.add(id(node))
         if seen > max_nodes:
-            raise _too_large(
-                node, f"more than {max_nodes} values once its aliases are expanded (an alias bomb?)"
-            )
+            if len(distinct) < seen:
+                what = (
+                    f"more than {max_nodes} values once its aliases are expanded (an alias bomb?)"
+                )
+            else:
+                what = f"more than {max_nodes} values (a runbook's front matter has a few hundred)"
+            raise _too_large(node, what)
         if depth > max_depth:
             raise _too_large(node, f"nested more than {max_depth} levels deep")
         if isinstance(node, yaml.SequenceNode):

@@ -458,3 +458,17 @@ def test_a_full_disk_during_wiki_add_json_keeps_stdout_one_json_object(
     answer = json.loads(out)
     assert code == 3 and answer["written"] is False
     assert "the symptom I typed at 3am" in answer["text"]
+
+
+def test_lint_calls_a_long_plain_list_too_long_not_an_alias_bomb(tmp_path, capsys):
+    # 20,001 signatures written out one by one: too many values, but no alias multiplied them
+    wiki = tmp_path / "team"
+    wiki.mkdir()
+    items = "\n".join(f"  - 'line {n}'" for n in range(20_001))
+    (wiki / "long.md").write_text(
+        f"---\nid: long\ntitle: Long\nseverity: warning\nsignatures:\n{items}\n---\n# Long\n"
+    )
+    code, out, err = run(capsys, "wiki", "lint", str(wiki))
+    assert code == 1
+    assert "long.md:" in out + err and "more than 20000 values" in out + err
+    assert "alias" not in out + err

@@ -199,6 +199,28 @@ def test_an_other_spelling_is_not_suggested_where_the_command_lacks_our_option(c
     assert code == 3 and "tensor-parallel" not in err and "--num-gpus" in err
 
 
+@pytest.mark.parametrize(
+    "argv, suggested",
+    [
+        # a typo of an option is offered
+        (["explain", "x", "--josn"], "--json"),
+        (["diagnose", "pod/x", "--namspace", "a"], "--namespace"),
+    ],
+)
+def test_a_typo_of_an_option_suggests_it(argv, suggested, capsys):
+    code, out, err = cli(argv, capsys)
+    assert code == 3 and out == "" and err.count("\n") == 1
+    assert "did you mean" in err and suggested in err, err
+
+
+def test_an_unrelated_unknown_option_suggests_nothing_and_points_at_help(capsys):
+    # click would offer --jobs for --bogus (0.62 alike by letters): a guess that misleads
+    code, out, err = cli(["explain", "x", "--bogus"], capsys)
+    assert code == 3 and out == "" and err.count("\n") == 1
+    assert "--jobs" not in err and "did you mean" not in err
+    assert "--bogus" in err and "explain --help" in err
+
+
 def test_every_other_spelling_points_at_a_real_option_and_is_none_itself(capsys):
     # a target no command has, or a spelling that is itself an option, would never help
     from llmdoctor.commands.option_aliases import OTHER_SPELLINGS

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import json
@@ -10,6 +11,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from llmdoctor.cli import app, run
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.triage.explain import (
     CONFIDENT,
+    FUSION,
     explain,
     read_input,
     search_query,
@@ -791,6 +794,39 @@ def test_a_cut_shm_broadcast_line_is_not_named_either(cut):
     assert doc["how"] == "none" and code == 0, doc["matches"][:1]
 
 
+# round 8 (tuning data): vLLM's one-line refusal of a max_model_len above the model's; the
+# message is a hint of max-model-len-above-model-limit (other engines word limits alike)
+MAX_LEN_REFUSAL = (
+    FIXTURES
+    / "runbooks/max-model-len-above-model-limit"
+    / "vllm-0.3-command-r-max-model-len-131072-issue3676-title.log"
+)
+
+
+def test_a_hinted_stated_error_whose_words_fit_is_named_as_a_maybe(entries):
+    # vLLM's ValueError `User-specified max_model_len (...) is greater than the derived
+    # max_model_len`: the hint alone (the same words are a WARNING under
+    # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1) plus a line stating the error and words that fit the entry
+    # (hint_stated_floor, chosen because it held on each fresh round left out)
+    result = run_text(MAX_LEN_REFUSAL.read_text(encoding="utf-8"), entries)
+    assert [m.id for m in result.matches][:1] == ["max-model-len-above-model-limit"]
+    assert result.matches[0].severity == "warning"  # a MAYBE, never critical on a hint
+
+
+def test_without_hint_stated_floor_a_hint_on_the_only_error_line_is_a_guess(entries):
+    # 1.0 = never: the line stays the closest guess, as before the floor was chosen
+    fusion = dataclasses.replace(FUSION, hint_stated_floor=1.0)
+    result = run_text(MAX_LEN_REFUSAL.read_text(encoding="utf-8"), entries, fusion=fusion)
+    assert result.how == "none"
+    assert result.below_threshold[0].id == "max-model-len-above-model-limit"
+
+
+def test_hint_stated_floor_never_names_the_shm_broadcast_wait_logged_at_info(entries):
+    # slow healthy start-ups print it at INFO: no stated error, whatever the floor
+    fusion = dataclasses.replace(FUSION, hint_stated_floor=0.0)
+    assert run_text(SHM_LINE + "\n", entries, fusion=fusion).how == "none"
+
+
 def test_the_start_up_wrappers_first_sentence_names_no_unrelated_entry():
     first_sentence = V0_WRAPPER.split(" See ")[0]
     assert first_sentence == "RuntimeError: Engine process failed to start."
@@ -940,6 +976,33 @@ def test_eager_mode_in_a_log_with_an_error_line_stays_a_match(entries):
     result = run_text(text, entries)
     assert "enforce-eager-in-production" in [m.id for m in result.matches]
     assert result.notes == []
+
+
+EAGER = FIXTURES / "runbooks" / "enforce-eager-in-production"
+
+
+def test_v0_eager_warning_on_a_healthy_start_up_is_a_note_not_an_error(entries):
+    # V0 logs its own remark on eager mode at WARNING (`... async output processor cannot be
+    # used`), which reads as an error line: it is the setting's remark, so a note and exit 0
+    text = (EAGER / "vllm-v0-async-output-proc-disabled-warning-trl-pr3310.log").read_text()
+    assert "WARNING" in text and "cannot be used" in text
+    result = run_text(text, entries)
+    assert result.matches == [] and [m.id for m in result.notes] == ["enforce-eager-in-production"]
+    assert result.exit_code == 0
+    # the remark is not also listed among the lines read as errors
+    assert not any("cannot be used" in e.text for e in result.salient)
+
+
+def test_a_hard_wrapped_eager_config_line_is_still_a_note(entries):
+    # a terminal wrapped the engine's config line: `enforce_eager=True` lands on a piece with no
+    # log level, which is still the configuration, not an error
+    text = (EAGER / "vllm-0.10.2-v1-enforce-eager-startup-kagaho-jetson-readme.log").read_text()
+    wrapped = "\n".join(
+        piece for line in text.splitlines() for piece in textwrap.wrap(line, 97) or [""]
+    )
+    result = run_text(wrapped + "\n", entries)
+    assert result.matches == [] and [m.id for m in result.notes] == ["enforce-eager-in-production"]
+    assert result.exit_code == 0
 
 
 def test_terminal_says_a_configuration_note_without_calling_it_the_cause(tmp_path):

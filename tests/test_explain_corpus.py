@@ -41,7 +41,10 @@ TOP1 = {"tune": 0.90, "heldout": 0.90}
 TOP3 = {"tune": 0.97, "heldout": 0.9615}
 BEHIND_SEARCH = {"tune": (0, 0), "heldout": (0, 0)}  # excerpts, top-1 and top-3
 # named first AND confident (not "too weak to name"), at the level reached on each half
-CONFIDENT_TOP1 = {"tune": 0.9003, "heldout": 0.8654}
+# tune one excerpt lower than it was (0.9003): a healthy V1 start-up with enforce_eager and its
+# own `Enforce eager set` WARNING is now a configuration note, as the INFO-level line always was
+# (enforce-eager-in-production/vllm-v1-non-default-args-enforce-eager-lmcache.log)
+CONFIDENT_TOP1 = {"tune": 0.8973, "heldout": 0.8654}
 NOT_ABSTAINED = 6  # uncovered failures named (never critical), at the level reached (bar: 0)
 INDEPENDENT_TOP1 = {"tune": 0.90, "heldout": 0.9145}
 HELDOUT_GAP = 0.05
@@ -151,7 +154,7 @@ def test_an_excerpt_of_a_runbook_source_report_is_not_counted_as_independent(rep
 # logs); abstention: uncovered errors with no confident answer. Held at the levels reached (the
 # held-out half, never used to choose, reaches the precision bar too: 95.6 %).
 GATE_PRECISION = 0.95
-INDEPENDENT_COVERAGE = {"tune": 0.9014, "heldout": 0.8618}
+INDEPENDENT_COVERAGE = {"tune": 0.8982, "heldout": 0.8618}  # tune: the eager note (above)
 INDEPENDENT_PRECISION = {"tune": GATE_PRECISION, "heldout": GATE_PRECISION}
 # held-out abstention 36/39: vLLM's xgrammar refusal of a tool schema was relabelled from
 # _unknown to guided-decoding-grammar-error (added after that excerpt was collected), so one fewer
@@ -234,7 +237,12 @@ def test_fresh_round7_is_held_at_its_blind_measurement(fresh7):
 # session's start (main at 035b3f3: top-1 85.7 %, top-3 92.1 %, confident and right 74.6 %,
 # precision 87.0 %, 21 of 24 uncovered abstained) and at its end, never tuned on: top-1 85.7 %,
 # top-3 90.5 % (wiki search 90.5 %), confident and right 74.6 %, precision 88.7 %, 0 alarms on 24
-# healthy logs, 22 of 24 uncovered abstained. Held at those levels.
+# healthy logs, 22 of 24 uncovered abstained. Then tuning data: knowledge proven on other
+# reports (vLLM's heads/tp_size asserts, Ray's memory-threshold kill, V1's draft-model refusal,
+# the pre-0.5.4 max_model_len error, aiohttp's cut stream), two `ruled_out_by` lines (an
+# ImportError, an shm segment NCCL cannot open) and traceback frames naming no entry raised it to
+# top-1 90.5 %, top-3 93.7 % (wiki search 87.3 / 92.1 %), confident and right 81.0 %, precision
+# 98.1 %, 24 of 24 uncovered abstained. Held there.
 FRESH8 = CORPUS.parent / "explain_fresh" / "round8"
 
 
@@ -245,8 +253,8 @@ def fresh8():
 
 def test_fresh_round8_is_held_at_its_blind_measurement(fresh8):
     covered = fresh8["all"]
-    assert covered["top1"] >= 0.857 and covered["top3"] >= 0.9047
-    assert covered["confident_top1"] >= 0.746 and covered["precision"] >= 0.8868
+    assert covered["top1"] >= 0.9047 and covered["top3"] >= 0.9365
+    assert covered["confident_top1"] >= 0.8095 and covered["precision"] >= 0.9807
     assert covered["top3"] >= covered["search_top3"]
     assert covered["healthy_criticals"] == 0 and covered["healthy_alarms"] == 0
-    assert covered["abstained"] >= 0.9166
+    assert covered["abstained"] >= 0.99

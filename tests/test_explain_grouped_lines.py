@@ -13,6 +13,7 @@ lines of a shape and not on others.
 from __future__ import annotations
 
 import dataclasses
+import io
 import random
 import re
 from collections import Counter, deque
@@ -250,6 +251,93 @@ def test_crlf_block_is_read_line_by_line(explain_scanner):
     assert lines == line_by_line(explain_scanner, data)
 
 
+# --- repetitive blocks: read by shape first, no block-wide Set ---------------------------------
+
+OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
+    "capacity of 79.15 GiB of which 9.00 MiB is free. Process 1234 has 79.06 GiB memory in use."
+)
+# a line only salient (tail) patterns fire on: kept only when the tail search finds it
+TAIL_ONLY = "WARNING 09-03 10:00:00 [custom_all_reduce.py:130] P2P test failed, falling back."
+HEALTHY = '(APIServer pid=1671) INFO:     10.244.3.7:40112 - "GET /health HTTP/1.1" 200 OK'
+
+
+def crash_loop(n: int, every: dict[int, str], seed: int = 8) -> str:
+    """`n` lines of the CUDA OOM message, digits rewritten, with `every[k]` on each k-th line."""
+    rng = random.Random(seed)
+    lines = []
+    for i in range(1, n + 1):
+        extra = [line for k, line in every.items() if i % k == 0]
+        lines.append(new_digits(extra[0] if extra else OOM, rng))
+    return "\n".join(lines) + "\n"
+
+
+def shapes_first_blocks(scanner: SignatureSet, data: str, block_bytes: int = BLOCK) -> int:
+    """How many blocks of `data` a fresh scan reads by shape first."""
+    calls = []
+    scan_shapes = scanner._scan_shapes
+
+    def counted(block, first_line):
+        found = scan_shapes(block, first_line)
+        calls.append(found is not None)
+        return found
+
+    scanner._scan_shapes = counted
+    try:
+        list(scanner.scan_text(data, block_bytes=block_bytes, kinds=True))
+    finally:
+        del scanner._scan_shapes
+    return sum(calls)
+
+
+@pytest.mark.parametrize(
+    "every",
+    [
+        {},  # the crash loop alone: one kind per shape, nothing else
+        {7: HEALTHY},  # lines no signature fires on: counted as nothing, never a kind
+        {5: TAIL_ONLY},  # tail-only lines: the last ones kept as singles, the others not
+        {3: TAIL_ONLY, 11: HEALTHY, 13: "RuntimeError: CUDA error: out of memory"},
+    ],
+    ids=["alone", "healthy-lines", "tail-lines", "mixed"],
+)
+def test_crash_loop_read_by_shape_first_equals_the_line_by_line_scan(explain_scanner, every):
+    # A crash loop whose numbers vary: a few shapes per block, each matched once; every line
+    # counted and the kept lines, numbers and tail singles exactly those of the line-by-line
+    # scan (the last block ends without a newline).
+    data = crash_loop(6000, every).rstrip("\n")
+    assert shapes_first_blocks(explain_scanner, data) > 5
+    lines, blocks = grouped(explain_scanner, data)
+    assert blocks > 5
+    assert lines == line_by_line(explain_scanner, data)
+
+
+def test_block_with_a_line_a_shape_cannot_decide_is_read_with_the_block_set(explain_scanner):
+    # A crash loop interleaved with stats lines whose waiting count decides a signature
+    # (`Waiting: [1-9][0-9]+ reqs`: 9 vs 10 share a shape): the shape cannot say, so the block
+    # goes through the block Set and the lines are matched one by one; same answer.
+    stats = busy_stats(400)
+    rng = random.Random(3)
+    lines = [stats[n % 400] if n % 4 == 0 else new_digits(OOM, rng) for n in range(6000)]
+    data = "\n".join(lines) + "\n"
+    assert shapes_first_blocks(explain_scanner, data) == 0
+    lines_grouped, blocks = grouped(explain_scanner, data)
+    assert blocks > 0
+    assert lines_grouped == line_by_line(explain_scanner, data)
+
+
+def test_shape_first_keeps_invalid_utf8_lines_as_read(explain_scanner):
+    # A crash loop with bytes that are no UTF-8 in some lines: their text as the line-by-line
+    # scan decodes it, their signatures matched on the bytes as they are.
+    data = crash_loop(3000, {9: OOM.replace("CUDA", "CUDA \udcff")})
+    raw = data.encode("utf-8", errors="surrogateescape")
+    scanner = explain_scanner
+    grouped_lines = []
+    for item in scanner.scan_stream(io.BytesIO(raw), block_bytes=BLOCK, kinds=True):
+        grouped_lines += item.line_matches() if isinstance(item, BlockKinds) else [item]
+    assert "\ufffd" in grouped_lines[8].text
+    assert grouped_lines == list(scanner.scan_stream(io.BytesIO(raw), block_bytes=BLOCK))
+
+
 # --- explain's reading -----------------------------------------------------------------------
 
 
@@ -296,6 +384,17 @@ def test_reading_of_a_busy_server_file_equals_line_by_line(entries, tmp_path):
     assert path.stat().st_size > 8 * 1024 * 1024
     reading = same_reading(lambda: TextSource.from_file("busy", path), entries)
     assert reading.hits["queue-saturation"].count > 2000
+
+
+def test_reading_of_a_crash_loop_file_read_by_shape_first_equals_line_by_line(entries, tmp_path):
+    # A crash-loop file over explain's clean-whole size (4 MB blocks, read by shape first) with
+    # tail-only warnings and healthy lines among the errors: the same hits, counts, kept lines,
+    # salient lines and error-line count as reading each line alone.
+    path = tmp_path / "loop.log"
+    path.write_text(crash_loop(60000, {6: TAIL_ONLY, 17: HEALTHY}), encoding="utf-8")
+    assert path.stat().st_size > 8 * 1024 * 1024
+    reading = same_reading(lambda: TextSource.from_file("loop", path), entries)
+    assert reading.hits["cuda-oom-runtime"].count == 60000 - 10000 - 2941  # less the others
 
 
 @pytest.mark.parametrize("log", REAL_VLLM, ids=lambda p: p.parent.name)

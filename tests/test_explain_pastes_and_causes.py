@@ -11,6 +11,7 @@ import json
 import random
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from llmdoctor.cli import app
@@ -21,6 +22,8 @@ from llmdoctor.triage.pasted import body_messages, clean_lines, code_pieces, eve
 FIXTURES = Path(__file__).parent / "fixtures"
 RUNBOOK_FIXTURES = FIXTURES / "runbooks"
 CORPUS = FIXTURES / "explain_corpus"
+ROUND8 = FIXTURES / "explain_fresh" / "round8"
+PHI4_TP4_ASSERT = ROUND8 / "tp-heads-not-divisible" / "r8-vllm-phi4-tp4-kv-heads-assert.log"
 runner = CliRunner()
 
 
@@ -56,6 +59,60 @@ def test_the_likely_cause_is_named_even_when_no_entry_names_that_line(entries):
     cause = result.likely_cause
     assert cause is not None and cause.line == 1 and "EntryNotFoundError" in cause.text
     assert cause.line < min(e.line for e in result.matches[0].evidence)
+
+
+def test_a_bare_assertion_error_points_at_the_failed_statement_above_it(entries):
+    # round 8's Phi-4 `-tp 4` report (tuning data): a worker prints the failed
+    # `assert self.total_num_kv_heads % tp_size == 0` (line 6), then a bare `AssertionError`
+    # (line 7), then the engine dies. Without the entry whose signature names that assert,
+    # engine-dead leads; its likely cause is the statement, which says why, not the bare name
+    text = PHI4_TP4_ASSERT.read_text()
+    without = {k: v for k, v in entries.items() if k != "tp-heads-not-divisible"}
+    result = run_text(text, without)
+    assert result.matches[0].id == "engine-dead"
+    cause = result.likely_cause
+    assert cause is not None and cause.line == 6
+    assert "assert self.total_num_kv_heads % tp_size == 0" in cause.text
+    # with the shipped entries the assert is the cause's own signature: named first
+    assert run_text(text, entries).matches[0].id == "tp-heads-not-divisible"
+
+
+def test_an_exception_with_a_message_is_its_own_likely_cause(entries):
+    # the same excerpt with the exception given a message: that message is the cause, the
+    # statement above it is not looked for
+    text = PHI4_TP4_ASSERT.read_text()
+    text = text.replace(") AssertionError\n", ") AssertionError: heads do not split\n")
+    without = {k: v for k, v in entries.items() if k != "tp-heads-not-divisible"}
+    cause = run_text(text, without).likely_cause
+    assert cause is not None and cause.line == 7 and "heads do not split" in cause.text
+
+
+def test_a_hinted_first_error_that_explains_the_consequence_is_named_before_it(entries):
+    # GPUStack's SGLang at --tp-size 6 (gpustack#4769): `AssertionError: 16 is not divisible by 6`
+    # (a hint of tp-heads-not-divisible: ensure_divisibility's message), then SGLang's `Received
+    # sigquit from a child process` (engine-dead's signature). The hint alone is a guess, but it
+    # is on the first error line, the search of the lines from there finds the same entry, and
+    # that entry explains engine-dead: it is named first, just above the consequence
+    text = fixture(
+        "tp-heads-not-divisible/gpustack-issue4769-sglang-ensure-divisibility-16-by-6.log"
+    )
+    result = run_text(text, entries)
+    first, second = result.matches[:2]
+    assert (first.id, second.id) == ("tp-heads-not-divisible", "engine-dead")
+    assert first.confidence > second.confidence and "tp-heads-not-divisible" in second.explained_by
+    # no signature proves it: at most a warning, and the evidence is the hinted line
+    assert first.severity == "warning" and [e.line for e in first.evidence] == [4]
+    assert result.likely_cause is not None and result.likely_cause.line == 4
+
+
+def test_the_same_hint_without_the_consequence_stays_a_guess(entries):
+    # the assertion line alone: one piece of evidence, no consequence to explain
+    text = fixture(
+        "tp-heads-not-divisible/gpustack-issue4769-sglang-ensure-divisibility-16-by-6.log"
+    )
+    result = run_text(text.splitlines()[3] + "\n", entries)
+    assert not result.matches
+    assert result.below_threshold and result.below_threshold[0].id == "tp-heads-not-divisible"
 
 
 def test_no_likely_cause_when_only_traceback_frames_come_before_the_consequence(entries):
@@ -136,6 +193,32 @@ def client_400_line() -> str:
     """The real 400 line of a client whose prompt was over the context (vLLM issue 20409)."""
     text = fixture("context-length-exceeded/client-400-flat-error-body-vllm-issue20409.log")
     return text.splitlines()[1]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a client's error string around vLLM's 400 body as a Python dict
+        "Error code: 400 - {'object': 'error', 'message': \"This model's maximum context length is "
+        "4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the "
+        "completion). Please reduce the length of the messages or completion.\", 'code': 400}",
+        # a JSON body whose message is split by an escaped newline
+        '{"error":{"message":"CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total '
+        'capacity of 79.15 GiB\\nof which 1.2 GiB is free.","code":500}}',
+    ],
+)
+def test_a_one_line_error_body_counts_as_one_matching_line(entries, body):
+    # the line and the message read out of it are one line of the input
+    result = explain(TextSource.from_text("paste", body + "\n"), entries)
+    assert result.matches and result.matches[0].count == 1
+    assert result.matched_lines == 1
+
+
+def test_the_same_error_on_two_input_lines_still_counts_two(entries):
+    # the correction is for one line read twice, not for a repeated error
+    body = client_400_line()
+    result = explain(TextSource.from_text("paste", f"{body}\n{body}\n"), entries)
+    assert result.matches[0].count == 2 and result.matched_lines == 2
 
 
 def test_a_last_word_cut_by_the_paste_does_not_count_against_the_right_entry(entries):

@@ -110,3 +110,73 @@ def test_a_signature_match_is_never_held_back_by_a_ruled_out_line(entries):
     )
     result = explain(TextSource.from_text("paste", text), entries)
     assert result.matches and result.matches[0].id == "model-name-not-found"
+
+
+@pytest.mark.parametrize(
+    "pattern, why",
+    [
+        # RE2 has no backreferences: the rule cannot be applied at all
+        (r"(a)\1", "cannot compile"),
+        # a pattern that matches every line would hold back every guess of the entry
+        (r"x*", "empty string"),
+    ],
+)
+def test_a_ruled_out_pattern_explain_cannot_use_is_named_in_its_warnings(entries, pattern, why):
+    team = {
+        **entries,
+        "model-name-not-found": dataclasses.replace(
+            entries["model-name-not-found"], ruled_out_by=[pattern, "Invalid URL"]
+        ),
+    }
+    path = (
+        RULED_OUT / "model-name-not-found/chatgpt-web-issue737-invalid-url-baseurl-without-v1.log"
+    )
+    result = explain(TextSource.from_text(path.name, path.read_text(encoding="utf-8")), team)
+    named = [w for w in result.warnings if "ruled_out_by pattern" in w]
+    assert len(named) == 1 and repr(pattern) in named[0] and why in named[0], result.warnings
+    # the usable pattern beside it is still applied
+    assert "model-name-not-found" not in [m.id for m in result.matches]
+
+
+def test_the_builtin_ruled_out_patterns_all_apply(entries):
+    # no built-in rule is silently dropped
+    path = (
+        RULED_OUT / "model-name-not-found/chatgpt-web-issue737-invalid-url-baseurl-without-v1.log"
+    )
+    result = explain(TextSource.from_text(path.name, path.read_text(encoding="utf-8")), entries)
+    assert not [w for w in result.warnings if "ruled_out_by" in w]
+
+
+ROUND8_UNKNOWN = FIXTURES / "explain_fresh" / "round8" / "_unknown"  # measured: tuning data now
+
+
+def test_a_guided_decoding_backend_that_cannot_be_imported_is_no_rejected_grammar(entries):
+    # SGLang importing a function outlines had renamed (round 8): the words are json_schema and
+    # regex, the fix was pinning outlines; no grammar was ever compiled
+    path = ROUND8_UNKNOWN / "r8-sglang-194-outlines-build-regex-import-error.log"
+    assert "guided-decoding-grammar-error" not in _named(path, entries)
+    # the rule is what holds it back: without it the text alone names the entry
+    without = _without_rule(entries, "guided-decoding-grammar-error")
+    assert "guided-decoding-grammar-error" in _named(path, without)
+    # and vLLM's lm-format-enforcer backend failing to import transformers' LogitsWarper is
+    # named neither way (an install problem: no entry covers it)
+    other = RULED_OUT / "guided-decoding-grammar-error"
+    assert not _named(
+        other / "vllm-issue14401-lm-format-enforcer-logitswarper-import-error.log", entries
+    )
+
+
+def test_a_shared_memory_segment_nccl_cannot_open_is_no_small_dev_shm(entries):
+    # NCCL's `Error while attaching … No such file or directory` with a size of 0: a peer's
+    # descriptor misread (NCCL PR 2059), whatever /dev/shm's size; shm-too-small's words fit
+    path = RULED_OUT / "shm-too-small" / "easyr1-issue505-nccl-shm-attach-enoent-size-0.log"
+    assert "shm-too-small" not in _named(path, entries)
+    assert "shm-too-small" in _named(path, _without_rule(entries, "shm-too-small"))
+
+
+def test_a_tracebacks_header_and_frames_name_no_entry(entries):
+    # LiteLLM's proxy refusing a malformed JSON body (round 8): tool-call-parser-error's only
+    # naming words in it were `call` (`most recent call last`) and `read` (a frame's
+    # `_read_request_body`); where an error passed says nothing of what it is
+    path = ROUND8_UNKNOWN / "r8-litellm-8535-doc-curl-invalid-json-payload.log"
+    assert "tool-call-parser-error" not in _named(path, entries)

@@ -126,6 +126,19 @@ def test_a_signature_matching_every_line_is_rejected_as_invalid():
     assert len(found.patterns) == 1
 
 
+def test_signatures_checked_together_get_the_reasons_each_gets_alone(entries):
+    # One RE2 Set checks a wiki's signatures at start-up: every built-in one usable, and each
+    # bad one (RE2 refuses it, it matches every line, it is no text) refused with the reason
+    # compile_problem gives it alone.
+    written = [s for e in entries.values() for s in [*e.signatures, *e.hints]]
+    bad = [r"(ab)\1 failed", "x*", r"(?=look)ahead", "a|", "fine", r"[unclosed", 7, r"^$", "é+"]
+    checked = written + bad
+    assert sig.compile_problems(checked) == [
+        sig.compile_problem(s) if isinstance(s, str) else "it is not text" for s in checked
+    ]
+    assert sig.compile_problems(written) == [None] * len(written)
+
+
 def test_a_signature_re2_cannot_compile_is_reported_with_file_and_line(tmp_path):
     # A backreference compiles in Python but not in RE2: never dropped silently.
     entry = tmp_path / "team-thing.md"

@@ -19,6 +19,7 @@ from vllm_server import (
     Scenario,
     SilentServer,
     Stream,
+    free_port,
     probe_report,
     v0_metrics,
 )
@@ -77,6 +78,19 @@ def test_probe_against_a_port_that_never_answers_is_a_critical_finding(capsys):
     # the wait is --timeout less what a loaded machine took to start the request (2.0s or just under)
     waited = re.search(r"no answer within (\d+\.\d)s", doc["findings"][0]["summary"])
     assert waited and 1.5 <= float(waited.group(1)) <= 2.0
+    # it took the connection and said nothing: a blocked server (or a proxy holding the
+    # request), not a dead engine, which answers 500/503 or exits
+    assert doc["findings"][0]["runbooks"][:1] == ["engine-wedged"]
+    assert "engine-dead" not in doc["findings"][0]["runbooks"]
+
+
+def test_probe_of_a_port_nothing_listens_on_still_points_at_a_dead_engine(capsys):
+    # connection refused: vLLM exits after its engine dies, so engine-dead stays the reading
+    argv = ["probe", f"http://127.0.0.1:{free_port()}", "--timeout", "2", "--json"]
+    code, out, _ = cli(argv, capsys)
+    health = json.loads(out)["findings"][0]
+    assert code == 2 and health["check"] == "vllm-health" and "refused" in health["summary"]
+    assert health["runbooks"][:1] == ["engine-dead"]
 
 
 def test_a_host_name_that_does_not_resolve_is_not_called_a_dead_engine(capsys):

@@ -220,6 +220,15 @@ BAD_CASES = [
         9,
         "not a check id",
     ),
+    (
+        # two `signatures:` lists (a hand-merged conflict): YAML keeps the second only
+        "twice.md",
+        GOOD.format(id="twice", title="t").replace(
+            "---\n## Symptom", "signatures:\n  - 'gateway said 504'\n---\n## Symptom"
+        ),
+        7,
+        "written 2 times (lines 7, 9)",
+    ),
     ("no-front.md", "## Symptom\nx\n", 1, "front matter"),
     ("Bad_ID.md", GOOD.format(id="Bad_ID", title="t"), 2, "lower-case"),
 ]
@@ -722,6 +731,21 @@ def test_an_entry_linked_out_of_the_wiki_folder_is_refused_by_lint_show_search_a
 
     report, _, _ = explain_json("ERROR TEAMERR widget exploded\n", "--wiki", str(wiki))
     assert "team-widget" not in json.dumps(report)
+
+
+def test_show_says_when_a_refused_team_file_shares_a_builtin_id(tmp_path, capsys):
+    # a team's engine-dead.md that is a link out of its folder is refused; show then finds the
+    # built-in entry of that id, and says the team's file was not read rather than passing
+    # the built-in off as the team's
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "engine-dead.md").write_text("---\nid: engine-dead\ntitle: Ours\n---\n")
+    wiki = tmp_path / "team"
+    wiki.mkdir()
+    (wiki / "engine-dead.md").symlink_to(private / "engine-dead.md")
+    code, out, err = run_cli(capsys, "wiki", "show", "engine-dead", "--wiki", str(wiki))
+    assert code == 0 and "EngineDeadError" in out and "Ours" not in out
+    assert "link to outside its wiki folder" in err and "shown instead" in err
 
 
 def test_a_link_between_two_files_of_the_wiki_folder_is_an_entry(tmp_path, capsys):

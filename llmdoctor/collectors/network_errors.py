@@ -4,6 +4,9 @@ connect, timeout, tls, reset or protocol. Shared by every HTTP and Kubernetes AP
 from __future__ import annotations
 
 UNRESOLVED = "the host name does not resolve"  # a connect failure before any address
+# a read timeout: something listens and took the request, then said nothing (a blocked
+# server or a proxy holding it), not a server that is gone
+ACCEPTED_NO_ANSWER = "the server accepted the connection"
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
@@ -56,7 +59,7 @@ def classify_network_error(exc: BaseException, budget: float) -> tuple[str, str]
     if has(requests.exceptions.SSLError, u3.SSLError, ssl.SSLError):
         return "tls", f"TLS error: {first[:160]}"
     if has(requests.exceptions.ReadTimeout, u3.ReadTimeoutError, TimeoutError):
-        return "timeout", f"no answer within {budget:.1f}s (the server accepted the connection)"
+        return "timeout", f"no answer within {budget:.1f}s ({ACCEPTED_NO_ANSWER})"
     if has(requests.exceptions.ChunkedEncodingError):
         return "reset", "the connection was cut in the middle of the response"
     if has(

@@ -70,6 +70,10 @@ def explain_command(
         stdin = sys.stdin.buffer if sys.stdin is not None else None
         if stdin is not None and sys.stdin.isatty():
             print("reading a log from the terminal: paste it, then Ctrl-D", file=sys.stderr)
+    if file != "-":
+        from llmdoctor.triage.log_input import keep_freed_blocks
+
+        keep_freed_blocks(file)
     request = ExplainRequest(file=file, limit=limit, jobs=jobs, wiki_dirs=wiki)
     result, source, _ = explain_log(request, library.entries, stdin=stdin)
     for warning in result.warnings:

@@ -8,6 +8,8 @@ command has the option it points at.
 
 from __future__ import annotations
 
+from difflib import SequenceMatcher
+
 # typer carries its own copy of click (typer._click): the command and the error are read by
 # their attributes, not their classes
 
@@ -74,14 +76,27 @@ def _as_help_writes_it(param) -> str:
     return "/".join(sorted(param.opts, key=len))
 
 
+# click offers any option within 0.6 of the typed one (`--bogus` -> `--jobs`); a typo of an
+# option is closer (`--josn` 0.83, `--timout` 0.94)
+TYPO_SIMILARITY = 0.75
+
+
 def unknown_option_message(error: Exception) -> str | None:
-    """click's 'No such option' line with a known other spelling as the suggestion, or None
-    (not that error, or no known spelling: click's own message stands)."""
+    """The 'No such option' line: a known other spelling as the suggestion, else click's
+    guesses that are close enough to be typos, else where the options are listed. None when
+    the error is not an unknown option."""
     unknown = getattr(error, "option_name", None)
     ctx = getattr(error, "ctx", None)
     if type(error).__name__ != "NoSuchOption" or not unknown or ctx is None:
         return None
     meant = meant_option(unknown, ctx.command)
-    if meant is None:
-        return None
-    return f"No such option: {unknown}; did you mean {meant}?"
+    if meant is not None:
+        return f"No such option: {unknown}; did you mean {meant}?"
+    typos = sorted(
+        option
+        for option in getattr(error, "possibilities", None) or ()
+        if SequenceMatcher(None, unknown, option).ratio() >= TYPO_SIMILARITY
+    )
+    if typos:
+        return f"No such option: {unknown}; did you mean {' or '.join(typos)}?"
+    return f"No such option: {unknown} (see: {ctx.command_path} --help)"

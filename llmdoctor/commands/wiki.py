@@ -114,6 +114,14 @@ def show_command(
         entry = parse_entry_file(record.path)
     except (EntryError, OSError) as exc:
         raise BadInput(f"cannot read runbook entry {entry_id!r}: {exc}") from None
+    if wiki:  # a team file of this id that was refused: say so, not show another silently
+        from llmdoctor.terminal_text import visible
+        from llmdoctor.wiki.library import load_library
+
+        for error in load_library(wiki).errors:
+            if os.path.basename(error.path) == f"{entry_id}.md":
+                shown = visible(f"{error} (shown instead: {record.path})")
+                typer.echo(f"llmdoctor: warning: {shown}", err=True)
     builtin = str(builtin_dir().resolve())
     is_builtin = str(os.path.realpath(record.path)).startswith(builtin + os.sep)
     overridden_builtin = [

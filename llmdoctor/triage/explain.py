@@ -44,7 +44,15 @@ from llmdoctor.engine.textsource import TextSource
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.links import page_url
-from llmdoctor.wiki.signatures import BlockKinds, LineMatch, SignatureSet, literal_weight
+from llmdoctor.wiki.signatures import (
+    BlockKinds,
+    InvalidSignature,
+    LineMatch,
+    SignatureSet,
+    compile_problem,
+    literal_weight,
+    signature_line,
+)
 
 # Lines worth reading: errors, and also what people paste that says why without "error" in it
 # (capability warnings, kills and exit codes, kubectl describe's Events and Last State).
@@ -169,6 +177,14 @@ HINT_OFF_ERROR = 0.5  # a hint on a line that is no error line (a pasted command
 # benchmarks/explain_calibrate.py (the most coverage at >= 95 % precision, 0 healthy alarms, on
 # the tune half's independent excerpts); every other number kept its value there.
 HINT_TEXT_FLOOR = 0.2
+# ... and whose text alone reaches this, the hint on a line that states an error at ERROR level
+# or above (ERROR_LINE: `ERROR`, `FATAL`, an exception, `Error:`, `Killed`), is lifted even when
+# that line is the input's only error line: a stated error that a hint names and whose words
+# fit the entry (a vLLM wrapper's `RuntimeError: Engine core initialization failed`), as
+# against a WARNING or INFO line a hint fires on (vLLM's shared-memory broadcast wait, printed
+# by slow healthy start-ups). 1.0 = never; 0.1 named one more right answer on each of fresh
+# rounds 6, 7 and 8 and no wrong one (benchmarks/explain_calibrate.py, each round left out).
+HINT_STATED_FLOOR = 0.1
 
 
 @dataclass(frozen=True)
@@ -193,6 +209,7 @@ class Fusion:
     weak_ceiling: float = WEAK_CEILING
     hint_off_error: float = HINT_OFF_ERROR
     hint_text_floor: float = HINT_TEXT_FLOOR
+    hint_stated_floor: float = HINT_STATED_FLOOR
 
 
 FUSION = Fusion()
@@ -375,6 +392,12 @@ class _Hits:
     def evidence(self) -> list[Evidence]:
         return [Evidence(n, t[:MAX_TEXT]) for n, t in (*self.first, *self.last)]
 
+    def states_error(self) -> bool:
+        """Whether one of its kept lines states an error at ERROR level or above."""
+        return any(
+            ERROR_LINE.search(t) and not _below_error(t) for _, t in (*self.first, *self.last)
+        )
+
 
 @dataclass
 class _Reading:
@@ -423,10 +446,44 @@ def read_input(
         matched_lines += group.count if strong_ids else 0  # lines a signature (not a hint) matched
         for entry_id in entry_ids:
             hits.setdefault(entry_id, _Hits()).merge(group, strong=entry_id in strong_ids)
+    if numbers:
+        extra, extra_strong = _lines_read_twice(text, numbers, scanner)
+        for entry_id, n in extra.items():
+            if entry_id in hits:
+                hits[entry_id].count = max(1, hits[entry_id].count - n)
+        matched_lines = max(min(matched_lines, 1), matched_lines - extra_strong)
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
     kept = [Evidence(n, t[:MAX_TEXT]) for n, t in lines.salient]
     reading = _Reading(hits, kept, matched_lines, text, invalid, numbers, lines.error_lines)
     return reading, scanner
+
+
+def _lines_read_twice(
+    text: str, numbers: list[int], scanner: SignatureSet
+) -> tuple[dict[str, int], int]:
+    """A cleaned paste reads some input lines as several (a line and the error body's message
+    in it, a Markdown code span): per entry, how many matches beyond one fell on one input
+    line, and the same for lines a strong signature matched, so counts are of input lines."""
+    pieces: dict[int, list[int]] = {}
+    for index, number in enumerate(numbers):
+        pieces.setdefault(number, []).append(index)
+    shared = [index for indexes in pieces.values() if len(indexes) > 1 for index in indexes]
+    if not shared:
+        return {}, 0
+    scanned = text.split("\n")
+    fired: dict[tuple[int, str], int] = {}
+    strong_on: dict[int, int] = {}
+    for m in scanner.scan_text("\n".join(scanned[i] for i in shared), kinds=False):
+        number = numbers[shared[m.line - 1]]
+        for entry_id in set(m.entry_ids) - {SALIENT_ID}:
+            fired[(number, entry_id)] = fired.get((number, entry_id), 0) + 1
+        if any(not scanner.weak[i] and scanner.patterns[i][0] != SALIENT_ID for i in m.fired):
+            strong_on[number] = strong_on.get(number, 0) + 1
+    extra: dict[str, int] = {}
+    for (_, entry_id), n in fired.items():
+        if n > 1:
+            extra[entry_id] = extra.get(entry_id, 0) + n - 1
+    return extra, sum(n - 1 for n in strong_on.values() if n > 1)
 
 
 class _LineGroups:
@@ -615,7 +672,12 @@ def explain(
     """
     label = name or getattr(source, "name", None) or "<input>"
     gathered = gather(source, entries, limit=limit, wiki_dirs=wiki_dirs, workers=workers)
-    return decide(gathered, entries, label, limit=limit, fusion=fusion)
+    result = decide(gathered, entries, label, limit=limit, fusion=fusion)
+    for m in (*result.matches, *result.notes, *result.below_threshold):
+        entry = entries.get(m.id)
+        if entry is not None:
+            m.fix = fix_lines(entry, (e.text for e in m.evidence))
+    return result
 
 
 @dataclass
@@ -648,11 +710,20 @@ def gather(
 
 
 def decide(
-    gathered: Gathered, entries: dict, label: str, *, limit: int = 5, fusion: Fusion = FUSION
+    gathered: Gathered,
+    entries: dict,
+    label: str,
+    *,
+    limit: int = 5,
+    fusion: Fusion = FUSION,
+    graph: CauseGraph | None = None,
 ) -> Explanation:
-    """The ranking, the confident matches and the abstention, from what was gathered."""
+    """The ranking, the confident matches and the abstention, from what was gathered (each
+    match's Fix text is left to `explain`: rendering it is most of the cost of a decision, and
+    the calibration makes thousands; it passes the entries' `graph` too)."""
     reading, query = gathered.reading, gathered.query
-    ranked = fuse(reading, entries, gathered.results, query or gathered.searched, fusion)
+    graph = graph or CauseGraph.from_entries(entries)
+    ranked = fuse(reading, entries, gathered.results, query or gathered.searched, fusion, graph)
     if not (query or reading.salient):  # no line looks wrong: text alone names guesses only
         for m in ranked:
             if m.how == "search" and m.confidence > fusion.no_error_guess:
@@ -669,10 +740,17 @@ def decide(
     if confident:
         how = "signatures" if confident[0].how == "signature" else "search"
     salient = reading.salient if how != "signatures" else []
-    graph = CauseGraph.from_entries(entries)
+    if notes:  # a note's own remark on the setting is no error line
+        remarks = {e.line for m in notes for e in m.evidence}
+        salient = [e for e in salient if e.line not in remarks]
     likely = None
     if confident and confident[0].how == "signature" and graph.is_consequence(confident[0].id):
         likely = likely_cause(gathered, confident[0], graph, ranked)
+        if cause := _hinted_cause(likely, ranked, confident[0]):
+            for kept in (weak, confident):
+                if cause in kept:
+                    kept.remove(cause)
+            confident.insert(0, cause)
     return Explanation(
         label,
         confident[:limit],
@@ -680,12 +758,34 @@ def decide(
         salient,
         reading.matched_lines,
         total_matches=len(confident),
-        warnings=[str(w) for w in reading.invalid],
+        warnings=[str(w) for w in [*reading.invalid, *unusable_ruled_out(entries)]],
         below_threshold=weak[:limit],
         threshold=fusion.confident,
         likely_cause=likely,
         notes=notes[:limit],
     )
+
+
+def _hinted_cause(
+    likely: LikelyCause | None, ranked: list[Match], consequence: Match
+) -> Match | None:
+    """The entry named as the likely cause's, ranked first, when it also has a hint on that very
+    line: three pieces of evidence agree (the hint on the first error line, the wiki search of the
+    lines from there, the cause graph: it explains the consequence named first), where a hint
+    alone stays a guess. Ranked just above the consequence and at most a warning (no signature
+    proves it); None when any of the three is missing.
+    """
+    if likely is None or likely.entry_id is None:
+        return None
+    cause = next((m for m in ranked if m.id == likely.entry_id), None)
+    if cause is None or cause.how != "search" or not cause.count:
+        return None
+    if not any(e.line == likely.line for e in cause.evidence):
+        return None
+    cause.confidence = min(consequence.confidence + 0.001, 1.0)
+    cause.score = round(100 * cause.confidence, 1)
+    consequence.explained_by = sorted({*consequence.explained_by, cause.id})
+    return cause
 
 
 # an HTTP error status as logs and client errors state it: an access log's `HTTP/1.1" 429`, a JSON
@@ -741,16 +841,41 @@ _RULED_OUT: dict[tuple[str, ...], list] = {}
 
 def _ruled_out_patterns(entry) -> list:
     """The entry's `ruled_out_by` patterns compiled by RE2 (linear time; one that does not
-    compile is left out: `wiki lint` says why)."""
+    compile, or would match every line, is left out and named by `unusable_ruled_out`)."""
     key = tuple(getattr(entry, "ruled_out_by", ()) or ())
     if key not in _RULED_OUT:
         from llmdoctor.wiki.re2_patterns import line_pattern
 
-        _RULED_OUT[key] = [p for p in map(line_pattern, key) if p is not None]
+        usable = [p for p in key if isinstance(p, str) and compile_problem(p) is None]
+        _RULED_OUT[key] = [line_pattern(p) for p in usable]
     return _RULED_OUT[key]
 
 
+def unusable_ruled_out(entries: dict) -> list[InvalidSignature]:
+    """The `ruled_out_by` patterns explain leaves out, and why: said with the result, as an
+    unusable signature is, so a team does not rely on a rule that is not applied."""
+    unusable = []
+    for entry in entries.values():
+        for pattern in getattr(entry, "ruled_out_by", ()) or ():
+            why = compile_problem(pattern) if isinstance(pattern, str) else "it is not text"
+            if why:
+                path = str(getattr(entry, "path", "") or "")
+                line = signature_line(path, pattern) if path and isinstance(pattern, str) else 0
+                unusable.append(
+                    InvalidSignature(
+                        entry.id, str(pattern), why, path, line, "ruled_out_by pattern"
+                    )
+                )
+    return unusable
+
+
 NAMING_SHARE = 0.1  # a word in the names of more entries than this names none of them
+# what a traceback says of where, never of what: its header (every traceback's `most recent
+# call last`) and its frames (`File "…/http_parsing_utils.py", line 45, in _read_request_body`:
+# a function's name is no word of the error); its code lines and the error itself still count
+TRACEBACK_WHERE = re.compile(
+    r"Traceback \(most recent call last\):?|\bFile [\"“][^\"”\n]*[\"”], line [0-9]+(, in [^\n]*)?"
+)
 
 
 def unnamed_guesses(ranked: list[Match], text: str, entries: dict, fusion: Fusion) -> None:
@@ -759,39 +884,54 @@ def unnamed_guesses(ranked: list[Match], text: str, entries: dict, fusion: Fusio
     shares words with what the entry says, not with what it is (a gateway's 401 `Invalid
     authentication credentials` is no Hugging Face gated repo, however close the Hub's wording).
     """
-    names = {
-        entry_id: _stems(" ".join([entry_id, e.title, " ".join(getattr(e, "aliases", ()))]))
-        for entry_id, e in entries.items()
-    }
-    common = max(1, int(NAMING_SHARE * len(names)))
-    count: dict[str, int] = {}
-    for stems in names.values():
-        for stem in stems:
-            count[stem] = count.get(stem, 0) + 1
-    words = _stems(text)  # every word, `/dev/shm`'s too
+    naming = _naming_stems(entries)
+    words = _stems(TRACEBACK_WHERE.sub(" ", text))  # every word, `/dev/shm`'s too
     for m in ranked:
         if m.how != "search" or m.count or m.confidence < fusion.confident:
             continue
-        naming = {s for s in names.get(m.id, ()) if count[s] <= common}
-        if naming and not words & naming:
+        named = naming.get(m.id, frozenset())
+        if named and not words & named:
             m.confidence = min(m.confidence, fusion.weak_ceiling)
             m.score = round(100 * m.confidence, 1)
 
 
-CONFIG_LEVELS = ("INFO", "DEBUG")  # how a server logs the configuration it starts with
+_NAMING: dict[tuple, dict[str, frozenset[str]]] = {}
+
+
+def _naming_stems(entries: dict) -> dict[str, frozenset[str]]:
+    """Per entry, the stems of its id, title and aliases that few other entries' names hold."""
+    key = tuple(
+        (entry_id, e.title, tuple(getattr(e, "aliases", ()))) for entry_id, e in entries.items()
+    )
+    if key not in _NAMING:
+        names = {i: _stems(" ".join([i, title, " ".join(aliases)])) for i, title, aliases in key}
+        common = max(1, int(NAMING_SHARE * len(names)))
+        count: dict[str, int] = {}
+        for stems in names.values():
+            for stem in stems:
+                count[stem] = count.get(stem, 0) + 1
+        _NAMING.clear()  # one library at a time
+        _NAMING[key] = {
+            i: frozenset(s for s in stems if count[s] <= common) for i, stems in names.items()
+        }
+    return _NAMING[key]
+
+
+# how a server logs the configuration it starts with, and remarks on it (V0's `Since,
+# enforce-eager is enabled, async output processor cannot be used` is a WARNING)
+CONFIG_LEVELS = ("INFO", "DEBUG", "WARNING", "WARN")
 CONFIG_TAG = "config"  # an entry about how the server is set up, not about a state it is in
 
 
 def configuration_notes(confident: list[Match], reading: _Reading, entries: dict) -> list[Match]:
     """The confident matches that are notes, not what failed: when no line of the input looks
     wrong, a warning-level entry about the configuration (tagged `config`) whose signature
-    matched only lines the server logged at INFO or DEBUG (vLLM's `Cudagraph is disabled under
-    eager mode` on a healthy start-up). A log with an error line keeps them as matches: there the
-    setting may be why. A state logged at INFO (a queue of 951 waiting requests) is no note.
+    matched only lines the server logged at INFO, DEBUG or WARNING, or lines with no level (a
+    config line wrapped by the terminal), such as vLLM's `Cudagraph is disabled under eager mode`
+    on a healthy start-up. A log with an error line other than those keeps them as matches: there
+    the setting may be why. A state logged at INFO (a queue of 951 waiting requests) is no note.
     """
-    if reading.error_lines:
-        return []
-    return [
+    config = [
         m
         for m in confident
         if m.how == "signature"
@@ -799,10 +939,17 @@ def configuration_notes(confident: list[Match], reading: _Reading, entries: dict
         and CONFIG_TAG in getattr(entries.get(m.id), "tags", ())
         and m.evidence
         and all(
-            (level := LEVEL.search(e.text)) is not None and level.group(1) in CONFIG_LEVELS
+            (level := LEVEL.search(e.text)) is None or level.group(1) in CONFIG_LEVELS
             for e in m.evidence
         )
     ]
+    # the server's own remark on the setting may read as an error line (V0's `cannot be used`)
+    remarks = {e.line for m in config for e in m.evidence}
+    if reading.error_lines > len(reading.salient) or any(
+        e.line not in remarks for e in reading.salient
+    ):
+        return []
+    return config
 
 
 # the lines that say something went wrong, as opposed to the wider salient lines (a warning, a
@@ -847,13 +994,48 @@ def likely_cause(
     first = next((e for e in lines if ERROR_LINE.search(e.text) and not _below_error(e.text)), None)
     if first is None:
         return None
-    query = "\n".join(e.text for e in lines[lines.index(first) :][:CAUSE_QUERY_LINES])
+    rest = lines[lines.index(first) :]
+    if statement := _failed_statement(reading, first):
+        first, rest = statement, [statement, *rest]  # the bare exception says no more than it
+    query = "\n".join(e.text for e in rest[:CAUSE_QUERY_LINES])
     results = gathered.cause_searches.get(query)
     if results is None:
         results = gathered.cause_searches[query] = _search(query, 5, gathered.wiki_dirs)
     top = results[0].id if results else None
     entry_id = top if top and graph.explains(top, consequence.id) else None
     return LikelyCause(consequence.id, first.line, first.text.strip(), entry_id)
+
+
+# an exception raised with no message (`AssertionError`, `(VllmWorker rank=0 pid=4360)
+# AssertionError`): Python printed the failed statement on the line above it
+BARE_EXCEPTION = re.compile(r"^[A-Z][A-Za-z0-9_.]*(Error|Exception):?\s*$")
+# the tag a process puts before each line of its output: vLLM's `(VllmWorker rank=0 pid=4360) `,
+# torchrun's `[rank0]: `
+PROCESS_TAG = re.compile(r"^(\([A-Za-z][^()]{0,60}\)|\[[A-Za-z]+[0-9]*\]:) ")
+
+
+def _message(text: str) -> str:
+    """A line without its logger prefix and process tag: what the program itself printed."""
+    message = text[m.end() + 1 :] if (m := LOG_PREFIX.match(text)) else text
+    return message[m.end() :] if (m := PROCESS_TAG.match(message)) else message
+
+
+def _failed_statement(reading: _Reading, error: Evidence) -> Evidence | None:
+    """The statement a traceback prints just above an exception raised with no message (a
+    failed `assert`): that line, not the exception's bare name, says why. None when the error
+    has a message, or the line above is no code line of the traceback.
+    """
+    if reading.text is None or not BARE_EXCEPTION.match(_message(error.text).strip()):
+        return None
+    at = next((i for i, n in enumerate(reading.numbers) if n == error.line), 0)
+    texts = reading.text.split("\n")
+    if not 0 < at <= len(texts):
+        return None
+    above = texts[at - 1]
+    code = _message(above)
+    if not code.startswith((" ", "\t")) or code.strip().startswith(('File "', "^", "~")):
+        return None
+    return Evidence(reading.numbers[at - 1], above.strip()[:MAX_TEXT])
 
 
 def _below_error(text: str) -> bool:
@@ -919,7 +1101,12 @@ def _search_text(reading: _Reading, query: str) -> str:
 
 
 def fuse(
-    reading: _Reading, entries: dict, results: list, query: str, fusion: Fusion = FUSION
+    reading: _Reading,
+    entries: dict,
+    results: list,
+    query: str,
+    fusion: Fusion = FUSION,
+    graph: CauseGraph | None = None,
 ) -> list[Match]:
     """One ranking of every entry with any evidence, best first (see the module docstring)."""
     f = fusion
@@ -955,10 +1142,9 @@ def fuse(
                 # ... unless the hint is on an error line, the text alone already makes a
                 # fair case (hint_text_floor) and the input has error lines the hint did not
                 # fire on: two pieces of evidence, never the hinted line agreeing with itself
-                lifted = (
-                    h.on_error_line
-                    and confidence >= f.hint_text_floor
-                    and reading.error_lines > h.error_lines
+                lifted = h.on_error_line and (
+                    (confidence >= f.hint_text_floor and reading.error_lines > h.error_lines)
+                    or (confidence >= f.hint_stated_floor and h.states_error())
                 )
                 ceiling = 1.0 if lifted else f.weak_ceiling
                 confidence = min(confidence + hint, ceiling)
@@ -973,12 +1159,11 @@ def fuse(
                 confidence=round(min(confidence, 1.0), 3),
                 count=h.count if h else 0,
                 evidence=h.evidence() if h else [],
-                fix=fix_lines(entry, (e.text for e in h.evidence()) if h else ()),
                 snippet="" if h is not None and h.strong else snippets.get(entry_id, ""),
                 path=getattr(entry, "path", ""),
             )
         )
-    _causes_first(matches, CauseGraph.from_entries(entries))
+    _causes_first(matches, graph or CauseGraph.from_entries(entries))
     _search_order(matches, {entry_id: t[1] for entry_id, t in text.items()})
     for m in matches:
         m.score = round(100 * m.confidence, 1)

@@ -389,3 +389,26 @@ class _Prefixed(io.RawIOBase):
     def close(self) -> None:
         self._raw.close()
         super().close()
+
+
+def keep_freed_blocks(path: str) -> None:
+    """In a short-lived process about to read a big log: ask glibc's allocator to keep the
+    memory of freed multi-megabyte buffers (each block read, keyed and split) and reuse it,
+    instead of handing it back to the kernel and faulting in fresh zeroed pages for the next
+    block (about a fifth of the CPU of reading a crash-loop log). Peak memory is unchanged;
+    nothing happens for a small file, or where the C library has no `mallopt` (musl, macOS).
+    """
+    with contextlib.suppress(OSError, ValueError):
+        if os.stat(path).st_size < KEEP_FREED_FROM:
+            return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        mallopt = ctypes.CDLL(None).mallopt
+        mallopt(M_MMAP_THRESHOLD, KEEP_FREED_BYTES)
+        mallopt(M_TRIM_THRESHOLD, 2 * KEEP_FREED_BYTES)
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
+KEEP_FREED_BYTES = 32 * 1024 * 1024  # glibc's own ceiling for the mmap threshold
+KEEP_FREED_FROM = 32 * 1024 * 1024  # a smaller log is read in a few blocks: not worth it

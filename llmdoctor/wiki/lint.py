@@ -144,6 +144,20 @@ def _step_tag_problem(line: str) -> str | None:
     )
 
 
+TOP_LEVEL_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)\s*:(\s|$)")
+
+
+def _repeated_keys(fm_lines: list[str]) -> dict[str, list[int]]:
+    """Top-level front matter keys written more than once, with their file lines (the front
+    matter starts on line 2): two `hints:` lists merged by hand keep only the second."""
+    seen: dict[str, list[int]] = {}
+    for n, line in enumerate(fm_lines):
+        m = TOP_LEVEL_KEY.match(line)
+        if m:
+            seen.setdefault(m.group(1), []).append(n + 2)
+    return {key: lines for key, lines in seen.items() if len(lines) > 1}
+
+
 def lint_text(
     text: str,
     path: str | Path,
@@ -164,6 +178,12 @@ def lint_text(
     def add(line: int, message: str) -> None:
         problems.append(LintProblem(file, line, message))
 
+    for key, lines in _repeated_keys(fm_lines).items():
+        add(
+            lines[0],
+            f"front matter key {key!r} is written {len(lines)} times (lines "
+            f"{', '.join(map(str, lines))}): YAML keeps only the last, the others are lost",
+        )
     for key in meta:
         if key not in KNOWN_KEYS:
             add(

@@ -125,6 +125,32 @@ def compile_problem(signature: str) -> str | None:
     return None
 
 
+def compile_problems(signatures: list) -> list[str | None]:
+    """`compile_problem` of each signature (or "it is not text"), the usable ones checked
+    together: one RE2 Set takes them all and says which match the empty string, instead of a
+    regex compiled for each (most of explain's start-up otherwise).
+    """
+    re2 = re2_module()
+    problems: list[str | None] = [None] * len(signatures)
+    together = re2.Set.SearchSet(re2_options())
+    added = []
+    for k, sig in enumerate(signatures):
+        if not isinstance(sig, str):
+            problems[k] = "it is not text"
+            continue
+        try:
+            together.Add(sig)
+        except (re2.error, TypeError, ValueError):
+            problems[k] = compile_problem(sig)
+            continue
+        added.append(k)
+    if added:
+        together.Compile()
+        for j in together.Match(b"") or ():
+            problems[added[j]] = compile_problem(signatures[added[j]])
+    return problems
+
+
 def signature_line(path: str | Path, signature: str) -> int:
     """The line of an entry file on which a signature is written (0 when it cannot be told)."""
     try:
@@ -151,6 +177,9 @@ MIN_FIND_TEXT = 6  # a required text this long is looked for with bytes.find
 KIND_FIRST, KIND_LAST = 3, 2  # lines of each kind kept (more: BlockKinds.last_of)
 MAX_CACHED = 4096  # combined searches and fired-set lookups kept per SignatureSet
 MAX_FIND_LITERALS = 4
+# A block whose probe has at most one shape (digits written 0) per this many lines is
+# repetitive: read by shape first (SignatureSet._scan_shapes), without the block-wide Set
+REPEATS = 8
 RARE_SAMPLE = 64 * 1024
 RARE_RATE = 2000  # a byte seen less than once in this many is rare enough to search for alone
 
@@ -186,19 +215,23 @@ class SignatureSet:
         self.patterns: list[tuple[str, str]] = []  # (entry id, signature), in set index order
         self.weak: list[bool] = []  # per pattern: a hint or a one-word signature (weak evidence)
         self.invalid: list[InvalidSignature] = []
+        written = []  # (entry, signature, is a hint)
         for entry in entries:
             hints = list(getattr(entry, "hints", None) or ())
-            for n, sig in enumerate([*entry.signatures, *hints]):
-                is_hint = n >= len(entry.signatures)
-                why = compile_problem(sig) if isinstance(sig, str) else "it is not text"
-                if why:
-                    path = str(getattr(entry, "path", "") or "")
-                    line = signature_line(path, sig) if path else 0
-                    kind = "hint" if is_hint else "signature"
-                    self.invalid.append(InvalidSignature(entry.id, str(sig), why, path, line, kind))
-                    continue
-                self.patterns.append((entry.id, sig))
-                self.weak.append(is_hint or bool(WEAK_SIGNATURE.fullmatch(sig)))
+            written += [
+                (entry, sig, n >= len(entry.signatures))
+                for n, sig in enumerate([*entry.signatures, *hints])
+            ]
+        problems = compile_problems([sig for _, sig, _ in written])
+        for (entry, sig, is_hint), why in zip(written, problems, strict=True):
+            if why:
+                path = str(getattr(entry, "path", "") or "")
+                line = signature_line(path, sig) if path else 0
+                kind = "hint" if is_hint else "signature"
+                self.invalid.append(InvalidSignature(entry.id, str(sig), why, path, line, kind))
+                continue
+            self.patterns.append((entry.id, sig))
+            self.weak.append(is_hint or bool(WEAK_SIGNATURE.fullmatch(sig)))
         self._line_set = self._block_set = self._tail_set = None
         self._searchers: dict[int, object] = {}
         # per set of signatures that hit a block: one regex of them all (a dense block's lines
@@ -214,12 +247,16 @@ class SignatureSet:
         # digit-blind signatures (llmdoctor.wiki.digit_blind) match a line's shape (its digits
         # written 0) exactly as they match the line; the others are matched on each line
         self._blind = [digit_blind(sig) for _, sig in self.patterns]
+        self._exact_all = tuple(i for i, blind in enumerate(self._blind) if not blind)
         # signatures that may match a line alone but not the block that holds it (whole-text
         # anchors, inline flags): always matched on the lines of a dense block
         self._unfaithful = frozenset(
             i for i, (_, sig) in enumerate(self.patterns) if _UNFAITHFUL.search(sig)
         )
         self._exact_sets: dict[tuple[int, ...], tuple[Callable, Callable]] = {}
+        # per shape: what the signatures say of every line of that shape (_shape_reading)
+        self._readings: dict[bytes, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._held_keys: list[bytes] = []
         self._finders_of: dict[frozenset[int], tuple[list[bytes], list]] = {}
         self.tail_keep = tail_keep
         self.before_lines = before_lines  # each match carries this many lines before it
@@ -439,6 +476,84 @@ class SignatureSet:
         tail.reverse()
         numbers = range(first_line, first_line + len(raw))
         return [self._grouped(raw, keys, numbers, tail, hit)], newlines
+
+    def _scan_shapes(self, block: bytes, first_line: int) -> tuple[list, int] | None:
+        """A repetitive dense block (a crash loop: a few shapes, most of them matching) read by
+        shape before any block-wide match: every line keyed (digits written 0) and counted in
+        C, each shape matched once (`_shape_reading`, `_verdict`). None when the block is not such a block
+        (its probe has many shapes or few matching lines, a shape needs its lines matched one
+        by one, a CRLF line): the caller then reads it with the block `Set`.
+
+        Exact as matching each line alone: a line's signatures are those of its shape, because
+        every shape here is either a kind (only digit-blind signatures can fire on its lines)
+        or matches no signature but tail ones (kind 0, its lines only counted; the tail search
+        finds the last of them, checked one by one as `_grouped` does).
+        """
+        probe_end = block.find(b"\n", DENSE_PROBE) + 1 or len(block)
+        probe = block[:probe_end].translate(DIGITS_TO_ZERO).split(b"\n")
+        if not probe[-1]:
+            probe.pop()
+        seen = Counter(probe)
+        if len(seen) * REPEATS > len(probe):
+            return None
+        verdicts = self._verdicts_in(seen, block, probe_end)
+        if verdicts is None:
+            return None
+        in_kinds = sum(n for key, n in seen.items() if verdicts[key][0] == _KIND)
+        if in_kinds * WHOLE_BLOCK_SHARE < len(probe) or b"\r" in block:
+            return None
+        keys = block.translate(DIGITS_TO_ZERO).split(b"\n")
+        # the previous block's keys are let go only now that these exist: freed first, the
+        # interpreter hands their memory back to the kernel and takes it again zeroed, page by
+        # page (a third more CPU on a crash loop)
+        self._held_keys = keys
+        newlines = len(keys) - 1
+        if not keys[-1]:
+            keys.pop()
+        counts = Counter(keys)
+        if len(counts) * REPEATS > len(keys):
+            return None
+        verdicts = self._verdicts_in(counts, block, len(block))
+        if verdicts is None:
+            return None
+        return [_ShapeBlock(self, block, first_line, keys, counts, verdicts).kinds()], newlines
+
+    def _verdicts_in(self, shapes: Iterable[bytes], block: bytes, end: int) -> dict | None:
+        """Each shape's verdict (`_verdict`) in block[:end], or None when a shape is mixed. A
+        signature that tells digits apart and whose cover matches a shape (an access line's
+        `HTTP/1.1" 200` under gateway-timeout's `HTTP/1\\.1" 50[234]`) is searched for in the
+        block once: found nowhere, it cannot fire on any of its lines.
+        """
+        tail = self._tail
+        readings = {key: self._shape_reading(key) for key in shapes}
+        verdicts = {key: _verdict(tail, *reading, frozenset()) for key, reading in readings.items()}
+        if None not in verdicts.values():
+            return verdicts
+        doubtful = frozenset(
+            i for key, verdict in verdicts.items() if verdict is None for i in readings[key][1]
+        )
+        if not doubtful or doubtful & self._unfaithful:
+            return None
+        if any(search(block, 0, end) >= 0 for search in self._combined_searchers(doubtful)):
+            return None
+        verdicts = {key: _verdict(tail, *reading, doubtful) for key, reading in readings.items()}
+        return None if None in verdicts.values() else verdicts
+
+    def _shape_reading(self, key: bytes) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(the digit-blind signatures that fire on every line of this shape, the others whose
+        cover matches it: they may fire on some of its lines), kept per shape.
+        """
+        found = self._readings.get(key)
+        if found is None:
+            fired = tuple(sorted(i for i in self._set_match(key) if self._blind[i]))
+            maybe: tuple[int, ...] = ()
+            if self._exact_all:
+                _, cover_match = self._exact_sets_of(self._exact_all)
+                maybe = tuple(self._exact_all[j] for j in cover_match(key))
+            found = (fired, maybe)
+            if len(self._readings) < MAX_CACHED:
+                self._readings[key] = found
+        return found
 
     def _scan_candidates(
         self,
@@ -707,6 +822,14 @@ class SignatureSet:
             nonlocal line_no, previous
             for block, hit in pending:
                 counted = None
+                if hit is _SHAPES_FIRST:
+                    shaped = self._scan_shapes(block, line_no)
+                    if shaped is not None:
+                        found, counted = shaped
+                        yield from found
+                        hit = None
+                    else:
+                        hit = self._block_set.Match(block)
                 if hasattr(hit, "result"):
                     hit = hit.result()
                 if hit:
@@ -730,6 +853,8 @@ class SignatureSet:
                     pending.append((block, True))  # _scan_literals finds the lines itself
                 elif self._block_set is None:
                     pending.append((block, False))
+                elif pool is None and kinds and not self.before_lines:
+                    pending.append((block, _SHAPES_FIRST))
                 elif pool is None:
                     pending.append((block, self._block_set.Match(block)))
                 else:
@@ -742,6 +867,143 @@ class SignatureSet:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
         stats.lines = line_no - 1 + (1 if last and not last.endswith(b"\n") else 0)
+
+
+_SHAPES_FIRST = object()  # a block to read by shape first, else with the block Set
+_KIND, _ZERO = 1, 0
+
+
+def _verdict(
+    tail: frozenset[int], fired: tuple[int, ...], maybe: tuple[int, ...], absent: frozenset[int]
+) -> tuple[int, tuple[int, ...]] | None:
+    """What the signatures say of every line of a shape, given the digit-blind ones that fire
+    on it (`fired`), the others that may (`maybe`) and those not in the block (`absent`):
+    (_KIND, the signatures that fire) when only digit-blind ones can and one of them is no
+    tail signature; (_ZERO, the tail signatures that may fire) when no other can; None (mixed)
+    when its lines must be matched one by one.
+    """
+    maybe = tuple(i for i in maybe if i not in absent)
+    if not maybe and any(i not in tail for i in fired):
+        return _KIND, fired
+    if tail.issuperset(fired) and tail.issuperset(maybe):
+        return _ZERO, fired + maybe
+    return None
+
+
+class _ShapeBlock:
+    """A repetitive block keyed by shape (SignatureSet._scan_shapes): its kinds, the tail
+    lines that are singles, and its lines one by one on demand. A line's text is cut from the
+    block by its offset (a shape has its line's length): no split of the block itself.
+    """
+
+    def __init__(self, scanner, block, first_line, keys, counts, verdicts):
+        self.scanner, self.block, self.first_line = scanner, block, first_line
+        self.keys, self.counts, self.verdicts = keys, counts, verdicts
+        self._reversed: list[bytes] | None = None
+
+    def positions(self, key: bytes, keep: int, from_end: bool = False) -> list[int]:
+        """The indexes of the first (or last) `keep` lines of this shape, ascending."""
+        keys = self.keys
+        if from_end:
+            if self._reversed is None:
+                self._reversed = keys[::-1]
+            keys = self._reversed
+        found, at = [], -1
+        for _ in range(min(keep, self.counts[key])):
+            at = keys.index(key, at + 1)
+            found.append(at)
+        if from_end:
+            last = len(self.keys) - 1
+            return [last - i for i in reversed(found)]
+        return found
+
+    def raw(self, i: int) -> bytes:
+        """Line i as it is in the block."""
+        keys = self.keys
+        if i < len(keys) // 2:
+            start = sum(map(len, keys[:i])) + i
+        else:
+            after = sum(map(len, keys[i:])) + len(keys) - i
+            start = len(self.block) - after + (not self.block.endswith(b"\n"))
+        return self.block[start : start + len(keys[i])]
+
+    def numbered(self, i: int) -> tuple[int, str]:
+        """(line number, text) of line i."""
+        return self.first_line + i, self.raw(i).decode("utf-8", errors="replace")
+
+    def kinds(self) -> BlockKinds:
+        scanner, verdicts = self.scanner, self.verdicts
+        kinds = []
+        for key, count in self.counts.items():
+            state, fired = verdicts[key]
+            if state != _KIND:
+                continue
+            first = self.positions(key, KIND_FIRST)
+            last = self.positions(key, KIND_LAST, from_end=True)
+            kinds.append(
+                (
+                    first[0],
+                    LineKind(
+                        fired,
+                        scanner._entry_ids(fired),
+                        count,
+                        key.decode("utf-8", errors="replace"),
+                        [self.numbered(i) for i in first],
+                        [self.numbered(i) for i in last],
+                    ),
+                )
+            )
+        kinds.sort(key=lambda pair: pair[0])
+        self.by_id: dict[int, bytes] = {}
+        for kind_id, (_, kind) in enumerate(kinds, 1):
+            kind.id = kind_id
+            self.by_id[kind_id] = kind.sample.encode("utf-8", errors="surrogateescape")
+        return BlockKinds([k for _, k in kinds], self.singles(), self.line_matches, self.last_of)
+
+    def singles(self) -> list[LineMatch]:
+        """The lines the tail search finds on which only tail signatures fire."""
+        scanner = self.scanner
+        if not any(v[0] == _ZERO and v[1] for v in map(self.verdicts.get, self.counts)):
+            return []
+        found: set[int] = set()
+        scanner._tail_starts(self.block, found)
+        block, out = self.block, []
+        index, counted_from = len(self.keys) - (0 if block.endswith(b"\n") else 1), len(block)
+        for start in sorted(found, reverse=True):
+            index -= block.count(b"\n", start, counted_from)
+            counted_from = start
+            if self.verdicts[self.keys[index]][0] != _ZERO:
+                continue
+            raw = self.raw(index)
+            fired = tuple(sorted(scanner._set_match(raw)))
+            if fired:
+                text = raw.decode("utf-8", errors="replace")
+                out.append(
+                    LineMatch(self.first_line + index, text, scanner._entry_ids(fired), (), fired)
+                )
+        out.reverse()
+        return out
+
+    def last_of(self, kind_ids: set[int], keep: int) -> list[tuple[int, str]]:
+        found = sorted(
+            i for k in kind_ids for i in self.positions(self.by_id[k], keep, from_end=True)
+        )
+        return [self.numbered(i) for i in found[-keep:]]
+
+    def line_matches(self) -> list[LineMatch]:
+        scanner, out = self.scanner, []
+        single = {m.line: m for m in self.singles()}
+        raw = self.block.split(b"\n")
+        for i, key in enumerate(self.keys):
+            state, fired = self.verdicts[key]
+            if state == _KIND:
+                text = raw[i].decode("utf-8", errors="replace")
+                out.append(
+                    LineMatch(self.first_line + i, text, scanner._entry_ids(fired), (), fired)
+                )
+            elif self.first_line + i in single:
+                out.append(single[self.first_line + i])
+        return out
 
 
 # a whole-text anchor or an inline flag group (not `(?:`, `(?P<`, `(?<`): the block-wide Set may
