@@ -159,7 +159,9 @@ INDEPENDENT_PRECISION = {"tune": GATE_PRECISION, "heldout": GATE_PRECISION}
 # held-out abstention 36/39: vLLM's xgrammar refusal of a tool schema was relabelled from
 # _unknown to guided-decoding-grammar-error (added after that excerpt was collected), so one fewer
 # uncovered excerpt with the same three answered (37/40 before)
-INDEPENDENT_ABSTAINED = {"tune": 0.9375, "heldout": 0.923}
+# tune one lower than it was (0.9375): hint_stated_floor names vLLM's bare `Engine process failed
+# to start` wrapper engine-dead as a MAYBE (labelled uncovered: the wrapper hides its cause)
+INDEPENDENT_ABSTAINED = {"tune": 0.9218, "heldout": 0.923}
 
 
 def test_confident_answers_on_independent_tune_excerpts_are_right_95_percent_of_the_time(report):
@@ -258,3 +260,28 @@ def test_fresh_round8_is_held_at_its_blind_measurement(fresh8):
     assert covered["top3"] >= covered["search_top3"]
     assert covered["healthy_criticals"] == 0 and covered["healthy_alarms"] == 0
     assert covered["abstained"] >= 0.99
+
+
+# Round 9 (issue 26 §5): 126 excerpts (69 covered failures, 29 healthy, 28 uncovered) collected
+# blind by five collectors after rounds 6-8 had been tuned on, from reports no project file
+# cited. Measured at the session's start (main 89cd18a) and at its end (main 67fa5ed), never
+# tuned on between: the same figures both times, top-1 82.6 %, top-3 94.2 % (wiki search 78.3 /
+# 94.2 %), confident and right 78.3 %, precision 96.4 % (0 confident and wrong), 1 alarm on 29
+# healthy logs (a Tenstorrent build's V0 stats lines, 16 running at 16.7 tokens/s with the KV
+# cache at 92-95 %, named engine-wedged), 27 of 28 uncovered abstained. Held there.
+FRESH9 = CORPUS.parent / "explain_fresh" / "round9"
+
+
+@pytest.fixture(scope="module")
+def fresh9():
+    return evaluate(FRESH9)
+
+
+def test_fresh_round9_is_held_at_its_blind_measurement(fresh9):
+    covered = fresh9["all"]
+    assert covered["top1"] >= 0.826 and covered["top3"] >= 0.942
+    assert covered["confident_top1"] >= 0.7826 and covered["precision"] >= 0.964
+    assert covered["confident_wrong"] == 0
+    assert covered["top3"] >= covered["search_top3"]
+    assert covered["healthy_criticals"] == 0 and covered["healthy_alarms"] <= 1
+    assert covered["abstained"] >= 0.964
