@@ -266,8 +266,8 @@ def test_from_log_of_a_big_log_keeps_only_salient_lines_in_memory(tmp_path):
     assert rc == 0, err
     # explain itself peaks near the log's size (208-212 MiB run alone); the whole log read
     # into Python strings and split into lines took over 1 GiB. Once, under CI's two parallel
-    # workers, the same child peaked at 463 MiB (its reader threads' blocks, not a whole read):
-    # the bound is below the whole-read failure, above that
+    # workers, the same child peaked at 463 MiB (cause not found): the bound stays below the
+    # whole read and above that
     assert 0 < peak_kib < 640 * 1024, f"peak RSS {peak_kib >> 10} MiB for a 192 MiB log"
     kept = list((tmp_path / "w").glob("x1.examples/*.log"))
     assert kept and "undefined symbol" in kept[0].read_text()
