@@ -122,3 +122,22 @@ def ok_checks(report: dict) -> list[tuple[str, str]]:
 def explained(result: dict) -> list[tuple[str, str, float]]:
     """(runbook id, severity, confidence) of explain's confident matches, best first."""
     return [(m["id"], m["severity"], m["confidence"]) for m in result["matches"]]
+
+
+def check_killed_worker_story(result: dict, log_text: str) -> None:
+    """explain's answer on the log of a server whose worker was killed mid-request. With
+    `died unexpectedly (exit code: -9)` the kill is named first and engine-dead after it. When
+    vLLM's monitor read the status before the kernel had it (`exit code: None`, which a failed
+    start-up prints too) engine-dead is first and sure, and the kill comes next: at most a MAYBE
+    (its hint on a line stating the error, words that fit) or the closest guess."""
+    ids = [m["id"] for m in result["matches"]]
+    if "died unexpectedly (exit code: -9)" in log_text:
+        assert ids[:2] == ["vllm-worker-killed", "engine-dead"], explained(result)
+        return
+    assert ids[:1] == ["engine-dead"], explained(result)
+    after = [m for m in result["matches"][1:2] if m["id"] == "vllm-worker-killed"]
+    if after:
+        assert after[0]["severity"] == "warning", explained(result)
+    else:
+        guesses = [m["id"] for m in result["below_threshold"]]
+        assert guesses[:1] == ["vllm-worker-killed"], result["below_threshold"]

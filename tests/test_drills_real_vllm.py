@@ -22,6 +22,7 @@ import pytest
 import requests
 from drill_capture import (
     Collector,
+    check_killed_worker_story,
     drill_folder,
     explained,
     ok_checks,
@@ -441,15 +442,7 @@ def test_drill_dead_engine_worker_killed(server, kit, capsys, tmp_path, monkeypa
     code, result = run_json(capsys, "explain", str(folder / "server.log"))
     write_json(folder / "verdicts-after-exit.json", {"exit": code, "matches": explained(result)})
     assert first_runbook(seen["probe"][1]) == "engine-dead", verdict(seen["probe"][1])
-    if "died unexpectedly (exit code: -9)" in server.log_text(start):
-        # the kill explains the dead engine: it ranks first, engine-dead after it
-        assert explain_ids(result)[:2] == ["vllm-worker-killed", "engine-dead"], explained(result)
-    else:
-        # vLLM's monitor read the status before the kernel had it and printed `None`: a failed
-        # start-up prints the same, so the kill is only the closest guess
-        assert explain_ids(result)[:1] == ["engine-dead"], explained(result)
-        guesses = [m["id"] for m in result["below_threshold"]]
-        assert guesses[:1] == ["vllm-worker-killed"], result["below_threshold"]
+    check_killed_worker_story(result, server.log_text(start))
 
 
 # -- start-up failures: each its own short-lived server --------------------------------------

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from drill_capture import check_killed_worker_story
 
 from llmdoctor.cli import run as cli_run
 
@@ -146,15 +147,17 @@ def test_dead_engine_after_the_worker_was_killed(capsys):
     code, report = diagnose(capsys, "dead")
     assert first_runbook(report) == "engine-dead" and code == 2, problems(report)
     _, result = run_json(capsys, "explain", str(FIXTURES / "dead" / "server.log"))
-    ids = [m["id"] for m in result["matches"]]
-    if "died unexpectedly (exit code: -9)" in (FIXTURES / "dead" / "server.log").read_text():
-        # the kill is named as the cause, engine-dead after it
-        assert ids[:2] == ["vllm-worker-killed", "engine-dead"], ids
-    else:
-        # vLLM printed `exit code: None` (its monitor raced the kernel): engine-dead is sure,
-        # the kill only the closest guess, as a failed start-up prints the same line
-        assert ids[:1] == ["engine-dead"], ids
-        assert [m["id"] for m in result["below_threshold"]][:1] == ["vllm-worker-killed"]
+    check_killed_worker_story(result, (FIXTURES / "dead" / "server.log").read_text())
+
+
+def test_a_kill_the_monitor_saw_as_exit_code_none_comes_after_the_dead_engine(capsys):
+    # the same drill in CI where vLLM printed `exit code: None` (server log only): engine-dead
+    # first and critical, the kill next as a MAYBE, never critical on that line alone
+    log = FIXTURES / "dead-exit-none" / "server.log"
+    assert "died unexpectedly (exit code: None)" in log.read_text()
+    _, result = run_json(capsys, "explain", str(log))
+    check_killed_worker_story(result, log.read_text())
+    assert [m["id"] for m in result["matches"]][:2] == ["engine-dead", "vllm-worker-killed"]
 
 
 def test_a_worker_killed_with_exit_code_9_is_named_before_the_dead_engine(capsys):
