@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -439,6 +440,7 @@ class ExporterServer(ThreadingHTTPServer):
             self.address_family = socket.AF_INET6
         self.exporter = exporter
         self.connections = threading.BoundedSemaphore(exporter.settings.max_connections)
+        self._releases: dict[int, Callable[[], None]] = {}  # request -> its slot's release
         super().__init__(address, _Handler)
 
     def process_request(self, request, client_address) -> None:
@@ -451,14 +453,33 @@ class ExporterServer(ThreadingHTTPServer):
                 pass
             self.shutdown_request(request)
             return
+        # a SIGTERM can raise in Thread.start() after the handler thread began: the slot is
+        # then released by whichever of the two gets there first, once
+        release = _release_once(self.connections)
+        self._releases[id(request)] = release
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self.connections.release()
+            release()
             raise
 
     def process_request_thread(self, request, client_address) -> None:
+        release = self._releases.pop(id(request), None)
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.connections.release()
+            if release is not None:
+                release()
+
+
+def _release_once(semaphore: threading.BoundedSemaphore) -> Callable[[], None]:
+    lock = threading.Lock()
+    done = []
+
+    def release() -> None:
+        with lock:
+            if not done:
+                done.append(True)
+                semaphore.release()
+
+    return release
