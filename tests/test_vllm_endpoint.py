@@ -485,6 +485,27 @@ def test_window_zero_takes_a_single_scrape():
     assert len(values["vllm/scrapes.json"]) == 1
 
 
+def test_second_scrape_waits_for_the_probe_so_an_idle_window_holds_a_request():
+    # the generation takes 1.2 s, the window is 0.2 s: the second scrape follows the probe's
+    # answer (on a loaded real server the probe outlived the window and latency went unmeasured)
+    scenario = Scenario(routes={"POST /v1/completions": Stream(first_delay=1.2)})
+    with FakeVllmServer(scenario) as srv:
+        values = collect_endpoint(srv.url, requests.Session(), timeout=4, window=0.2)
+    first, second = values["vllm/scrapes.json"]
+    assert second["at"] - first["at"] >= 1.0, values["vllm/scrapes.json"]
+    assert values["vllm/probe.json"]["status"] == 200
+
+
+def test_second_scrape_gives_up_on_a_hung_probe_at_the_timeout():
+    timeout = 1.0
+    scenario = Scenario(routes={"POST /v1/completions": Blackhole()})
+    with FakeVllmServer(scenario) as srv:
+        start = time.monotonic()
+        values = collect_endpoint(srv.url, requests.Session(), timeout=timeout, window=0.1)
+        elapsed = time.monotonic() - start
+    assert len(values["vllm/scrapes.json"]) == 2 and elapsed < 1.5 * timeout + 0.5, elapsed
+
+
 def test_probe_request_is_deterministic_and_small():
     # temperature 0, a small max_tokens, streamed
     with FakeVllmServer() as srv:

@@ -179,7 +179,8 @@ def collect_endpoint(
 
     Keys: vllm/health.json {"status", "latency_ms", "error"}; vllm/models.json (the /v1/models
     body); vllm/version.json; vllm/metrics-0.txt and vllm/metrics-1.txt (raw Prometheus text,
-    scraped `window` seconds apart; window 0 = one scrape); vllm/scrapes.json
+    scraped `window` seconds apart or, when the generation probe is still running, once it
+    finished, at most `timeout` after the start; window 0 = one scrape); vllm/scrapes.json
     [{"file", "at", "latency_ms"} or {"file": null, "at", "error"}]; vllm/probe.json (one
     streamed generation with `model`, default the first /v1/models id, through
     /v1/completions or with `chat` /v1/chat/completions: status, latency_ms, ttft_ms, itl_ms,
@@ -195,6 +196,9 @@ def collect_endpoint(
     tasks = _Tasks()
     t0 = time.monotonic()
     first_deadline = t0 + timeout
+    # the second scrape waits for our own request, so that on a live idle server the window
+    # holds at least one finished request and the phase latencies are measured
+    probe_finished = threading.Event()
 
     def health() -> None:
         tasks.put(
@@ -211,12 +215,15 @@ def collect_endpoint(
         )
 
     def run_probe(name: str, deadline: float) -> None:
-        result = generation_probe(
-            session, base, name, chat=chat, timeout=timeout, deadline=deadline
-        )
-        if max_latency_ms is not None:
-            result["max_latency_ms"] = max_latency_ms
-        tasks.put("vllm/probe.json", result)
+        try:
+            result = generation_probe(
+                session, base, name, chat=chat, timeout=timeout, deadline=deadline
+            )
+            if max_latency_ms is not None:
+                result["max_latency_ms"] = max_latency_ms
+            tasks.put("vllm/probe.json", result)
+        finally:
+            probe_finished.set()
 
     def models_then_probe() -> None:
         models = list_models(session, base, timeout=timeout, deadline=first_deadline)
@@ -227,6 +234,7 @@ def collect_endpoint(
         if not ids:
             why = models.reason if isinstance(models, Missing) else "/v1/models lists no model"
             tasks.put("vllm/probe.json", Missing(f"generation probe not run: {why} (give --model)"))
+            probe_finished.set()
             return
         run_probe(ids[0], max(first_deadline, time.monotonic() + timeout / 2))
 
@@ -243,6 +251,7 @@ def collect_endpoint(
             tasks.put("vllm/scrapes.json", scrapes)
             return
         time.sleep(max(0.0, first_done + window - time.monotonic()))
+        probe_finished.wait(max(0.0, first_deadline - time.monotonic()))
         deadline = max(t0 + window + timeout, time.monotonic() + timeout / 2)
         text, entry = scrape_metrics(session, base, timeout=timeout, deadline=deadline)
         scrapes.append({"file": None if isinstance(text, Missing) else "metrics-1.txt", **entry})
@@ -258,6 +267,8 @@ def collect_endpoint(
         )
 
     late = t0 + 1.5 * timeout
+    if not probe:
+        probe_finished.set()
     tasks.start("GET /health", health, first_deadline, ("vllm/health.json",))
     tasks.start("GET /version", version, first_deadline, ("vllm/version.json",))
     probe_keys = ("vllm/probe.json",) if probe and not model else ()
