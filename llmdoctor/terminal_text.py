@@ -34,3 +34,8 @@ _TABLE = {
 def visible(text: object) -> str:
     """`text` as a string with every control and invisible formatting character escaped."""
     return str(text).translate(_TABLE)
+
+
+def hidden_characters(text: str) -> list[str]:
+    """The control and invisible formatting characters in `text`, escaped, in order."""
+    return [_TABLE[ord(c)] for c in text if ord(c) in _TABLE]

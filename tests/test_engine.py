@@ -157,6 +157,24 @@ def test_truncated_archive_is_refused_as_corrupt(tmp_path):
         Bundle(cut)
 
 
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"", "empty file, not an llmdoctor bundle"),
+        (b"garbage\n", "(not a tar, tar.gz, tar.bz2 or tar.xz archive)"),
+    ],
+)
+def test_an_archive_that_is_none_says_why_in_one_clause(tmp_path, content, said):
+    # tarfile's own message ends in a colon with its reasons on the lines below
+    archive = tmp_path / "bundle.tar.gz"
+    archive.write_bytes(content)
+    with pytest.raises(BadBundle) as refused:
+        Bundle(archive)
+    assert str(refused.value) == f"{archive}: " + (
+        said if said.startswith("empty") else f"corrupt or truncated archive {said}"
+    )
+
+
 def test_oversized_member_is_refused(tmp_path, monkeypatch):
     import llmdoctor.collectors.bundle as bundle_module
 

@@ -98,6 +98,17 @@ def test_explain_abstains_then_names_the_new_entry_first(tmp_path):
     assert after.exit_code == 2
 
 
+def test_from_log_with_a_given_symptom_says_the_log_does_not_replace_it(tmp_path, capsys):
+    from llmdoctor.usecases.from_log import prefill
+
+    given = {"symptom": "vLLM exits at import with an undefined symbol.", "signatures": ["x y z"]}
+    prefill(str(UNDEFINED_SYMBOL), given, None)
+    err = capsys.readouterr().err
+    assert "the symptom is yours (--symptom)" in err and "go into the symptom" not in err
+    assert "proposed signature" not in err  # --signature given: nothing of the log's is used
+    assert given["symptom"] == "vLLM exits at import with an undefined symbol."
+
+
 def test_examples_are_never_overwritten(tmp_path):
     from llmdoctor.usecases.from_log import write_examples
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from llmdoctor.cli import app, run
 from llmdoctor.cli import run as cli_run
+from llmdoctor.errors import BadInput
 from llmdoctor.wiki.entry import parse_entry_file
 from llmdoctor.wiki.library import builtin_dir
 from llmdoctor.wiki.search import search
@@ -263,6 +264,24 @@ def test_lint_duplicate_id_in_one_folder_is_an_error(tmp_path, capsys):
     assert "also used by" in out
 
 
+@pytest.mark.parametrize(
+    ("title", "shown"),
+    [
+        ('"Gateway \\x1b[31mred\\x1b[0m timeout"', "\\x1b"),  # an escape sequence
+        ('"Gateway\\u200b timeout"', "\\u200b"),  # a zero-width space: unsearchable
+        ('"Gateway \\u202etimeout"', "\\u202e"),  # a bidi override
+    ],
+)
+def test_lint_refuses_control_characters_in_a_title(tmp_path, capsys, title, shown):
+    wiki = tmp_path / "wiki"
+    write(wiki, "ctl.md", GOOD.format(id="ctl", title=title))
+    code, out, _ = run_cli(capsys, "wiki", "lint", str(wiki))
+    assert code == 1
+    (line,) = [ln for ln in out.splitlines() if "control or invisible" in ln]
+    assert line.startswith(f"{wiki / 'ctl.md'}:3: title") and shown in line
+    assert "\x1b" not in out and "\u200b" not in out and "\u202e" not in out  # shown, not obeyed
+
+
 def test_lint_override_across_folders_is_a_note_not_an_error(tmp_path, capsys):
     base, team = tmp_path / "base", tmp_path / "team"
     write(base, "same-id.md", GOOD.format(id="same-id", title="base"))
@@ -463,9 +482,9 @@ def test_add_interrupted_keeps_what_was_typed(tmp_path):
     result = cli(
         "wiki", "add", "--wiki", str(tmp_path / "team"), input="half-done\nHalf a lesson\n"
     )
-    assert result.exit_code != 0
-    assert "what you typed is saved in" in result.output
-    draft = Path(result.output.split("what you typed is saved in ")[1].split()[0])
+    said = str(result.exception)  # no terminal: a usage error (exit 3) that names the draft
+    assert isinstance(result.exception, BadInput) and "what you typed is saved in" in said
+    draft = Path(said.split("what you typed is saved in ")[1].split()[0])
     assert "Half a lesson" in draft.read_text()
 
 
@@ -598,10 +617,34 @@ def test_ctrl_d_in_the_fix_keeps_the_fix_lines_typed(tmp_path):
         ]
     )  # ... and Ctrl-D instead of the empty line that ends the Fix
     result = wiki_add("--wiki", str(tmp_path / "team"), input=typed + "\n")
-    assert result.exit_code != 0
-    draft = saved_draft(result.output).read_text()
+    # the answers came from no terminal: a usage error (exit 3 through llmdoctor.cli.run) that
+    # says where the draft is
+    assert isinstance(result.exception, BadInput), result.output
+    draft = saved_draft(str(result.exception)).read_text()
     assert "Mount a 200Gi PVC" in draft and "kubectl rollout restart deploy/vllm" in draft
     assert "No space left on device" in draft
+
+
+@pytest.mark.parametrize("stdin", ["closed", "empty"])
+def test_wiki_add_without_answers_on_stdin_is_one_line_exit_3(tmp_path, stdin):
+    # a script that forgot --id: `<&-` used to end in 'internal error: input(): lost sys.stdin',
+    # `< /dev/null` in 'aborted' (exit 130, as if a person pressed Ctrl-C)
+    import subprocess
+
+    cmd = [sys.executable, "-m", "llmdoctor", "wiki", "add", "--wiki", str(tmp_path / "team")]
+    done = subprocess.run(
+        cmd,
+        stdin=subprocess.DEVNULL if stdin == "empty" else None,
+        close_fds=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=(lambda: os.close(0)) if stdin == "closed" else None,
+    )
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("llmdoctor: ")]
+    assert done.returncode == 3, done.stderr
+    assert len(errors) == 1 and "--id" in errors[0] and "internal error" not in errors[0]
+    assert not (tmp_path / "team").exists() or not list((tmp_path / "team").iterdir())
 
 
 @pytest.mark.parametrize("signature", ["a{4294967296}", "x{99999999999999999999}"])

@@ -47,7 +47,16 @@ def _check_member_name(name: str) -> str:
 
 
 def _archive_error(path: Path, exc: BaseException) -> BadBundle:
-    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    try:
+        empty = path.stat().st_size == 0
+    except OSError:
+        empty = False
+    if empty:
+        return BadBundle(f"{path}: empty file, not an llmdoctor bundle")
+    # tarfile's "file could not be opened successfully:" lists one reason per method below it
+    detail = str(exc).splitlines()[0].rstrip(": ") if str(exc) else ""
+    if not detail or detail == "file could not be opened successfully":
+        detail = "not a tar, tar.gz, tar.bz2 or tar.xz archive"
     return BadBundle(f"{path}: corrupt or truncated archive ({detail})")
 
 

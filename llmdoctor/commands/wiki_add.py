@@ -205,7 +205,10 @@ def _edit_template(draft) -> tuple[Path, str]:
 
 
 def _ask_missing(draft, given: dict, folder, force: bool) -> None:
-    """Prompt for every field the flags did not give; on Ctrl-C/EOF keep what was typed."""
+    """Prompt for every field the flags did not give; on Ctrl-C/EOF keep what was typed. A
+    closed or exhausted standard input that is no terminal (a script, `< /dev/null`) is a
+    usage error, not an abort."""
+    from llmdoctor.errors import BadInput
     from llmdoctor.wiki.authoring import SECTION_HINTS, render_entry
     from llmdoctor.wiki.entry import SEVERITIES
     from llmdoctor.wiki.lint import ID_PATTERN
@@ -224,6 +227,9 @@ def _ask_missing(draft, given: dict, folder, force: bool) -> None:
             raise typer.BadParameter(f"one of {', '.join(SEVERITIES)}")
         return value
 
+    needs = "give the entry with --id, --title, --signature … or --from-file FILE"
+    if sys.stdin is None:
+        raise BadInput(f"standard input is closed: nothing to answer the prompts; {needs}")
     try:
         if not given["entry_id"]:
             draft.id = typer.prompt(
@@ -260,10 +266,16 @@ def _ask_missing(draft, given: dict, folder, force: bool) -> None:
                 finally:
                     setattr(draft, name, "\n".join(typed))
     except (typer.Abort, EOFError, KeyboardInterrupt):
+        kept = ""
         if not draft.is_empty():
-            where = _keep_draft(render_entry(draft), draft.id)
-            typer.echo(f"\nnothing written; what you typed is {where}", err=True)
-        raise typer.Abort() from None
+            kept = f"; what you typed is {_keep_draft(render_entry(draft), draft.id)}"
+            if sys.stdin.isatty():
+                typer.echo(f"\nnothing written{kept}", err=True)
+        if sys.stdin.isatty():
+            raise typer.Abort() from None
+        raise BadInput(
+            f"standard input ended before every prompt was answered; {needs}{kept}"
+        ) from None
 
 
 def _ask_lines(label: str, lines: list[str]) -> list[str]:

@@ -59,6 +59,7 @@ from llmdoctor.wiki.signatures import (
 SALIENT_PATTERNS = (
     r"Traceback \(most recent call last\)",
     r"[A-Za-z](Error|Exception|Interrupt|Exit)(:|$| )",
+    r"\bError:",  # Go and Rust programs, Node, TGI's launcher: `Error: ShardCannotStart`
     r"(FATAL|CRITICAL|ERROR|PANIC)",
     r"[Ff]atal",
     r"[Pp]anic",

@@ -21,6 +21,7 @@ from llmdoctor.errors import BadInput
 from llmdoctor.input_files import human_size, stat_of
 
 MAX_LINE_BYTES = 1024 * 1024  # a longer line is cut here (and the cut is reported)
+CUT_IN_LINE = b" [...] "  # where an over-long line's middle was left out
 MAX_STREAM_BYTES = 8 * 1024**3  # read at most this much from a pipe, a FIFO or a gzip file
 MAX_GZIP_RATIO = 200  # real logs compress 5-50x; far more than this is a decompression bomb
 GZIP_RATIO_FROM = 64 * 1024 * 1024  # ... judged once this much has come out
@@ -121,6 +122,7 @@ class LogStream:
         self.truncated = False
         self._run = 0  # bytes of the current line already passed on
         self._skipping = False  # inside an over-long line, discarding up to its newline
+        self._tail = b""  # ... all but the last max_line/4 bytes, kept here
         self._seen_text = False
         self._eof = False
         first = self._read_source(SNIFF_BYTES)
@@ -152,7 +154,7 @@ class LogStream:
                     chunk = self._decode(chunk, final=not chunk)
                 if not chunk:
                     self._eof = True
-                    return b""
+                    return self._end_cut_line() if self._skipping else b""
             if b"\x00" in chunk:  # copytruncate's NUL runs carry no text; drop them
                 chunk = chunk.replace(b"\x00", b"")
             out = self._cap_lines(chunk)
@@ -200,7 +202,8 @@ class LogStream:
         return text.lstrip("\ufeff").encode("utf-8") if text else b""
 
     def _cap_lines(self, chunk: bytes) -> bytes:
-        """The chunk with every line cut at max_line bytes (plus its newline)."""
+        """The chunk with every line over max_line bytes cut to its head and its tail (the
+        error a long JSON record or an echoed prompt ends with), joined by CUT_IN_LINE."""
         limit = self._max_line
         if not self._skipping and _no_line_over(chunk, self._run, limit):
             last = chunk.rfind(b"\n")
@@ -209,20 +212,23 @@ class LogStream:
         out = []
         pos = 0
         size = len(chunk)
+        tail_keep = limit // 4
         while pos < size:
             nl = chunk.find(b"\n", pos)
             if self._skipping:
+                end = size if nl < 0 else nl
+                self._tail = (self._tail + chunk[max(pos, end - tail_keep) : end])[-tail_keep:]
                 if nl < 0:
                     return b"".join(out)
-                self._skipping, self._run = False, 0
+                out.append(self._end_cut_line())
                 pos = nl + 1
                 continue
             end = size if nl < 0 else nl
             if self._run + (end - pos) > limit:
-                keep = limit - self._run
-                out.append(chunk[pos : pos + keep] + b"\n")
+                keep = max(0, limit - tail_keep - self._run)
+                out.append(chunk[pos : pos + keep] + CUT_IN_LINE)
                 self.lines_cut += 1
-                self._skipping, self._run = True, 0
+                self._skipping, self._run, self._tail = True, 0, b""
                 pos += keep
                 continue
             if nl < 0:
@@ -234,6 +240,11 @@ class LogStream:
             pos = nl + 1
         return b"".join(out)
 
+    def _end_cut_line(self) -> bytes:
+        """The kept tail of the over-long line just ended, with its newline."""
+        tail, self._tail, self._skipping, self._run = self._tail, b"", False, 0
+        return tail + b"\n"
+
     def notes(self) -> list[str]:
         """What the user should know about how the input was read."""
         said = []
@@ -242,7 +253,8 @@ class LogStream:
         if self.lines_cut:
             said.append(
                 f"{self.name}: {self.lines_cut} line(s) longer than {human_size(self._max_line)} "
-                f"were cut to their first {human_size(self._max_line)}"
+                f"were cut to their first {human_size(self._max_line - self._max_line // 4)} "
+                f"and last {human_size(self._max_line // 4)}"
             )
         if self.truncated:
             said.append(

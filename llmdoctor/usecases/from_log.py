@@ -378,8 +378,12 @@ def prefill(path: str, given: dict, wiki_dirs: list[str] | None) -> LogDraft:
     known = ", ".join(f"{i} ({c:.2f})" for i, c in draft.explained_by)
     if known:
         print(f"note: explain already names {known} for this log", file=out)
-    print(f"{len(draft.salient)} salient line(s) from {path} go into the symptom", file=out)
-    for signature in draft.signatures:
+    # what the user gave is kept as given (below): say so rather than announce what is not used
+    if given.get("symptom"):
+        print("the symptom is yours (--symptom); the log's salient lines are not added", file=out)
+    else:
+        print(f"{len(draft.salient)} salient line(s) from {path} go into the symptom", file=out)
+    for signature in [] if given.get("signatures") else draft.signatures:
         print(f"proposed signature (fires on the log, on no healthy line): {signature}", file=out)
     for signature, why in draft.rejected:
         print(f"not proposed: {signature}: {why}", file=out)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llmdoctor.terminal_text import hidden_characters, visible
 from llmdoctor.wiki.entry import (
     SEVERITIES,
     EntryError,
@@ -207,6 +208,16 @@ def lint_text(
             _key_line(fm_lines, "severity"),
             f"severity {meta['severity']!r} must be one of {', '.join(SEVERITIES)}",
         )
+    # what a team writes is printed, searched and published: an escape sequence in a title
+    # recolours the terminal of whoever reads it, a zero-width space hides it from search
+    for key, values in (("title", [entry.title]), ("aliases", entry.aliases), ("tags", entry.tags)):
+        for value in values:
+            if hidden := hidden_characters(value):
+                add(
+                    _key_line(fm_lines, key),
+                    f"{key} holds control or invisible characters "
+                    f"({', '.join(dict.fromkeys(hidden))}): '{visible(value)}'",
+                )
     for key in LIST_KEYS:
         if key in meta and meta[key] is not None and not isinstance(meta[key], list):
             add(
