@@ -149,9 +149,9 @@ def test_line_capping_keeps_every_short_line_exact():
     while chunk := stream.read(7):
         got += chunk
     lines = got.split(b"\n")
-    # a line over 64 bytes keeps its first 48 and its last 16, " [...] " between them
-    assert [len(x) for x in lines] == [0, 5, 30, 31, 64, 71, 71, 3, 4]
-    assert lines[5] == b"x" * 48 + b" [...] " + b"x" * 16
+    # a line over 64 bytes keeps its first 48 and its last 9, " [...] " between them: 64
+    assert [len(x) for x in lines] == [0, 5, 30, 31, 64, 64, 64, 3, 4]
+    assert lines[5] == b"x" * 48 + b" [...] " + b"x" * 9
     assert stream.lines_cut == 2
 
 
@@ -163,7 +163,7 @@ def test_an_error_at_the_end_of_an_over_long_line_is_still_read(capsys, tmp_path
     log.write_bytes(b"INFO start\n" + b"y" * (3 << 20) + b" " + OOM_LINE.encode() + newline)
     code, out, err = explain_cli(capsys, str(log), "--json")
     assert code == 2 and json.loads(out)["matches"][0]["id"] == "cuda-oom-runtime"
-    assert "were cut to their first 768 KiB and last 256 KiB" in err
+    assert "were cut to 1 MiB: their beginning and their last 256 KiB" in err
 
 
 def test_a_copytruncated_log_file_with_a_long_nul_run_is_still_read(capsys, tmp_path, monkeypatch):

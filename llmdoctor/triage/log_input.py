@@ -122,7 +122,8 @@ class LogStream:
         self.truncated = False
         self._run = 0  # bytes of the current line already passed on
         self._skipping = False  # inside an over-long line, discarding up to its newline
-        self._tail = b""  # ... all but the last max_line/4 bytes, kept here
+        self._tail = b""  # ... all but its last bytes, kept here (at most _tail_keep)
+        self._tail_keep = 0
         self._seen_text = False
         self._eof = False
         first = self._read_source(SNIFF_BYTES)
@@ -212,12 +213,12 @@ class LogStream:
         out = []
         pos = 0
         size = len(chunk)
-        tail_keep = limit // 4
         while pos < size:
             nl = chunk.find(b"\n", pos)
             if self._skipping:
                 end = size if nl < 0 else nl
-                self._tail = (self._tail + chunk[max(pos, end - tail_keep) : end])[-tail_keep:]
+                if keep_tail := self._tail_keep:
+                    self._tail = (self._tail + chunk[max(pos, end - keep_tail) : end])[-keep_tail:]
                 if nl < 0:
                     return b"".join(out)
                 out.append(self._end_cut_line())
@@ -225,8 +226,13 @@ class LogStream:
                 continue
             end = size if nl < 0 else nl
             if self._run + (end - pos) > limit:
-                keep = max(0, limit - tail_keep - self._run)
-                out.append(chunk[pos : pos + keep] + CUT_IN_LINE)
+                # the line keeps its head and its last quarter, `limit` bytes in all (a head
+                # already passed on in earlier chunks leaves less room for the tail)
+                keep = max(0, limit - limit // 4 - self._run)
+                room = limit - self._run - keep - len(CUT_IN_LINE)
+                self._tail_keep = min(limit // 4, room) if room > 0 else 0
+                mark = CUT_IN_LINE if self._tail_keep else b""
+                out.append(chunk[pos : pos + keep] + mark)
                 self.lines_cut += 1
                 self._skipping, self._run, self._tail = True, 0, b""
                 pos += keep
@@ -253,8 +259,8 @@ class LogStream:
         if self.lines_cut:
             said.append(
                 f"{self.name}: {self.lines_cut} line(s) longer than {human_size(self._max_line)} "
-                f"were cut to their first {human_size(self._max_line - self._max_line // 4)} "
-                f"and last {human_size(self._max_line // 4)}"
+                f"were cut to {human_size(self._max_line)}: their beginning and their last "
+                f"{human_size(self._max_line // 4)}"
             )
         if self.truncated:
             said.append(
