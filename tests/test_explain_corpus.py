@@ -270,8 +270,11 @@ def test_fresh_round8_is_held_at_its_blind_measurement(fresh8):
 # cited. Measured at the session's start (main 89cd18a) and at its end (main 67fa5ed), never
 # tuned on between: the same figures both times, top-1 82.6 %, top-3 94.2 % (wiki search 78.3 /
 # 94.2 %), confident and right 78.3 %, precision 96.4 % (0 confident and wrong), 1 alarm on 29
-# healthy logs (a Tenstorrent build's V0 stats lines, 16 running at 16.7 tokens/s with the KV
-# cache at 92-95 %, named engine-wedged), 27 of 28 uncovered abstained. Held there.
+# healthy logs, 27 of 28 uncovered abstained. Then tuning data (2026-12-02, later): a high KV
+# figure is an error line only with requests waiting (the alarm: a Tenstorrent build's V0 stats
+# lines, 16 running at 16.7 tokens/s with the cache at 92-95 %, had been named engine-wedged),
+# Ollama's bare CUDA error 802 and a Go proxy's 502 'timeout awaiting response headers' raised it
+# to top-1 85.5 %, top-3 95.7 %, confident and right 81.2 %, precision 98.2 %, 0 alarms. Held.
 FRESH9 = CORPUS.parent / "explain_fresh" / "round9"
 
 
@@ -280,11 +283,35 @@ def fresh9():
     return evaluate(FRESH9)
 
 
-def test_fresh_round9_is_held_at_its_blind_measurement(fresh9):
+def test_fresh_round9_is_held_at_the_level_reached(fresh9):
     covered = fresh9["all"]
-    assert covered["top1"] >= 0.826 and covered["top3"] >= 0.942
-    assert covered["confident_top1"] >= 0.7826 and covered["precision"] >= 0.964
+    assert covered["top1"] >= 0.8550 and covered["top3"] >= 0.9565
+    assert covered["confident_top1"] >= 0.8115 and covered["precision"] >= 0.9818
     assert covered["confident_wrong"] == 0
     assert covered["top3"] >= covered["search_top3"]
-    assert covered["healthy_criticals"] == 0 and covered["healthy_alarms"] <= 1
+    assert covered["healthy_criticals"] == 0 and covered["healthy_alarms"] == 0
     assert covered["abstained"] >= 0.964
+
+
+# Round 10 (issue 26 §5): 120 excerpts (65 covered failures, 29 healthy, 26 uncovered) collected
+# blind by six collectors after round 9 had been measured, from reports no project file cited
+# (SOURCES-round10.md). Measured at the session's start (main 2fbbee4) and at its end, never
+# tuned on between: the same figures both times, top-1 76.9 %, top-3 86.2 % (wiki search 73.9 /
+# 83.1 %), confident and right 67.7 %, precision 93.6 % (1 confident and wrong), 0 alarms on 29
+# healthy logs, 24 of 26 uncovered abstained (benchmarks/README.md). Tuning data from here on.
+FRESH10 = CORPUS.parent / "explain_fresh" / "round10"
+
+
+@pytest.fixture(scope="module")
+def fresh10():
+    return evaluate(FRESH10)
+
+
+def test_fresh_round10_is_held_at_its_blind_measurement(fresh10):
+    covered = fresh10["all"]
+    assert covered["top1"] >= 0.7692 and covered["top3"] >= 0.8615
+    assert covered["confident_top1"] >= 0.6769 and covered["precision"] >= 0.9361
+    assert covered["confident_wrong"] <= 1
+    assert covered["top3"] >= covered["search_top3"]
+    assert covered["healthy_criticals"] == 0 and covered["healthy_alarms"] == 0
+    assert covered["abstained"] >= 0.9230
