@@ -298,7 +298,10 @@ def test_fresh_round9_is_held_at_the_level_reached(fresh9):
 # (SOURCES-round10.md). Measured at the session's start (main 2fbbee4) and at its end, never
 # tuned on between: the same figures both times, top-1 76.9 %, top-3 86.2 % (wiki search 73.9 /
 # 83.1 %), confident and right 67.7 %, precision 93.6 % (1 confident and wrong), 0 alarms on 29
-# healthy logs, 24 of 26 uncovered abstained (benchmarks/README.md). Tuning data from here on.
+# healthy logs, 24 of 26 uncovered abstained (benchmarks/README.md). Then tuning data: Node's
+# `ENOSPC: no space` (disk-full) and llama.cpp's old `CUDA error 2 at …: out of memory` raised it
+# to top-1 80.0 %, top-3 89.2 % (wiki search 76.9 / 86.2 %), confident and right 70.8 %,
+# precision 93.9 %. Held there.
 FRESH10 = CORPUS.parent / "explain_fresh" / "round10"
 
 
@@ -307,10 +310,10 @@ def fresh10():
     return evaluate(FRESH10)
 
 
-def test_fresh_round10_is_held_at_its_blind_measurement(fresh10):
+def test_fresh_round10_is_held_at_the_level_reached(fresh10):
     covered = fresh10["all"]
-    assert covered["top1"] >= 0.7692 and covered["top3"] >= 0.8615
-    assert covered["confident_top1"] >= 0.6769 and covered["precision"] >= 0.9361
+    assert covered["top1"] >= 0.8 and covered["top3"] >= 0.8923
+    assert covered["confident_top1"] >= 0.7076 and covered["precision"] >= 0.9387
     assert covered["confident_wrong"] <= 1
     assert covered["top3"] >= covered["search_top3"]
     assert covered["healthy_criticals"] == 0 and covered["healthy_alarms"] == 0
