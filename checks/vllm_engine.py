@@ -166,11 +166,13 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
         books: list[str] = []
         if any(v.generated is None for v in working):
             # one scrape, a counter reset, or no token counter: progress was not seen
-            summary = f"progress of {count} not measured " + (
-                f"({counter_reset_text(facts)})"
-                if any(v.scrapes > 1 for v in working)
-                else "(scrape twice: --window)"
-            )
+            if not (data.get("counters") or {}).get("generation_tokens"):
+                why = "/metrics has no generated-token counter"
+            elif any(v.scrapes > 1 for v in working):
+                why = counter_reset_text(facts)
+            else:
+                why = "scrape twice: --window"
+            summary = f"progress of {count} not measured ({why})"
             severity = Severity.INFO
         elif unanswered := frozen_gauges(facts, data):
             items.append(evidence(f"generation probe: {unanswered}", "vllm/probe.json"))

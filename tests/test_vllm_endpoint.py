@@ -506,6 +506,20 @@ def test_second_scrape_gives_up_on_a_hung_probe_at_the_timeout():
     assert len(values["vllm/scrapes.json"]) == 2 and elapsed < 1.5 * timeout + 0.5, elapsed
 
 
+def test_metrics_with_gauges_only_say_there_is_no_token_counter_not_a_reset():
+    # a proxy or an old build exposing the queue gauges alone: nothing "went down"
+    page = (
+        'vllm:num_requests_running{model_name="m"} 0.0\n'
+        'vllm:num_requests_waiting{model_name="m"} 0.0\n'
+        'vllm:gpu_cache_usage_perc{model_name="m"} 0.1\n'
+    )
+    with FakeVllmServer(Scenario(metrics=[page, page], models=("m",))) as srv:
+        report = probe_report(srv.url)
+    (engine,) = by_check(report, "vllm-engine")
+    assert "no generated-token counter" in engine.summary, engine.summary
+    assert "went down" not in engine.summary and "restarted" not in engine.summary
+
+
 def test_probe_request_is_deterministic_and_small():
     # temperature 0, a small max_tokens, streamed
     with FakeVllmServer() as srv:

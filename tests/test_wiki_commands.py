@@ -370,12 +370,33 @@ def test_add_interactive_prompts_for_every_field(tmp_path):
     assert "200Gi PVC" in entry.fix
 
 
-def test_add_interactive_reasks_an_invalid_id(tmp_path):
+def test_add_interactive_reasks_an_invalid_id_at_a_terminal(tmp_path):
+    # a person at a terminal (a real pseudo-terminal here) is asked again
+    import pty
+    import subprocess
+
     wiki = tmp_path / "team"
     typed = "Bad Id\ngood-id\nTitle\n\n\n\n\nsymptom\n\ncause\n\nfix\n\n"
-    result = cli("wiki", "add", "--wiki", str(wiki), input=typed)
-    assert result.exit_code == 0, result.output
-    assert "lower-case" in result.output
+    master, slave = pty.openpty()
+    cmd = [sys.executable, "-m", "llmdoctor", "wiki", "add", "--wiki", str(wiki)]
+    proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    os.write(master, typed.encode())
+    seen = b""
+    try:
+        while True:  # until the command ends and its side of the terminal closes
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the terminal closed: the command has ended
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(master)
+        proc.wait(timeout=60)
+    assert proc.returncode == 0, seen.decode(errors="replace")
+    assert b"lower-case" in seen
     assert (wiki / "good-id.md").is_file()
 
 
@@ -625,6 +646,21 @@ def test_ctrl_d_in_the_fix_keeps_the_fix_lines_typed(tmp_path):
     assert "No space left on device" in draft
 
 
+def test_an_invalid_answer_from_a_pipe_stops_instead_of_shifting_the_next_answers(tmp_path):
+    # asked again, the id prompt used to take the title as the id, the severity as the title …
+    typed = "\x1b[2Jevil\nA title\nwarning\n\n\n\nsymptom\n\ncause\n\nfix\n\n"
+    result = wiki_add("--wiki", str(tmp_path / "team"), input=typed)
+    assert isinstance(result.exception, BadInput), result.output
+    said = str(result.exception)
+    assert said.startswith("id '\\x1b[2Jevil': use lower-case letters"), said
+    assert not (tmp_path / "team").exists() or not list((tmp_path / "team").iterdir())
+    # a later field refused keeps what came before it
+    result = wiki_add("--wiki", str(tmp_path / "team"), input="good-id\nA title\nbogus\n")
+    said = str(result.exception)
+    assert said.startswith("severity 'bogus': one of info, warning, critical"), said
+    assert "A title" in saved_draft(said).read_text()
+
+
 @pytest.mark.parametrize("stdin", ["closed", "empty"])
 def test_wiki_add_without_answers_on_stdin_is_one_line_exit_3(tmp_path, stdin):
     # a script that forgot --id: `<&-` used to end in 'internal error: input(): lost sys.stdin',
@@ -658,6 +694,10 @@ def test_a_signature_with_an_absurd_repeat_count_is_a_problem_and_the_draft_is_k
     assert result.exit_code == 3, result.output
     assert "repetition number is too large" in result.output
     assert signature in saved_draft(result.output).read_text()
+    # the command to run once it is fixed writes to the same folder
+    assert (
+        f"fix it, then: llmdoctor wiki add --wiki {tmp_path / 'team'} --from-file" in result.output
+    )
     assert not (tmp_path / "team" / "absurd.md").exists()
 
 

@@ -209,22 +209,30 @@ def _ask_missing(draft, given: dict, folder, force: bool) -> None:
     closed or exhausted standard input that is no terminal (a script, `< /dev/null`) is a
     usage error, not an abort."""
     from llmdoctor.errors import BadInput
+    from llmdoctor.terminal_text import visible
     from llmdoctor.wiki.authoring import SECTION_HINTS, render_entry
     from llmdoctor.wiki.entry import SEVERITIES
     from llmdoctor.wiki.lint import ID_PATTERN
 
+    def refuse(field: str, value: str, why: str):
+        # at a terminal the prompt asks again; from a pipe the next answers belong to the next
+        # prompts, so asking again would shift every field after this one
+        if sys.stdin is not None and sys.stdin.isatty():
+            return typer.BadParameter(why)
+        return BadInput(f"{field} '{visible(value)[:80]}': {why}")
+
     def check_id(value: str) -> str:
         value = value.strip()
         if not ID_PATTERN.match(value):
-            raise typer.BadParameter("use lower-case letters and digits joined by '-'")
+            raise refuse("id", value, "use lower-case letters and digits joined by '-'")
         if (folder / f"{value}.md").exists() and not force:
-            raise typer.BadParameter(f"{folder / (value + '.md')} exists; pick another id")
+            raise refuse("id", value, f"{folder / (value + '.md')} exists; pick another id")
         return value
 
     def check_severity(value: str) -> str:
         value = value.strip().lower()
         if value not in SEVERITIES:
-            raise typer.BadParameter(f"one of {', '.join(SEVERITIES)}")
+            raise refuse("severity", value, f"one of {', '.join(SEVERITIES)}")
         return value
 
     needs = "give the entry with --id, --title, --signature … or --from-file FILE"
@@ -265,6 +273,11 @@ def _ask_missing(draft, given: dict, folder, force: bool) -> None:
                     _ask_lines(f"{name}: {SECTION_HINTS[name]}", typed)
                 finally:
                     setattr(draft, name, "\n".join(typed))
+    except BadInput as refused:  # an invalid answer from a pipe: what came before is kept
+        kept = ""
+        if not draft.is_empty():
+            kept = f"; what you typed is {_keep_draft(render_entry(draft), draft.id)}"
+        raise BadInput(f"{refused}{kept}") from None
     except (typer.Abort, EOFError, KeyboardInterrupt):
         kept = ""
         if not draft.is_empty():
@@ -347,9 +360,13 @@ def _write_validated(text, draft, folder: Path, force, source: Path | None, as_j
     else:
         for problem in problems:
             typer.echo(str(problem), err=True)
+    import shlex
+
+    again = ["llmdoctor", "wiki", "add", *[a for d in wiki or () for a in ("--wiki", d)]]
+    again += ["--from-file", str(draft_path)]
     typer.echo(
         f"llmdoctor: entry not written: {reason}; your draft is saved in {draft_path} "
-        f"(fix it, then: llmdoctor wiki add --from-file {draft_path})",
+        f"(fix it, then: {shlex.join(again)})",
         err=True,
     )
     raise typer.Exit(3)

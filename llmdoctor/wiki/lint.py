@@ -159,6 +159,11 @@ def _repeated_keys(fm_lines: list[str]) -> dict[str, list[int]]:
     return {key: lines for key, lines in seen.items() if len(lines) > 1}
 
 
+def _shown(text: str, limit: int = 200) -> str:
+    """A value quoted in a problem: a 200,000-character title is not printed whole."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
 def lint_text(
     text: str,
     path: str | Path,
@@ -216,7 +221,7 @@ def lint_text(
                 add(
                     _key_line(fm_lines, key),
                     f"{key} holds control or invisible characters "
-                    f"({', '.join(dict.fromkeys(hidden))}): '{visible(value)}'",
+                    f"({', '.join(dict.fromkeys(hidden))}): '{_shown(visible(value))}'",
                 )
     for key in LIST_KEYS:
         if key in meta and meta[key] is not None and not isinstance(meta[key], list):
