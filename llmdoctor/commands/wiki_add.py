@@ -214,10 +214,15 @@ def _ask_missing(draft, given: dict, folder, force: bool) -> None:
     from llmdoctor.wiki.entry import SEVERITIES
     from llmdoctor.wiki.lint import ID_PATTERN
 
+    needs = "give the entry with --id, --title, --signature … or --from-file FILE"
+    if sys.stdin is None:
+        raise BadInput(f"standard input is closed: nothing to answer the prompts; {needs}")
+    at_terminal = sys.stdin.isatty()
+
     def refuse(field: str, value: str, why: str):
         # at a terminal the prompt asks again; from a pipe the next answers belong to the next
         # prompts, so asking again would shift every field after this one
-        if sys.stdin is not None and sys.stdin.isatty():
+        if at_terminal:
             return typer.BadParameter(why)
         return BadInput(f"{field} '{visible(value)[:80]}': {why}")
 
@@ -235,9 +240,6 @@ def _ask_missing(draft, given: dict, folder, force: bool) -> None:
             raise refuse("severity", value, f"one of {', '.join(SEVERITIES)}")
         return value
 
-    needs = "give the entry with --id, --title, --signature … or --from-file FILE"
-    if sys.stdin is None:
-        raise BadInput(f"standard input is closed: nothing to answer the prompts; {needs}")
     try:
         if not given["entry_id"]:
             draft.id = typer.prompt(
@@ -273,18 +275,16 @@ def _ask_missing(draft, given: dict, folder, force: bool) -> None:
                     _ask_lines(f"{name}: {SECTION_HINTS[name]}", typed)
                 finally:
                     setattr(draft, name, "\n".join(typed))
-    except BadInput as refused:  # an invalid answer from a pipe: what came before is kept
+    except (BadInput, typer.Abort, EOFError, KeyboardInterrupt) as stopped:
+        # what was answered before is kept, whatever stopped the prompts
         kept = ""
         if not draft.is_empty():
             kept = f"; what you typed is {_keep_draft(render_entry(draft), draft.id)}"
-        raise BadInput(f"{refused}{kept}") from None
-    except (typer.Abort, EOFError, KeyboardInterrupt):
-        kept = ""
-        if not draft.is_empty():
-            kept = f"; what you typed is {_keep_draft(render_entry(draft), draft.id)}"
-            if sys.stdin.isatty():
+        if isinstance(stopped, BadInput):  # an invalid answer from a pipe
+            raise BadInput(f"{stopped}{kept}") from None
+        if at_terminal:
+            if kept:
                 typer.echo(f"\nnothing written{kept}", err=True)
-        if sys.stdin.isatty():
             raise typer.Abort() from None
         raise BadInput(
             f"standard input ended before every prompt was answered; {needs}{kept}"

@@ -234,7 +234,7 @@ class LogStream:
                 mark = CUT_IN_LINE if self._tail_keep else b""
                 out.append(chunk[pos : pos + keep] + mark)
                 self.lines_cut += 1
-                self._skipping, self._run, self._tail = True, 0, b""
+                self._skipping, self._run = True, 0
                 pos += keep
                 continue
             if nl < 0:
