@@ -8,6 +8,7 @@ llmdoctor/wiki/authoring.py).
 # each run; real annotation objects are cheaper.
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -164,7 +165,6 @@ def _read_entry_file(name: str) -> str:
 def _edit_template(draft) -> tuple[Path, str]:
     """Open $VISUAL/$EDITOR on a template kept in the drafts folder, as `git commit` does;
     (the draft's path, its text with the help comments removed)."""
-    import shlex
     import subprocess
 
     from llmdoctor.errors import BadInput
@@ -360,8 +360,6 @@ def _write_validated(text, draft, folder: Path, force, source: Path | None, as_j
     else:
         for problem in problems:
             typer.echo(str(problem), err=True)
-    import shlex
-
     again = ["llmdoctor", "wiki", "add", *[a for d in wiki or () for a in ("--wiki", d)]]
     again += ["--from-file", str(draft_path)]
     typer.echo(
