@@ -115,6 +115,15 @@ def verdict(report: dict) -> list[tuple[str, str, tuple[str, ...]]]:
     ]
 
 
+def told(report: dict) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """(check, severity, summary, runbooks) of every finding, ok ones too: what a failed
+    drill's assertion prints, so a CI log says why and not only which."""
+    return [
+        (f["check"], f["severity"], f["summary"], tuple(f.get("runbooks") or ()))
+        for f in report["findings"]
+    ]
+
+
 def ok_checks(report: dict) -> list[tuple[str, str]]:
     return [(f["check"], f["summary"]) for f in report["findings"] if f["severity"] == "ok"]
 

@@ -35,6 +35,7 @@ from llmdoctor.collectors import vllm_endpoint
 from llmdoctor.collectors.vllm_endpoint import collect_endpoint
 from llmdoctor.engine.facts import Missing
 from llmdoctor.engine.findings import Severity
+from llmdoctor.parsers.vllm_metrics import requests_waiting
 
 HTML_LOGIN = "<!DOCTYPE html><html><head><title>Sign in</title></head><body>SSO</body></html>"
 
@@ -494,6 +495,29 @@ def test_second_scrape_waits_for_the_probe_so_an_idle_window_holds_a_request():
     first, second = values["vllm/scrapes.json"]
     assert second["at"] - first["at"] >= 1.0, values["vllm/scrapes.json"]
     assert values["vllm/probe.json"]["status"] == 200
+
+
+def test_second_scrape_keeps_the_window_when_requests_wait():
+    # a queue in the first scrape: our request would answer only once the queue ahead of it
+    # drained, so the second scrape is taken at the window and still sees the queue
+    queued = v1_metrics("m", running=4, waiting=12, generation_tokens=100)
+    scenario = Scenario(
+        metrics=[queued, queued],
+        models=("m",),
+        routes={"POST /v1/completions": Stream(first_delay=1.5)},
+    )
+    with FakeVllmServer(scenario) as srv:
+        values = collect_endpoint(srv.url, requests.Session(), timeout=4, window=0.2)
+    first, second = values["vllm/scrapes.json"]
+    assert second["at"] - first["at"] < 1.0, values["vllm/scrapes.json"]
+    assert values["vllm/probe.json"]["status"] == 200
+
+
+def test_requests_waiting_adds_every_model_and_engine():
+    page = v1_metrics("a", waiting=3) + v1_metrics("b", engine="1", waiting=2, help_lines=False)
+    assert requests_waiting(page) == 5
+    assert requests_waiting(v1_metrics("a", running=4)) == 0
+    assert requests_waiting("not prometheus {") == 0
 
 
 def test_second_scrape_gives_up_on_a_hung_probe_at_the_timeout():

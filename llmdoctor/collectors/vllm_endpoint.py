@@ -19,6 +19,7 @@ from llmdoctor.collectors.http_request import SNIPPET, error_message, http_reque
 from llmdoctor.collectors.vllm_generation_probe import generation_probe
 from llmdoctor.engine.deadline import Background
 from llmdoctor.engine.facts import Missing
+from llmdoctor.parsers.vllm_metrics import requests_waiting
 from llmdoctor.parsers.vllm_serving import model_ids
 
 MIB = 1024 * 1024
@@ -179,8 +180,9 @@ def collect_endpoint(
 
     Keys: vllm/health.json {"status", "latency_ms", "error"}; vllm/models.json (the /v1/models
     body); vllm/version.json; vllm/metrics-0.txt and vllm/metrics-1.txt (raw Prometheus text,
-    scraped `window` seconds apart or, when the generation probe is still running, once it
-    finished, at most `timeout` after the start; window 0 = one scrape); vllm/scrapes.json
+    scraped `window` seconds apart or, when the first shows no request waiting and the generation
+    probe is still running, once it finished, at most `timeout` after the start; window 0 = one
+    scrape); vllm/scrapes.json
     [{"file", "at", "latency_ms"} or {"file": null, "at", "error"}]; vllm/probe.json (one
     streamed generation with `model`, default the first /v1/models id, through
     /v1/completions or with `chat` /v1/chat/completions: status, latency_ms, ttft_ms, itl_ms,
@@ -196,8 +198,10 @@ def collect_endpoint(
     tasks = _Tasks()
     t0 = time.monotonic()
     first_deadline = t0 + timeout
-    # the second scrape waits for our own request, so that on a live idle server the window
-    # holds at least one finished request and the phase latencies are measured
+    # without a queue the second scrape waits for our own request, so that on an idle server
+    # the window holds at least one finished request and the phase latencies are measured;
+    # with one it does not: our request would finish only once the queue ahead had drained,
+    # and the window would end on an empty queue (the real saturation drill)
     probe_finished = threading.Event()
 
     def health() -> None:
@@ -251,7 +255,8 @@ def collect_endpoint(
             tasks.put("vllm/scrapes.json", scrapes)
             return
         time.sleep(max(0.0, first_done + window - time.monotonic()))
-        probe_finished.wait(max(0.0, first_deadline - time.monotonic()))
+        if not requests_waiting(text):
+            probe_finished.wait(max(0.0, first_deadline - time.monotonic()))
         deadline = max(t0 + window + timeout, time.monotonic() + timeout / 2)
         text, entry = scrape_metrics(session, base, timeout=timeout, deadline=deadline)
         scrapes.append({"file": None if isinstance(text, Missing) else "metrics-1.txt", **entry})

@@ -163,6 +163,18 @@ def parse_scrape(key: str, text: str, at: float | None = None) -> Scrape:
     return scrape
 
 
+def requests_waiting(text: str) -> float:
+    """How many requests wait in one /metrics page, every model and engine together (0 when
+    the page is not valid or has no queue gauge)."""
+    scrape = parse_scrape("metrics", text)
+    return sum(
+        value
+        for name in GAUGES["waiting"]
+        for engines in scrape.values.get(name, {}).values()
+        for value in engines.values()
+    )
+
+
 def _add_sample(scrape: Scrape, name: str, labels: dict[str, str], value: float) -> None:
     if not name.startswith("vllm:"):
         scrape.other_series += 1
