@@ -42,6 +42,15 @@ def main() -> None:
             # down: ~1.5-2.5 ms of a ~25 ms search); nothing of the search path registers
             # atexit work
             _exit_now(code)
+    if args[:1] == ["explain"]:
+        # typed at 3 a.m. on a pasted log: starts without the CLI framework too
+        # (llmdoctor/commands/explain_cli.py); returns when typer must read the arguments
+        from llmdoctor.commands.explain_cli import fast_main as explain_fast
+
+        try:
+            explain_fast(args[1:])
+        except SystemExit as done:
+            end_process(done.code)
     from llmdoctor.cli import run
 
     try:

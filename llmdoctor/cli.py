@@ -14,7 +14,9 @@ import sys
 import typer
 
 from llmdoctor import __version__
-from llmdoctor.exit_codes import ExitCode
+from llmdoctor.command_run import PipeSafeStdout, fail, run_command
+
+__all__ = ["COMMANDS", "PipeSafeStdout", "build_app", "fail", "run"]
 
 COMMANDS = (
     "diagnose",
@@ -88,86 +90,12 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-def fail(message: str) -> None:
-    """Print a one-line error to stderr and exit 3."""
-    from llmdoctor.terminal_text import visible
-
-    sys.stderr.write(f"llmdoctor: {visible(message)}\n")
-    raise SystemExit(int(ExitCode.CANNOT_RUN))
-
-
-class PipeSafeStdout:
-    """stdout that survives its reader going away (`llmdoctor ... | head`).
-
-    The first BrokenPipeError switches writing to /dev/null, so the command finishes and
-    exits with its own code rather than 1 or 120 from a failed flush at exit.
-    """
-
-    def __init__(self, stream):
-        self._stream = stream
-        self.broken = False
-
-    def write(self, text: str) -> int:
-        if not self.broken:
-            try:
-                return self._stream.write(text)
-            except BrokenPipeError:
-                self._drop()
-        return len(text)
-
-    def flush(self) -> None:
-        if getattr(self._stream, "closed", False):
-            return  # closed by its owner (the MCP SDK closes stdout when the session ends)
-        if not self.broken:
-            try:
-                self._stream.flush()
-            except BrokenPipeError:
-                self._drop()
-
-    def _drop(self) -> None:
-        self.broken = True
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self._stream.fileno())  # the interpreter's final flush goes nowhere
-            os.close(devnull)
-        except (OSError, ValueError, AttributeError):
-            pass
-
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)
-
-
-def _terminated(signum, frame) -> None:
-    # SIGTERM unwinds like Ctrl-C: `finally` blocks and context managers (an unpacked bundle's
-    # temporary folder, a half-written archive) clean up before the process ends
-    raise SystemExit(128 + signum)
-
-
 def run(argv: list[str] | None = None) -> None:
     """Run the app: user errors become one line and exit 3, never a traceback."""
-    import signal
-    import threading
-
-    previous = None
-    in_main = threading.current_thread() is threading.main_thread()
-    if in_main:
-        previous = signal.signal(signal.SIGTERM, _terminated)
-    stdout = sys.stdout
-    if stdout is not None and not isinstance(stdout, PipeSafeStdout):
-        sys.stdout = PipeSafeStdout(stdout)
-    try:
-        _run(argv)
-    finally:
-        if sys.stdout is not stdout and isinstance(sys.stdout, PipeSafeStdout):
-            sys.stdout.flush()
-            sys.stdout = stdout
-        if in_main and previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+    run_command(lambda: _run(argv))
 
 
-def _run(argv: list[str] | None) -> None:
-    from llmdoctor.errors import LlmdoctorError
-
+def _run(argv: list[str] | None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if os.environ.get("_LLMDOCTOR_COMPLETE") or os.environ.get("_KUBECTL_LLMDOCTOR_COMPLETE"):
         from llmdoctor.commands.shell_completion import enable_shell_completion
@@ -177,8 +105,6 @@ def _run(argv: list[str] | None) -> None:
     try:
         application = build_app(commands)
         rv = application(args=args or ["--help"], prog_name="llmdoctor", standalone_mode=False)
-    except LlmdoctorError as exc:
-        fail(str(exc))
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except typer.Abort:
@@ -192,14 +118,4 @@ def _run(argv: list[str] | None) -> None:
 
             message = unknown_option_message(exc) or message
         fail(message.replace("\n", " "))
-    except KeyboardInterrupt:
-        sys.stderr.write("llmdoctor: interrupted\n")
-        raise SystemExit(130) from None
-    except RecursionError:
-        fail("the input is nested too deeply to read")
-    except Exception as exc:
-        if os.environ.get("LLMDOCTOR_DEBUG"):
-            raise
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        fail(f"internal error: {type(exc).__name__}: {first} (set LLMDOCTOR_DEBUG=1 for details)")
-    raise SystemExit(rv if isinstance(rv, int) else 0)
+    return rv if isinstance(rv, int) else 0

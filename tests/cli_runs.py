@@ -35,3 +35,47 @@ def explain_json(text: str, *extra: str) -> tuple[dict, int, str]:
 
     result = CliRunner().invoke(app, ["explain", "-", "--json", *extra], input=text)
     return json.loads(result.stdout), result.exit_code, result.stderr
+
+
+def command_options(*path: str) -> set[str]:
+    """The --options of the typer command at `path` ("wiki", "search"), less --help: what a
+    start-up path without typer must read alike."""
+    import typer.main
+
+    from llmdoctor.cli import build_app
+
+    command = typer.main.get_command(build_app((path[0],)))
+    for name in path:
+        command = command.commands[name]
+    return {opt for p in command.params for opt in p.opts if opt.startswith("--")} - {"--help"}
+
+
+def run_without_typer(*argv: str):
+    """`llmdoctor ARGV` through llmdoctor.__main__ in a child process that ends at once with
+    exit 9 when typer is imported, 8 when main() returns (the fast path not taken)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, sys\n"
+        "class NoTyper:\n"
+        "    def find_spec(self, name, *args):\n"
+        "        if name.partition('.')[0] == 'typer':\n"
+        "            sys.stderr.write(f'{name} was imported\\n'); sys.stderr.flush(); os._exit(9)\n"
+        "sys.meta_path.insert(0, NoTyper())\n"
+        f"sys.argv = ['llmdoctor', *{list(argv)!r}]\n"
+        "from llmdoctor.__main__ import main\n"
+        "main()\n"
+        "sys.exit(8)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+def through_both_doors(capsys, monkeypatch, fast_path, typer_path, args) -> list:
+    """[the fast path's (exit code, stdout, stderr), typer's] for the same ARGS, each run with
+    LLMDOCTOR_WIKI_URL unset (a --wiki-url sets it)."""
+    results = []
+    for path in (fast_path, typer_path):
+        monkeypatch.delenv("LLMDOCTOR_WIKI_URL", raising=False)
+        results.append(path(capsys, args))
+    return results

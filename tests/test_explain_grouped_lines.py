@@ -24,7 +24,7 @@ import pytest
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.triage.explain import _Hits, read_input
 from llmdoctor.wiki.digit_blind import DIGITS_TO_ZERO, digit_blind, digit_blind_cover
-from llmdoctor.wiki.signatures import BlockKinds, SignatureSet
+from llmdoctor.wiki.signatures import BlockKinds, SignatureSet, _tiled_counts
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL_VLLM = sorted((FIXTURES / "real-vllm-0.32").glob("*/server.log"))
@@ -141,14 +141,14 @@ def test_cover_matches_the_shape_of_every_line_its_signature_matches(explain_sca
 # --- the grouped scan ------------------------------------------------------------------------
 
 
-def line_by_line(scanner: SignatureSet, data: str) -> list:
-    return list(scanner.scan_text(data, block_bytes=BLOCK))
+def line_by_line(scanner: SignatureSet, data: str, block_bytes: int = BLOCK) -> list:
+    return list(scanner.scan_text(data, block_bytes=block_bytes))
 
 
-def grouped(scanner: SignatureSet, data: str) -> tuple[list, int]:
+def grouped(scanner: SignatureSet, data: str, block_bytes: int = BLOCK) -> tuple[list, int]:
     """The grouped scan's lines, one by one, and how many blocks came grouped."""
     out, blocks = [], 0
-    for item in scanner.scan_text(data, block_bytes=BLOCK, kinds=True):
+    for item in scanner.scan_text(data, block_bytes=block_bytes, kinds=True):
         if isinstance(item, BlockKinds):
             blocks += 1
             matches = item.line_matches()
@@ -309,6 +309,46 @@ def test_crash_loop_read_by_shape_first_equals_the_line_by_line_scan(explain_sca
     lines, blocks = grouped(explain_scanner, data)
     assert blocks > 5
     assert lines == line_by_line(explain_scanner, data)
+
+
+@pytest.mark.parametrize(
+    ("late", "where"),
+    [
+        # more digits: a shape of its own, first seen after the block's probe (its first 64 KiB)
+        (OOM.replace("20.00 MiB", "20000.00 MiB"), range(700, 6000, 997)),
+        # a line whose shape ends with another's: counting that shape would count it too
+        ("ERROR " + OOM, range(3, 6000, 5)),
+        # a tail-only line first seen after the probe, and at a block's first and last lines
+        (TAIL_ONLY, (*range(900, 6000, 1301), 1379, 1380, 2759, 2760)),
+    ],
+    ids=["late-shape", "suffix-shape", "late-tail-line"],
+)
+def test_shapes_the_probe_missed_or_that_end_another_are_counted_exactly(
+    explain_scanner, late, where
+):
+    # 256 KiB blocks (the probe a quarter of each): shapes are counted with bytes.count only
+    # when the probe's shapes tile the block and none ends another; the rest keyed line by line
+    rng = random.Random(4)
+    lines = [new_digits(OOM, rng) for _ in range(6000)]
+    for n in where:
+        lines[n] = new_digits(late, rng)
+    data = "\n".join(lines) + "\n"
+    block = 256 * 1024
+    assert shapes_first_blocks(explain_scanner, data, block) > 1
+    lines_grouped, blocks = grouped(explain_scanner, data, block)
+    assert blocks > 1
+    assert lines_grouped == line_by_line(explain_scanner, data, block)
+
+
+def test_tiled_counts_counts_whole_lines_only():
+    a, b = b"x 0 y", b"z 00"
+    assert _tiled_counts(b"x 0 y\nz 00\nx 0 y\n", [a, b]) == {a: 2, b: 1}
+    # a line of another shape: the lengths do not add up
+    assert _tiled_counts(b"x 0 y\nq\nx 0 y\n", [a]) is None
+    # "x 0 y" ends "wx 0 y": an occurrence could be inside a line
+    assert _tiled_counts(b"wx 0 y\nx 0 y\n", [a, b"wx 0 y"]) is None
+    # an empty line ends every line
+    assert _tiled_counts(b"x 0 y\n\n", [a, b""]) is None
 
 
 def test_block_with_a_line_a_shape_cannot_decide_is_read_with_the_block_set(explain_scanner):

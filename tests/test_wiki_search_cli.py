@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from cli_runs import one_line_error, run_cli
+from cli_runs import command_options, one_line_error, run_cli, run_without_typer, through_both_doors
 
 from llmdoctor.cli import build_app, run
 from llmdoctor.wiki.search_cli import FLAGS, OPTIONS_WITH_VALUE, fast_main
@@ -42,22 +42,14 @@ def fast_path(capsys, args):
 
 @pytest.mark.parametrize("args", CASES, ids=[" ".join(c) for c in CASES])
 def test_both_paths_print_the_same(capsys, monkeypatch, args):
-    monkeypatch.delenv("LLMDOCTOR_WIKI_URL", raising=False)
-    fast = fast_path(capsys, args)
-    monkeypatch.delenv("LLMDOCTOR_WIKI_URL", raising=False)
-    slow = typer_path(capsys, args)
+    fast, slow = through_both_doors(capsys, monkeypatch, fast_path, typer_path, args)
     assert fast[0] is not None, "the fast path should have handled these arguments"
     assert fast == slow
 
 
 def test_the_fast_path_knows_every_option_of_the_command():
     # an option added to the typer command must be added to the fast parser too
-    import typer.main
-
-    group = typer.main.get_command(build_app(("wiki",)))
-    command = group.commands["wiki"].commands["search"]
-    names = {opt for p in command.params for opt in p.opts if opt.startswith("--")}
-    assert names - {"--help"} == set(OPTIONS_WITH_VALUE) | set(FLAGS)
+    assert command_options("wiki", "search") == set(OPTIONS_WITH_VALUE) | set(FLAGS)
 
 
 @pytest.mark.parametrize(
@@ -95,19 +87,7 @@ def test_bad_input_is_one_line_and_exit_3_on_the_fast_path(capsys, monkeypatch):
 def test_the_installed_command_takes_the_fast_path():
     # the console script runs llmdoctor.__main__.main: no typer import for a plain search
     # (the fast path ends the process itself: an import of typer is caught as it happens)
-    code = (
-        "import os, sys\n"
-        "class NoTyper:\n"
-        "    def find_spec(self, name, *args):\n"
-        "        if name.partition('.')[0] == 'typer':\n"
-        "            sys.stderr.write(f'{name} was imported\\n'); sys.stderr.flush(); os._exit(9)\n"
-        "sys.meta_path.insert(0, NoTyper())\n"
-        "sys.argv = ['llmdoctor', 'wiki', 'search', 'OOM', '--limit', '1']\n"
-        "from llmdoctor.__main__ import main\n"
-        "main()\n"
-        "sys.exit(8)  # main() returned: the fast path was not taken\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    done = run_without_typer("wiki", "search", "OOM", "--limit", "1")
     assert done.returncode == 0, done.stderr
     assert "cuda-oom-runtime" in done.stdout
 
@@ -180,7 +160,6 @@ OOM_LINE = (
 def test_wiki_search_from_an_endless_pipe_stops_at_the_cap(monkeypatch):
     from typer.testing import CliRunner
 
-    from llmdoctor.cli import build_app
     from llmdoctor.wiki import search_cli
 
     monkeypatch.setattr(search_cli, "MAX_SEARCH_INPUT", 1 << 20)

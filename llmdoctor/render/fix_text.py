@@ -122,7 +122,40 @@ def _step_from_lines(lines: list[str], start: int, end: int, fences: list) -> Fi
 
 
 def steps_of(fix: str) -> list[FixStep]:
-    """The Fix section's text as steps, in order (see the module docstring)."""
+    """The Fix section's text as steps, in order (see the module docstring); read back from
+    the cache folder when an earlier run worked them out (markdown-it costs ~35 ms to load)."""
+    from importlib.util import find_spec
+
+    from llmdoctor.wiki.derived_cache import kept_values
+
+    parser = find_spec("markdown_it")
+    (kept,) = kept_values(
+        "fix-steps",
+        [fix],
+        lambda fixes: [tuple(map(_kept_step, _parsed_steps(f))) for f in fixes],
+        [__file__, parser.origin if parser else None],
+    )
+    return [_step_from_kept(step) for step in kept]
+
+
+def _kept_step(step: FixStep) -> tuple:
+    """A parsed step as marshal writes it: (applies_to, ("p", lines) or ("c", info, code)...)."""
+    parts = tuple(
+        ("p", part.lines) if isinstance(part, Prose) else ("c", part.info, part.code)
+        for part in step.parts
+    )
+    return (step.applies_to, parts)
+
+
+def _step_from_kept(kept: tuple) -> FixStep:
+    applies_to, parts = kept
+    return FixStep(
+        tuple(Prose(tuple(p[1])) if p[0] == "p" else CodeBlock(p[1], p[2]) for p in parts),
+        applies_to=applies_to,
+    )
+
+
+def _parsed_steps(fix: str) -> list[FixStep]:
     tokens = _block_parser().parse(fix)
     lines = fix.splitlines()
     spans: list[tuple[int, int, list]] = []  # (start, end, fence tokens inside)

@@ -50,7 +50,6 @@ from llmdoctor.wiki.signatures import (
     LineMatch,
     SignatureSet,
     compile_problem,
-    literal_weight,
     signature_line,
 )
 
@@ -502,7 +501,7 @@ class _LineGroups:
 
     def __init__(self, scanner: SignatureSet, numbers: list[int]):
         self.scanner = scanner
-        self.weights = [literal_weight(sig) for _, sig in scanner.patterns]
+        self.weights = scanner.weights
         self.numbers = numbers  # input line of each scanned line (a cleaned paste), or []
         self.groups: dict[tuple[tuple[int, ...], bool], tuple[_Hits, tuple, set[str]]] = {}
         self.salient: deque[tuple[int, str]] = deque(maxlen=SALIENT_KEPT)

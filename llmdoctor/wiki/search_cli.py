@@ -162,42 +162,21 @@ def fast_main(args: list[str]) -> int | None:
 
 def _parse(args: list[str]) -> dict | None:
     """The search options from ARGS, or None when they are not plainly valid."""
-    words: list[str] = []
-    found: dict = {"tag": None, "limit": 10, "as_json": False, "no_color": False, "wiki": None}
-    url = None
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        if name in FLAGS and not eq:
-            found["as_json" if name == "--json" else "no_color"] = True
-        elif name in OPTIONS_WITH_VALUE:
-            if eq:
-                value = inline
-            elif i + 1 < len(args):
-                i += 1
-                value = args[i]
-            else:
-                return None
-            if name == "--tag":
-                found["tag"] = value
-            elif name == "--limit":
-                # plain ASCII digits in range only ('²' is a digit to isdigit(), not to int());
-                # anything else is typer's to refuse
-                if not (value.isascii() and value.isdigit() and len(value) <= 6):
-                    return None
-                if not 1 <= int(value) <= MAX_LIMIT:
-                    return None
-                found["limit"] = int(value)
-            elif name == "--wiki":
-                found["wiki"] = [*(found["wiki"] or []), value]
-            else:
-                url = value
-        elif arg == "-" or not arg.startswith("-"):
-            words.append(arg)
-        else:
-            return None  # --help, --, an unknown option: typer's to answer
-        i += 1
-    if not words:
+    from llmdoctor.plain_args import bounded_int, plain_args
+
+    read = plain_args(args, FLAGS, OPTIONS_WITH_VALUE, repeated=("--wiki",))
+    if read is None or not read[0]:
         return None
-    return {"query": words, **found, "wiki_url": url}
+    words, found = read
+    limit = bounded_int(found.get("--limit", "10"), 1, MAX_LIMIT)
+    if limit is None:
+        return None
+    return {
+        "query": words,
+        "tag": found.get("--tag"),
+        "limit": limit,
+        "as_json": "--json" in found,
+        "no_color": "--no-color" in found,
+        "wiki": found.get("--wiki"),
+        "wiki_url": found.get("--wiki-url"),
+    }

@@ -26,15 +26,18 @@ are kept in `SignatureSet.invalid` with their entry and file:line, for the calle
 from __future__ import annotations
 
 import contextlib
+import heapq
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, islice
 from pathlib import Path
 from typing import BinaryIO
 
 from llmdoctor.engine.textsource import TextSource
+from llmdoctor.wiki.derived_cache import kept_values
 from llmdoctor.wiki.digit_blind import DIGITS_TO_ZERO, digit_blind, digit_blind_cover
 from llmdoctor.wiki.re2_patterns import re2_module, re2_options
 from llmdoctor.wiki.signature_text import plain_text, required_texts
@@ -151,6 +154,18 @@ def compile_problems(signatures: list) -> list[str | None]:
     return problems
 
 
+def _work_out_facts(patterns: list) -> list[tuple]:
+    """(why RE2 cannot use it or None, digit-blind, plain text or "", literal_weight) of each
+    pattern: what llmdoctor.wiki.derived_cache keeps of it."""
+    out: list[tuple] = []
+    for sig, why in zip(patterns, compile_problems(patterns), strict=True):
+        if why:
+            out.append((why, False, "", 0))
+        else:
+            out.append((None, digit_blind(sig), plain_text(sig) or "", literal_weight(sig)))
+    return out
+
+
 def signature_line(path: str | Path, signature: str) -> int:
     """The line of an entry file on which a signature is written (0 when it cannot be told)."""
     try:
@@ -180,6 +195,9 @@ MAX_FIND_LITERALS = 4
 # A block whose probe has at most one shape (digits written 0) per this many lines is
 # repetitive: read by shape first (SignatureSet._scan_shapes), without the block-wide Set
 REPEATS = 8
+# a block's lines counted by shape with one bytes.count each while there are at most this many
+# (~0.4 ms a shape on a 4 MiB block; keying every line costs ~5 ms)
+MAX_TILED_SHAPES = 8
 RARE_SAMPLE = 64 * 1024
 RARE_RATE = 2000  # a byte seen less than once in this many is rare enough to search for alone
 
@@ -222,8 +240,20 @@ class SignatureSet:
                 (entry, sig, n >= len(entry.signatures))
                 for n, sig in enumerate([*entry.signatures, *hints])
             ]
-        problems = compile_problems([sig for _, sig, _ in written])
-        for (entry, sig, is_hint), why in zip(written, problems, strict=True):
+        facts = kept_values(
+            "signature-facts",
+            [sig for _, sig, _ in written],
+            _work_out_facts,
+            [
+                __file__,
+                *(sys.modules[f.__module__].__file__ for f in (digit_blind, plain_text)),
+                getattr(re2, "__file__", None),
+            ],
+        )
+        self._blind: list[bool] = []  # per pattern: digit-blind (llmdoctor.wiki.digit_blind)
+        self.weights: list[int] = []  # per pattern: its literal_weight
+        literals: list[str | None] = []
+        for (entry, sig, is_hint), (why, blind, plain, weight) in zip(written, facts, strict=True):
             if why:
                 path = str(getattr(entry, "path", "") or "")
                 line = signature_line(path, sig) if path else 0
@@ -232,6 +262,9 @@ class SignatureSet:
                 continue
             self.patterns.append((entry.id, sig))
             self.weak.append(is_hint or bool(WEAK_SIGNATURE.fullmatch(sig)))
+            self._blind.append(blind)
+            self.weights.append(weight)
+            literals.append(plain or None)
         self._line_set = self._block_set = self._tail_set = None
         self._searchers: dict[int, object] = {}
         # per set of signatures that hit a block: one regex of them all (a dense block's lines
@@ -246,7 +279,6 @@ class SignatureSet:
         self._tail_order = sorted(self._tail)  # tail Set index -> pattern index
         # digit-blind signatures (llmdoctor.wiki.digit_blind) match a line's shape (its digits
         # written 0) exactly as they match the line; the others are matched on each line
-        self._blind = [digit_blind(sig) for _, sig in self.patterns]
         self._exact_all = tuple(i for i, blind in enumerate(self._blind) if not blind)
         # signatures that may match a line alone but not the block that holds it (whole-text
         # anchors, inline flags): always matched on the lines of a dense block
@@ -256,8 +288,9 @@ class SignatureSet:
         self._exact_sets: dict[tuple[int, ...], tuple[Callable, Callable]] = {}
         # per shape: what the signatures say of every line of that shape (_shape_reading)
         self._readings: dict[bytes, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-        self._held_keys: list[bytes] = []
         self._finders_of: dict[frozenset[int], tuple[list[bytes], list]] = {}
+        self._held_keys: list[bytes] = []
+        self._known_shapes: set[bytes] = set()  # the shapes of the last block read by shape
         self.tail_keep = tail_keep
         self.before_lines = before_lines  # each match carries this many lines before it
         if self.patterns:
@@ -267,7 +300,6 @@ class SignatureSet:
         if self._tail:
             self._tail_set = _compiled_set(f"(?m){self.patterns[i][1]}" for i in self._tail_order)
         # a few plain strings (the Xid scan): bytes.find beats any automaton on them
-        literals = [plain_text(sig) or None for _, sig in self.patterns]
         self._literals: list[bytes] | None = None
         self._anchors: list[tuple[bytes, int]] | None = None  # chosen on the first block
         if (
@@ -479,8 +511,9 @@ class SignatureSet:
 
     def _scan_shapes(self, block: bytes, first_line: int) -> tuple[list, int] | None:
         """A repetitive dense block (a crash loop: a few shapes, most of them matching) read by
-        shape before any block-wide match: every line keyed (digits written 0) and counted in
-        C, each shape matched once (`_shape_reading`, `_verdict`). None when the block is not such a block
+        shape before any block-wide match: the lines of each shape (digits written 0) counted
+        in C (`_tiled_counts`; every line keyed when the probe's shapes are not all of them),
+        each shape matched once (`_shape_reading`, `_verdict`). None when the block is not such a block
         (its probe has many shapes or few matching lines, a shape needs its lines matched one
         by one, a CRLF line): the caller then reads it with the block `Set`.
 
@@ -502,21 +535,34 @@ class SignatureSet:
         in_kinds = sum(n for key, n in seen.items() if verdicts[key][0] == _KIND)
         if in_kinds * WHOLE_BLOCK_SHARE < len(probe) or b"\r" in block:
             return None
-        keys = block.translate(DIGITS_TO_ZERO).split(b"\n")
-        # the previous block's keys are let go only now that these exist: freed first, the
-        # interpreter hands their memory back to the kernel and takes it again zeroed, page by
-        # page (a third more CPU on a crash loop)
-        self._held_keys = keys
-        newlines = len(keys) - 1
-        if not keys[-1]:
-            keys.pop()
-        counts = Counter(keys)
-        if len(counts) * REPEATS > len(keys):
-            return None
+        shaped = block.translate(DIGITS_TO_ZERO)
+        # the shapes of the probe and of the blocks before (a rare shape the probe missed)
+        shapes = self._known_shapes.union(seen)
+        counts = None
+        if block.endswith(b"\n") and len(shapes) <= MAX_TILED_SHAPES:
+            counts = _tiled_counts(shaped, shapes)
+        if counts is None:  # a shape not known yet, or too many to count one by one
+            keys = shaped.split(b"\n")
+            # the previous block's keys are let go only now that these exist: freed first, the
+            # interpreter hands their memory back to the kernel and takes it again zeroed,
+            # page by page (a third more CPU on a crash loop)
+            self._held_keys = keys
+            if not keys[-1]:
+                keys.pop()
+            counts = Counter(keys)
+            if len(counts) * REPEATS > len(keys):
+                return None
+            lines = len(keys)
+        else:
+            counts = {key: n for key, n in counts.items() if n}
+            lines = sum(counts.values())
+        self._known_shapes = set(counts) if len(counts) <= MAX_TILED_SHAPES else set()
         verdicts = self._verdicts_in(counts, block, len(block))
         if verdicts is None:
             return None
-        return [_ShapeBlock(self, block, first_line, keys, counts, verdicts).kinds()], newlines
+        newlines = lines - (0 if block.endswith(b"\n") else 1)
+        found = _ShapeBlock(self, block, shaped, first_line, lines, counts, verdicts)
+        return [found.kinds()], newlines
 
     def _verdicts_in(self, shapes: Iterable[bytes], block: bytes, end: int) -> dict | None:
         """Each shape's verdict (`_verdict`) in block[:end], or None when a shape is mixed. A
@@ -890,75 +936,113 @@ def _verdict(
     return None
 
 
+def _tiled_counts(shaped: bytes, shapes: Iterable[bytes]) -> dict[bytes, int] | None:
+    """How many lines of `shaped` (whole lines, digits written 0) are each of `shapes`, when
+    every line is one of them; else None. Counted with bytes.count, no split: when no shape's
+    line is a proper suffix of another's, an occurrence can only be a whole line (a line holds
+    one newline, at its end), so occurrences never overlap, and lengths that add up to the
+    block's say that they are all of its lines.
+    """
+    lines = [shape + b"\n" for shape in shapes]
+    if any(a is not b and b.endswith(a) for a in lines for b in lines):
+        return None
+    counts, covered = {}, 0
+    for line in lines:
+        n = shaped.count(line)
+        counts[line[:-1]] = n
+        covered += n * len(line)
+    return counts if covered == len(shaped) else None
+
+
 class _ShapeBlock:
-    """A repetitive block keyed by shape (SignatureSet._scan_shapes): its kinds, the tail
-    lines that are singles, and its lines one by one on demand. A line's text is cut from the
-    block by its offset (a shape has its line's length): no split of the block itself.
+    """A repetitive block read by shape (SignatureSet._scan_shapes): its kinds, the tail lines
+    that are singles, and its lines one by one on demand. A shape's lines are found in the
+    block with its digits written 0 (`shaped`: the same offsets), their text cut from the
+    block, their numbers counted once for all of them: no split of the block itself.
     """
 
-    def __init__(self, scanner, block, first_line, keys, counts, verdicts):
-        self.scanner, self.block, self.first_line = scanner, block, first_line
-        self.keys, self.counts, self.verdicts = keys, counts, verdicts
-        self._reversed: list[bytes] | None = None
+    def __init__(self, scanner, block, shaped, first_line, lines, counts, verdicts):
+        self.scanner, self.block, self.shaped, self.first_line = scanner, block, shaped, first_line
+        self.lines, self.counts, self.verdicts = lines, counts, verdicts
+        self.newlines = lines - (0 if shaped.endswith(b"\n") else 1)
 
-    def positions(self, key: bytes, keep: int, from_end: bool = False) -> list[int]:
-        """The indexes of the first (or last) `keep` lines of this shape, ascending."""
-        keys = self.keys
+    def _starts(self, key: bytes, from_end: bool = False) -> Iterator[int]:
+        """The offsets of this shape's lines, from the block's first line (or its last)."""
+        shaped, line, inner = self.shaped, key + b"\n", b"\n" + key + b"\n"
+        last = shaped.rfind(b"\n") + 1  # a last line without a newline starts here
+        unended = 0 < last < len(shaped) and shaped[last:] == key
         if from_end:
-            if self._reversed is None:
-                self._reversed = keys[::-1]
-            keys = self._reversed
-        found, at = [], -1
-        for _ in range(min(keep, self.counts[key])):
-            at = keys.index(key, at + 1)
-            found.append(at)
-        if from_end:
-            last = len(self.keys) - 1
-            return [last - i for i in reversed(found)]
-        return found
+            if unended:
+                yield last
+            end = last
+            while (at := shaped.rfind(inner, 0, end)) >= 0:
+                yield at + 1
+                end = at + 1
+            if shaped.startswith(line) or (last == 0 and shaped == key):
+                yield 0
+            return
+        if shaped.startswith(line) or (last == 0 and shaped == key):
+            yield 0
+        at = 0
+        while (at := shaped.find(inner, at)) >= 0:
+            yield at + 1
+            at += len(line)
+        if unended:
+            yield last
 
-    def raw(self, i: int) -> bytes:
-        """Line i as it is in the block."""
-        keys = self.keys
-        if i < len(keys) // 2:
-            start = sum(map(len, keys[:i])) + i
-        else:
-            after = sum(map(len, keys[i:])) + len(keys) - i
-            start = len(self.block) - after + (not self.block.endswith(b"\n"))
-        return self.block[start : start + len(keys[i])]
-
-    def numbered(self, i: int) -> tuple[int, str]:
-        """(line number, text) of line i."""
-        return self.first_line + i, self.raw(i).decode("utf-8", errors="replace")
+    def _numbered(self, starts: Iterable[int]) -> dict[int, tuple[int, str]]:
+        """offset -> (line number, text) of the lines at these offsets; the newlines before
+        each counted once, from the nearer end of the block."""
+        shaped, order = self.shaped, sorted(set(starts))
+        half, index_of = len(shaped) // 2, {}
+        index = counted = 0
+        for start in order:
+            if start > half:
+                break
+            index += shaped.count(b"\n", counted, start)
+            counted = start
+            index_of[start] = index
+        index, counted = self.newlines, len(shaped)
+        for start in reversed(order):
+            if start <= half:
+                break
+            index -= shaped.count(b"\n", start, counted)
+            counted = start
+            index_of[start] = index
+        block, out = self.block, {}
+        for start, index in index_of.items():
+            stop = block.find(b"\n", start)
+            text = block[start : stop if stop >= 0 else len(block)]
+            out[start] = (self.first_line + index, text.decode("utf-8", errors="replace"))
+        return out
 
     def kinds(self) -> BlockKinds:
         scanner, verdicts = self.scanner, self.verdicts
-        kinds = []
+        found = []
         for key, count in self.counts.items():
             state, fired = verdicts[key]
             if state != _KIND:
                 continue
-            first = self.positions(key, KIND_FIRST)
-            last = self.positions(key, KIND_LAST, from_end=True)
-            kinds.append(
-                (
-                    first[0],
-                    LineKind(
-                        fired,
-                        scanner._entry_ids(fired),
-                        count,
-                        key.decode("utf-8", errors="replace"),
-                        [self.numbered(i) for i in first],
-                        [self.numbered(i) for i in last],
-                    ),
-                )
-            )
-        kinds.sort(key=lambda pair: pair[0])
+            first = list(islice(self._starts(key), KIND_FIRST))
+            last = list(islice(self._starts(key, from_end=True), KIND_LAST))[::-1]
+            found.append((first, last, key, count, fired))
+        found.sort(key=lambda kind: kind[0][0])
+        lines = self._numbered(at for first, last, *_ in found for at in first + last)
         self.by_id: dict[int, bytes] = {}
-        for kind_id, (_, kind) in enumerate(kinds, 1):
+        kinds = []
+        for kind_id, (first, last, key, count, fired) in enumerate(found, 1):
+            kind = LineKind(
+                fired,
+                scanner._entry_ids(fired),
+                count,
+                key.decode("utf-8", errors="replace"),
+                [lines[at] for at in first],
+                [lines[at] for at in last],
+            )
             kind.id = kind_id
-            self.by_id[kind_id] = kind.sample.encode("utf-8", errors="surrogateescape")
-        return BlockKinds([k for _, k in kinds], self.singles(), self.line_matches, self.last_of)
+            self.by_id[kind_id] = key
+            kinds.append(kind)
+        return BlockKinds(kinds, self.singles(), self.line_matches, self.last_of)
 
     def singles(self) -> list[LineMatch]:
         """The lines the tail search finds on which only tail signatures fire."""
@@ -967,14 +1051,16 @@ class _ShapeBlock:
             return []
         found: set[int] = set()
         scanner._tail_starts(self.block, found)
-        block, out = self.block, []
-        index, counted_from = len(self.keys) - (0 if block.endswith(b"\n") else 1), len(block)
+        block, shaped, out = self.block, self.shaped, []
+        index, counted_from = self.newlines, len(block)
         for start in sorted(found, reverse=True):
             index -= block.count(b"\n", start, counted_from)
             counted_from = start
-            if self.verdicts[self.keys[index]][0] != _ZERO:
+            stop = block.find(b"\n", start)
+            stop = stop if stop >= 0 else len(block)
+            if self.verdicts[shaped[start:stop]][0] != _ZERO:
                 continue
-            raw = self.raw(index)
+            raw = block[start:stop]
             fired = tuple(sorted(scanner._set_match(raw)))
             if fired:
                 text = raw.decode("utf-8", errors="replace")
@@ -985,16 +1071,17 @@ class _ShapeBlock:
         return out
 
     def last_of(self, kind_ids: set[int], keep: int) -> list[tuple[int, str]]:
-        found = sorted(
-            i for k in kind_ids for i in self.positions(self.by_id[k], keep, from_end=True)
-        )
-        return [self.numbered(i) for i in found[-keep:]]
+        """The last `keep` lines of these kinds, in order."""
+        from_end = [self._starts(self.by_id[k], from_end=True) for k in kind_ids]
+        starts = list(islice(heapq.merge(*from_end, reverse=True), keep))
+        lines = self._numbered(starts)
+        return [lines[at] for at in sorted(starts)]
 
     def line_matches(self) -> list[LineMatch]:
         scanner, out = self.scanner, []
         single = {m.line: m for m in self.singles()}
         raw = self.block.split(b"\n")
-        for i, key in enumerate(self.keys):
+        for i, key in enumerate(self.shaped.split(b"\n")[: self.lines]):
             state, fired = self.verdicts[key]
             if state == _KIND:
                 text = raw[i].decode("utf-8", errors="replace")

@@ -1,0 +1,110 @@
+"""How every command runs, whichever front door it came through (the typer application, or a
+start-up path that skips it): SIGTERM unwinds like Ctrl-C, stdout survives its reader going
+away, and a user's error is one line and exit 3, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+from llmdoctor.exit_codes import ExitCode
+
+
+def fail(message: str) -> None:
+    """Print a one-line error to stderr and exit 3."""
+    from llmdoctor.terminal_text import visible
+
+    sys.stderr.write(f"llmdoctor: {visible(message)}\n")
+    raise SystemExit(int(ExitCode.CANNOT_RUN))
+
+
+class PipeSafeStdout:
+    """stdout that survives its reader going away (`llmdoctor ... | head`).
+
+    The first BrokenPipeError switches writing to /dev/null, so the command finishes and
+    exits with its own code rather than 1 or 120 from a failed flush at exit.
+    """
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if getattr(self._stream, "closed", False):
+            return  # closed by its owner (the MCP SDK closes stdout when the session ends)
+        if not self.broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.broken = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())  # the interpreter's final flush goes nowhere
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _terminated(signum, frame) -> None:
+    # SIGTERM unwinds like Ctrl-C: `finally` blocks and context managers (an unpacked bundle's
+    # temporary folder, a half-written archive) clean up before the process ends
+    raise SystemExit(128 + signum)
+
+
+def run_command(body: Callable[[], int | None]) -> None:
+    """Run a command's body; always ends in SystemExit with its exit code."""
+    import signal
+    import threading
+
+    previous = None
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    stdout = sys.stdout
+    if stdout is not None and not isinstance(stdout, PipeSafeStdout):
+        sys.stdout = PipeSafeStdout(stdout)
+    try:
+        code = _guarded(body)
+    finally:
+        if sys.stdout is not stdout and isinstance(sys.stdout, PipeSafeStdout):
+            sys.stdout.flush()
+            sys.stdout = stdout
+        if in_main and previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    raise SystemExit(code)
+
+
+def _guarded(body: Callable[[], int | None]) -> int:
+    from llmdoctor.errors import LlmdoctorError
+
+    try:
+        code = body()
+    except LlmdoctorError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        sys.stderr.write("llmdoctor: interrupted\n")
+        raise SystemExit(130) from None
+    except RecursionError:
+        fail("the input is nested too deeply to read")
+    except Exception as exc:
+        if os.environ.get("LLMDOCTOR_DEBUG"):
+            raise
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        fail(f"internal error: {type(exc).__name__}: {first} (set LLMDOCTOR_DEBUG=1 for details)")
+    return code if isinstance(code, int) else 0

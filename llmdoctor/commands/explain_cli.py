@@ -1,0 +1,238 @@
+"""`llmdoctor explain`: what it prints, and a start-up path that skips the CLI framework.
+
+explain is typed at 3 a.m. on a pasted log, often in a loop, and typer is a third of its
+start-up. `fast_main` reads its few options with the standard library (llmdoctor.plain_args) and
+runs the same `run_explain` as the typer command (llmdoctor/commands/explain.py), under the same
+error contract (llmdoctor.command_run); anything it does not recognise as plainly valid (help,
+an unknown or malformed option, a bad --wiki-url) is handed back to typer, which stays the one
+authority on usage errors. tests/test_explain_cli.py holds the two paths equal.
+"""
+
+from __future__ import annotations
+
+import os
+
+from llmdoctor.wiki.search_cli import MAX_LIMIT
+
+TERMINAL_TEXT = 240
+FLAGS = ("--json", "--no-color")
+OPTIONS_WITH_VALUE = ("--limit", "--jobs", "--wiki", "--wiki-url")
+MAX_JOBS = 999_999  # --jobs beyond this is typer's to read (it takes any count)
+
+
+def fast_main(args: list[str]) -> None:
+    """Run `explain ARGS` without the CLI framework (ends in SystemExit), or return when typer
+    must read these arguments."""
+    parsed = _parse(args)
+    if parsed is None:
+        return
+    url = parsed.pop("wiki_url")
+    if url is not None or os.environ.get("LLMDOCTOR_WIKI_URL"):
+        from llmdoctor.wiki.links import set_wiki_url
+
+        try:
+            set_wiki_url(url if url is not None else os.environ["LLMDOCTOR_WIKI_URL"])
+        except Exception:
+            return  # typer says what is wrong with it
+    from llmdoctor.command_run import run_command
+
+    run_command(lambda: run_explain(**parsed))
+
+
+def _parse(args: list[str]) -> dict | None:
+    """The explain options from ARGS, or None when they are not plainly valid."""
+    from llmdoctor.plain_args import bounded_int, plain_args
+
+    read = plain_args(args, FLAGS, OPTIONS_WITH_VALUE, repeated=("--wiki",))
+    if read is None or len(read[0]) > 1:
+        return None
+    files, found = read
+    limit = bounded_int(found.get("--limit", "5"), 1, MAX_LIMIT)
+    jobs = bounded_int(found.get("--jobs", "1"), 0, MAX_JOBS)
+    if limit is None or jobs is None:
+        return None
+    return {
+        "file": files[0] if files else "-",
+        "as_json": "--json" in found,
+        "limit": limit,
+        "jobs": jobs,
+        "no_color": "--no-color" in found,
+        "wiki": found.get("--wiki"),
+        "wiki_url": found.get("--wiki-url"),
+    }
+
+
+def run_explain(
+    file: str = "-",
+    *,
+    as_json: bool = False,
+    limit: int = 5,
+    jobs: int = 1,
+    no_color: bool = False,
+    wiki: list[str] | None = None,
+) -> int:
+    """Explain the log and print the answer; its exit code."""
+    import json
+    import sys
+
+    from llmdoctor.terminal_text import visible
+    from llmdoctor.usecases.explain import ExplainRequest, explain_log, print_source_notes
+    from llmdoctor.wiki.library import load_library
+
+    library = load_library(wiki)
+    for error in library.errors:  # a team entry that cannot be read is said, never dropped quietly
+        print(f"warning: {visible(str(error))} (entry not used)", file=sys.stderr)
+    for dropped in library.dropped_signatures():
+        print(f"warning: {visible(dropped)}", file=sys.stderr)
+    stdin = None
+    if file == "-":
+        stdin = sys.stdin.buffer if sys.stdin is not None else None
+        if stdin is not None and sys.stdin.isatty():
+            print("reading a log from the terminal: paste it, then Ctrl-D", file=sys.stderr)
+    if file != "-":
+        from llmdoctor.triage.log_input import keep_freed_blocks
+
+        keep_freed_blocks(file)
+    request = ExplainRequest(file=file, limit=limit, jobs=jobs, wiki_dirs=wiki)
+    result, source, _ = explain_log(request, library.entries, stdin=stdin)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print_source_notes(source)
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        from llmdoctor.commands.output import make_console
+
+        render(result, make_console(no_color))
+    return result.exit_code
+
+
+STYLE = {
+    "critical": "bold white on red",
+    "warning": "bold black on yellow",
+    "info": "bold white on blue",
+}
+
+
+def render(result, console) -> None:
+    """The terminal view: one block per entry with its lines and the first lines of its Fix."""
+    from rich.markup import escape as rich_escape
+
+    from llmdoctor.terminal_text import visible
+
+    def escape(text: object) -> str:  # log and wiki text: control characters shown, not obeyed
+        return rich_escape(visible(text))
+
+    from llmdoctor.triage.explain import CONFIDENT
+    from llmdoctor.wiki.links import page_url
+
+    # a guess that rounds to 0.00 says nothing: it is left out of the terminal (JSON keeps it)
+    weak = [m for m in result.below_threshold if m.confidence >= 0.005]
+    if result.how == "none":
+        console.print(f"[bold]No entry explains[/] {escape(result.source)}.")
+        _render_notes(result, console, escape)
+        if result.salient:
+            console.print("The lines it read as errors:")
+            for e in result.salient[-10:]:
+                console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
+            if weak:
+                guesses = ", ".join(f"{m.id} ({m.confidence:.2f})" for m in weak[:3])
+                console.print(f"[dim]Too weak to name (confidence < {CONFIDENT}): {guesses}[/]")
+            console.print(
+                "Once the cause is known, record it: "
+                f"[bold]llmdoctor wiki add --from-log {escape(result.source)}[/]"
+            )
+        else:
+            console.print(
+                "No line in it looks like an error (no Error/Exception/FATAL/failed/Killed, "
+                "exit code or warning Event)."
+            )
+            for m in [m for m in weak if m.evidence][:2]:
+                e = m.evidence[-1]
+                console.print(
+                    f"A line hints at [bold]{m.id}[/] (weak evidence, check it): "
+                    f"[dim]{e.line}:[/] {escape(_cut(e.text.strip()))}",
+                    soft_wrap=True,
+                )
+            if weak:
+                guesses = ", ".join(m.id for m in weak[:3])
+                console.print(
+                    f"[dim]If something is wrong all the same, these share its words: {guesses}[/]"
+                )
+        return
+    if result.how == "search":
+        console.print(
+            f"[bold]No signature matched[/] {escape(result.source)}; the entries whose text "
+            "best fits its error lines (MAYBE):"
+        )
+        for e in result.salient[-5:]:
+            console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
+    else:
+        shown = len(result.matches)
+        more = (
+            f", {result.total_matches - shown} more with --limit"
+            if result.total_matches > shown
+            else ""
+        )
+        console.print(
+            f"[bold]{escape(result.source)}[/]: {result.total_matches} runbook "
+            f"{'entry explains' if result.total_matches == 1 else 'entries explain'} it "
+            f"({result.matched_lines} matching line{'' if result.matched_lines == 1 else 's'}{more}), "
+            "best explanation first"
+        )
+    if cause := result.likely_cause:
+        named = f" (fits [bold]{escape(cause.entry_id)}[/])" if cause.entry_id else ""
+        console.print(
+            f"Likely cause: the first error before {escape(cause.consequence)}{named}:",
+            soft_wrap=True,
+        )
+        console.print(f"  [dim]{cause.line}:[/] {escape(_cut(cause.text))}", soft_wrap=True)
+    for n, m in enumerate(result.matches, 1):
+        console.print()
+        style = STYLE.get(m.severity, "bold")
+        label = m.severity.upper() if m.how == "signature" else "MAYBE"
+        line = (
+            f"{n}. [{style}] {label} [/] [bold]{escape(m.id)}[/]: {escape(m.title)} "
+            f"[dim](confidence {m.confidence:.2f})[/]"
+        )
+        if m.explained_by:
+            line += f" [dim](explained by {escape(', '.join(m.explained_by))})[/]"
+        console.print(line)
+        if m.how == "signature":
+            lines = "line" if m.count == 1 else "lines"
+            console.print(f"   [dim]{m.count} matching {lines}[/]")
+            for i, e in enumerate(m.evidence):
+                if i == 3 and m.count > len(m.evidence):
+                    console.print(f"   [dim]│ … {m.count - len(m.evidence)} more …[/]")
+                console.print(f"   [dim]│ {e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
+        elif m.snippet:  # the runbook's words, not the log's: labelled so, never a quote
+            console.print(
+                f"   [dim]its runbook reads: {escape(_cut(m.snippet))}[/]", soft_wrap=True
+            )
+        for i, fix in enumerate(m.fix):
+            label = "Fix: " if i == 0 else "     "
+            console.print(f"   [cyan]{label}[/]{escape(fix)}", soft_wrap=True)
+        console.print(f"   [dim]more: llmdoctor wiki show {escape(m.id)}[/]")
+        if url := page_url(m.id):
+            console.print(f"   [dim]page:[/] {escape(url)}", soft_wrap=True)
+    if result.notes:
+        console.print()
+        _render_notes(result, console, escape)
+
+
+def _render_notes(result, console, escape) -> None:
+    """Warnings about the configuration, in a log where nothing failed: said, never as a cause."""
+    for m in result.notes:
+        console.print(
+            f"[{STYLE['warning']}] NOTE [/] [bold]{escape(m.id)}[/]: {escape(m.title)} "
+            "[dim](a warning about the configuration, not what failed: no line looks wrong)[/]",
+            soft_wrap=True,
+        )
+        for e in m.evidence[:2]:
+            console.print(f"   [dim]│ {e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
+        if m.fix:
+            console.print(f"   [cyan]Fix: [/]{escape(m.fix[0])}", soft_wrap=True)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= TERMINAL_TEXT else text[: TERMINAL_TEXT - 1] + "…"

@@ -1,0 +1,124 @@
+"""`explain` has two front doors: the fast one (llmdoctor.__main__, no CLI framework) and the
+typer command. They must accept the same options and print and exit the same."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_runs import command_options, run_without_typer, through_both_doors
+
+from llmdoctor.cli import run
+from llmdoctor.commands.explain_cli import FLAGS, OPTIONS_WITH_VALUE, fast_main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DEAD = str(FIXTURES / "real-vllm-0.32" / "dead" / "server.log")
+UNCOVERED = str(FIXTURES / "from_log" / "vllm-c-undefined-symbol-issue5501.log")
+HEALTHY = str(sorted((FIXTURES / "healthy").glob("*.log"))[0])
+
+CASES = [
+    [DEAD],
+    [DEAD, "--json"],
+    ["--json", "--limit", "1", DEAD],
+    [DEAD, "--limit=2", "--no-color"],
+    [UNCOVERED],
+    [UNCOVERED, "--json", "--jobs", "0"],
+    [HEALTHY, "--jobs=2"],
+    [DEAD, "--wiki-url", "https://runbooks.example.com", "--json"],
+    [DEAD, "--wiki", str(FIXTURES / "runbooks"), "--json", "--limit", "1000"],
+    ["/no/such/file.log"],  # one line, exit 3, on both
+    [str(FIXTURES)],  # a folder: the same
+]
+
+
+def typer_path(capsys, args):
+    with pytest.raises(SystemExit) as exc:
+        run(["explain", *args])
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def fast_path(capsys, args):
+    try:
+        fast_main(list(args))
+    except SystemExit as exc:
+        out = capsys.readouterr()
+        return exc.code, out.out, out.err
+    return None, "", ""
+
+
+@pytest.mark.parametrize("args", CASES, ids=[" ".join(c).replace(str(FIXTURES), "") for c in CASES])
+def test_both_paths_print_and_exit_the_same(capsys, monkeypatch, args):
+    fast, slow = through_both_doors(capsys, monkeypatch, fast_path, typer_path, args)
+    assert fast[0] is not None, "the fast path should have handled these arguments"
+    assert fast == slow
+
+
+def test_both_paths_read_stdin_alike(capsys, monkeypatch):
+    log = Path(DEAD).read_bytes()
+    results = []
+    for path in (fast_path, typer_path):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(log)))
+        results.append(path(capsys, ["-", "--json"]))
+    assert results[0][0] == 2 and results[0] == results[1]
+
+
+def test_the_fast_path_knows_every_option_of_the_command():
+    # an option added to the typer command must be added to the fast parser too
+    assert command_options("explain") == set(OPTIONS_WITH_VALUE) | set(FLAGS)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["-h"],
+        [DEAD, "--limit", "0"],
+        [DEAD, "--limit", "x"],
+        [DEAD, "--limit=1001"],
+        [DEAD, "--limit", "\u00b2"],
+        [DEAD, "--jobs", "-1"],
+        [DEAD, "--bogus"],
+        [DEAD, DEAD],  # one log at a time
+        [DEAD, "--limit"],
+        [DEAD, "--wiki-url", "ftp://nope"],
+        ["--", DEAD],
+    ],
+)
+def test_what_the_fast_path_does_not_handle_goes_to_typer(capsys, monkeypatch, args):
+    monkeypatch.delenv("LLMDOCTOR_WIKI_URL", raising=False)
+    assert fast_path(capsys, args)[0] is None
+    code, out, err = typer_path(capsys, args)
+    assert "Traceback" not in out + err
+    if args != ["--", DEAD]:
+        assert code in (0, 3)  # help, or a one-line usage error
+
+
+def test_the_installed_command_takes_the_fast_path():
+    # the console script runs llmdoctor.__main__.main: no typer import for a plain explain
+    done = run_without_typer("explain", DEAD, "--json")
+    assert done.returncode == 2, done.stderr
+    assert '"id": "vllm-worker-killed"' in done.stdout
+
+
+FAST = "import sys; from llmdoctor.__main__ import main; sys.argv = ['llmdoctor', *sys.argv[1:]]; main()"
+TYPER = "import sys; from llmdoctor.cli import run; run(sys.argv[1:])"
+
+
+def test_a_reader_that_goes_away_ends_both_paths_alike():
+    # `llmdoctor explain big.log | head -1`: the exit code is explain's own, no traceback
+    results = []
+    for code in (FAST, TYPER):
+        done = subprocess.run(
+            f"{sys.executable} -c {code!r} explain {DEAD} | head -c 10",
+            shell=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            executable="/bin/bash",
+        )
+        results.append(done.stderr)
+    assert results == ["", ""], results
