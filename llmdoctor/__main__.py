@@ -32,7 +32,9 @@ def end_process(code: int | str | None) -> None:
 
 def main() -> None:
     args = sys.argv[1:]
-    if args[:2] == ["wiki", "search"]:
+    # a shell asking for completions goes to typer, whatever the words typed so far
+    completing = "_LLMDOCTOR_COMPLETE" in os.environ or "_KUBECTL_LLMDOCTOR_COMPLETE" in os.environ
+    if args[:2] == ["wiki", "search"] and not completing:
         # the most typed command starts without the CLI framework (llmdoctor/wiki/search_cli.py)
         from llmdoctor.wiki.search_cli import fast_main
 
@@ -42,7 +44,7 @@ def main() -> None:
             # down: ~1.5-2.5 ms of a ~25 ms search); nothing of the search path registers
             # atexit work
             _exit_now(code)
-    if args[:1] == ["explain"]:
+    if args[:1] == ["explain"] and not completing:
         # typed at 3 a.m. on a pasted log: starts without the CLI framework too
         # (llmdoctor/commands/explain_cli.py); returns when typer must read the arguments
         from llmdoctor.commands.explain_cli import fast_main as explain_fast

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 
-from llmdoctor.exit_codes import ExitCode
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`wiki search` writes here)
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def fail(message: str) -> None:
     """Print a one-line error to stderr and exit 3."""
+    from llmdoctor.exit_codes import ExitCode
     from llmdoctor.terminal_text import visible
 
     sys.stderr.write(f"llmdoctor: {visible(message)}\n")
@@ -59,6 +61,36 @@ class PipeSafeStdout:
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
+
+
+def write_stdout(text: str, what: str = "the results") -> None:
+    """Write `text` to stdout and flush it; a closed stdout (`>&-`) or one that cannot take it
+    (`> /dev/full`, a disk that filled up) is BadInput: one line, exit 3, never an internal error.
+    A reader that went away (BrokenPipeError) is left to PipeSafeStdout or the caller."""
+    from llmdoctor.errors import BadInput
+
+    out = sys.stdout
+    if out is None:  # `>&-`: fd 1 closed, Python has no stdout at all
+        raise BadInput(f"standard output is closed: nowhere to print {what}")
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        _silence_stdout()
+        raise BadInput(f"cannot write {what} to standard output ({exc.strerror or exc})") from None
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null, so the interpreter's last flush of what is still buffered
+    cannot fail again (and print 'Exception ignored' at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _terminated(signum, frame) -> None:

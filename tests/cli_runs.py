@@ -79,3 +79,30 @@ def through_both_doors(capsys, monkeypatch, fast_path, typer_path, args) -> list
         monkeypatch.delenv("LLMDOCTOR_WIKI_URL", raising=False)
         results.append(path(capsys, args))
     return results
+
+
+# `llmdoctor ARGS` in a child process through each front door: the fast path, then typer
+FAST = "import sys; from llmdoctor.__main__ import main; sys.argv = ['llmdoctor', *sys.argv[1:]]; main()"
+TYPER = "import sys; from llmdoctor.cli import run; run(sys.argv[1:])"
+
+
+def unwritable_stdout_runs(stdout: str, *args: str) -> list[tuple[int, str]]:
+    """(exit code, stderr) of `llmdoctor ARGS` through each door, its stdout closed
+    (`stdout="closed"`) or /dev/full; each asserted to say one line, never a traceback."""
+    import os
+    import subprocess
+    import sys
+
+    results = []
+    for code in (FAST, TYPER):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(
+                [sys.executable, "-c", code, *args],
+                stdout=full if stdout == "/dev/full" else None,
+                stderr=subprocess.PIPE, text=True, timeout=60,
+                preexec_fn=(lambda: os.close(1)) if stdout == "closed" else None,
+            )  # fmt: skip
+        assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
+        results.append((done.returncode, done.stderr))
+    return results

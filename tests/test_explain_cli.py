@@ -4,12 +4,20 @@ typer command. They must accept the same options and print and exit the same."""
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from cli_runs import command_options, run_without_typer, through_both_doors
+from cli_runs import (
+    FAST,
+    TYPER,
+    command_options,
+    run_without_typer,
+    through_both_doors,
+    unwritable_stdout_runs,
+)
 
 from llmdoctor.cli import run
 from llmdoctor.commands.explain_cli import FLAGS, OPTIONS_WITH_VALUE, fast_main
@@ -104,8 +112,15 @@ def test_the_installed_command_takes_the_fast_path():
     assert '"id": "vllm-worker-killed"' in done.stdout
 
 
-FAST = "import sys; from llmdoctor.__main__ import main; sys.argv = ['llmdoctor', *sys.argv[1:]]; main()"
-TYPER = "import sys; from llmdoctor.cli import run; run(sys.argv[1:])"
+@pytest.mark.parametrize("stdout", ["closed", "/dev/full"])
+def test_an_unwritable_stdout_is_one_line_exit_3_on_both_paths(stdout):
+    results = unwritable_stdout_runs(stdout, "explain", DEAD, "--json")
+    assert results[0] == results[1] and results[0][0] == 3, results
+
+
+def test_an_empty_file_name_is_said_so_not_read_as_the_current_folder(capsys, monkeypatch):
+    fast, slow = through_both_doors(capsys, monkeypatch, fast_path, typer_path, [""])
+    assert fast == slow and fast[0] == 3 and "no log named" in fast[2], fast
 
 
 def test_a_reader_that_goes_away_ends_both_paths_alike():
@@ -122,3 +137,21 @@ def test_a_reader_that_goes_away_ends_both_paths_alike():
         )
         results.append(done.stderr)
     assert results == ["", ""], results
+
+
+def test_no_usable_cache_folder_is_one_line_exit_3(tmp_path):
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "llmdoctor").write_text("a file, not a folder")
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "tmp" / f"llmdoctor-{os.getuid()}").write_text("neither")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TMPDIR": str(tmp_path / "tmp")}
+    done = subprocess.run(
+        [sys.executable, "-m", "llmdoctor", "explain", DEAD],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith("llmdoctor: no folder for llmdoctor's cache"), done.stderr
+    assert done.stderr.count("\n") == 1 and "internal error" not in done.stderr

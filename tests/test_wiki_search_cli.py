@@ -9,7 +9,14 @@ import subprocess
 import sys
 
 import pytest
-from cli_runs import command_options, one_line_error, run_cli, run_without_typer, through_both_doors
+from cli_runs import (
+    command_options,
+    one_line_error,
+    run_cli,
+    run_without_typer,
+    through_both_doors,
+    unwritable_stdout_runs,
+)
 
 from llmdoctor.cli import build_app, run
 from llmdoctor.wiki.search_cli import FLAGS, OPTIONS_WITH_VALUE, fast_main
@@ -105,26 +112,9 @@ def test_a_limit_over_the_maximum_is_one_line_exit_3_on_both_paths(capsys, monke
         assert err.count("\n") == 1 and f"1<=x<={MAX_LIMIT}" in err
 
 
-FAST = "import sys; from llmdoctor.__main__ import main; sys.argv = ['llmdoctor', *sys.argv[1:]]; main()"
-TYPER = "import sys; from llmdoctor.cli import run; run(sys.argv[1:])"
-
-
 @pytest.mark.parametrize("stdout", ["closed", "/dev/full"])
 def test_an_unwritable_stdout_is_one_line_and_the_same_exit_on_both_paths(stdout):
-    import os
-
-    results = []
-    for code in (FAST, TYPER):
-        with open("/dev/full", "w") as full:
-            done = subprocess.run(
-                [sys.executable, "-c", code, "wiki", "search", "OOM"],
-                stdout=full if stdout == "/dev/full" else None,
-                stderr=subprocess.PIPE, text=True, timeout=60,
-                preexec_fn=(lambda: os.close(1)) if stdout == "closed" else None,
-            )  # fmt: skip
-        assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
-        assert done.stderr.count("\n") == 1, done.stderr
-        results.append((done.returncode, done.stderr))
+    results = unwritable_stdout_runs(stdout, "wiki", "search", "OOM")
     assert results[0] == results[1] and results[0][0] == 3
 
 

@@ -99,7 +99,11 @@ def run_explain(
         print(f"warning: {warning}", file=sys.stderr)
     print_source_notes(source)
     if as_json:
-        sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+        from llmdoctor.command_run import write_stdout
+
+        write_stdout(
+            json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", "the answer"
+        )
     else:
         from llmdoctor.commands.output import make_console
 

@@ -16,6 +16,7 @@ block "nvidia-smi -r -i 0\\n".
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -133,9 +134,30 @@ def steps_of(fix: str) -> list[FixStep]:
         "fix-steps",
         [fix],
         lambda fixes: [tuple(map(_kept_step, _parsed_steps(f))) for f in fixes],
-        [__file__, parser.origin if parser else None],
+        [__file__, sys.modules[step_tag.__module__].__file__, parser.origin if parser else None],
+        _is_kept_steps,
     )
     return [_step_from_kept(step) for step in kept]
+
+
+def _is_kept_steps(value: object) -> bool:
+    """Whether a value read back has the shape `_kept_step` gives, for every step."""
+
+    def part(p: object) -> bool:
+        if not isinstance(p, tuple) or not p:
+            return False
+        if p[0] == "p":
+            return len(p) == 2 and isinstance(p[1], tuple) and all(isinstance(x, str) for x in p[1])
+        return p[0] == "c" and len(p) == 3 and isinstance(p[1], str) and isinstance(p[2], str)
+
+    return isinstance(value, tuple) and all(
+        isinstance(step, tuple)
+        and len(step) == 2
+        and (step[0] is None or isinstance(step[0], str))
+        and isinstance(step[1], tuple)
+        and all(map(part, step[1]))
+        for step in value
+    )
 
 
 def _kept_step(step: FixStep) -> tuple:

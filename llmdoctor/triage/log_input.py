@@ -332,6 +332,8 @@ def open_log(path: str, fifo_wait: float | None = None) -> TextSource | LogStrea
     """
     import stat
 
+    if not path:  # Path("") is the current folder
+        raise BadInput("no log named: give a FILE, or - for standard input")
     p = Path(path)
     mode = stat_of("", path).st_mode
     if stat.S_ISDIR(mode):

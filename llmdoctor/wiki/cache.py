@@ -29,8 +29,42 @@ def cache_dir_path() -> str:
 
     uid = os.getuid() if hasattr(os, "getuid") else 0
     folder = os.path.join(tempfile.gettempdir(), f"llmdoctor-{uid}")
-    os.makedirs(folder, exist_ok=True)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        from llmdoctor.errors import BadInput
+
+        raise BadInput(
+            f"no folder for llmdoctor's cache: {os.path.join(root, 'llmdoctor')} and {folder} "
+            f"cannot be used ({exc.strerror or exc}); set XDG_CACHE_HOME to a writable folder"
+        ) from None
     return folder
+
+
+MAX_CACHE_FILE = 256 * 1024 * 1024  # a kept file larger than this is not read: worked out again
+
+
+def read_kept(path: str, limit: int = MAX_CACHE_FILE):
+    """The value marshal wrote to a cache file, or None when there is none usable: not a
+    regular file (a FIFO or /dev/zero put there would hang the read), larger than `limit`,
+    unreadable or not marshal (a file that lies about its sizes may ask for more memory than
+    there is). Whatever it holds is still to be checked by the caller."""
+    import marshal
+    import stat
+
+    try:
+        with open(path, "rb", opener=_opener_no_wait) as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+                return None
+            return marshal.loads(fh.read(limit + 1))
+    except (OSError, ValueError, EOFError, TypeError, MemoryError, OverflowError):
+        return None
+
+
+def _opener_no_wait(path: str, flags: int) -> int:
+    # O_NONBLOCK: opening a FIFO without a writer returns at once (then refused as no file)
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
 
 
 def folders_file(kind: str, dirs: list, suffix: str) -> str:

@@ -35,12 +35,18 @@ def code_version(sources: list[str | None]) -> list:
 
 
 def kept_values(
-    kind: str, keys: list, work_out: Callable[[list], list], sources: list[str | None]
+    kind: str,
+    keys: list,
+    work_out: Callable[[list], list],
+    sources: list[str | None],
+    valid: Callable[[object], bool],
 ) -> list:
     """`work_out(keys)`, each value read back when an earlier run kept it. `kind` names the
-    file; `sources` are the files of the code that decides the values. Values must be what
-    marshal writes (tuples, str, int, bool, None); keys that are not str are worked out every
-    time, never kept.
+    file; `sources` are the files of the code that decides the values (every one of them: a
+    file left out leaves the values stale when only it changes); `valid` says whether a value
+    read back has the shape `work_out` gives (one that does not is worked out again). Values
+    must be what marshal writes (tuples, str, int, bool, None); keys that are not str are
+    worked out every time, never kept.
     """
     from llmdoctor.wiki.cache import cache_dir_path
 
@@ -48,7 +54,7 @@ def kept_values(
     version = code_version(sources)
     held = _held.get(path)
     if held is None or held[0] != version:
-        held = _held[path] = (version, _read(path, version))
+        held = _held[path] = (version, _read(path, version, valid))
     values = held[1]
     missing = [k for k in dict.fromkeys(k for k in keys if isinstance(k, str)) if k not in values]
     if missing:
@@ -62,17 +68,18 @@ def kept_values(
     return [values[k] if isinstance(k, str) else worked[id(k)] for k in keys]
 
 
-def _read(path: str, version: list) -> dict:
-    try:
-        with open(path, "rb") as fh:
-            stored = marshal.loads(fh.read())
-    except (OSError, ValueError, EOFError, TypeError):
-        return {}  # none yet, or unreadable: worked out again
-    if isinstance(stored, dict) and stored.get("version") == version:
-        values = stored.get("values")
-        if isinstance(values, dict):
-            return values
-    return {}
+def _read(path: str, version: list, valid: Callable[[object], bool]) -> dict:
+    """The kept values of this version of the code that have the shape `valid` asks for (a
+    file edited or damaged by hand costs the work, never a wrong type)."""
+    from llmdoctor.wiki.cache import read_kept
+
+    stored = read_kept(path)
+    if not isinstance(stored, dict) or stored.get("version") != version:
+        return {}  # none yet, unreadable, or of other code: worked out again
+    values = stored.get("values")
+    if not isinstance(values, dict):
+        return {}
+    return {k: v for k, v in values.items() if isinstance(k, str) and valid(v)}
 
 
 def _write(path: str, version: list, values: dict) -> None:

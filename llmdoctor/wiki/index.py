@@ -210,11 +210,12 @@ def _verified_path(path: str) -> str:
 def _recently_verified(path: str, folders: list[list]) -> bool:
     """The index was checked file by file less than FULL_CHECK_SECONDS ago, against these same
     folders, and is still the file that check saw."""
+    from llmdoctor.wiki.cache import read_kept
+
+    stamp = read_kept(_verified_path(path), 1 << 20)
     try:
-        with open(_verified_path(path), "rb") as fh:
-            stamp = marshal.loads(fh.read(1 << 20))
         st = os.stat(path)
-    except (OSError, ValueError, EOFError, TypeError):
+    except OSError:
         return False
     if not isinstance(stamp, dict) or stamp.get("folders") != folders:
         return False

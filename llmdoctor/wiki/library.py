@@ -85,7 +85,7 @@ class _ParsedEntries:
     """The entries parsed by an earlier run, reused while their file is unchanged."""
 
     def __init__(self, dirs: list[Path]):
-        from llmdoctor.wiki.cache import folders_file
+        from llmdoctor.wiki.cache import folders_file, read_kept
 
         parser = Path(entry_module.__file__).stat()
         self.version = [3, parser.st_mtime_ns, parser.st_size]  # a new parser: parse again
@@ -93,13 +93,10 @@ class _ParsedEntries:
         self.kept: dict[str, list] = {}  # path -> [inode, mtime_ns, size, fields]
         self.seen: dict[str, list] = {}
         self.changed = False
-        try:
-            with open(self.file, "rb") as fh:
-                stored = marshal.loads(fh.read())
-            if isinstance(stored, dict) and stored.get("version") == self.version:
-                self.kept = stored.get("entries") or {}
-        except (OSError, ValueError, EOFError, TypeError):
-            pass  # no cache, or an unreadable one: parse
+        stored = read_kept(self.file)  # None: no cache, or an unreadable one: parse
+        if isinstance(stored, dict) and stored.get("version") == self.version:
+            kept = stored.get("entries")
+            self.kept = kept if isinstance(kept, dict) else {}
 
     def entry(self, path: Path) -> RunbookEntry:
         refuse_linked_out(path)  # before the cache: a file once parsed may be a link now
@@ -107,7 +104,12 @@ class _ParsedEntries:
         name = str(path)
         row = self.kept.get(name)
         stamp = [st.st_ino, st.st_mtime_ns, st.st_size]
-        if row is not None and row[:3] == stamp:
+        if (
+            isinstance(row, list)
+            and len(row) == 4
+            and row[:3] == stamp
+            and isinstance(row[3], dict)
+        ):
             try:
                 entry = RunbookEntry(**row[3])
             except TypeError:

@@ -18,7 +18,8 @@ MAX_LIMIT = 1000  # --limit of `wiki search` and `explain`: more is refused as a
 
 
 def use_color(no_color: bool) -> bool:
-    return not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+    out = sys.stdout
+    return not no_color and "NO_COLOR" not in os.environ and out is not None and out.isatty()
 
 
 def highlight(text: str, spans: list[tuple[int, int]], color: bool) -> str:
@@ -75,31 +76,14 @@ def run_search(
     results = search(text, limit=limit, tag=tag, wiki_dirs=wiki, unreadable=unreadable)
     for path, problem in unreadable:  # never dropped quietly: the entry was not searched
         sys.stderr.write(f"warning: {path}:{problem} (entry not searched)\n")
-    out = sys.stdout
-    if out is None:  # `>&-`: fd 1 closed, Python has no stdout at all
-        raise BadInput("standard output is closed: nowhere to print the results")
-    try:
-        _print_results(out, results, tag, as_json, no_color)
-        out.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:  # `> /dev/full`, a disk that filled up
-        _silence_stdout()
-        raise BadInput(
-            f"cannot write the results to standard output ({exc.strerror or exc})"
-        ) from None
+    import io
+
+    from llmdoctor.command_run import write_stdout
+
+    text = io.StringIO()
+    _print_results(text, results, tag, as_json, no_color)
+    write_stdout(text.getvalue())
     return 0
-
-
-def _silence_stdout() -> None:
-    """Point fd 1 at /dev/null, so the interpreter's last flush of what is still buffered
-    cannot fail again (and print 'Exception ignored' at exit)."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 def _print_results(out, results, tag: str | None, as_json: bool, no_color: bool) -> None:

@@ -166,6 +166,18 @@ def _work_out_facts(patterns: list) -> list[tuple]:
     return out
 
 
+def _is_facts(value: object) -> bool:
+    """Whether a value read back has the shape `_work_out_facts` gives."""
+    return (
+        isinstance(value, tuple)
+        and len(value) == 4
+        and (value[0] is None or isinstance(value[0], str))
+        and isinstance(value[1], bool)
+        and isinstance(value[2], str)
+        and isinstance(value[3], int)
+    )
+
+
 def signature_line(path: str | Path, signature: str) -> int:
     """The line of an entry file on which a signature is written (0 when it cannot be told)."""
     try:
@@ -246,9 +258,13 @@ class SignatureSet:
             _work_out_facts,
             [
                 __file__,
-                *(sys.modules[f.__module__].__file__ for f in (digit_blind, plain_text)),
+                *(
+                    sys.modules[f.__module__].__file__
+                    for f in (digit_blind, plain_text, re2_options)
+                ),
                 getattr(re2, "__file__", None),
             ],
+            _is_facts,
         )
         self._blind: list[bool] = []  # per pattern: digit-blind (llmdoctor.wiki.digit_blind)
         self.weights: list[int] = []  # per pattern: its literal_weight
