@@ -32,8 +32,9 @@ def end_process(code: int | str | None) -> None:
 
 def main() -> None:
     args = sys.argv[1:]
-    # a shell asking for completions goes to typer, whatever the words typed so far
-    completing = "_LLMDOCTOR_COMPLETE" in os.environ or "_KUBECTL_LLMDOCTOR_COMPLETE" in os.environ
+    from llmdoctor.command_run import shell_completing
+
+    completing = shell_completing()
     if args[:2] == ["wiki", "search"] and not completing:
         # the most typed command starts without the CLI framework (llmdoctor/wiki/search_cli.py)
         from llmdoctor.wiki.search_cli import fast_main

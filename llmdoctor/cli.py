@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import sys
 
 import typer
 
 from llmdoctor import __version__
-from llmdoctor.command_run import PipeSafeStdout, fail, run_command
+from llmdoctor.command_run import PipeSafeStdout, fail, run_command, shell_completing
 
 __all__ = ["COMMANDS", "PipeSafeStdout", "build_app", "fail", "run"]
 
@@ -97,7 +96,7 @@ def run(argv: list[str] | None = None) -> None:
 
 def _run(argv: list[str] | None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if os.environ.get("_LLMDOCTOR_COMPLETE") or os.environ.get("_KUBECTL_LLMDOCTOR_COMPLETE"):
+    if shell_completing():
         from llmdoctor.commands.shell_completion import enable_shell_completion
 
         enable_shell_completion()  # the shell asks for completions (llmdoctor completion SHELL)

@@ -13,6 +13,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
+def shell_completing() -> bool:
+    """A shell asks for completions (`llmdoctor completion SHELL`, kubectl's plugin): typer's
+    to answer, whatever the words typed so far."""
+    return bool(
+        os.environ.get("_LLMDOCTOR_COMPLETE") or os.environ.get("_KUBECTL_LLMDOCTOR_COMPLETE")
+    )
+
+
 def fail(message: str) -> None:
     """Print a one-line error to stderr and exit 3."""
     from llmdoctor.exit_codes import ExitCode
@@ -52,12 +60,7 @@ class PipeSafeStdout:
 
     def _drop(self) -> None:
         self.broken = True
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self._stream.fileno())  # the interpreter's final flush goes nowhere
-            os.close(devnull)
-        except (OSError, ValueError, AttributeError):
-            pass
+        _point_at_devnull(self._stream)  # the interpreter's final flush goes nowhere
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
@@ -78,16 +81,17 @@ def write_stdout(text: str, what: str = "the results") -> None:
     except BrokenPipeError:
         raise
     except OSError as exc:
-        _silence_stdout()
+        # the interpreter's last flush of what is still buffered must not fail again (and
+        # print 'Exception ignored' at exit)
+        _point_at_devnull(out)
         raise BadInput(f"cannot write {what} to standard output ({exc.strerror or exc})") from None
 
 
-def _silence_stdout() -> None:
-    """Point fd 1 at /dev/null, so the interpreter's last flush of what is still buffered
-    cannot fail again (and print 'Exception ignored' at exit)."""
+def _point_at_devnull(stream) -> None:
+    """Point the stream's file descriptor at /dev/null (best effort)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())
         os.close(devnull)
     except (OSError, ValueError, AttributeError):
         pass

@@ -10,8 +10,6 @@ authority on usage errors. tests/test_explain_cli.py holds the two paths equal.
 
 from __future__ import annotations
 
-import os
-
 from llmdoctor.wiki.search_cli import MAX_LIMIT
 
 TERMINAL_TEXT = 240
@@ -26,14 +24,10 @@ def fast_main(args: list[str]) -> None:
     parsed = _parse(args)
     if parsed is None:
         return
-    url = parsed.pop("wiki_url")
-    if url is not None or os.environ.get("LLMDOCTOR_WIKI_URL"):
-        from llmdoctor.wiki.links import set_wiki_url
+    from llmdoctor.wiki.links import wiki_url_taken
 
-        try:
-            set_wiki_url(url if url is not None else os.environ["LLMDOCTOR_WIKI_URL"])
-        except Exception:
-            return  # typer says what is wrong with it
+    if not wiki_url_taken(parsed.pop("wiki_url")):
+        return  # typer says what is wrong with it
     from llmdoctor.command_run import run_command
 
     run_command(lambda: run_explain(**parsed))

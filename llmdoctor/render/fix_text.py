@@ -125,19 +125,25 @@ def _step_from_lines(lines: list[str], start: int, end: int, fences: list) -> Fi
 def steps_of(fix: str) -> list[FixStep]:
     """The Fix section's text as steps, in order (see the module docstring); read back from
     the cache folder when an earlier run worked them out (markdown-it costs ~35 ms to load)."""
-    from importlib.util import find_spec
-
     from llmdoctor.wiki.derived_cache import kept_values
 
-    parser = find_spec("markdown_it")
     (kept,) = kept_values(
         "fix-steps",
         [fix],
         lambda fixes: [tuple(map(_kept_step, _parsed_steps(f))) for f in fixes],
-        [__file__, sys.modules[step_tag.__module__].__file__, parser.origin if parser else None],
+        _deriving_files(),
         _is_kept_steps,
     )
     return [_step_from_kept(step) for step in kept]
+
+
+@lru_cache(maxsize=1)
+def _deriving_files() -> list[str | None]:
+    """The files of the code that turns a Fix into steps (markdown-it found, not loaded)."""
+    from importlib.util import find_spec
+
+    parser = find_spec("markdown_it")
+    return [__file__, sys.modules[step_tag.__module__].__file__, parser.origin if parser else None]
 
 
 def _is_kept_steps(value: object) -> bool:

@@ -51,10 +51,11 @@ def kept_values(
     from llmdoctor.wiki.cache import cache_dir_path
 
     path = os.path.join(cache_dir_path(), f"{kind}.marshal")
-    version = code_version(sources)
     held = _held.get(path)
-    if held is None or held[0] != version:
+    if held is None:  # the code's files are read once a process: it does not change under it
+        version = code_version(sources)
         held = _held[path] = (version, _read(path, version, valid))
+    version = held[0]
     values = held[1]
     missing = [k for k in dict.fromkeys(k for k in keys if isinstance(k, str)) if k not in values]
     if missing:

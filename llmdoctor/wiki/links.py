@@ -74,6 +74,20 @@ def address_problem(value: str) -> str | None:
     return None
 
 
+def wiki_url_taken(option: str | None) -> bool:
+    """For a start-up path without typer (`wiki search`, `explain`): the --wiki-url value, else
+    a non-empty LLMDOCTOR_WIKI_URL, made this run's address as the option's callback does;
+    False when it is not usable, so that typer reads the arguments and says why."""
+    value = option if option is not None else os.environ.get(ENV_WIKI_URL) or None
+    if value is None:
+        return True
+    try:
+        set_wiki_url(value)
+    except Exception:
+        return False
+    return True
+
+
 def set_wiki_url(value: str | None) -> str | None:
     """Validate a --wiki-url value and make it the address for this run; BadInput (the
     address with any password redacted, and why) when it is not a usable site address."""

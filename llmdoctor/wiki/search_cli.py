@@ -123,14 +123,10 @@ def fast_main(args: list[str]) -> int | None:
     parsed = _parse(args)
     if parsed is None:
         return None
-    url = parsed.pop("wiki_url")
-    if url is not None or os.environ.get("LLMDOCTOR_WIKI_URL"):
-        from llmdoctor.wiki.links import set_wiki_url
+    from llmdoctor.wiki.links import wiki_url_taken
 
-        try:
-            set_wiki_url(url if url is not None else os.environ["LLMDOCTOR_WIKI_URL"])
-        except Exception:
-            return None  # typer says what is wrong with it
+    if not wiki_url_taken(parsed.pop("wiki_url")):
+        return None  # typer says what is wrong with it
     from llmdoctor.errors import LlmdoctorError
 
     try:
