@@ -20,6 +20,7 @@ from llmdoctor.parsers.vllm_serving import (
     model_subject,
     scrape_sources,
     series_text,
+    since_start_text,
     threshold,
     window_text,
 )
@@ -162,8 +163,8 @@ def _model_finding(
         preempted = "preemption counter not exposed"
     elif pre.get("delta") is None:  # one scrape: nothing to compare, only the total since start
         preempted = (
-            f"{fmt_count(pre.get('last'))} preemptions since the server started (a rate needs "
-            "two scrapes)"
+            f"{fmt_count(pre.get('last'))} preemptions {since_start_text(window)} (a rate "
+            "needs two scrapes)"
         )
     else:
         preempted = f"no preemptions {window_text(window)}"
@@ -176,9 +177,24 @@ def _model_finding(
             [],
             subject,
         )
+    at = f"KV cache at {fmt_pct(peak)}, " if peak is not None else ""
+    earlier = (pre or {}).get("last")
+    if pre is not None and pre.get("delta") == 0 and earlier:
+        # quiet now, but the cache has run out before: pressure that comes and goes in bursts
+        items.append(
+            evidence(f"{pre['metric']}: {fmt_count(earlier)} {since_start_text(window)}", where)
+        )
+        return info(
+            CHECK,
+            f"{at}{preempted}, but {fmt_count(earlier)} {since_start_text(window)}: the cache has "
+            "run full before (a longer --window shows whether it comes back)",
+            items,
+            runbooks,
+            subject,
+        )
     if peak is None:
         return ok(CHECK, f"{preempted} (KV usage not exposed)", items, subject)
-    return ok(CHECK, f"KV cache at {fmt_pct(peak)}, {preempted}", items, subject)
+    return ok(CHECK, f"{at}{preempted}", items, subject)
 
 
 @check(

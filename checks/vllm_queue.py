@@ -31,6 +31,7 @@ from llmdoctor.parsers.vllm_serving import (
     model_subject,
     scrape_sources,
     series_text,
+    since_start_text,
     threshold,
     window_text,
 )
@@ -247,8 +248,8 @@ def _admission_finding(model: str, data: dict, window: dict) -> Finding | None:
     else:
         severity = Severity.INFO
         summary = (
-            f"vLLM has turned {fmt_count(entry['last'])} requests away since it started "
-            f"({what}), none {window_text(window)}"
+            f"vLLM has turned {fmt_count(entry['last'])} requests away "
+            f"{since_start_text(window)} ({what}), none {window_text(window)}"
         )
         items = [evidence(f"{entry['metric']}: {fmt_count(entry['last'])}", where)]
     return Finding(CHECK, severity, summary, items, [ADMISSION_RUNBOOK], model_subject(model))

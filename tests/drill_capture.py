@@ -115,13 +115,17 @@ def verdict(report: dict) -> list[tuple[str, str, tuple[str, ...]]]:
     ]
 
 
-def told(report: dict) -> list[tuple[str, str, str, tuple[str, ...]]]:
-    """(check, severity, summary, runbooks) of every finding, ok ones too: what a failed
-    drill's assertion prints, so a CI log says why and not only which."""
-    return [
-        (f["check"], f["severity"], f["summary"], tuple(f.get("runbooks") or ()))
-        for f in report["findings"]
-    ]
+def told(report: dict) -> str:
+    """Every finding, ok ones too (check, severity, summary, runbooks, then its evidence): what a
+    failed drill's assertion prints in full (pytest shortens a message that is not a string),
+    so a CI log says why and not only which."""
+    lines = []
+    for f in report["findings"]:
+        lines.append(
+            f"{f['check']} {f['severity']}: {f['summary']} {list(f.get('runbooks') or ())}"
+        )
+        lines.extend(f"    {e.get('text')}" for e in f.get("evidence") or ())
+    return "\n" + "\n".join(lines)
 
 
 def ok_checks(report: dict) -> list[tuple[str, str]]:

@@ -74,6 +74,10 @@ WINDOW = 3.0
 # with two vllm-health warnings and no queue reading (a failed drill now prints every summary)
 PROBE_TIMEOUT = 20
 FULL_CPU_CACHE = re.compile(r"CPU KV cache usage: (9[5-9]|100)\.")
+# a stats line of a batch generating with tens of requests waiting
+QUEUED_STATS = re.compile(
+    r"generation throughput: [1-9][0-9.]* tokens/s, Running: [2-9] reqs, Waiting: [1-9][0-9] reqs"
+)
 RUNNING, WAITING = "vllm:num_requests_running", "vllm:num_requests_waiting"
 
 
@@ -112,10 +116,25 @@ def server(kit):
 
 
 class Clients:
-    """`n` clients sending one completion each, at once; their answers kept in order."""
+    """`n` clients sending one completion each, at once; their answers kept in order.
 
-    def __init__(self, url: str, n: int, prompt: str, max_tokens: int, timeout: float = 120):
+    `sustained`: each client sends its next request as soon as one is answered, until `join`,
+    so that an overload lasts as long as the drill needs on a fast or a slow machine (a one-shot
+    burst drains in ~10 s here, and a probe that comes late meets an empty queue)."""
+
+    def __init__(
+        self,
+        url: str,
+        n: int,
+        prompt: str,
+        max_tokens: int,
+        timeout: float = 120,
+        sustained: bool = False,
+    ):
         self.answers: list[dict] = [{} for _ in range(n)]
+        self.sent = [0] * n
+        self.sustained = sustained
+        self.stopping = threading.Event()
         self.threads = [
             threading.Thread(
                 target=self._send, args=(i, url, prompt, max_tokens, timeout), daemon=True
@@ -129,14 +148,20 @@ class Clients:
         body = {"prompt": prompt, "max_tokens": max_tokens, "ignore_eos": True}
         try:
             model = requests.get(f"{url}/v1/models", timeout=10).json()["data"][0]["id"]
-            r = requests.post(
-                f"{url}/v1/completions", json={"model": model, **body}, timeout=timeout
-            )
-            self.answers[i] = {"status": r.status_code, "body": r.text[:2000]}
+            while True:
+                r = requests.post(
+                    f"{url}/v1/completions", json={"model": model, **body}, timeout=timeout
+                )
+                self.sent[i] += 1
+                self.answers[i] = {"status": r.status_code, "body": r.text[:2000]}
+                if not self.sustained or self.stopping.is_set() or r.status_code != 200:
+                    return
         except requests.RequestException as e:
             self.answers[i] = {"error": type(e).__name__}
 
     def join(self, timeout: float = 120) -> list[dict]:
+        """Stop sending (sustained clients finish the request they are in) and wait."""
+        self.stopping.set()
         deadline = time.monotonic() + timeout
         for thread in self.threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -167,7 +192,8 @@ def gauges(url: str) -> dict[str, float]:
 def live_verdicts(
     capsys, server: VllmServer, folder: Path, log_start: int, collector: Collector
 ) -> dict:
-    """probe (the live verdict) and, beside it, collect (the fixture bundle); explain on the log."""
+    """probe (the live verdict) and, beside it, collect (the fixture bundle); explain on the log
+    as it stands then (also returned: the drill goes on writing it)."""
     collector.start()
     probe_code, probe = run_json(
         capsys,
@@ -182,7 +208,8 @@ def live_verdicts(
     )
     collector.finish()
     log = folder / "server.log"
-    log.write_text(server.log_text(log_start), encoding="utf-8")
+    during = server.log_text(log_start)
+    log.write_text(during, encoding="utf-8")
     explain_code, explain = run_json(capsys, "explain", str(log), "--limit", "5")
     write_json(
         folder / "verdicts.json",
@@ -191,7 +218,7 @@ def live_verdicts(
             "explain": {"exit": explain_code, "matches": explained(explain)},
         },
     )
-    return {"probe": (probe_code, probe), "explain": (explain_code, explain)}
+    return {"probe": (probe_code, probe), "explain": (explain_code, explain), "log": during}
 
 
 def diagnose_pod(
@@ -289,9 +316,10 @@ def test_drill_saturation_more_clients_than_max_num_seqs(
     folder = drill_folder(kit["save"], "saturation")
     collector = Collector(server.url, folder / "bundle", WINDOW)
     start = server.log_size()
-    # four times the batch: four run, twelve wait, and with the probes still under
-    # MAX_QUEUED_REQS; 200 tokens each keeps four running within the 1024-token KV cache
-    clients = Clients(server.url, 4 * MAX_NUM_SEQS, "the quick brown fox", 200)
+    # four times the batch, sustained: four run, twelve wait for as long as the drill lasts,
+    # and with the probes still under MAX_QUEUED_REQS; 200 tokens each keeps four running
+    # within the 1024-token KV cache
+    clients = Clients(server.url, 4 * MAX_NUM_SEQS, "the quick brown fox", 200, sustained=True)
     queued = wait_for(lambda: gauges(server.url).get("vllm:num_requests_waiting", 0) > 0, 30)
     assert queued, (gauges(server.url), clients.answers, server.log_text(start)[-3000:])
     seen = live_verdicts(capsys, server, folder, start, collector)
@@ -303,15 +331,25 @@ def test_drill_saturation_more_clients_than_max_num_seqs(
         report, "critical"
     ), told(report)
     assert first_runbook(report) == "queue-saturation", told(report)
+    # explain on the log as it was during the probe: when a stats line shows the queue it names
+    # the queue first, never a wedged engine (the CPU build's stats line once fitted
+    # engine-wedged's text best: `CPU KV cache usage`)
+    if QUEUED_STATS.search(seen["log"]):
+        assert explain_ids(seen["explain"][1])[:1] == ["queue-saturation"], explained(
+            seen["explain"][1]
+        )
 
 
 def test_drill_kv_cache_full_preempts_requests(server, kit, capsys):
     folder = drill_folder(kit["save"], "kv-full")
     collector = Collector(server.url, folder / "bundle", WINDOW)
     start = server.log_size()
-    # six requests growing to 450 tokens each in a 1024-token cache: they evict each other
+    # six clients, each sending request after request growing to 450 tokens in a 1024-token
+    # cache: they evict each other for as long as the drill lasts
     before = gauges(server.url).get("vllm:num_preemptions_total", 0.0)
-    clients = Clients(server.url, MAX_NUM_SEQS + 2, "the quick brown fox", 450, timeout=300)
+    clients = Clients(
+        server.url, MAX_NUM_SEQS + 2, "the quick brown fox", 450, timeout=300, sustained=True
+    )
 
     def preempting() -> bool:
         now = gauges(server.url)

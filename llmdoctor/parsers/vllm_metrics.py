@@ -120,6 +120,9 @@ class Scrape:
     engine_label: bool = False
     other_series: int = 0  # samples that are not vLLM's (python_*, process_*, http_*, ...)
     renamed: str | None = None  # the first non-`vllm:` series whose name has "vllm" in it
+    # the serving process's start (prometheus_client's process collector): vLLM's counters
+    # count from it, so "since start" can say how long that was
+    process_start: float | None = None
     error: str | None = None
 
     def models(self) -> set[str]:
@@ -178,6 +181,8 @@ def requests_waiting(text: str) -> float:
 def _add_sample(scrape: Scrape, name: str, labels: dict[str, str], value: float) -> None:
     if not name.startswith("vllm:"):
         scrape.other_series += 1
+        if name == "process_start_time_seconds" and math.isfinite(value) and value > 0:
+            scrape.process_start = value
         if scrape.renamed is None and "vllm" in name.lower():
             scrape.renamed = name
         return
@@ -455,6 +460,9 @@ def window_from_scrapes(scrapes: list[Scrape]) -> dict[str, Any]:
     seconds = None
     if first is not last and first.at is not None and last.at is not None:
         seconds = last.at - first.at if last.at > first.at else None
+    uptime = None
+    if last.at is not None and last.process_start is not None and last.at >= last.process_start:
+        uptime = last.at - last.process_start
     models = sorted(set().union(*(s.models() for s in usable)))
     line = release_line(usable)
     raw_config = last.cache_config or first.cache_config
@@ -464,6 +472,7 @@ def window_from_scrapes(scrapes: list[Scrape]) -> dict[str, Any]:
         "release_text": GENERATIONS[line],
         "scrapes": [{"key": s.key, "at": s.at} for s in usable],
         "seconds": seconds,
+        "uptime_s": uptime,
         "cache_config": raw_config,
         "cache": cache_config(raw_config),
         "parse_errors": [s.error for s in scrapes if s.error],

@@ -89,6 +89,26 @@ def fmt_seconds(seconds: float | None) -> str:
     return f"{seconds:.1f} s"
 
 
+def fmt_span(seconds: float) -> str:
+    """A stretch of time for people: 40 s, 12 min, 3.5 h, 2.0 days."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def since_start_text(window: dict[str, Any]) -> str:
+    """'since the server started 12 min ago', or without the age where /metrics does not
+    carry process_start_time_seconds."""
+    uptime = window.get("uptime_s")
+    if isinstance(uptime, int | float):
+        return f"since the server started {fmt_span(uptime)} ago"
+    return "since the server started"
+
+
 def fmt_pct(fraction: float | None) -> str:
     return "n/a" if fraction is None else f"{fraction * 100:.1f}%"
 
