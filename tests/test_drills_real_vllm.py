@@ -310,6 +310,45 @@ def test_drill_prompt_over_context_gets_a_400_that_explain_names(server, kit, ca
     assert explain_ids(result)[:1] == ["context-length-exceeded"], explained(result)
 
 
+def test_drill_client_mistakes_get_answers_that_explain_names(server, kit, capsys):
+    """What a client gets for a model name the server does not serve (404) and for a chat
+    request to a model without a chat template (the tiny model has none): the bodies a user
+    pastes, each named by explain, and the server log of both calls no engine failure."""
+    folder = drill_folder(kit["save"], "client-mistakes")
+    start = server.log_size()
+    served = requests.get(f"{server.url}/v1/models", timeout=10).json()["data"][0]["id"]
+    calls = {
+        "error-404-model.json": (
+            "/v1/completions",
+            {"model": "gpt-4o", "prompt": "the quick brown fox", "max_tokens": 8},
+            "model-name-not-found",
+        ),
+        "error-400-chat-template.json": (
+            "/v1/chat/completions",
+            {"model": served, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8},
+            "chat-template-missing",
+        ),
+    }
+    answers = {}
+    for name, (path, body, _) in calls.items():
+        r = requests.post(f"{server.url}{path}", json=body, timeout=60)
+        answers[name] = {"status": r.status_code, "body": r.text[:2000]}
+        (folder / name).write_text(r.text + "\n", encoding="utf-8")
+    write_json(folder / "responses.json", answers)
+    (folder / "server.log").write_text(server.log_text(start), encoding="utf-8")
+    assert answers["error-404-model.json"]["status"] == 404, answers
+    assert answers["error-400-chat-template.json"]["status"] == 400, answers
+    verdicts = {}
+    for name, (_, _, expected) in calls.items():
+        code, result = run_json(capsys, "explain", str(folder / name))
+        verdicts[name] = {"exit": code, "matches": explained(result)}
+        assert explain_ids(result)[:1] == [expected], (name, explained(result))
+    _, result = run_json(capsys, "explain", str(folder / "server.log"))
+    verdicts["server.log"] = {"matches": explained(result)}
+    write_json(folder / "verdicts.json", verdicts)
+    assert "engine-dead" not in explain_ids(result), explained(result)
+
+
 def test_drill_saturation_more_clients_than_max_num_seqs(
     server, kit, capsys, tmp_path, monkeypatch
 ):

