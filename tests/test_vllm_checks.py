@@ -112,23 +112,23 @@ def test_max_num_seqs_from_the_pod_spec_is_used_and_settings_win():
     assert f.severity is Severity.WARNING  # 128 running is below 256
 
 
-def test_kv_full_without_preemptions_is_a_warning():
-    # 97% used but nobody evicted yet
-    f = one(
-        facts_with(
-            v1_metrics("m", kv=0.97, preemptions=5), v1_metrics("m", kv=0.96, preemptions=5)
-        ),
+def kv_between(first: dict, second: dict, also: str = ""):
+    """vllm-kv-cache's finding on two scrapes of model m, 5 s apart (`also`: more series)."""
+    return one(
+        facts_with(v1_metrics("m", **first) + also, v1_metrics("m", **second) + also),
         "vllm-kv-cache",
     )
+
+
+def test_kv_full_without_preemptions_is_a_warning():
+    # 97% used but nobody evicted yet
+    f = kv_between({"kv": 0.97, "preemptions": 5}, {"kv": 0.96, "preemptions": 5})
     assert f.severity is Severity.WARNING and "97.0%" in f.summary
 
 
 def test_preemptions_rising_with_room_in_the_cache_is_a_warning():
     # preemptions happened in the window even though usage now reads 60%
-    f = one(
-        facts_with(v1_metrics("m", kv=0.6, preemptions=5), v1_metrics("m", kv=0.6, preemptions=9)),
-        "vllm-kv-cache",
-    )
+    f = kv_between({"kv": 0.6, "preemptions": 5}, {"kv": 0.6, "preemptions": 9})
     assert f.severity is Severity.WARNING and "+4" in f.summary and "0.80/s" in f.summary
 
 
@@ -136,29 +136,17 @@ def test_preemptions_before_a_quiet_window_are_told_with_the_server_age():
     # no preemption between the scrapes, but 5 since start: the cache has run full before; a
     # quiet 5 s is no proof the pressure is gone (a real drill's window missed a burst)
     started = "process_start_time_seconds 40.0\n"
-    f = one(
-        facts_with(
-            v1_metrics("m", kv=0.6, preemptions=5) + started,
-            v1_metrics("m", kv=0.7, preemptions=5) + started,
-        ),
-        "vllm-kv-cache",
-    )
+    f = kv_between({"kv": 0.6, "preemptions": 5}, {"kv": 0.7, "preemptions": 5}, started)
     assert f.severity is Severity.INFO and f.runbooks == ["kv-cache-preemption"]
     assert "no preemptions over the 5.0 s" in f.summary
     assert "5 since the server started 65 s ago" in f.summary
     # without the process's start time, the count alone
-    f = one(
-        facts_with(v1_metrics("m", kv=0.6, preemptions=5), v1_metrics("m", kv=0.6, preemptions=5)),
-        "vllm-kv-cache",
-    )
+    f = kv_between({"kv": 0.6, "preemptions": 5}, {"kv": 0.6, "preemptions": 5})
     assert f.severity is Severity.INFO and "5 since the server started:" in f.summary
 
 
 def test_a_server_that_never_preempted_is_ok():
-    f = one(
-        facts_with(v1_metrics("m", kv=0.6, preemptions=0), v1_metrics("m", kv=0.6, preemptions=0)),
-        "vllm-kv-cache",
-    )
+    f = kv_between({"kv": 0.6, "preemptions": 0}, {"kv": 0.6, "preemptions": 0})
     assert f.severity is Severity.OK and f.summary.startswith("KV cache at 60.0%, no preemptions")
 
 
