@@ -169,7 +169,7 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
             if not (data.get("counters") or {}).get("generation_tokens"):
                 why = "/metrics has no generated-token counter"
             elif any(v.scrapes > 1 for v in working):
-                why = counter_reset_text(facts)
+                why = counter_reset_text(facts, bool(window.get("restarted")))
             else:
                 why = "scrape twice: --window"
             summary = f"progress of {count} not measured ({why})"

@@ -26,6 +26,7 @@ from llmdoctor.parsers.vllm_serving import (
 )
 
 CHECK = "vllm-kv-cache"
+PREEMPTIONS = "vllm:num_preemptions_total"
 
 
 def is_fraction(value) -> bool:
@@ -94,9 +95,8 @@ def _model_finding(
             reset = f" ({reset_text})" if pre.get("reset") else ""
             items.append(evidence(f"{pre['metric']}: {delta_text}{reset}", where))
         else:
-            items.append(
-                evidence(f"{pre['metric']}: {fmt_count(pre.get('last'))} since start", where)
-            )
+            since = since_start_text(window)
+            items.append(evidence(f"{pre['metric']}: {fmt_count(pre.get('last'))} {since}", where))
     per_engine = (pre or {}).get("per_engine") or {}
     if len(per_engine) > 1 and rising:
         moved = ", ".join(
@@ -159,15 +159,6 @@ def _model_finding(
             [],
             subject,
         )
-    if pre is None:
-        preempted = "preemption counter not exposed"
-    elif pre.get("delta") is None:  # one scrape: nothing to compare, only the total since start
-        preempted = (
-            f"{fmt_count(pre.get('last'))} preemptions {since_start_text(window)} (a rate "
-            "needs two scrapes)"
-        )
-    else:
-        preempted = f"no preemptions {window_text(window)}"
     if frozen:
         return info(
             CHECK,
@@ -178,16 +169,34 @@ def _model_finding(
             subject,
         )
     at = f"KV cache at {fmt_pct(peak)}, " if peak is not None else ""
-    earlier = (pre or {}).get("last")
-    if pre is not None and pre.get("delta") == 0 and earlier:
-        # quiet now, but the cache has run out before: pressure that comes and goes in bursts
-        items.append(
-            evidence(f"{pre['metric']}: {fmt_count(earlier)} {since_start_text(window)}", where)
-        )
+    if pre is None:
+        unreadable = [e for e in window.get("parse_errors") or [] if PREEMPTIONS in e]
+        if unreadable:  # exposed, but not a count: not the same as a server that never preempted
+            return info(CHECK, f"{at}preemptions not judged: {unreadable[0]}", items, [], subject)
+        preempted = "preemption counter not exposed"
+        if peak is None:
+            return ok(CHECK, f"{preempted} (KV usage not exposed)", items, subject)
+        return ok(CHECK, f"{at}{preempted}", items, subject)
+    earlier = pre.get("last")
+    if pre.get("delta") == 0:  # a rise was judged above
+        preempted = f"no preemptions {window_text(window)}"
+    elif earlier == 0:  # one scrape, or the counter in one of two: its total still tells
+        preempted = f"no preemptions {since_start_text(window)}"
+    elif len(window.get("scrapes") or []) > 1:
+        preempted = "no rate of preemptions (the counter is missing from one scrape)"
+    else:
+        preempted = "no rate of preemptions (one scrape)"
+    if earlier:
+        # quiet now, or not measured, but the cache has run out before: pressure that comes and
+        # goes in bursts
+        if pre.get("delta") is not None:  # else the evidence above says it already
+            items.append(
+                evidence(f"{pre['metric']}: {fmt_count(earlier)} {since_start_text(window)}", where)
+            )
         return info(
             CHECK,
             f"{at}{preempted}, but {fmt_count(earlier)} {since_start_text(window)}: the cache has "
-            "run full before (a longer --window shows whether it comes back)",
+            "run full before (scrape again over a longer window to see whether it comes back)",
             items,
             runbooks,
             subject,
@@ -212,7 +221,12 @@ def vllm_kv_cache(facts: Facts) -> list[Finding]:
         for model, data in sorted(window["models"].items())
         if (
             f := _model_finding(
-                model, data, window, full_at, counter_reset_text(facts), frozen_gauges(facts, data)
+                model,
+                data,
+                window,
+                full_at,
+                counter_reset_text(facts, bool(window.get("restarted"))),
+                frozen_gauges(facts, data),
             )
         )
         is not None

@@ -145,6 +145,33 @@ def test_preemptions_before_a_quiet_window_are_told_with_the_server_age():
     assert f.severity is Severity.INFO and "5 since the server started:" in f.summary
 
 
+def without_preemptions(text: str) -> str:
+    return "".join(line for line in text.splitlines(True) if "num_preemptions_total" not in line)
+
+
+def test_preemptions_seen_in_one_scrape_only_are_told_the_same_way():
+    # one scrape: the same INFO as a quiet window (not a check mark for "4 since start")
+    f = one(facts_with(v1_metrics("m", kv=0.5, preemptions=4)), "vllm-kv-cache")
+    assert f.severity is Severity.INFO and "no rate of preemptions (one scrape)" in f.summary
+    # two scrapes, the counter only in the second: say so, not "a rate needs two scrapes"
+    f = one(
+        facts_with(
+            without_preemptions(v1_metrics("m", kv=0.5)), v1_metrics("m", kv=0.5, preemptions=4)
+        ),
+        "vllm-kv-cache",
+    )
+    assert f.severity is Severity.INFO and "missing from one scrape" in f.summary
+
+
+def test_an_unreadable_preemption_counter_is_no_check_mark():
+    # NaN or below 0: exposed, yet no count; never "counter not exposed" under a check mark
+    for value in ("NaN", "-3"):
+        text = without_preemptions(v1_metrics("m", kv=0.5))
+        text += f'vllm:num_preemptions_total{{engine="0",model_name="m"}} {value}\n'
+        f = one(facts_with(text, text), "vllm-kv-cache")
+        assert f.severity is Severity.INFO and "preemptions not judged" in f.summary, value
+
+
 def test_a_server_that_never_preempted_is_ok():
     f = kv_between({"kv": 0.6, "preemptions": 0}, {"kv": 0.6, "preemptions": 0})
     assert f.severity is Severity.OK and f.summary.startswith("KV cache at 60.0%, no preemptions")
@@ -740,10 +767,11 @@ def test_empty_metrics_files_are_a_reason_not_a_verdict(capsys, tmp_path):
 
 
 def test_one_scrape_does_not_claim_no_preemptions(capsys, tmp_path):
-    # with a single scrape the preemption rate is unknown: say the total, not "no preemptions"
+    # with a single scrape the preemption rate is unknown: say the total since start (here 0),
+    # never "no preemptions over" a window that was not measured
     path = bundle(tmp_path, "saturated-queue")
     (path / "vllm" / "metrics-1.txt").unlink()
     _, report, _ = diagnose_json(capsys, path)
     (kv,) = by_check(report, "vllm-kv-cache")
-    assert "no preemptions" not in kv["summary"]
-    assert "since the server started" in kv["summary"]
+    assert "no preemptions over" not in kv["summary"]
+    assert kv["summary"].endswith("no preemptions since the server started")

@@ -245,6 +245,37 @@ def test_server_age_is_unknown_without_a_start_time_or_before_it():
     assert window_of(earlier, earlier)["uptime_s"] == 105.0
 
 
+def test_an_absurd_server_age_or_two_start_times_is_no_age():
+    # a start in 1970 against a 2026 scrape, a scrape time of 1e300 (a hostile scrapes.json),
+    # and two different start times in one page: none gives an age
+    old = v1_metrics("m") + "process_start_time_seconds 1000.0\n"
+    scrapes = [parse_scrape(f"vllm/metrics-{i}.txt", old, 1.796e9 + i) for i in range(2)]
+    assert window_from_scrapes(scrapes)["uptime_s"] is None
+    scrapes = [parse_scrape(f"vllm/metrics-{i}.txt", old, 1e300) for i in range(2)]
+    assert window_from_scrapes(scrapes)["uptime_s"] is None
+    two = v1_metrics("m") + "process_start_time_seconds 900.0\nprocess_start_time_seconds 1.0\n"
+    assert window_of(two, two)["uptime_s"] is None
+
+
+def test_a_new_start_time_is_a_restart_even_when_counters_grew_past_their_old_values():
+    # 10 -> 12 preemptions, but the process started again in between: 12 since the restart
+    first = v1_metrics("m", preemptions=10) + "process_start_time_seconds 900.0\n"
+    second = v1_metrics("m", preemptions=12) + "process_start_time_seconds 1003.0\n"
+    w = window_of(first, second)
+    pre = w["models"]["m"]["counters"]["preemptions"]
+    assert w["restarted"] and pre["reset"] and pre["delta"] == 12
+    same = v1_metrics("m", preemptions=12) + "process_start_time_seconds 900.0\n"
+    assert not window_of(first, same)["restarted"]
+
+
+def test_a_counter_below_zero_is_ignored_with_its_reason():
+    w = window_of(v1_metrics("m", preemptions=-3), v1_metrics("m", preemptions=-3))
+    assert "preemptions" not in w["models"]["m"]["counters"]
+    assert any(
+        "vllm:num_preemptions_total is -3.0, below 0 (ignored)" in e for e in w["parse_errors"]
+    )
+
+
 def test_histogram_block_matches_prometheus_client_layout():
     # the fake server's V1 histograms use vLLM's label order: engine, le, model_name
     text = histogram_block(

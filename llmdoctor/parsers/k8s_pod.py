@@ -124,9 +124,12 @@ def serving_container(facts: Facts) -> tuple[dict, dict, dict]:
     return pod, args, container
 
 
-def counter_reset_text(facts: Facts) -> str:
-    """Why a vLLM counter went down between two scrapes, as far as the facts tell: a restart
-    the pod shows, or (the pod never restarted) scrapes that reached different servers."""
+def counter_reset_text(facts: Facts, restarted: bool = False) -> str:
+    """Why a vLLM counter went down between two scrapes, as far as the facts tell: a new
+    process start time in the later scrape (`restarted`), a restart the pod shows, or (the pod
+    never restarted) scrapes that reached different servers."""
+    if restarted:
+        return "counted from the restart: the server's process_start_time_seconds changed"
     pod = facts.get("k8s/pod.json")
     statuses = dicts(field_dict(pod, "status").get("containerStatuses")) if pod else []
     if statuses:

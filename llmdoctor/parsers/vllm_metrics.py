@@ -98,6 +98,7 @@ CURRENT_ONLY = {
 V0_RUNNING_HELP = "Number of requests currently running on GPU."
 V1_RUNNING_HELP = "Number of requests in model execution batches."
 UNNAMED = "(no model_name)"
+MAX_UPTIME_S = 3 * 365 * 86400.0  # a server age beyond this is a wrong clock or series
 GENERATIONS = {
     "v0": "V0 engine (vLLM 0.4-0.10)",
     "v1-early": "V1 engine, vLLM 0.8-0.10",
@@ -121,8 +122,10 @@ class Scrape:
     other_series: int = 0  # samples that are not vLLM's (python_*, process_*, http_*, ...)
     renamed: str | None = None  # the first non-`vllm:` series whose name has "vllm" in it
     # the serving process's start (prometheus_client's process collector): vLLM's counters
-    # count from it, so "since start" can say how long that was
+    # count from it, so "since start" can say how long that was, and a new value in the later
+    # scrape is a restart between the two; None when absent, not a time, or given twice apart
     process_start: float | None = None
+    process_starts: set[float] = field(default_factory=set)
     error: str | None = None
 
     def models(self) -> set[str]:
@@ -182,7 +185,8 @@ def _add_sample(scrape: Scrape, name: str, labels: dict[str, str], value: float)
     if not name.startswith("vllm:"):
         scrape.other_series += 1
         if name == "process_start_time_seconds" and math.isfinite(value) and value > 0:
-            scrape.process_start = value
+            scrape.process_starts.add(value)
+            scrape.process_start = value if len(scrape.process_starts) == 1 else None
         if scrape.renamed is None and "vllm" in name.lower():
             scrape.renamed = name
         return
@@ -190,6 +194,9 @@ def _add_sample(scrape: Scrape, name: str, labels: dict[str, str], value: float)
         return
     if not math.isfinite(value):  # NaN/+Inf/-Inf: the value is unknown, not a number to report
         scrape.error = scrape.error or f"{scrape.key}: {name} is {value} (ignored)"
+        return
+    if value < 0 and name.endswith("_total"):  # a counter never goes below 0
+        scrape.error = scrape.error or f"{scrape.key}: {name} is {value}, below 0 (ignored)"
         return
     if name == "vllm:cache_config_info":
         engine = labels.get("engine")
@@ -308,17 +315,21 @@ def _gauges(model: str, scrapes: list[Scrape]) -> dict[str, Any]:
     return out
 
 
-def _delta(a: float | None, b: float | None, seconds: float | None, same: bool) -> dict:
+def _delta(
+    a: float | None, b: float | None, seconds: float | None, same: bool, restarted: bool
+) -> dict:
     entry: dict[str, Any] = {"first": a, "last": b}
     if a is not None and b is not None and not same:
-        reset = b < a  # the server restarted between the scrapes
+        reset = restarted or b < a  # the server restarted between the scrapes
         delta = b if reset else b - a
         entry.update(delta=delta, reset=reset)
         entry["rate_per_s"] = delta / seconds if seconds else None
     return entry
 
 
-def _counters(model: str, first: Scrape, last: Scrape, seconds: float | None) -> dict:
+def _counters(
+    model: str, first: Scrape, last: Scrape, seconds: float | None, restarted: bool
+) -> dict:
     out: dict[str, Any] = {}
     same = first is last
     for concept, names in COUNTERS.items():
@@ -327,9 +338,10 @@ def _counters(model: str, first: Scrape, last: Scrape, seconds: float | None) ->
             continue
         start = first.values.get(name, {}).get(model) or {}
         end = last.values.get(name, {}).get(model) or {}
-        entry = {"metric": name, **_delta(_engine_sum(start), _engine_sum(end), seconds, same)}
+        total = _delta(_engine_sum(start), _engine_sum(end), seconds, same, restarted)
+        entry = {"metric": name, **total}
         entry["per_engine"] = {
-            engine: _delta(start.get(engine), end.get(engine), seconds, same)
+            engine: _delta(start.get(engine), end.get(engine), seconds, same, restarted)
             for engine in sorted(set(start) | set(end))
         }
         out[concept] = entry
@@ -352,7 +364,7 @@ def _histogram_sum_count(scrape: Scrape, name: str, model: str) -> tuple[float, 
     return total, count
 
 
-def _histograms(model: str, first: Scrape, last: Scrape) -> dict[str, Any]:
+def _histograms(model: str, first: Scrape, last: Scrape, restarted: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     tables = [first.buckets, last.buckets]
     for concept, names in HISTOGRAMS.items():
@@ -362,7 +374,7 @@ def _histograms(model: str, first: Scrape, last: Scrape) -> dict[str, Any]:
         end = _merged_buckets(last, name, model)
         since_start = first is last
         start = {} if since_start else _merged_buckets(first, name, model)
-        if any(end.get(le, 0.0) < count for le, count in start.items()):
+        if restarted or any(end.get(le, 0.0) < count for le, count in start.items()):
             start, since_start = {}, True  # counter reset: use everything since the restart
         window = {le: end[le] - start.get(le, 0.0) for le in end}
         count = max(window.values()) if window else 0.0
@@ -461,8 +473,14 @@ def window_from_scrapes(scrapes: list[Scrape]) -> dict[str, Any]:
     if first is not last and first.at is not None and last.at is not None:
         seconds = last.at - first.at if last.at > first.at else None
     uptime = None
-    if last.at is not None and last.process_start is not None and last.at >= last.process_start:
+    if last.at is not None and last.process_start is not None:
         uptime = last.at - last.process_start
+        if not 0 <= uptime <= MAX_UPTIME_S:  # a clock or a series that is wrong
+            uptime = None
+    starts = (first.process_start, last.process_start)
+    # a new start time in the later scrape: the server restarted in between (also when its
+    # counters happen to have grown past their old values again)
+    restarted = first is not last and None not in starts and abs(starts[1] - starts[0]) > 1.0
     models = sorted(set().union(*(s.models() for s in usable)))
     line = release_line(usable)
     raw_config = last.cache_config or first.cache_config
@@ -473,6 +491,7 @@ def window_from_scrapes(scrapes: list[Scrape]) -> dict[str, Any]:
         "scrapes": [{"key": s.key, "at": s.at} for s in usable],
         "seconds": seconds,
         "uptime_s": uptime,
+        "restarted": restarted,
         "cache_config": raw_config,
         "cache": cache_config(raw_config),
         "parse_errors": [s.error for s in scrapes if s.error],
@@ -488,8 +507,8 @@ def window_from_scrapes(scrapes: list[Scrape]) -> dict[str, Any]:
         result["models"][model] = {
             "engines": engines,
             "gauges": _gauges(model, usable),
-            "counters": _counters(model, first, last, seconds),
-            "histograms": _histograms(model, first, last),
+            "counters": _counters(model, first, last, seconds, restarted),
+            "histograms": _histograms(model, first, last, restarted),
         }
     return result
 

@@ -90,14 +90,14 @@ def fmt_seconds(seconds: float | None) -> str:
 
 
 def fmt_span(seconds: float) -> str:
-    """A stretch of time for people: 40 s, 12 min, 3.5 h, 2.0 days."""
+    """A stretch of time for people: 40 s, 12 min, 3.5 h, 12 days."""
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 90 * 60:
         return f"{seconds / 60:.0f} min"
     if seconds < 48 * 3600:
         return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+    return f"{seconds / 86400:.0f} days"
 
 
 def since_start_text(window: dict[str, Any]) -> str:
