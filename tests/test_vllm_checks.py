@@ -775,3 +775,13 @@ def test_one_scrape_does_not_claim_no_preemptions(capsys, tmp_path):
     (kv,) = by_check(report, "vllm-kv-cache")
     assert "no preemptions over" not in kv["summary"]
     assert kv["summary"].endswith("no preemptions since the server started")
+
+
+def test_options_a_bundle_cannot_use_are_said_not_silently_dropped(capsys, tmp_path):
+    # the KV-cache advice says "scrape again over a longer window": --window on a bundle
+    # changes nothing, and says so
+    path = bundle(tmp_path, "saturated-queue")
+    _, plain, _ = diagnose_json(capsys, path)
+    _, windowed, err = diagnose_json(capsys, path, "--window", "60")
+    assert "--window has no effect with --bundle" in err
+    assert [f["summary"] for f in windowed["findings"]] == [f["summary"] for f in plain["findings"]]

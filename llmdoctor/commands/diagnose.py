@@ -56,6 +56,12 @@ def diagnose_command(
         typer.echo(
             "llmdoctor: note: --prometheus is not read with --bundle (its prometheus/ is)", err=True
         )
+    if bundle and kube.window is not None:
+        typer.echo(
+            "llmdoctor: note: --window has no effect with --bundle (its scrapes were taken when "
+            "it was collected)",
+            err=True,
+        )
     request = DiagnoseRequest(
         parsed,
         options=collect_options(kube, history, probe),
