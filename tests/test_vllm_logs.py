@@ -21,7 +21,11 @@ RUNBOOK_FIXTURES = FIXTURES / "runbooks"
 
 
 def matched(path: Path, entries) -> list[str]:
-    result = explain(TextSource.from_text(path.name, path.read_text()), entries)
+    return signature_ids(path.name, path.read_text(), entries)
+
+
+def signature_ids(name: str, text: str, entries) -> list[str]:
+    result = explain(TextSource.from_text(name, text), entries)
     return [m.id for m in result.matches if m.how == "signature"]
 
 
@@ -73,3 +77,21 @@ def test_stats_line_of_each_generation_leads_to_its_entry(path, expected, entrie
 def test_healthy_stats_lines_match_nothing(name, entries):
     # an idle engine (Running: 0, 0.0 tokens/s) is not a wedged one
     assert matched(LOGS / name, entries) == []
+
+
+def test_a_wedged_engine_ranks_above_the_full_cache_it_holds(entries):
+    # the real V1 line with the cache at 99.1 % and 45 waiting, its generation set to 0.0 (no
+    # capture has a hang with a full cache): nothing moves for a whole interval, so the hang is
+    # the cause and the full cache its consequence (engine-wedged explains kv-cache-preemption)
+    real = (
+        (RUNBOOK_FIXTURES / "kv-cache-preemption")
+        .joinpath("vllm-v1-kv-cache-100pct-qwen2-7b-a100-gmu0.25-stats.log")
+        .read_text()
+        .splitlines()[0]
+    )
+    hung = real.replace("generation throughput: 3455.7", "generation throughput: 0.0")
+    assert hung != real
+    result = explain(TextSource.from_text("hung.log", f"{hung}\n{hung}\n"), entries)
+    assert [m.id for m in result.matches][:2] == ["engine-wedged", "kv-cache-preemption"]
+    # the same line still generating is the full cache alone
+    assert signature_ids("line.log", real + "\n", entries) == ["kv-cache-preemption"]
