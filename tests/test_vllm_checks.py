@@ -785,3 +785,12 @@ def test_options_a_bundle_cannot_use_are_said_not_silently_dropped(capsys, tmp_p
     _, windowed, err = diagnose_json(capsys, path, "--window", "60")
     assert "--window has no effect with --bundle" in err
     assert [f["summary"] for f in windowed["findings"]] == [f["summary"] for f in plain["findings"]]
+
+
+def test_a_restart_between_the_scrapes_is_named_from_the_process_start_time():
+    # the counters grew past their old values, yet the process started again in between
+    first = v1_metrics("m", generation_tokens=500) + "process_start_time_seconds 40.0\n"
+    second = v1_metrics("m", generation_tokens=900) + "process_start_time_seconds 103.0\n"
+    f = one(facts_with(first, second), "vllm-engine")
+    assert f.severity is Severity.INFO and "not measured" in f.summary
+    assert "restarted between the scrapes" in f.summary

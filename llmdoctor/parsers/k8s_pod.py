@@ -129,7 +129,10 @@ def counter_reset_text(facts: Facts, restarted: bool = False) -> str:
     process start time in the later scrape (`restarted`), a restart the pod shows, or (the pod
     never restarted) scrapes that reached different servers."""
     if restarted:
-        return "counted from the restart: the server's process_start_time_seconds changed"
+        return (
+            "the server restarted between the scrapes, its process_start_time_seconds changed; "
+            "counted from the restart"
+        )
     pod = facts.get("k8s/pod.json")
     statuses = dicts(field_dict(pod, "status").get("containerStatuses")) if pod else []
     if statuses:
