@@ -169,16 +169,13 @@ def _model_finding(
             subject,
         )
     at = f"KV cache at {fmt_pct(peak)}, " if peak is not None else ""
+    earlier = (pre or {}).get("last")
     if pre is None:
         unreadable = [e for e in window.get("parse_errors") or [] if PREEMPTIONS in e]
         if unreadable:  # exposed, but not a count: not the same as a server that never preempted
             return info(CHECK, f"{at}preemptions not judged: {unreadable[0]}", items, [], subject)
         preempted = "preemption counter not exposed"
-        if peak is None:
-            return ok(CHECK, f"{preempted} (KV usage not exposed)", items, subject)
-        return ok(CHECK, f"{at}{preempted}", items, subject)
-    earlier = pre.get("last")
-    if pre.get("delta") == 0:  # a rise was judged above
+    elif pre.get("delta") == 0:  # a rise was judged above
         preempted = f"no preemptions {window_text(window)}"
     elif earlier == 0:  # one scrape, or the counter in one of two: its total still tells
         preempted = f"no preemptions {since_start_text(window)}"

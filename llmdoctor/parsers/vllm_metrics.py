@@ -121,12 +121,16 @@ class Scrape:
     engine_label: bool = False
     other_series: int = 0  # samples that are not vLLM's (python_*, process_*, http_*, ...)
     renamed: str | None = None  # the first non-`vllm:` series whose name has "vllm" in it
-    # the serving process's start (prometheus_client's process collector): vLLM's counters
-    # count from it, so "since start" can say how long that was, and a new value in the later
-    # scrape is a restart between the two; None when absent, not a time, or given twice apart
-    process_start: float | None = None
+    # every process_start_time_seconds given (prometheus_client's process collector)
     process_starts: set[float] = field(default_factory=set)
     error: str | None = None
+
+    @property
+    def process_start(self) -> float | None:
+        """The serving process's start: vLLM's counters count from it, so "since start" can
+        say how long that was, and a new value in the later scrape is a restart between the
+        two. None when absent, not a time, or given twice with different values."""
+        return next(iter(self.process_starts)) if len(self.process_starts) == 1 else None
 
     def models(self) -> set[str]:
         found = {m for series in self.values.values() for m in series}
@@ -186,7 +190,6 @@ def _add_sample(scrape: Scrape, name: str, labels: dict[str, str], value: float)
         scrape.other_series += 1
         if name == "process_start_time_seconds" and math.isfinite(value) and value > 0:
             scrape.process_starts.add(value)
-            scrape.process_start = value if len(scrape.process_starts) == 1 else None
         if scrape.renamed is None and "vllm" in name.lower():
             scrape.renamed = name
         return
