@@ -159,10 +159,15 @@ def grouped(scanner: SignatureSet, data: str, block_bytes: int = BLOCK) -> tuple
             for kind in item.kinds:
                 counted[kind.fired] += kind.count
             assert counted == Counter(m.fired for m in matches if m.line not in singles)
-            by_line = {m.line: m for m in matches}
-            for kind in item.kinds:
-                for n, text in kind.first + kind.last:
-                    assert (by_line[n].text, by_line[n].fired) == (text, kind.fired)
+            # the first and last few lines of the kinds of each signature set, numbered on demand
+            for fired in {kind.fired for kind in item.kinds}:
+                ids = {kind.id for kind in item.kinds if kind.fired == fired}
+                own = [
+                    (m.line, m.text) for m in matches if m.line not in singles and m.fired == fired
+                ]
+                for keep in (0, 1, 3):
+                    assert item.first_of(ids, keep) == own[:keep]
+                    assert item.last_of(ids, keep) == own[max(len(own) - keep, 0) :]
         else:
             out.append(item)
     return out, blocks

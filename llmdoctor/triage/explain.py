@@ -535,11 +535,10 @@ class _LineGroups:
         events: list[tuple[int, str]] = []  # this block's salient lines (the last ones)
         salient_kinds: set[int] = set()
         # kinds in the order of their first lines, so groups are made in the order lines make
-        # them; the kinds of one group are added together (its first lines may be in several)
+        # them; the kinds of one group are added together, and only the lines the group keeps
+        # are numbered (its first ones while it has fewer than FIRST, its last ones)
         added: dict[int, tuple[_Hits, list]] = {}
         for kind in block.kinds:
-            first = [(number(n), t) for n, t in kind.first]
-            last = [(number(n), t) for n, t in kind.last]
             is_salient = SALIENT_ID in kind.entry_ids and not (
                 "f you" in kind.sample and ADVICE.search(kind.sample)
             )
@@ -547,12 +546,16 @@ class _LineGroups:
                 self.error_lines += kind.count
                 salient_kinds.add(kind.id)
             hits = self._group(kind, is_salient)[0]
-            sums = added.setdefault(id(hits), (hits, [0, [], []]))[1]
+            sums = added.setdefault(id(hits), (hits, [0, set()]))[1]
             sums[0] += kind.count
-            sums[1] += first
-            sums[2] += last
-        for hits, (count, first, last) in added.values():
-            hits.add_lines(count, first, last)
+            sums[1].add(kind.id)
+        for hits, (count, kind_ids) in added.values():
+            take = min(max(FIRST - len(hits.first), 0), count)
+            first = block.first_of(kind_ids, take)
+            last = block.last_of(kind_ids, min(LAST, count - take))
+            hits.add_lines(
+                count, [(number(n), t) for n, t in first], [(number(n), t) for n, t in last]
+            )
         if salient_kinds:
             events += [(number(n), t) for n, t in block.last_of(salient_kinds, SALIENT_KEPT)]
         for m in block.singles:  # lines only salient patterns fired on
@@ -632,7 +635,7 @@ def without_cut_word(text: str, entries: dict) -> str:
     if m is None:
         return text
     word = m.group(1).lower()
-    stems = {stem for entry in entries.values() for stem in _entry_stems(entry)}
+    stems = {stem for found in _vocabulary(entries).values() for stem in found}
     if word[:STEM] in stems:
         return text
     if any(stem.startswith(word) for stem in stems):
@@ -1248,7 +1251,7 @@ def text_relevance(
     if not words:
         return {}
     few = min(len(words) / fusion.few_words, 1.0)
-    vocab = {entry_id: _entry_stems(entry) for entry_id, entry in entries.items()}
+    vocab = _vocabulary(entries)
     total = len(vocab) or 1
     known = {w: sum(1 for v in vocab.values() if w in v) for w in words}
     rarity = {
@@ -1272,17 +1275,31 @@ def text_relevance(
     return out
 
 
-_STEMS: dict[tuple[str, str], set[str]] = {}
+_STEMS: dict[tuple[str, str], frozenset[str]] = {}
 
 
-def _entry_stems(entry) -> set[str]:
-    key = (entry.id, getattr(entry, "path", ""))
-    found = _STEMS.get(key)
-    if found is None:
-        parts = [entry.id, entry.title, " ".join(entry.aliases), " ".join(entry.tags)]
-        parts += [entry.symptom, entry.cause, " ".join(entry.signatures)]  # not hints: weak
-        found = _STEMS[key] = _stems(" ".join(parts))
-    return found
+def _vocabulary(entries: dict) -> dict[str, frozenset[str]]:
+    """Each entry's stems (of its names, symptom, cause and signatures; not hints: weak), read
+    back from the cache folder when an earlier run worked them out (~7 ms for the built-in
+    wiki), then kept for the process."""
+    keys = {entry_id: (e.id, getattr(e, "path", "")) for entry_id, e in entries.items()}
+    missing = {key: entries[entry_id] for entry_id, key in keys.items() if key not in _STEMS}
+    if missing:
+        from llmdoctor.wiki.derived_cache import kept_values
+
+        texts = []
+        for e in missing.values():
+            parts = [e.id, e.title, " ".join(e.aliases), " ".join(e.tags), e.symptom, e.cause]
+            texts.append(" ".join([*parts, " ".join(e.signatures)]))
+        stems = kept_values(
+            "entry-stems",
+            texts,
+            lambda batch: [tuple(sorted(_stems(text))) for text in batch],
+            [__file__],
+            lambda value: isinstance(value, tuple) and all(isinstance(x, str) for x in value),
+        )
+        _STEMS.update(zip(missing, map(frozenset, stems), strict=True))
+    return {entry_id: _STEMS[key] for entry_id, key in keys.items()}
 
 
 def fix_lines(entry, matched: Iterable[str] = ()) -> list[str]:

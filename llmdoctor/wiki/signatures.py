@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import io
+import os
 import re
+import stat
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -43,6 +46,7 @@ from llmdoctor.wiki.re2_patterns import re2_module, re2_options
 from llmdoctor.wiki.signature_text import plain_text, required_texts
 
 BLOCK_BYTES = 4 * 1024 * 1024
+LINE_END_WINDOW = 64 * 1024  # read past a block to find where its last line ends
 # A signature that is one short word (`^Killed$`, `Error`) fires on lines any program prints (the
 # shell's `Killed` follows every SIGKILL, a user's `kill -9` too): weak evidence, like a hint.
 WEAK_SIGNATURE = re.compile(r"\^?[A-Za-z]{1,7}\$?")
@@ -64,16 +68,15 @@ class LineMatch:
 @dataclass
 class LineKind:
     """Lines of one block that read the same but for their digits and on which the same
-    signatures fired (`scan(..., kinds=True)`): how many, and the first and last few of them.
+    signatures fired (`scan(..., kinds=True)`): how many; the first and last few of them
+    come from BlockKinds.first_of and last_of, numbered only when asked for.
     """
 
     fired: tuple[int, ...]
     entry_ids: tuple[str, ...]
     count: int
     sample: str  # the lines' text with every digit written 0
-    first: list[tuple[int, str]]  # (line number, text) of the first few, in order
-    last: list[tuple[int, str]]  # ... and of the last few (the two lists may overlap)
-    id: int = 0  # for BlockKinds.last_of
+    id: int = 0  # for BlockKinds.first_of and last_of
 
 
 @dataclass
@@ -86,7 +89,9 @@ class BlockKinds:
     kinds: list[LineKind]
     singles: list[LineMatch]
     line_matches: Callable[[], list[LineMatch]]
-    # the last `keep` lines, in order, of the kinds with these ids: (line number, text)
+    # the first `keep` lines, in order, of the kinds with these ids: (line number, text)
+    first_of: Callable[[set[int], int], list[tuple[int, str]]]
+    # ... and the last `keep` of them, in order
     last_of: Callable[[set[int], int], list[tuple[int, str]]]
 
 
@@ -201,7 +206,6 @@ DENSE_LINES = 24
 # keyed (one split); below that, only the candidate lines found by the searches are
 WHOLE_BLOCK_SHARE = 3
 MIN_FIND_TEXT = 6  # a required text this long is looked for with bytes.find
-KIND_FIRST, KIND_LAST = 3, 2  # lines of each kind kept (more: BlockKinds.last_of)
 MAX_CACHED = 4096  # combined searches and fired-set lookups kept per SignatureSet
 MAX_FIND_LITERALS = 4
 # A block whose probe has at most one shape (digits written 0) per this many lines is
@@ -281,7 +285,7 @@ class SignatureSet:
             self._blind.append(blind)
             self.weights.append(weight)
             literals.append(plain or None)
-        self._line_set = self._block_set = self._tail_set = None
+        self._line_set = self._compiled_block_set = self._tail_set = None
         self._searchers: dict[int, object] = {}
         # per set of signatures that hit a block: one regex of them all (a dense block's lines
         # are then found with one search each, not one per signature); per set of fired
@@ -312,7 +316,6 @@ class SignatureSet:
         if self.patterns:
             self._line_set = _compiled_set(s for _, s in self.patterns)
             self._set_match = _raw_set_match(self._line_set)
-            self._block_set = _compiled_set(f"(?m){s}" for _, s in self.patterns)
         if self._tail:
             self._tail_set = _compiled_set(f"(?m){self.patterns[i][1]}" for i in self._tail_order)
         # a few plain strings (the Xid scan): bytes.find beats any automaton on them
@@ -326,6 +329,13 @@ class SignatureSet:
         ):
             self._literals = [lit.encode() for lit in literals if lit is not None]
         self._re2 = re2
+
+    def _block_set(self):
+        """The Set of every signature over whole blocks (multi-line), compiled when a block
+        first needs it: a crash loop read by shape never does."""
+        if self._compiled_block_set is None:
+            self._compiled_block_set = _compiled_set(f"(?m){s}" for _, s in self.patterns)
+        return self._compiled_block_set
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
@@ -419,11 +429,11 @@ class SignatureSet:
         lines of the block before (for `before_lines`), `hit` the block Set's answer when it is
         known. With `kinds`, a dense block comes back as one BlockKinds.
         """
-        assert self._block_set is not None
+        assert self.patterns
         if self._literals is not None:
             return self._scan_literals(block, first_line, previous)
         if hit is None:
-            hit = self._block_set.Match(block)
+            hit = self._block_set().Match(block)
         if not hit:
             return [], None
         starts: set[int] = set()
@@ -709,23 +719,20 @@ class SignatureSet:
         counts = Counter(ids)
         counts.pop(0, None)
         matching = list(compress(range(len(ids)), ids))
-        firsts = _positions(ids, counts, KIND_FIRST, matching)
-        lasts = _positions(ids, counts, KIND_LAST, reversed(matching))
+        firsts = _first_positions(ids, counts, matching)
 
         def numbered(i: int) -> tuple[int, str]:
             return numbers[i], raw[i].decode("utf-8", errors="replace")
 
         kinds = []
-        for kind_id in sorted(counts, key=lambda k: firsts[k][0]):
+        for kind_id in sorted(counts, key=firsts.__getitem__):
             fired = fired_of[kind_id]
             kinds.append(
                 LineKind(
                     fired,
                     self._entry_ids(fired),
                     counts[kind_id],
-                    keys[firsts[kind_id][0]].decode("utf-8", errors="replace"),
-                    [numbered(i) for i in firsts[kind_id]],
-                    [numbered(i) for i in reversed(lasts[kind_id])],
+                    keys[firsts[kind_id]].decode("utf-8", errors="replace"),
                     kind_id,
                 )
             )
@@ -748,16 +755,25 @@ class SignatureSet:
                     out.append(single[numbers[i]])
             return out
 
+        def first_of(kind_ids: set[int], keep: int) -> list[tuple[int, str]]:
+            found: list[tuple[int, str]] = []
+            for i in matching if keep > 0 else ():
+                if ids[i] in kind_ids:
+                    found.append(numbered(i))
+                    if len(found) == keep:
+                        break
+            return found
+
         def last_of(kind_ids: set[int], keep: int) -> list[tuple[int, str]]:
-            found = []
-            for i in reversed(matching):
+            found: list[tuple[int, str]] = []
+            for i in reversed(matching) if keep > 0 else ():
                 if ids[i] in kind_ids:
                     found.append(numbered(i))
                     if len(found) == keep:
                         break
             return found[::-1]
 
-        return BlockKinds(kinds, singles, line_matches, last_of)
+        return BlockKinds(kinds, singles, line_matches, first_of, last_of)
 
     def _exact_sets_of(self, indexes: tuple[int, ...]) -> tuple[Callable, Callable]:
         """Two `match(line)` -> positions in `indexes`: of the signatures that match the line,
@@ -873,8 +889,6 @@ class SignatureSet:
         self, blocks: Iterator[bytes], workers: int, stats: ScanStats | None, kinds: bool = False
     ) -> Iterator[LineMatch | BlockKinds]:
         """Matches of a sequence of blocks of whole lines, the filter run in `workers` threads."""
-        from concurrent.futures import ThreadPoolExecutor
-
         stats = stats if stats is not None else ScanStats()
         line_no = 1
         last = b""
@@ -891,7 +905,7 @@ class SignatureSet:
                         yield from found
                         hit = None
                     else:
-                        hit = self._block_set.Match(block)
+                        hit = self._block_set().Match(block)
                 if hasattr(hit, "result"):
                     hit = hit.result()
                 if hit:
@@ -906,21 +920,25 @@ class SignatureSet:
                         -self.before_lines :
                     ]
 
-        pool = ThreadPoolExecutor(workers) if workers > 1 and self.patterns else None
+        pool = None
+        if workers > 1 and self.patterns:
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = ThreadPoolExecutor(workers)
         try:
             pending: list = []
             for block in blocks:
                 last = block
                 if self._literals is not None:
                     pending.append((block, True))  # _scan_literals finds the lines itself
-                elif self._block_set is None:
+                elif not self.patterns:
                     pending.append((block, False))
                 elif pool is None and kinds and not self.before_lines:
                     pending.append((block, _SHAPES_FIRST))
                 elif pool is None:
-                    pending.append((block, self._block_set.Match(block)))
+                    pending.append((block, self._block_set().Match(block)))
                 else:
-                    pending.append((block, pool.submit(self._block_set.Match, block)))
+                    pending.append((block, pool.submit(self._block_set().Match, block)))
                 if len(pending) >= max(workers, 1):
                     yield from filtered(pending)
                     pending = []
@@ -1039,26 +1057,15 @@ class _ShapeBlock:
             state, fired = verdicts[key]
             if state != _KIND:
                 continue
-            first = list(islice(self._starts(key), KIND_FIRST))
-            last = list(islice(self._starts(key, from_end=True), KIND_LAST))[::-1]
-            found.append((first, last, key, count, fired))
-        found.sort(key=lambda kind: kind[0][0])
-        lines = self._numbered(at for first, last, *_ in found for at in first + last)
+            found.append((next(self._starts(key)), key, count, fired))
+        found.sort()
         self.by_id: dict[int, bytes] = {}
         kinds = []
-        for kind_id, (first, last, key, count, fired) in enumerate(found, 1):
-            kind = LineKind(
-                fired,
-                scanner._entry_ids(fired),
-                count,
-                key.decode("utf-8", errors="replace"),
-                [lines[at] for at in first],
-                [lines[at] for at in last],
-            )
-            kind.id = kind_id
+        for kind_id, (_, key, count, fired) in enumerate(found, 1):
+            text = key.decode("utf-8", errors="replace")
+            kinds.append(LineKind(fired, scanner._entry_ids(fired), count, text, kind_id))
             self.by_id[kind_id] = key
-            kinds.append(kind)
-        return BlockKinds(kinds, self.singles(), self.line_matches, self.last_of)
+        return BlockKinds(kinds, self.singles(), self.line_matches, self.first_of, self.last_of)
 
     def singles(self) -> list[LineMatch]:
         """The lines the tail search finds on which only tail signatures fire."""
@@ -1085,6 +1092,12 @@ class _ShapeBlock:
                 )
         out.reverse()
         return out
+
+    def first_of(self, kind_ids: set[int], keep: int) -> list[tuple[int, str]]:
+        """The first `keep` lines of these kinds, in order."""
+        starts = list(islice(heapq.merge(*(self._starts(self.by_id[k]) for k in kind_ids)), keep))
+        lines = self._numbered(starts)
+        return [lines[at] for at in starts]
 
     def last_of(self, kind_ids: set[int], keep: int) -> list[tuple[int, str]]:
         """The last `keep` lines of these kinds, in order."""
@@ -1126,19 +1139,14 @@ def _literal_starts(block: bytes, literal: bytes, begin: int, end: int, starts: 
         pos = find(literal, stop + 1, end)
 
 
-def _positions(
-    ids: list[int], counts: Counter, keep: int, order: Iterable[int]
-) -> dict[int, list[int]]:
-    """The first `keep` indexes met in `order` of each kind id counted in `counts`."""
-    found: dict[int, list[int]] = {kind_id: [] for kind_id in counts}
-    missing = sum(min(keep, n) for n in counts.values())
-    for i in order:
-        if missing == 0:
-            break
-        got = found.get(ids[i])
-        if got is not None and len(got) < keep:
-            got.append(i)
-            missing -= 1
+def _first_positions(ids: list[int], counts: Counter, matching: list[int]) -> dict[int, int]:
+    """The index of the first line of each kind id counted in `counts`."""
+    found: dict[int, int] = {}
+    for i in matching:
+        if ids[i] not in found:
+            found[ids[i]] = i
+            if len(found) == len(counts):
+                break
     return found
 
 
@@ -1287,6 +1295,11 @@ def read_blocks(stream: BinaryIO, block_bytes: int | None = None) -> Iterator[by
     after each block's last newline instead, the rest starting the next block.
     """
     size = block_bytes or BLOCK_BYTES
+    if isinstance(stream, io.BufferedReader) and isinstance(stream.raw, io.FileIO):
+        with contextlib.suppress(OSError):
+            if stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                yield from _file_blocks(stream, size)
+                return
     readline = getattr(stream, "readline", None)
     carry = b""
     while True:
@@ -1306,3 +1319,29 @@ def read_blocks(stream: BinaryIO, block_bytes: int | None = None) -> Iterator[by
         else:
             yield chunk[: cut + 1]
             carry = chunk[cut + 1 :]
+
+
+def _file_blocks(stream: io.BufferedReader, size: int) -> Iterator[bytes]:
+    """read_blocks of a regular file: each block read at once up to the end of the line it stops
+    in (found first by a small read there), so no block is copied to join its cut last line.
+    The stream is left where the last block ends.
+    """
+    fd, pos = stream.fileno(), stream.tell()
+    try:
+        while block := os.pread(fd, _line_end(fd, pos + size - 1) - pos, pos):
+            pos += len(block)
+            yield block
+    finally:
+        stream.seek(pos)
+
+
+def _line_end(fd: int, at: int) -> int:
+    """The offset just past the first newline at or after `at` (the file's end when none)."""
+    while True:
+        window = os.pread(fd, LINE_END_WINDOW, at)
+        newline = window.find(b"\n")
+        if newline >= 0:
+            return at + newline + 1
+        if len(window) < LINE_END_WINDOW:
+            return at + len(window)
+        at += len(window)
