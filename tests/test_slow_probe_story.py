@@ -118,3 +118,31 @@ def test_without_metrics_the_queue_is_said_unchecked_not_assumed(tmp_path, capsy
     assert "Request queue saturated" not in root and "(runbook " not in root, root
     gen = finding(diagnose_json(capsys, path), "vllm-generation")
     assert gen["runbooks"][0] == "queue-saturation" and "tokenizer-problem" in gen["runbooks"]
+
+
+def full_cache_bundle(tmp_path: Path, waiting: float) -> Path:
+    """The saturation drill's scrapes (4 running, the cache at 100 %, no preemption) with
+    `waiting` requests in both, and the healthy drill's working probe."""
+    path = real_bundle(tmp_path, "saturation", f"waiting-{waiting:g}")
+    shutil.copy(REAL / "healthy" / "bundle" / "vllm" / "probe.json", path / "vllm" / "probe.json")
+    for scrape in (0, 1):
+        set_waiting(path, scrape, waiting)
+    return path
+
+
+def test_a_full_kv_cache_with_nothing_waiting_is_a_note_not_a_warning(tmp_path, capsys):
+    report = diagnose_json(capsys, full_cache_bundle(tmp_path, 0))
+    kv = finding(report, "vllm-kv-cache")
+    assert kv["severity"] == "info", kv
+    assert "KV cache at 100.0%" in kv["summary"] and "0 waiting" in kv["summary"]
+    assert "next burst will queue or preempt" in kv["summary"]
+    # the drill's own slow first tokens (vllm-latency) remain; the cache is not named for them
+    code, text = diagnose(capsys, full_cache_bundle(tmp_path / "again", 0))
+    assert code == 1 and "kv-cache-preemption" not in root_cause_line(text), text
+    assert " INFO  vllm-kv-cache" in text and "WARNING  vllm-kv-cache" not in text, text
+
+
+def test_a_full_kv_cache_with_requests_waiting_stays_a_warning(tmp_path, capsys):
+    kv = finding(diagnose_json(capsys, full_cache_bundle(tmp_path, 5)), "vllm-kv-cache")
+    assert kv["severity"] == "warning" and kv["runbooks"] == ["kv-cache-preemption"]
+    assert "waiting 5 → 5" in kv["summary"]
