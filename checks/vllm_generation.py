@@ -17,9 +17,10 @@ from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, war
 from llmdoctor.engine.registry import check
 from llmdoctor.parsers.documents import NUMBER, OBJECT, TEXT, require_document
 from llmdoctor.parsers.generated_text import degenerate
-from llmdoctor.parsers.vllm_engines import engine_views
+from llmdoctor.parsers.vllm_engines import engine_views, queue_seen
 from llmdoctor.parsers.vllm_refusals import ADMISSION_RUNBOOK, SCALING_RUNBOOK, deliberate_refusal
 from llmdoctor.parsers.vllm_serving import (
+    fmt_seconds,
     model_subject,
     server_not_running,
     threshold,
@@ -33,6 +34,9 @@ CONTEXT_LENGTH = re.compile(
 MODEL_MISSING = re.compile(r"The model `[^`]*` does not exist|NotFoundError", re.IGNORECASE)
 CHAT_TEMPLATE = re.compile(r"chat template|chat_template", re.IGNORECASE)
 ENGINE_DEAD = re.compile(r"EngineDeadError|EngineCore|Background loop|engine loop", re.IGNORECASE)
+# a first token slow with no queue in front of it: a slow tokenizer (the API server at 100 % CPU),
+# or time spent between the client and vLLM (a proxy, the network)
+_FIRST_TOKEN_SUSPECTS = ("tokenizer-problem", "gateway-timeout")
 
 
 def error_text(body: Any) -> str:
@@ -166,6 +170,62 @@ def _timeout_with_health_200(facts: Facts, what: str) -> tuple[bool, str, list[s
     )
 
 
+def _slow_first_token(facts: Facts, model: str, ttft: float) -> tuple[str, list[str], bool]:
+    """(what the slow first token was, runbooks, whether they are only places to look).
+
+    A slow first token is the queue's symptom, but also a long prefill's, a cold start's or a
+    compilation's, a slow tokenizer's, CPU offload's, a slow network's or proxy's: the queue is
+    named only when the /metrics window saw requests wait."""
+    waited = f"most of it waiting for the first token ({ttft:.0f} ms)"
+    queue = queue_seen(facts, model, threshold(facts, "max_queue_ms"))
+    if queue.queued:
+        return f"{waited}: {queue.text}", ["queue-saturation"], False
+    if queue.queued is None:
+        return (
+            f"{waited}; {queue.text}, so the cause is open: a queue, a long prefill, a cold "
+            "start, a slow tokenizer or network",
+            ["queue-saturation", *_FIRST_TOKEN_SUSPECTS],
+            True,
+        )
+    suspects = list(_FIRST_TOKEN_SUSPECTS)
+    _, generated = _engine_activity(facts)
+    if generated == 0:
+        suspects.insert(0, "engine-wedged")
+    if _preempted(facts):
+        suspects.insert(0, "kv-cache-preemption")
+    return (
+        f"{waited}, while {queue.text}{_engine_first_token(facts, model)}; a long prefill, a "
+        "cold start or compilation, CPU offload, a slow tokenizer, network or proxy are left",
+        suspects,
+        True,
+    )
+
+
+def _engine_first_token(facts: Facts, model: str) -> str:
+    """'; vLLM's own time to first token p95 40 ms over 4 requests' from the window, which
+    counts from the request's arrival in the engine (after the API server tokenized it)."""
+    window = facts.get("vllm/window")
+    models = (window.get("models") or {}) if isinstance(window, dict) else {}
+    hist = ((models.get(model) or {}).get("histograms") or {}).get("ttft") or {}
+    if not hist.get("count") or hist.get("p95") is None or hist.get("since_start"):
+        return ""
+    return (
+        f"; vLLM's own time to first token p95 {fmt_seconds(hist['p95'])} over "
+        f"{hist['count']:.0f} request{'' if hist['count'] == 1 else 's'} in that window"
+    )
+
+
+def _preempted(facts: Facts) -> bool:
+    """Whether the /metrics window counted preemptions (evicted requests redo their prefill)."""
+    window = facts.get("vllm/window")
+    if not isinstance(window, dict):
+        return False
+    return any(
+        ((data.get("counters") or {}).get("preemptions") or {}).get("delta")
+        for data in (window.get("models") or {}).values()
+    )
+
+
 def _health_says_ok(facts: Facts) -> str:
     health = facts.get("vllm/health.json")
     if isinstance(health, dict) and health.get("status") == 200:
@@ -188,6 +248,7 @@ def _health_says_ok(facts: Facts) -> str:
         "queue-saturation",
         "kv-cache-preemption",
         "nan-or-garbage-output",
+        "tokenizer-problem",
         ADMISSION_RUNBOOK,
         SCALING_RUNBOOK,
     ),
@@ -272,15 +333,13 @@ def vllm_generation(facts: Facts) -> Finding:
     limit = threshold(facts, "max_latency_ms")
     latency, ttft = probe.get("latency_ms"), probe.get("ttft_ms")
     if latency is not None and latency > limit:
+        unproven = False
         if ttft is not None and ttft >= 0.5 * latency:
-            phase, books = (
-                f"most of it waiting for the first token ({ttft:.0f} ms)",
-                ["queue-saturation"],
-            )
+            phase, books, unproven = _slow_first_token(facts, str(req.get("model")), ttft)
         else:
             phase = f"decoding is slow (inter-token {probe.get('itl_ms')} ms)"
             books = ["queue-saturation", "kv-cache-preemption"]
-        return critical(
+        finding = critical(
             CHECK,
             f"business-level health failed: a {req.get('max_tokens')}-token generation took "
             f"{latency:.0f} ms (> {limit:.0f} ms){also}, {phase}",
@@ -288,6 +347,8 @@ def vllm_generation(facts: Facts) -> Finding:
             books,
             subject,
         )
+        finding.runbooks_unproven = unproven
+        return finding
     return ok(
         CHECK,
         f"generation works: {probe.get('chunks')} chunks in {latency} ms (first token "

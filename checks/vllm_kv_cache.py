@@ -1,5 +1,9 @@
 """KV cache pressure: usage at or above 95% and/or preemptions rising in the window.
 
+A full cache is a warning only when something suffers from it: requests waiting, swapped or
+preempted. vLLM fills the cache with its running requests by design, so a full cache with
+nothing waiting and no preemption in the window is a note (no headroom left), not a problem.
+
 From `vllm/window`, per model: vllm:kv_cache_usage_perc (V1; V0 vllm:gpu_cache_usage_perc), the
 vllm:num_preemptions_total delta and rate between the scrapes, and V0's swapped requests.
 A usage outside 0..1 is bad data (another exporter, a rescaled series), never "500 %".
@@ -51,6 +55,16 @@ def cache_text(cache: dict) -> str:
         if cache.get(name) is not None:
             parts.append(f"{name} {cache[name]}")
     return "KV cache (vllm:cache_config_info): " + ", ".join(parts)
+
+
+def _waiting(gauges: dict) -> list[float] | None:
+    """The requests waiting for capacity in each scrape (vLLM 0.11+ tells them from deferred
+    ones), or None when /metrics does not say."""
+    for concept in ("waiting_capacity", "waiting"):
+        values = (gauges.get(concept) or {}).get("values")
+        if values and all(isinstance(v, int | float) for v in values):
+            return list(values)
+    return None
 
 
 def _model_finding(
@@ -140,11 +154,26 @@ def _model_finding(
             CHECK, f"preemptions rising ({delta_text}){where_kv}", items, runbooks, subject
         )
     if full:
+        waiting = _waiting(gauges)
+        unpreempted = pre is not None and 0 in (pre.get("delta"), pre.get("last"))
+        if waiting is not None and not any(waiting) and not swapped_now and unpreempted:
+            # vLLM fills the cache with the requests it runs, by design: full is not yet short
+            return info(
+                CHECK,
+                f"KV cache at {fmt_pct(peak)} (>= {fmt_pct(full_at)}) with 0 waiting "
+                f"{window_text(window)} and no preemptions in it: the running requests fill it, "
+                "nothing waits for blocks yet; the headroom is gone, so the next burst will "
+                "queue or preempt",
+                items,
+                runbooks,
+                subject,
+            )
         swap = f"; {fmt_count(swapped_now)} requests swapped to CPU" if swapped_now else ""
+        waits = f"; waiting {series_text(waiting)}" if waiting and any(waiting) else ""
         return warning(
             CHECK,
             f"KV cache at {fmt_pct(peak)} (>= {fmt_pct(full_at)}): new requests wait for free "
-            f"blocks, and preemptions follow if it stays full{swap}",
+            f"blocks, and preemptions follow if it stays full{waits}{swap}",
             items,
             runbooks,
             subject,

@@ -13,6 +13,7 @@ from typing import Any
 from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.engine.findings import Finding, Severity, evidence, info, ok
 from llmdoctor.engine.registry import check
+from llmdoctor.parsers.vllm_engines import queue_seen
 from llmdoctor.parsers.vllm_serving import (
     fmt_count,
     fmt_seconds,
@@ -38,16 +39,20 @@ def _p95_text(entry: dict) -> str:
     return f"{fmt_seconds(entry.get('p95'))}{more}"
 
 
+def _preempted(data: dict) -> bool:
+    return bool((data["counters"].get("preemptions") or {}).get("delta"))
+
+
 def _decode_runbooks(facts: Facts, data: dict) -> list[str]:
     books = []
-    if (data["counters"].get("preemptions") or {}).get("delta"):
+    if _preempted(data):
         books.append("kv-cache-preemption")
     if serving_arg(facts, "enforce_eager"):
         books.append("enforce-eager-in-production")
     return books or ["queue-saturation"]
 
 
-def _explain(phase: str, hist: dict, facts: Facts, data: dict) -> tuple[str, list[str]]:
+def _explain(phase: str, hist: dict, facts: Facts, model: str, data: dict) -> tuple[str, list[str]]:
     queue = hist.get("queue_time") or {}
     if phase == "queue_time":
         ttft = hist.get("ttft") or {}
@@ -55,10 +60,17 @@ def _explain(phase: str, hist: dict, facts: Facts, data: dict) -> tuple[str, lis
         return f"requests wait in the queue before they are scheduled{tail}", ["queue-saturation"]
     if phase == "ttft":
         q = f" while queue time p95 is {_p95_text(queue)}" if queue.get("p95") is not None else ""
+        # queue time within its threshold (it would be the first slow phase otherwise) and no
+        # sustained waiting: the time goes to prefill itself, not to a queue
+        seen = queue_seen(facts, model, threshold(facts, "max_queue_ms"))
+        if seen.queued is False:
+            books = ["kv-cache-preemption"] if _preempted(data) else []
+        else:
+            books = ["queue-saturation"]
         return (
             f"prefill is slow{q}: long prompts, or prefill competing with decode in each step "
             "(max_num_batched_tokens, chunked prefill)",
-            ["queue-saturation"],
+            books,
         )
     if phase == "itl":
         return "decode is slow: each output token takes long", _decode_runbooks(facts, data)
@@ -110,7 +122,7 @@ def _model_finding(model: str, data: dict, window: dict, facts: Facts) -> Findin
         )
         return ok(CHECK, f"latency within thresholds {scope}: {parts}", items, subject)
     concept, label, entry, limit_ms = slow[0]
-    why, runbooks = _explain(concept, hist, facts, data)
+    why, runbooks = _explain(concept, hist, facts, model, data)
     others = "".join(
         f"; {lab} p95 {_p95_text(e)} also over"
         + (" (it includes the queue time)" if c == "ttft" and concept == "queue_time" else "")

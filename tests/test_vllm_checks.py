@@ -120,10 +120,16 @@ def kv_between(first: dict, second: dict, also: str = ""):
     )
 
 
-def test_kv_full_without_preemptions_is_a_warning():
-    # 97% used but nobody evicted yet
+def test_kv_full_without_preemptions_is_a_warning_only_when_requests_wait():
+    # 97% used, nobody evicted in the window: with requests waiting for blocks, a warning
+    f = kv_between(
+        {"kv": 0.97, "preemptions": 5, "waiting": 3}, {"kv": 0.96, "preemptions": 5, "waiting": 2}
+    )
+    assert f.severity is Severity.WARNING and "97.0%" in f.summary and "3 → 2" in f.summary
+    # with nothing waiting, the running requests fill it as vLLM means them to: a note
     f = kv_between({"kv": 0.97, "preemptions": 5}, {"kv": 0.96, "preemptions": 5})
-    assert f.severity is Severity.WARNING and "97.0%" in f.summary
+    assert f.severity is Severity.INFO and f.runbooks == ["kv-cache-preemption"]
+    assert "0 waiting" in f.summary and "headroom is gone" in f.summary
 
 
 def test_preemptions_rising_with_room_in_the_cache_is_a_warning():

@@ -49,6 +49,9 @@ class Finding:
     since: float | None = None  # unix seconds the problem started (from Prometheus history)
     # values this incident gives a runbook's Fix parameters ({max_model_len}: 5632)
     params: dict[str, Any] = field(default_factory=dict)
+    # the runbooks are places to look, none proven by the evidence (a slow first token with no
+    # queue in the scrapes): the story names no root-cause runbook for this finding
+    runbooks_unproven: bool = False
     # set by engine/story.py once every check has run: the findings that cause this one, the
     # findings it causes, and (for an ok finding) the problems that contradict it
     explained_by: list[Finding] = field(default_factory=list, repr=False, compare=False)

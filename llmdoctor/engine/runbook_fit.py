@@ -6,7 +6,9 @@ changes the pod or the server in it); a finding about a node or a GPU never carr
 (a pod-spec fix under a GPU that fell off the bus). And when a finding links a cause and what
 follows from it (a CUDA OOM at start-up, then the engine's death), the consequence's runbook adds
 nothing to do: the cause's Fix is the one to act on (the cause graph, `explains:`). Checks list
-their runbooks first what they found; only a runbook after its cause is dropped.
+their runbooks first what they found; only a runbook after its cause is dropped, unless the
+finding's runbooks are alternatives none of which is proven (a slow first token with no queue:
+a slow tokenizer, or a proxy in front), where one leading to another says nothing.
 """
 
 from __future__ import annotations
@@ -28,10 +30,17 @@ def fits(entry, scope: str | None) -> bool:
 
 
 def fitting_runbooks(
-    runbooks: list[str], scope: str | None, entries: Mapping, graph: CauseGraph
+    runbooks: list[str],
+    scope: str | None,
+    entries: Mapping,
+    graph: CauseGraph,
+    alternatives: bool = False,
 ) -> list[str]:
-    """The runbook ids a finding of this scope keeps, in their order."""
+    """The runbook ids a finding of this scope keeps, in their order; `alternatives`: they are
+    places to look, none proven (Finding.runbooks_unproven), so none is what another led to."""
     kept = [rid for rid in runbooks if rid not in entries or fits(entries[rid], scope)]
+    if alternatives:
+        return kept
     # a check lists what it found first; a runbook after one that explains it is what followed
     # (CUDA OOM, then engine death), while one before it is the check's own answer with a
     # possible cause beside it (an OOM that may be fragmentation): that pair stays
@@ -44,4 +53,6 @@ def keep_fitting_runbooks(findings: list[Finding], scopes: Mapping[str, str], en
         return
     graph = CauseGraph.from_entries(entries)
     for f in findings:
-        f.runbooks = fitting_runbooks(f.runbooks, scopes.get(f.check), entries, graph)
+        f.runbooks = fitting_runbooks(
+            f.runbooks, scopes.get(f.check), entries, graph, f.runbooks_unproven
+        )

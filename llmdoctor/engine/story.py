@@ -175,7 +175,10 @@ def root_of(finding: Finding) -> Finding:
 def root_runbook(chapter: Chapter, graph: CauseGraph) -> str | None:
     """The runbook of the story's cause: the root's first runbook that none of its other
     runbooks explains (cuda-oom-runtime, not the engine-dead it leads to). None when the root
-    has none: a consequence's runbook (pod-not-ready) does not name the cause."""
+    has none: a consequence's runbook (pod-not-ready) does not name the cause, nor does one
+    of several places to look (`runbooks_unproven`)."""
+    if chapter.root.runbooks_unproven:
+        return None
     ids = list(dict.fromkeys(chapter.root.runbooks))
     for rid in ids:
         if not any(other != rid and graph.explains(other, rid) for other in ids):

@@ -136,3 +136,54 @@ def data_parallel_size(facts: Facts, data: dict[str, Any]) -> tuple[int, str]:
 def engine_name(view: EngineView, engines: int) -> str:
     """'engine 2' with data parallelism, '' for a single engine."""
     return f"engine {view.engine}" if engines > 1 else ""
+
+
+@dataclass(frozen=True)
+class QueueSeen:
+    """What the /metrics window says about a queue in front of one model's engines.
+
+    `queued`: requests waited (waiting in every scrape on some engine, or vLLM's own queue time
+    over its threshold); False: the scrapes saw none, or none sustained; None: not measured.
+    `text` says it in words for a finding ("0 waiting over the 3.0 s between two scrapes")."""
+
+    queued: bool | None
+    text: str
+
+
+def queue_seen(facts: Facts, model: str | None, max_queue_ms: float) -> QueueSeen:
+    """Whether the window's scrapes show the requests of `model` (any model when it is not in
+    the window) waiting: the waiting gauges per engine, then vLLM's queue-time histogram."""
+    from llmdoctor.parsers.vllm_serving import fmt_seconds, series_text, window_text
+
+    window = facts.get("vllm/window")
+    if not isinstance(window, dict):
+        why = facts.missing_reason("vllm/window") or "no /metrics scrape"
+        return QueueSeen(None, f"the queue could not be checked (/metrics: {why})")
+    models = window.get("models") or {}
+    chosen = {model: models[model]} if model in models else models
+    views = [v for name, data in chosen.items() for v in engine_views(name, data)]
+    if not views:
+        return QueueSeen(None, "the queue could not be checked (no waiting gauge in /metrics)")
+    span = window_text(window)
+    sustained = [v for v in views if v.queued and all(w > 0 for w in v.queued)]
+    if sustained:
+        waiting = "; ".join(series_text(v.queued) for v in sustained)
+        return QueueSeen(True, f"requests waited in every scrape (waiting {waiting}) {span}")
+    waited = []
+    for data in chosen.values():
+        hist = (data.get("histograms") or {}).get("queue_time") or {}
+        p95 = hist.get("p95")
+        if hist.get("count") and p95 is not None and not hist.get("since_start"):
+            waited.append(p95)
+            if p95 * 1000 > max_queue_ms:
+                return QueueSeen(True, f"vLLM's queue time p95 was {fmt_seconds(p95)} {span}")
+    queue_time = f" (queue time p95 {fmt_seconds(max(waited))})" if waited else ""
+    brief = [v for v in views if any(v.queued)]
+    if brief:
+        waiting = "; ".join(series_text(v.queued) for v in brief)
+        return QueueSeen(
+            False,
+            f"the scheduler showed waiting {waiting} {span}: a queue in one scrape only, not a "
+            f"sustained one{queue_time}",
+        )
+    return QueueSeen(False, f"the scheduler showed 0 waiting {span}: not a queue{queue_time}")

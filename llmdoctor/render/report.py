@@ -221,6 +221,18 @@ def _has_verdict(chapter: Chapter) -> bool:
     return chapter.severity.rank >= Severity.WARNING.rank
 
 
+def _no_runbook_text(verdict: Verdict) -> str:
+    """'Do now' when the verdict names no runbook: none covers it, or several are places to
+    look and the evidence proves none (Finding.runbooks_unproven)."""
+    if verdict.root.runbooks_unproven and verdict.root.runbooks:
+        return (
+            "no cause is proven: rule out, in order, what the runbooks below cover ("
+            + ", ".join(verdict.root.runbooks)
+            + ")"
+        )
+    return "no runbook covers it: read the evidence below"
+
+
 def _print_verdict(screen: _Screen, report: Report) -> None:
     found = verdicts(report)
     blind = blind_spots(report)
@@ -239,9 +251,7 @@ def _print_verdict(screen: _Screen, report: Report) -> None:
                 else:
                     screen.line(label, text)
             if not step and v.runbook is None:
-                screen.line(
-                    "[bold]Do now[/]      ", "no runbook covers it: read the evidence below"
-                )
+                screen.line("[bold]Do now[/]      ", _no_runbook_text(v))
             if v.proof is not None:  # wrapped, not cut to one line: it is the proof
                 text = _evidence_line(v.proof, MAX_PROOF_TEXT)
                 screen.line("[bold]Evidence[/]    ", text, style="dim")
@@ -438,7 +448,7 @@ def _markdown_verdict(report: Report) -> list[str]:
         out.append(f"- **Root cause:** {v(verdict.title)}{subject}{book}")
         step = _step_lines(verdict)
         if not step and verdict.runbook is None:
-            out.append("- **Do now:** no runbook covers it: read the evidence below")
+            out.append(f"- **Do now:** {v(_no_runbook_text(verdict))}")
         code: list[str] = []
         for m, (kind, text) in enumerate([*step, ("end", "")]):
             if kind == "code":
