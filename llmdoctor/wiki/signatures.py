@@ -548,6 +548,13 @@ class SignatureSet:
         or matches no signature but tail ones (kind 0, its lines only counted; the tail search
         finds the last of them, checked one by one as `_grouped` does).
         """
+        shaped = None
+        if self._known_shapes and block.endswith(b"\n"):
+            # every line one of the shapes of the block before (a crash loop goes on): no probe
+            shaped = block.translate(DIGITS_TO_ZERO)
+            counts = _tiled_counts(shaped, self._known_shapes)
+            if counts is not None:
+                return self._read_by_shape(block, shaped, first_line, counts)
         probe_end = block.find(b"\n", DENSE_PROBE) + 1 or len(block)
         probe = block[:probe_end].translate(DIGITS_TO_ZERO).split(b"\n")
         if not probe[-1]:
@@ -561,27 +568,34 @@ class SignatureSet:
         in_kinds = sum(n for key, n in seen.items() if verdicts[key][0] == _KIND)
         if in_kinds * WHOLE_BLOCK_SHARE < len(probe) or b"\r" in block:
             return None
-        shaped = block.translate(DIGITS_TO_ZERO)
+        if shaped is None:
+            shaped = block.translate(DIGITS_TO_ZERO)
         # the shapes of the probe and of the blocks before (a rare shape the probe missed)
         shapes = self._known_shapes.union(seen)
-        counts = None
         if block.endswith(b"\n") and len(shapes) <= MAX_TILED_SHAPES:
             counts = _tiled_counts(shaped, shapes)
-        if counts is None:  # a shape not known yet, or too many to count one by one
-            keys = shaped.split(b"\n")
-            # the previous block's keys are let go only now that these exist: freed first, the
-            # interpreter hands their memory back to the kernel and takes it again zeroed,
-            # page by page (a third more CPU on a crash loop)
-            self._held_keys = keys
-            if not keys[-1]:
-                keys.pop()
-            counts = Counter(keys)
-            if len(counts) * REPEATS > len(keys):
-                return None
-            lines = len(keys)
-        else:
-            counts = {key: n for key, n in counts.items() if n}
-            lines = sum(counts.values())
+            if counts is not None:
+                return self._read_by_shape(block, shaped, first_line, counts)
+        # a shape not known yet, or too many to count one by one: every line keyed
+        keys = shaped.split(b"\n")
+        # the previous block's keys are let go only now that these exist: freed first, the
+        # interpreter hands their memory back to the kernel and takes it again zeroed, page by
+        # page (a third more CPU on a crash loop)
+        self._held_keys = keys
+        if not keys[-1]:
+            keys.pop()
+        counted = Counter(keys)
+        if len(counted) * REPEATS > len(keys):
+            return None
+        return self._read_by_shape(block, shaped, first_line, counted)
+
+    def _read_by_shape(
+        self, block: bytes, shaped: bytes, first_line: int, counts: dict[bytes, int]
+    ) -> tuple[list, int] | None:
+        """_scan_shapes of a block whose lines are counted by shape (`counts`, every line of
+        the block in one of them; shapes counted 0 are dropped)."""
+        counts = {key: n for key, n in counts.items() if n}
+        lines = sum(counts.values())
         self._known_shapes = set(counts) if len(counts) <= MAX_TILED_SHAPES else set()
         verdicts = self._verdicts_in(counts, block, len(block))
         if verdicts is None:
