@@ -138,27 +138,49 @@ def _engine_activity(facts: Facts) -> tuple[bool, float | None]:
     return asleep, generated
 
 
-def _timeout_with_health_200(facts: Facts, what: str) -> tuple[bool, str, list[str]]:
-    """(asleep, what, runbooks) for a probe that timed out while /health said 200.
+def _timeout_with_health_200(
+    facts: Facts, what: str, model: str
+) -> tuple[bool, str, list[str], bool]:
+    """(asleep, what, runbooks, whether they are only places to look) for a probe that timed
+    out while /health said 200.
 
-    The engine's counters tell a probe stuck behind a long queue (tokens flow) from a wedged
-    engine (nothing moves) and from an engine put to sleep on purpose.
+    The engine's counters tell a probe stuck behind a long queue (tokens flow, requests wait)
+    from a wedged engine (nothing moves), from an engine put to sleep on purpose, and from a
+    probe that never reached the engine's queue (tokens flow, nothing waits).
     """
     asleep, generated = _engine_activity(facts)
     if asleep:
-        return True, f"{what} (the engine is asleep: sleep mode; see vllm-engine)", []
+        return True, f"{what} (the engine is asleep: sleep mode; see vllm-engine)", [], False
     if generated:
+        flowing = f"{what}: the engine generates (+{generated:.0f} tokens in the /metrics window)"
+        queue = queue_seen(facts, model, threshold(facts, "max_queue_ms"))
+        if queue.queued:
+            return (
+                False,
+                f"{flowing} and {queue.text}: the probe waits behind them",
+                ["queue-saturation"],
+                False,
+            )
+        if queue.queued is False:
+            return (
+                False,
+                f"{flowing} while {queue.text}: the probe was held before the engine's queue "
+                "or its own request is slow (a proxy, the network, the API server's tokenizer)",
+                ["gateway-timeout", "tokenizer-problem"],
+                True,
+            )
         return (
             False,
-            f"{what}: the engine generates (+{generated:.0f} tokens in the /metrics window), so "
-            "the probe waits behind other requests",
-            ["queue-saturation"],
+            f"{flowing}, so the probe likely waits behind other requests; {queue.text}",
+            ["queue-saturation", "gateway-timeout"],
+            True,
         )
     if generated == 0:
         return (
             False,
             f"engine wedged: {what} and no token was generated in the /metrics window",
             ["engine-wedged"],
+            False,
         )
     return (
         False,
@@ -167,6 +189,7 @@ def _timeout_with_health_200(facts: Facts, what: str) -> tuple[bool, str, list[s
             "engine-wedged",
             "queue-saturation",
         ],
+        True,
     )
 
 
@@ -293,8 +316,10 @@ def vllm_generation(facts: Facts) -> Finding:
             return warning(
                 CHECK, f"no generation ({what}: {probe['error']}): {down[1]}", items, [], subject
             )
+        unproven = False
         if probe.get("error_kind") == "timeout" and also:
-            asleep, what, runbooks = _timeout_with_health_200(facts, what)
+            model = str(req.get("model"))
+            asleep, what, runbooks, unproven = _timeout_with_health_200(facts, what, model)
             if asleep:
                 return info(CHECK, f"{what}: {probe['error']}", items, runbooks, subject)
         if runbooks in ([ADMISSION_RUNBOOK], [SCALING_RUNBOOK]):
@@ -305,13 +330,15 @@ def vllm_generation(facts: Facts) -> Finding:
                 runbooks,
                 subject,
             )
-        return critical(
+        finding = critical(
             CHECK,
             f"business-level health failed: {what}{also}: {probe['error']}",
             items,
             runbooks,
             subject,
         )
+        finding.runbooks_unproven = unproven
+        return finding
     if not (probe.get("text") or "").strip():
         return critical(
             CHECK,

@@ -146,3 +146,31 @@ def test_a_full_kv_cache_with_requests_waiting_stays_a_warning(tmp_path, capsys)
     kv = finding(diagnose_json(capsys, full_cache_bundle(tmp_path, 5)), "vllm-kv-cache")
     assert kv["severity"] == "warning" and kv["runbooks"] == ["kv-cache-preemption"]
     assert "waiting 5 → 5" in kv["summary"]
+
+
+def test_a_probe_timed_out_behind_a_real_queue_is_named_queue_saturation(tmp_path, capsys):
+    # the saturation drill: the probe stalled 8 s while 16 clients kept 4 running and 10-14
+    # waiting, tokens flowing
+    path = real_bundle(tmp_path, "saturation")
+    gen = finding(diagnose_json(capsys, path), "vllm-generation")
+    assert "requests waited in every scrape" in gen["summary"], gen["summary"]
+    assert "the probe waits behind them" in gen["summary"]
+    assert gen["runbooks"] == ["queue-saturation"] and "runbooks_unproven" not in gen
+
+
+def test_a_probe_timed_out_while_tokens_flow_and_nothing_waits_is_not_the_queue(
+    tmp_path, capsys
+):
+    # the same scrapes with nothing waiting in either: the engine generates, yet the probe got
+    # no byte in 8 s, so it was held before the engine's queue (or its own request is slow)
+    path = real_bundle(tmp_path, "saturation")
+    set_waiting(path, 0, 0)
+    set_waiting(path, 1, 0)
+    code, text = diagnose(capsys, path)
+    root = root_cause_line(text)
+    assert code == 2 and "Request queue saturated" not in root, root
+    assert "0 waiting over the" in root and "held before the engine's queue" in root, root
+    assert "Do now      no cause is proven" in text
+    gen = finding(diagnose_json(capsys, path), "vllm-generation")
+    assert gen["runbooks"] == ["gateway-timeout", "tokenizer-problem"]
+    assert gen["runbooks_unproven"] is True

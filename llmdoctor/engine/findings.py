@@ -73,6 +73,8 @@ class Finding:
             "evidence": self.evidence,
             "runbooks": self.runbooks,
         }
+        if self.runbooks_unproven:
+            out["runbooks_unproven"] = True
         if self.subject is not None:
             out["subject"] = self.subject
         if self.since is not None:
