@@ -158,9 +158,7 @@ def test_a_probe_timed_out_behind_a_real_queue_is_named_queue_saturation(tmp_pat
     assert gen["runbooks"] == ["queue-saturation"] and "runbooks_unproven" not in gen
 
 
-def test_a_probe_timed_out_while_tokens_flow_and_nothing_waits_is_not_the_queue(
-    tmp_path, capsys
-):
+def test_a_probe_timed_out_while_tokens_flow_and_nothing_waits_is_not_the_queue(tmp_path, capsys):
     # the same scrapes with nothing waiting in either: the engine generates, yet the probe got
     # no byte in 8 s, so it was held before the engine's queue (or its own request is slow)
     path = real_bundle(tmp_path, "saturation")
