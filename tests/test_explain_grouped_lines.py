@@ -471,3 +471,42 @@ def test_adding_lines_in_bulk_equals_adding_them_one_by_one():
             bulk.error_lines,
         )
         assert isinstance(bulk.last, deque)
+
+
+def test_threads_read_a_crash_loop_by_shape_and_other_blocks_with_the_set(
+    explain_scanner, tmp_path
+):
+    # `--jobs 2` on a loaded server's log that turns into a crash loop: the stats blocks go to
+    # the threads' block Sets, the crash loop is read by shape once a retry finds it works;
+    # every line as one thread reads it.
+    block = 256 * 1024
+    stats = busy_stats(400)
+    rng = random.Random(6)
+    loop = [new_digits(OOM, rng) for _ in range(40000)]
+    path = tmp_path / "loaded-then-crashing.log"
+    path.write_text("\n".join([*stats * 30, *loop]) + "\n", encoding="utf-8")
+
+    def lines(workers: int) -> tuple[list, int]:
+        calls = []
+        scan_shapes = explain_scanner._scan_shapes
+
+        def counted(data, first_line):
+            found = scan_shapes(data, first_line)
+            calls.append(found is not None)
+            return found
+
+        explain_scanner._scan_shapes = counted
+        try:
+            source = TextSource.from_file("log", path)
+            items = explain_scanner.scan(source, workers=workers, block_bytes=block, kinds=True)
+            out = [
+                m for i in items for m in (i.line_matches() if isinstance(i, BlockKinds) else [i])
+            ]
+        finally:
+            del explain_scanner._scan_shapes
+        return out, sum(calls)
+
+    one, _ = lines(1)
+    two, by_shape = lines(2)
+    assert two == one
+    assert by_shape > 10

@@ -907,6 +907,9 @@ class SignatureSet:
         line_no = 1
         last = b""
         previous: tuple[str, ...] = ()
+        # with threads, a block is read by shape first while that works (a crash loop is read
+        # faster so than by the threads' block Sets) and tried again every SHAPE_RETRY blocks
+        by_shape = {"works": True, "since": 0}
 
         def filtered(pending: list) -> Iterator[LineMatch]:
             nonlocal line_no, previous
@@ -914,6 +917,7 @@ class SignatureSet:
                 counted = None
                 if hit is _SHAPES_FIRST:
                     shaped = self._scan_shapes(block, line_no)
+                    by_shape["works"] = shaped is not None
                     if shaped is not None:
                         found, counted = shaped
                         yield from found
@@ -947,12 +951,15 @@ class SignatureSet:
                     pending.append((block, True))  # _scan_literals finds the lines itself
                 elif not self.patterns:
                     pending.append((block, False))
-                elif pool is None and kinds and not self.before_lines:
+                elif kinds and not self.before_lines and (pool is None or by_shape["works"]):
                     pending.append((block, _SHAPES_FIRST))
                 elif pool is None:
                     pending.append((block, self._block_set().Match(block)))
                 else:
                     pending.append((block, pool.submit(self._block_set().Match, block)))
+                    by_shape["since"] += 1
+                    if kinds and by_shape["since"] % SHAPE_RETRY == 0:
+                        by_shape["works"] = True
                 if len(pending) >= max(workers, 1):
                     yield from filtered(pending)
                     pending = []
@@ -964,6 +971,7 @@ class SignatureSet:
 
 
 _SHAPES_FIRST = object()  # a block to read by shape first, else with the block Set
+SHAPE_RETRY = 16  # with threads, blocks read by the Set before one is tried by shape again
 _KIND, _ZERO = 1, 0
 
 
