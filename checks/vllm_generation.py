@@ -23,6 +23,7 @@ from llmdoctor.parsers.vllm_serving import (
     fmt_seconds,
     model_subject,
     server_not_running,
+    serving_arg,
     threshold,
 )
 
@@ -166,12 +167,12 @@ def _timeout_with_health_200(
                 False,
                 f"{flowing} while {queue.text}: the probe was held before the engine's queue "
                 "or its own request is slow (a proxy, the network, the API server's tokenizer)",
-                ["gateway-timeout", "tokenizer-problem"],
+                [*_queue_leads(queue), "gateway-timeout", "tokenizer-problem"],
                 True,
             )
         return (
             False,
-            f"{flowing}, so the probe likely waits behind other requests; {queue.text}",
+            f"{flowing}; {queue.text}: a queue, a proxy or the network",
             ["queue-saturation", "gateway-timeout"],
             True,
         )
@@ -210,9 +211,9 @@ def _slow_first_token(facts: Facts, model: str, ttft: float) -> tuple[str, list[
             ["queue-saturation", *_FIRST_TOKEN_SUSPECTS],
             True,
         )
-    suspects = list(_FIRST_TOKEN_SUSPECTS)
+    suspects = [*_queue_leads(queue), *_FIRST_TOKEN_SUSPECTS]
     _, generated = _engine_activity(facts)
-    if generated == 0:
+    if generated == 0 and "engine-wedged" not in suspects:
         suspects.insert(0, "engine-wedged")
     if _preempted(facts):
         suspects.insert(0, "kv-cache-preemption")
@@ -222,6 +223,44 @@ def _slow_first_token(facts: Facts, model: str, ttft: float) -> tuple[str, list[
         suspects,
         True,
     )
+
+
+def _queue_leads(queue) -> list[str]:
+    """The runbooks a queue that is no proven one still points at: a queue seen in one scrape
+    (it may be forming). Requests waiting with none running are no capacity queue: an engine
+    that generated nothing is named wedged by the caller."""
+    return ["queue-saturation"] if queue.partial else []
+
+
+def _slow_decode(facts: Facts, model: str, probe: dict) -> tuple[str, list[str], bool]:
+    """(what the slow generation after its first token was, runbooks, whether they are only
+    places to look): preemptions in the window, --enforce-eager or a queue prove a lead; with
+    none of them the usual ones are places to look."""
+    itl = probe.get("itl_ms")
+    pace = f"inter-token {itl:.0f} ms" if _readable(itl) else "inter-token time not measured"
+    phase = f"decoding is slow ({pace})"
+    books = ["kv-cache-preemption"] if _preempted(facts) else []
+    if serving_arg(facts, "enforce_eager"):
+        books.append("enforce-eager-in-production")
+    queue = queue_seen(facts, model, threshold(facts, "max_queue_ms"))
+    if queue.queued:
+        books.append("queue-saturation")
+    if books:
+        return phase, books, False
+    # --enforce-eager stays a lead only where the serving flags could not be read
+    unknown_flags = facts.get("serving/args") is None
+    return (
+        f"{phase}; the /metrics window shows no preemption and {queue.text}, so no cause is "
+        "proven (a long output, CPU offload, a slow GPU, speculative decoding"
+        f"{', --enforce-eager' if unknown_flags else ''} are left)",
+        [*_queue_leads(queue), *(["enforce-eager-in-production"] if unknown_flags else [])],
+        True,
+    )
+
+
+def _readable(value: Any) -> bool:
+    """A measured time: a finite number of milliseconds, not below 0."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e12
 
 
 def _engine_first_token(facts: Facts, model: str) -> str:
@@ -270,6 +309,7 @@ def _health_says_ok(facts: Facts) -> str:
         "gateway-timeout",
         "queue-saturation",
         "kv-cache-preemption",
+        "enforce-eager-in-production",
         "nan-or-garbage-output",
         "tokenizer-problem",
         ADMISSION_RUNBOOK,
@@ -359,13 +399,28 @@ def vllm_generation(facts: Facts) -> Finding:
         )
     limit = threshold(facts, "max_latency_ms")
     latency, ttft = probe.get("latency_ms"), probe.get("ttft_ms")
-    if latency is not None and latency > limit:
+    unreadable = [
+        f"{key} {probe.get(key)!r}"
+        for key in ("latency_ms", "ttft_ms")
+        if not _readable(probe.get(key)) and (key == "latency_ms" or probe.get(key) is not None)
+    ]
+    if not unreadable and ttft is not None and ttft > latency:
+        unreadable.append(f"ttft_ms {ttft:.0f} after latency_ms {latency:.0f}")
+    if unreadable:
+        return info(
+            CHECK,
+            f"the probe generated {probe.get('chunks') or 0} text chunks, but its timings cannot "
+            f"be read ({', '.join(unreadable)}): latency not judged",
+            items,
+            [],
+            subject,
+        )
+    if latency > limit:
         unproven = False
         if ttft is not None and ttft >= 0.5 * latency:
             phase, books, unproven = _slow_first_token(facts, str(req.get("model")), ttft)
         else:
-            phase = f"decoding is slow (inter-token {probe.get('itl_ms')} ms)"
-            books = ["queue-saturation", "kv-cache-preemption"]
+            phase, books, unproven = _slow_decode(facts, str(req.get("model")), probe)
         finding = critical(
             CHECK,
             f"business-level health failed: a {req.get('max_tokens')}-token generation took "
@@ -376,10 +431,11 @@ def vllm_generation(facts: Facts) -> Finding:
         )
         finding.runbooks_unproven = unproven
         return finding
+    first = f" (first token {ttft:.0f} ms)" if ttft is not None else ""
     return ok(
         CHECK,
-        f"generation works: {probe.get('chunks')} chunks in {latency} ms (first token "
-        f"{ttft} ms): {(probe.get('text') or '').strip()[:40]!r}",
+        f"generation works: {probe.get('chunks')} chunks in {latency:.0f} ms{first}: "
+        f"{(probe.get('text') or '').strip()[:40]!r}",
         items,
         subject,
     )

@@ -60,7 +60,12 @@ def cache_text(cache: dict) -> str:
 def _waiting(gauges: dict) -> list[float] | None:
     """The requests waiting for capacity in each scrape (vLLM 0.11+ tells them from deferred
     ones), or None when /metrics does not say."""
-    for concept in ("waiting_capacity", "waiting"):
+    return _gauge_values(gauges, ("waiting_capacity", "waiting"))
+
+
+def _gauge_values(gauges: dict, concepts: tuple[str, ...]) -> list[float] | None:
+    """The first of these gauges read in every scrape, or None when /metrics does not say."""
+    for concept in concepts:
         values = (gauges.get(concept) or {}).get("values")
         if values and all(isinstance(v, int | float) for v in values):
             return list(values)
@@ -155,8 +160,20 @@ def _model_finding(
         )
     if full:
         waiting = _waiting(gauges)
+        running = _gauge_values(gauges, ("running",))
         unpreempted = pre is not None and 0 in (pre.get("delta"), pre.get("last"))
         if waiting is not None and not any(waiting) and not swapped_now and unpreempted:
+            if running is not None and not any(running):
+                return warning(
+                    CHECK,
+                    f"KV cache at {fmt_pct(peak)} (>= {fmt_pct(full_at)}) with no request "
+                    f"running or waiting {window_text(window)}: the blocks are held by nothing "
+                    "that runs (blocks not freed, or a stale series); new requests will wait "
+                    "for free blocks",
+                    items,
+                    runbooks,
+                    subject,
+                )
             # vLLM fills the cache with the requests it runs, by design: full is not yet short
             return info(
                 CHECK,

@@ -5,6 +5,7 @@ the end of the line each block stops in, with the same cuts as a stream read wit
 from __future__ import annotations
 
 import io
+import os
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -55,3 +56,27 @@ def test_a_file_read_from_the_middle_starts_where_it_was(tmp_path):
     with open(path, "rb") as fh:
         fh.readline()
         assert list(read_blocks(fh, 3)) == [b"one\n", b"two\n"]
+
+
+def test_a_last_line_a_writer_is_finishing_is_read_whole(tmp_path, monkeypatch):
+    # A live log: its last line is half written when the block is read, and finished before the
+    # next read; the block is read again, never split in two lines.
+    path = tmp_path / "live.log"
+    path.write_bytes(b"first\nsecond half")
+    real_pread = os.pread
+    appended = []
+
+    def pread(fd, n, offset):
+        data = real_pread(fd, n, offset)
+        if data.endswith(b"half") and not appended:
+            with open(path, "ab") as out:
+                out.write(b" written\nthird\n")
+            appended.append(True)
+        return data
+
+    monkeypatch.setattr(os, "pread", pread)
+    with open(path, "rb") as fh:
+        blocks = list(read_blocks(fh, 8))
+        position = fh.tell()
+    assert blocks == [b"first\nsecond half written\n", b"third\n"]
+    assert position == path.stat().st_size

@@ -91,7 +91,8 @@ def test_waiting_in_one_scrape_only_is_not_a_sustained_queue(tmp_path, capsys):
     report = diagnose_json(capsys, path)
     gen = finding(report, "vllm-generation")
     assert "waiting 0 → 3" in gen["summary"] and "not a sustained one" in gen["summary"]
-    assert "queue-saturation" not in gen["runbooks"]
+    # a queue that may be forming is a place to look, first, not the proven cause
+    assert gen["runbooks"][0] == "queue-saturation" and gen["runbooks_unproven"] is True
 
 
 def test_a_slow_first_token_behind_a_real_queue_still_names_queue_saturation(tmp_path, capsys):
@@ -172,3 +173,87 @@ def test_a_probe_timed_out_while_tokens_flow_and_nothing_waits_is_not_the_queue(
     gen = finding(diagnose_json(capsys, path), "vllm-generation")
     assert gen["runbooks"] == ["gateway-timeout", "tokenizer-problem"]
     assert gen["runbooks_unproven"] is True
+
+
+def probe_timings(path: Path, **timings) -> None:
+    """The healthy drill's completed probe with these timings (ms, or None, NaN ...)."""
+    probe = json.loads((REAL / "healthy" / "bundle" / "vllm" / "probe.json").read_text())
+    probe.update(timings)
+    (path / "vllm" / "probe.json").write_text(json.dumps(probe))
+
+
+def test_a_slow_decode_with_clean_metrics_names_no_cause(tmp_path, capsys):
+    # the first token in 1 s of 5: decoding was slow, but the window shows no preemption, no
+    # queue and no --enforce-eager: the usual suspects are places to look, not a verdict
+    path = real_bundle(tmp_path, "healthy")
+    probe_timings(path, latency_ms=5000.0, ttft_ms=1000.0, itl_ms=250.0)
+    code, text = diagnose(capsys, path)
+    root = root_cause_line(text)
+    assert code == 2 and "KV cache full" not in root and "(runbook " not in root, root
+    assert "decoding is slow (inter-token 250 ms)" in root and "no cause is proven" in root, root
+    gen = finding(diagnose_json(capsys, path), "vllm-generation")
+    assert gen["runbooks_unproven"] is True
+
+
+def test_a_slow_decode_with_preemptions_in_the_window_names_the_cache(tmp_path, capsys):
+    # the KV-full drill's scrapes: preemptions rose between them
+    path = real_bundle(tmp_path, "kv-full")
+    probe_timings(path, latency_ms=5000.0, ttft_ms=1000.0, itl_ms=250.0)
+    gen = finding(diagnose_json(capsys, path), "vllm-generation")
+    assert gen["runbooks"][0] == "kv-cache-preemption" and "runbooks_unproven" not in gen
+
+
+def test_requests_waiting_with_none_running_are_not_a_capacity_queue(tmp_path, capsys):
+    # 50 waiting in both scrapes, 0 running (the probe's own 16 tokens generated between the
+    # scrapes): adding replicas is not the fix
+    path = real_bundle(tmp_path, "healthy")
+    slow_first_token(path)
+    set_waiting(path, 0, 50)
+    set_waiting(path, 1, 50)
+    code, text = diagnose(capsys, path)
+    root = root_cause_line(text)
+    assert code == 2 and "Request queue saturated" not in root, root
+    assert "with none running" in root and "not a capacity queue" in root, root
+    gen = finding(diagnose_json(capsys, path), "vllm-generation")
+    assert "queue-saturation" not in gen["runbooks"] and gen["runbooks_unproven"] is True
+
+
+@pytest.mark.parametrize(
+    ("timings", "why"),
+    [
+        ({"latency_ms": None}, "latency_ms None"),
+        ({"latency_ms": float("nan")}, "latency_ms nan"),
+        ({"latency_ms": -5.0, "ttft_ms": -3.0}, "latency_ms -5.0"),
+        ({"latency_ms": 500.0, "ttft_ms": 4000.0}, "ttft_ms 4000 after latency_ms 500"),
+    ],
+)
+def test_unreadable_probe_timings_are_never_a_check_mark(tmp_path, capsys, timings, why):
+    path = real_bundle(tmp_path, "healthy")
+    probe_timings(path, **timings)
+    gen = finding(diagnose_json(capsys, path), "vllm-generation")
+    assert gen["severity"] == "info", gen
+    assert why in gen["summary"] and "latency not judged" in gen["summary"], gen["summary"]
+
+
+def test_a_full_kv_cache_with_nothing_running_is_not_explained_by_running_requests(
+    tmp_path, capsys
+):
+    path = real_bundle(tmp_path, "healthy")
+    for scrape in (0, 1):
+        metrics = path / "vllm" / f"metrics-{scrape}.txt"
+        metrics.write_text(set_values(metrics.read_text(), {"vllm:kv_cache_usage_perc": 1.0}))
+    kv = finding(diagnose_json(capsys, path), "vllm-kv-cache")
+    assert kv["severity"] == "warning", kv
+    assert "no request running" in kv["summary"] and "running requests fill it" not in kv["summary"]
+
+
+def test_a_negative_waiting_gauge_is_ignored_not_read_as_a_queue(tmp_path, capsys):
+    path = real_bundle(tmp_path, "healthy")
+    slow_first_token(path)
+    set_waiting(path, 0, -7)
+    set_waiting(path, 1, -7)
+    report = diagnose_json(capsys, path)
+    gen = finding(report, "vllm-generation")
+    assert "-7" not in gen["summary"], gen["summary"]
+    notes = json.dumps(report)
+    assert "vllm:num_requests_waiting is -7.0, below 0 (ignored)" in notes

@@ -127,9 +127,14 @@ def test_kv_full_without_preemptions_is_a_warning_only_when_requests_wait():
     )
     assert f.severity is Severity.WARNING and "97.0%" in f.summary and "3 → 2" in f.summary
     # with nothing waiting, the running requests fill it as vLLM means them to: a note
-    f = kv_between({"kv": 0.97, "preemptions": 5}, {"kv": 0.96, "preemptions": 5})
+    f = kv_between(
+        {"kv": 0.97, "preemptions": 5, "running": 4}, {"kv": 0.96, "preemptions": 5, "running": 3}
+    )
     assert f.severity is Severity.INFO and f.runbooks == ["kv-cache-preemption"]
     assert "0 waiting" in f.summary and "headroom is gone" in f.summary
+    # ... but nothing running holds it either: blocks not freed
+    f = kv_between({"kv": 0.97, "preemptions": 5}, {"kv": 0.96, "preemptions": 5})
+    assert f.severity is Severity.WARNING and "no request running or waiting" in f.summary
 
 
 def test_preemptions_rising_with_room_in_the_cache_is_a_warning():

@@ -142,12 +142,17 @@ def engine_name(view: EngineView, engines: int) -> str:
 class QueueSeen:
     """What the /metrics window says about a queue in front of one model's engines.
 
-    `queued`: requests waited (waiting in every scrape on some engine, or vLLM's own queue time
-    over its threshold); False: the scrapes saw none, or none sustained; None: not measured.
-    `text` says it in words for a finding ("0 waiting over the 3.0 s between two scrapes")."""
+    `queued`: requests waited (waiting in every scrape on some engine that runs requests, or
+    vLLM's own queue time over its threshold); False: the scrapes saw none, or none sustained;
+    None: not measured. `text` says it in words for a finding ("0 waiting over the 3.0 s between
+    two scrapes"). `partial`: requests waited in some scrape but not all (a queue may be
+    forming); `stuck`: requests waited in every scrape on an engine that ran none (not a
+    capacity queue: more replicas would not drain it)."""
 
     queued: bool | None
     text: str
+    partial: bool = False
+    stuck: bool = False
 
 
 def queue_seen(facts: Facts, model: str | None, max_queue_ms: float) -> QueueSeen:
@@ -166,9 +171,17 @@ def queue_seen(facts: Facts, model: str | None, max_queue_ms: float) -> QueueSee
         return QueueSeen(None, "the queue could not be checked (no waiting gauge in /metrics)")
     span = window_text(window)
     sustained = [v for v in views if v.queued and all(w > 0 for w in v.queued)]
-    if sustained:
+    if any(any(v.running) for v in sustained):
         waiting = "; ".join(series_text(v.queued) for v in sustained)
         return QueueSeen(True, f"requests waited in every scrape (waiting {waiting}) {span}")
+    if sustained:
+        waiting = "; ".join(series_text(v.queued) for v in sustained)
+        return QueueSeen(
+            False,
+            f"the scheduler showed waiting {waiting} with none running {span}: not a capacity "
+            "queue",
+            stuck=True,
+        )
     waited = []
     for data in chosen.values():
         hist = (data.get("histograms") or {}).get("queue_time") or {}
@@ -185,5 +198,6 @@ def queue_seen(facts: Facts, model: str | None, max_queue_ms: float) -> QueueSee
             False,
             f"the scheduler showed waiting {waiting} {span}: a queue in one scrape only, not a "
             f"sustained one{queue_time}",
+            partial=True,
         )
     return QueueSeen(False, f"the scheduler showed 0 waiting {span}: not a queue{queue_time}")

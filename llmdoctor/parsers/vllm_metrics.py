@@ -198,7 +198,8 @@ def _add_sample(scrape: Scrape, name: str, labels: dict[str, str], value: float)
     if not math.isfinite(value):  # NaN/+Inf/-Inf: the value is unknown, not a number to report
         scrape.error = scrape.error or f"{scrape.key}: {name} is {value} (ignored)"
         return
-    if value < 0 and name.endswith("_total"):  # a counter never goes below 0
+    if value < 0 and (name.endswith("_total") or name.startswith("vllm:num_")):
+        # a counter, or a count of requests, never goes below 0
         scrape.error = scrape.error or f"{scrape.key}: {name} is {value}, below 0 (ignored)"
         return
     if name == "vllm:cache_config_info":

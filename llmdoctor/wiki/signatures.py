@@ -47,6 +47,7 @@ from llmdoctor.wiki.signature_text import plain_text, required_texts
 
 BLOCK_BYTES = 4 * 1024 * 1024
 LINE_END_WINDOW = 64 * 1024  # read past a block to find where its last line ends
+GROWN_RETRIES = 3  # reads of a file's unended last line while a writer appends to it
 # A signature that is one short word (`^Killed$`, `Error`) fires on lines any program prints (the
 # shell's `Killed` follows every SIGKILL, a user's `kill -9` too): weak evidence, like a hint.
 WEAK_SIGNATURE = re.compile(r"\^?[A-Za-z]{1,7}\$?")
@@ -1350,7 +1351,15 @@ def _file_blocks(stream: io.BufferedReader, size: int) -> Iterator[bytes]:
     """
     fd, pos = stream.fileno(), stream.tell()
     try:
+        retries = 0
         while block := os.pread(fd, _line_end(fd, pos + size - 1) - pos, pos):
+            # a block that ends unended is the file's last line, unless a writer is adding to
+            # it: then it is read again, whole
+            grown = not block.endswith(b"\n") and os.pread(fd, 1, pos + len(block))
+            if grown and retries < GROWN_RETRIES:
+                retries += 1
+                continue
+            retries = 0
             pos += len(block)
             yield block
     finally:
