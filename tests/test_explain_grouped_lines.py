@@ -17,6 +17,8 @@ import io
 import random
 import re
 from collections import Counter, deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -277,9 +279,10 @@ def crash_loop(n: int, every: dict[int, str], seed: int = 8) -> str:
     return "\n".join(lines) + "\n"
 
 
-def shapes_first_blocks(scanner: SignatureSet, data: str, block_bytes: int = BLOCK) -> int:
-    """How many blocks of `data` a fresh scan reads by shape first."""
-    calls = []
+@contextmanager
+def shape_reads(scanner: SignatureSet) -> Iterator[list[bool]]:
+    """For each block the scans inside offer to read by shape, whether it was."""
+    calls: list[bool] = []
     scan_shapes = scanner._scan_shapes
 
     def counted(block, first_line):
@@ -289,9 +292,15 @@ def shapes_first_blocks(scanner: SignatureSet, data: str, block_bytes: int = BLO
 
     scanner._scan_shapes = counted
     try:
-        list(scanner.scan_text(data, block_bytes=block_bytes, kinds=True))
+        yield calls
     finally:
         del scanner._scan_shapes
+
+
+def shapes_first_blocks(scanner: SignatureSet, data: str, block_bytes: int = BLOCK) -> int:
+    """How many blocks of `data` a fresh scan reads by shape first."""
+    with shape_reads(scanner) as calls:
+        list(scanner.scan_text(data, block_bytes=block_bytes, kinds=True))
     return sum(calls)
 
 
@@ -487,23 +496,12 @@ def test_threads_read_a_crash_loop_by_shape_and_other_blocks_with_the_set(
     path.write_text("\n".join([*stats * 30, *loop]) + "\n", encoding="utf-8")
 
     def lines(workers: int) -> tuple[list, int]:
-        calls = []
-        scan_shapes = explain_scanner._scan_shapes
-
-        def counted(data, first_line):
-            found = scan_shapes(data, first_line)
-            calls.append(found is not None)
-            return found
-
-        explain_scanner._scan_shapes = counted
-        try:
+        with shape_reads(explain_scanner) as calls:
             source = TextSource.from_file("log", path)
             items = explain_scanner.scan(source, workers=workers, block_bytes=block, kinds=True)
             out = [
                 m for i in items for m in (i.line_matches() if isinstance(i, BlockKinds) else [i])
             ]
-        finally:
-            del explain_scanner._scan_shapes
         return out, sum(calls)
 
     one, _ = lines(1)

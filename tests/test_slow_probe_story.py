@@ -34,9 +34,11 @@ def slow_first_token(path: Path, ttft_ms: float = 5900.0, total_ms: float = 6200
     (path / "vllm" / "probe.json").write_text(json.dumps(probe))
 
 
-def set_waiting(path: Path, scrape: int, waiting: float) -> None:
-    metrics = path / "vllm" / f"metrics-{scrape}.txt"
-    metrics.write_text(set_values(metrics.read_text(), dict.fromkeys(WAITING, waiting)))
+def set_waiting(path: Path, waiting: float, *scrapes: int) -> None:
+    """The waiting gauges of these scrapes (0, 1) set to `waiting`."""
+    for scrape in scrapes:
+        metrics = path / "vllm" / f"metrics-{scrape}.txt"
+        metrics.write_text(set_values(metrics.read_text(), dict.fromkeys(WAITING, waiting)))
 
 
 def diagnose(capsys, path: Path, *extra: str) -> tuple[int, str]:
@@ -87,7 +89,7 @@ def test_a_slow_first_token_with_no_queue_in_the_scrapes_is_not_named_queue_satu
 def test_waiting_in_one_scrape_only_is_not_a_sustained_queue(tmp_path, capsys):
     path = real_bundle(tmp_path, "healthy")
     slow_first_token(path)
-    set_waiting(path, 1, 3)
+    set_waiting(path, 3, 1)
     report = diagnose_json(capsys, path)
     gen = finding(report, "vllm-generation")
     assert "waiting 0 → 3" in gen["summary"] and "not a sustained one" in gen["summary"]
@@ -126,8 +128,7 @@ def full_cache_bundle(tmp_path: Path, waiting: float) -> Path:
     `waiting` requests in both, and the healthy drill's working probe."""
     path = real_bundle(tmp_path, "saturation", f"waiting-{waiting:g}")
     shutil.copy(REAL / "healthy" / "bundle" / "vllm" / "probe.json", path / "vllm" / "probe.json")
-    for scrape in (0, 1):
-        set_waiting(path, scrape, waiting)
+    set_waiting(path, waiting, 0, 1)
     return path
 
 
@@ -163,8 +164,7 @@ def test_a_probe_timed_out_while_tokens_flow_and_nothing_waits_is_not_the_queue(
     # the same scrapes with nothing waiting in either: the engine generates, yet the probe got
     # no byte in 8 s, so it was held before the engine's queue (or its own request is slow)
     path = real_bundle(tmp_path, "saturation")
-    set_waiting(path, 0, 0)
-    set_waiting(path, 1, 0)
+    set_waiting(path, 0, 0, 1)
     code, text = diagnose(capsys, path)
     root = root_cause_line(text)
     assert code == 2 and "Request queue saturated" not in root, root
@@ -208,8 +208,7 @@ def test_requests_waiting_with_none_running_are_not_a_capacity_queue(tmp_path, c
     # scrapes): adding replicas is not the fix
     path = real_bundle(tmp_path, "healthy")
     slow_first_token(path)
-    set_waiting(path, 0, 50)
-    set_waiting(path, 1, 50)
+    set_waiting(path, 50, 0, 1)
     code, text = diagnose(capsys, path)
     root = root_cause_line(text)
     assert code == 2 and "Request queue saturated" not in root, root
@@ -250,8 +249,7 @@ def test_a_full_kv_cache_with_nothing_running_is_not_explained_by_running_reques
 def test_a_negative_waiting_gauge_is_ignored_not_read_as_a_queue(tmp_path, capsys):
     path = real_bundle(tmp_path, "healthy")
     slow_first_token(path)
-    set_waiting(path, 0, -7)
-    set_waiting(path, 1, -7)
+    set_waiting(path, -7, 0, 1)
     report = diagnose_json(capsys, path)
     gen = finding(report, "vllm-generation")
     assert "-7" not in gen["summary"], gen["summary"]
