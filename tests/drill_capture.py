@@ -55,10 +55,17 @@ _COLLECT_WHEN_TOLD = """
 import sys
 import llmdoctor.collectors.bundle, llmdoctor.commands.collect, llmdoctor.commands.diagnose
 import llmdoctor.usecases.diagnose
+from llmdoctor.__main__ import end_process
 from llmdoctor.cli import run
 print("ready", flush=True)
 if sys.stdin.readline():  # "" when the test run closed the pipe (or died): nothing to collect
-    run(sys.argv[1:])
+    # ended as `llmdoctor` ends: a request abandoned at its deadline may still be reading, and
+    # the interpreter's shutdown under it aborts the process (exit -6 on CI, bundle written)
+    try:
+        run(sys.argv[1:])
+    except SystemExit as done:
+        end_process(done.code)
+    end_process(0)
 """
 
 

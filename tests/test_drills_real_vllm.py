@@ -17,6 +17,7 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import requests
@@ -100,9 +101,13 @@ def kit(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def _no_collector_left():
+def _no_collector_or_client_left():
     yield
     Collector.reap_all()
+    # a drill that failed before it joined its clients must not leave the next one a busy
+    # engine (on CI a failed kv-full drill's sustained clients made the wedged drill's idle
+    # gauges read 1 running)
+    Clients.stop_all()
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +128,8 @@ class Clients:
     so that an overload lasts as long as the drill needs on a fast or a slow machine (a one-shot
     burst drains in ~10 s here, and a probe that comes late meets an empty queue)."""
 
+    unjoined: ClassVar[list[Clients]] = []
+
     def __init__(
         self,
         url: str,
@@ -132,6 +139,7 @@ class Clients:
         timeout: float = 120,
         sustained: bool = False,
     ):
+        Clients.unjoined.append(self)
         self.answers: list[dict] = [{} for _ in range(n)]
         self.sent = [0] * n
         self.sustained = sustained
@@ -166,7 +174,15 @@ class Clients:
         deadline = time.monotonic() + timeout
         for thread in self.threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        if self in Clients.unjoined:
+            Clients.unjoined.remove(self)
         return self.answers
+
+    @classmethod
+    def stop_all(cls, timeout: float = 300) -> None:
+        """Join the clients of drills that failed before they did."""
+        for clients in list(cls.unjoined):
+            clients.join(timeout)
 
 
 def wait_for(predicate, timeout: float, step: float = 0.5) -> bool:

@@ -208,6 +208,16 @@ def test_blackholed_port_finishes_within_timeout_and_says_why():
     no_ok_claims(report)
 
 
+def test_a_request_whose_thread_ran_late_is_still_sent_within_its_task():
+    # t0 = 0, timeout 20: a request that starts on time has until 20; one whose thread a loaded
+    # machine ran 19.99 s late gets half a timeout (on CI it was "not sent: no time left"), never
+    # past 30, when its task is given up
+    deadline = vllm_endpoint.request_deadline
+    assert deadline(0.3, 20.0, 30.0, 20.0) == 20.0
+    assert deadline(19.99, 20.0, 30.0, 20.0) == 29.99
+    assert deadline(25.0, 20.0, 30.0, 20.0) == 30.0
+
+
 def test_blackholed_port_with_model_given_times_the_probe_out():
     # --model skips /v1/models, so the probe itself hits the silent port and times out
     timeout = 1.0

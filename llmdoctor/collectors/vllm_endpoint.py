@@ -126,6 +126,14 @@ def server_tokenize(session, base: str, text: str, *, timeout: float, deadline: 
     return result
 
 
+def request_deadline(now: float, first_deadline: float, until: float, timeout: float) -> float:
+    """When a request starting `now` must be done: by `first_deadline`, or half a timeout from
+    now when its thread ran late (a loaded machine: the real saturation drill on a busy 2-core
+    CI machine started two requests 20 s after the others, too late to be sent), never past
+    `until`, when its task is given up."""
+    return min(until, max(first_deadline, now + timeout / 2))
+
+
 class _Tasks:
     """Requests on daemon threads with hard deadlines: a task stuck past its deadline is abandoned."""
 
@@ -191,13 +199,19 @@ def collect_endpoint(
 
     Time: every request has `timeout`; calls run in parallel. When the endpoint does not
     answer at all this returns after about `timeout`; otherwise within window + 1.5 × timeout
-    (the second scrape and a probe that waited for /v1/models get at least half a timeout).
+    (the second scrape, a probe that waited for /v1/models and any request whose thread a
+    loaded machine started late get at least half a timeout).
     Bodies are capped (metrics 16 MiB, others 1-2 MiB). Never raises for network errors.
     """
     base = base_url.rstrip("/")
     tasks = _Tasks()
     t0 = time.monotonic()
     first_deadline = t0 + timeout
+    late = t0 + 1.5 * timeout
+
+    def deadline_now(until: float = late) -> float:
+        return request_deadline(time.monotonic(), first_deadline, until, timeout)
+
     # without a queue the second scrape waits for our own request, so that on an idle server
     # the window holds at least one finished request and the phase latencies are measured;
     # with one it does not: our request would finish only once the queue ahead had drained,
@@ -207,14 +221,14 @@ def collect_endpoint(
     def health() -> None:
         tasks.put(
             "vllm/health.json",
-            check_health(session, base, timeout=timeout, deadline=first_deadline),
+            check_health(session, base, timeout=timeout, deadline=deadline_now()),
         )
 
     def version() -> None:
         tasks.put(
             "vllm/version.json",
             _get_json(
-                session, f"{base}/version", "GET /version", timeout=timeout, deadline=first_deadline
+                session, f"{base}/version", "GET /version", timeout=timeout, deadline=deadline_now()
             ),
         )
 
@@ -230,7 +244,7 @@ def collect_endpoint(
             probe_finished.set()
 
     def models_then_probe() -> None:
-        models = list_models(session, base, timeout=timeout, deadline=first_deadline)
+        models = list_models(session, base, timeout=timeout, deadline=deadline_now())
         tasks.put("vllm/models.json", models)
         if not probe or model:
             return
@@ -240,11 +254,11 @@ def collect_endpoint(
             tasks.put("vllm/probe.json", Missing(f"generation probe not run: {why} (give --model)"))
             probe_finished.set()
             return
-        run_probe(ids[0], max(first_deadline, time.monotonic() + timeout / 2))
+        run_probe(ids[0], deadline_now())
 
     def metrics() -> None:
         scrapes: list[dict[str, Any]] = []
-        text, entry = scrape_metrics(session, base, timeout=timeout, deadline=first_deadline)
+        text, entry = scrape_metrics(session, base, timeout=timeout, deadline=deadline_now())
         first_done = time.monotonic()
         scrapes.append({"file": None if isinstance(text, Missing) else "metrics-0.txt", **entry})
         tasks.put("vllm/metrics-0.txt", text)
@@ -267,28 +281,27 @@ def collect_endpoint(
         tasks.put(
             "vllm/tokenize",
             server_tokenize(
-                session, base, tokenize_text or "", timeout=timeout, deadline=first_deadline
+                session, base, tokenize_text or "", timeout=timeout, deadline=deadline_now()
             ),
         )
 
-    late = t0 + 1.5 * timeout
     if not probe:
         probe_finished.set()
-    tasks.start("GET /health", health, first_deadline, ("vllm/health.json",))
-    tasks.start("GET /version", version, first_deadline, ("vllm/version.json",))
+    tasks.start("GET /health", health, late, ("vllm/health.json",))
+    tasks.start("GET /version", version, late, ("vllm/version.json",))
     probe_keys = ("vllm/probe.json",) if probe and not model else ()
     tasks.start("GET /v1/models", models_then_probe, late, ("vllm/models.json", *probe_keys))
     if probe and model:
         tasks.start(
             "generation probe",
-            lambda: run_probe(model, first_deadline),
-            first_deadline,
+            lambda: run_probe(model, deadline_now()),
+            late,
             ("vllm/probe.json",),
         )
     metric_keys = ("vllm/metrics-0.txt", "vllm/metrics-1.txt", "vllm/scrapes.json")
     tasks.start("GET /metrics", metrics, t0 + window + 1.5 * timeout, metric_keys)
     if tokenize_text:
-        tasks.start("POST /tokenize", tokenize, first_deadline, ("vllm/tokenize",))
+        tasks.start("POST /tokenize", tokenize, late, ("vllm/tokenize",))
     results = tasks.wait(t0)
     if not probe:
         results.setdefault("vllm/probe.json", Missing("generation probe not requested"))
