@@ -22,6 +22,7 @@ from llmdoctor.parsers.vllm_metrics import (
     parse_scrape,
     window_from_scrapes,
 )
+from llmdoctor.parsers.vllm_serving import fmt_seconds
 
 V0_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
 
@@ -179,6 +180,25 @@ def test_quantile_in_the_inf_bucket_reports_the_last_finite_bound():
     assert histogram_quantile(0.95, buckets) == 10.0
     assert histogram_quantile(0.5, {1.0: 0.0, 2.0: 10.0, math.inf: 10.0}) == 1.5
     assert histogram_quantile(0.5, {1.0: 0.0, math.inf: 0.0}) is None
+
+
+def test_quantiles_inside_a_wide_first_bucket_are_bounded_by_the_sum():
+    # real-vLLM drill shape: 40 requests queued 27 µs each, all under the first bound (0.3 s):
+    # interpolation alone says p95 285 ms; the 38th of 40 and the two after it are >= the p95,
+    # so the sum (1.08 ms) caps it at 360 µs, and the p50 (the 20th, 21 from it on) at 51 µs
+    queued = {"vllm:request_queue_time_seconds": [0.000027] * 40}
+    queue = window_of(v1_metrics("m", histograms=queued))["models"]["m"]["histograms"]["queue_time"]
+    assert queue["mean"] == pytest.approx(0.000027)
+    assert queue["p95"] == pytest.approx(0.00036) and queue["p50"] == pytest.approx(0.00108 / 21)
+    assert fmt_seconds(queue["p95"]) == "< 1 ms" and fmt_seconds(0.0) == "0 ms"
+    # one request: every quantile is that request (the probe's own, on an idle server)
+    one = {"vllm:e2e_request_latency_seconds": [0.21]}
+    e2e = window_of(v1_metrics("m", histograms=one))["models"]["m"]["histograms"]["e2e"]
+    assert e2e["p50"] == e2e["p95"] == pytest.approx(0.21)
+    # where the sum allows the interpolated value, it stands
+    slow = {"vllm:request_queue_time_seconds": [0.25] * 40}
+    queue = window_of(v1_metrics("m", histograms=slow))["models"]["m"]["histograms"]["queue_time"]
+    assert queue["p95"] == pytest.approx(0.285)
 
 
 def test_p95_beyond_last_bucket_is_flagged():

@@ -280,6 +280,20 @@ def histogram_quantile(q: float, buckets: dict[float, float]) -> float | None:
     return bounds[-1] if not math.isinf(bounds[-1]) else None
 
 
+def quantile_within_sum(estimate: float | None, q: float, total: float, n: float) -> float | None:
+    """The q-quantile estimate, no larger than the histogram's sum allows. Of n observations
+    sorted, the q-quantile is the k-th (k = ceil(q n)) and the n - k + 1 from it on are all at
+    least as large, so it is at most total / (n - k + 1); one observation is the sum itself.
+    Linear interpolation inside a wide first bucket (vLLM's request latencies start at 0.3 s)
+    says p95 285 ms for 40 requests that waited 27 µs on average; the sum says at most 360 µs."""
+    if estimate is None:
+        return None
+    if n == 1:
+        return total
+    above = n - math.ceil(q * n - 1e-9) + 1
+    return min(estimate, total / max(1.0, above))
+
+
 def _engine_sum(series: dict[str, float] | None) -> float | None:
     return sum(series.values()) if series else None
 
@@ -395,6 +409,9 @@ def _histograms(model: str, first: Scrape, last: Scrape, restarted: bool) -> dic
                 if not since_start and sums[0] is not None:
                     total, n = total - sums[0][0], n - sums[0][1]
                 entry["mean"] = total / n if n > 0 else None
+                if n > 0 and total >= 0 and not entry["p95_beyond_last_bucket"]:
+                    for key, q in (("p50", 0.5), ("p95", 0.95)):
+                        entry[key] = quantile_within_sum(entry[key], q, total, n)
             per_engine = _engine_quantiles(first, last, name, model, since_start)
             if len(per_engine) > 1:
                 entry["per_engine"] = per_engine

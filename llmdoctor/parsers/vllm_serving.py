@@ -81,9 +81,11 @@ def model_subject(name: str) -> str:
 
 
 def fmt_seconds(seconds: float | None) -> str:
-    """A latency for people: 850 ms, 4.2 s."""
+    """A latency for people: 850 ms, 4.2 s, < 1 ms (not "0 ms" for 27 µs)."""
     if seconds is None:
         return "n/a"
+    if 0 < seconds < 0.0005:
+        return "< 1 ms"
     if seconds < 1.0:
         return f"{seconds * 1000:.0f} ms"
     return f"{seconds:.1f} s"
