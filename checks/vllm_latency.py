@@ -60,9 +60,15 @@ def _explain(phase: str, hist: dict, facts: Facts, model: str, data: dict) -> tu
         return f"requests wait in the queue before they are scheduled{tail}", ["queue-saturation"]
     if phase == "ttft":
         q = f" while queue time p95 is {_p95_text(queue)}" if queue.get("p95") is not None else ""
+        seen = queue_seen(facts, model, threshold(facts, "max_queue_ms"))
+        if seen.queued:
+            # the real vLLM 0.32 saturation drill: 10-14 waiting in both scrapes, TTFT p95 4.9 s,
+            # and a queue-time histogram whose whole sum is 0.4 ms: the gauges are the evidence
+            waited = seen.text.removesuffix(" " + window_text(facts.get("vllm/window") or {}))
+            own = f" (vLLM's own queue-time p95 reads {_p95_text(queue)})" if q else ""
+            return f"{waited} and the first token waits behind them{own}", ["queue-saturation"]
         # queue time within its threshold (it would be the first slow phase otherwise) and no
         # sustained waiting: the time goes to prefill itself, not to a queue
-        seen = queue_seen(facts, model, threshold(facts, "max_queue_ms"))
         if seen.queued is False:
             books = ["kv-cache-preemption"] if _preempted(data) else []
         else:

@@ -114,6 +114,18 @@ def test_saturation_names_queue_saturation_first(capsys):
     assert "engine-dead" not in named(report) and code in (1, 2)
 
 
+def test_slow_first_token_behind_a_waiting_queue_is_not_called_slow_prefill(capsys):
+    # the saturation drill: 14 → 10 waiting, TTFT p95 4.9 s, and vLLM 0.32's queue-time
+    # histogram summing 0.4 ms over 11 requests: the gauges tell the wait, not "long prompts"
+    _, report = diagnose(capsys, "saturation")
+    (latency,) = [f for f in report["findings"] if f["check"] == "vllm-latency"]
+    assert "waiting 14 → 10" in latency["summary"], latency["summary"]
+    assert "the first token waits behind them" in latency["summary"]
+    assert "queue-time p95 reads < 1 ms" in latency["summary"]
+    assert "prefill is slow" not in latency["summary"] and "long prompts" not in latency["summary"]
+    assert latency["runbooks"] == ["queue-saturation"]
+
+
 def test_full_kv_cache_names_kv_cache_preemption(capsys):
     # 1,024 tokens of KV cache for six growing requests: the cache full, preemptions climbing;
     # the probe, waiting behind them, is slow as well (its finding says queue-saturation)

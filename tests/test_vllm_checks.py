@@ -236,6 +236,35 @@ def test_real_docs_capture_ttft_is_within_thresholds():
     assert f.severity is Severity.OK and "time to first token p95" in f.summary
 
 
+def test_slow_first_token_reads_the_waiting_gauges_before_blaming_prefill():
+    slow_ttft = {"vllm:time_to_first_token_seconds": [4.0] * 10}
+    # nothing waits in either scrape: the first token's time goes to prefill
+    idle = facts_with(
+        v1_metrics("m", running=2, waiting=0),
+        v1_metrics("m", running=2, waiting=0, histograms=slow_ttft),
+    )
+    f = one(idle, "vllm-latency")
+    assert "prefill is slow" in f.summary and "queue-saturation" not in f.runbooks
+    # requests wait in both scrapes and vLLM's queue time holds most of the wait
+    queued = {**slow_ttft, "vllm:request_queue_time_seconds": [3.5] * 10}
+    busy = facts_with(
+        v1_metrics("m", running=4, waiting=9),
+        v1_metrics("m", running=4, waiting=7, histograms=queued),
+    )
+    f = one(busy, "vllm-latency")
+    assert f.summary.startswith("slow queue time"), f.summary
+    # the gauges show the queue while the queue-time histogram is near zero (vLLM 0.32)
+    hidden = {**slow_ttft, "vllm:request_queue_time_seconds": [0.00003] * 10}
+    busy = facts_with(
+        v1_metrics("m", running=4, waiting=9),
+        v1_metrics("m", running=4, waiting=7, histograms=hidden),
+    )
+    f = one(busy, "vllm-latency")
+    assert "requests waited in every scrape (waiting 9 → 7)" in f.summary, f.summary
+    assert "(vLLM's own queue-time p95 reads < 1 ms)" in f.summary
+    assert f.runbooks == ["queue-saturation"] and "prefill is slow" not in f.summary
+
+
 def health_facts(health: dict, extra: dict | None = None) -> Facts:
     facts = Facts()
     facts.set("vllm/health.json", health)
