@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from vllm_server import (
@@ -195,6 +196,12 @@ def test_quantiles_inside_a_wide_first_bucket_are_bounded_by_the_sum():
     one = {"vllm:e2e_request_latency_seconds": [0.21]}
     e2e = window_of(v1_metrics("m", histograms=one))["models"]["m"]["histograms"]["e2e"]
     assert e2e["p50"] == e2e["p95"] == pytest.approx(0.21)
+    # a _count that disagrees with the buckets (a broken exporter) bounds nothing
+    ten = v1_metrics("m", histograms={"vllm:e2e_request_latency_seconds": [0.21] * 10})
+    broken = re.sub(r"(e2e_request_latency_seconds_count\{[^}]*\}) 10\.0", r"\1 1.0", ten)
+    assert broken != ten
+    e2e = window_of(broken)["models"]["m"]["histograms"]["e2e"]
+    assert e2e["p95"] == pytest.approx(0.285)
     # where the sum allows the interpolated value, it stands
     slow = {"vllm:request_queue_time_seconds": [0.25] * 40}
     queue = window_of(v1_metrics("m", histograms=slow))["models"]["m"]["histograms"]["queue_time"]

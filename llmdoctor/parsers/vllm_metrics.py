@@ -409,7 +409,9 @@ def _histograms(model: str, first: Scrape, last: Scrape, restarted: bool) -> dic
                 if not since_start and sums[0] is not None:
                     total, n = total - sums[0][0], n - sums[0][1]
                 entry["mean"] = total / n if n > 0 else None
-                if n > 0 and total >= 0 and not entry["p95_beyond_last_bucket"]:
+                # the sum bounds the quantiles only where _count agrees with the buckets
+                consistent = n > 0 and abs(n - count) < 0.5 and total >= 0
+                if consistent and not entry["p95_beyond_last_bucket"]:
                     for key, q in (("p50", 0.5), ("p95", 0.95)):
                         entry[key] = quantile_within_sum(entry[key], q, total, n)
             per_engine = _engine_quantiles(first, last, name, model, since_start)
