@@ -23,7 +23,7 @@ from llmdoctor.parsers.vllm_metrics import (
     parse_scrape,
     window_from_scrapes,
 )
-from llmdoctor.parsers.vllm_serving import fmt_seconds
+from llmdoctor.parsers.vllm_serving import fmt_count, fmt_seconds
 
 V0_MODEL = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
 
@@ -206,6 +206,11 @@ def test_quantiles_inside_a_wide_first_bucket_are_bounded_by_the_sum():
     slow = {"vllm:request_queue_time_seconds": [0.25] * 40}
     queue = window_of(v1_metrics("m", histograms=slow))["models"]["m"]["histograms"]["queue_time"]
     assert queue["p95"] == pytest.approx(0.285)
+
+
+def test_counts_are_written_for_people_however_large():
+    assert fmt_count(120.0) == "120" and fmt_count(2.5) == "2.5"
+    assert fmt_count(1e308) == "1e+308" and fmt_count(-3.2e13) == "-3.2e+13"
 
 
 def test_p95_beyond_last_bucket_is_flagged():

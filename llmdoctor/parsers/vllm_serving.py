@@ -116,8 +116,11 @@ def fmt_pct(fraction: float | None) -> str:
 
 
 def fmt_count(value: float | None) -> str:
+    """A count for people: 120, 2.5, 3.2e+12 (not 1e308 written out in 309 digits)."""
     if value is None:
         return "n/a"
+    if abs(value) >= 1e12:
+        return f"{value:.2g}"
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
 
 
