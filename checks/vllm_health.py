@@ -7,7 +7,7 @@ request is reported as a finding with its reason, never as "healthy".
 
 from __future__ import annotations
 
-from llmdoctor.collectors.network_errors import ACCEPTED_NO_ANSWER, UNRESOLVED
+from llmdoctor.collectors.network_errors import ACCEPTED_NO_ANSWER, NOT_SENT_KIND, UNRESOLVED
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.findings import Finding, Severity, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
@@ -21,6 +21,7 @@ from llmdoctor.parsers.vllm_serving import (
     expected_models,
     is_collection_failure,
     model_ids,
+    never_sent,
     scrape_sources,
     server_not_running,
     threshold,
@@ -40,16 +41,19 @@ def _health(facts: Facts) -> Finding:
     status, error, kind = health.get("status"), health.get("error"), health.get("error_kind")
     latency = health.get("latency_ms")
     answer = f"status {status}" if status is not None else "no status"
+    after = f" after {latency} ms" if latency is not None else ""
     items = [
         evidence(
-            f"GET /health: {answer} after {latency} ms" + (f"; {error}" if error else ""),
-            "vllm/health.json",
+            f"GET /health: {answer}{after}" + (f"; {error}" if error else ""), "vllm/health.json"
         )
     ]
     version = facts.get("vllm/version.json")
     if isinstance(version, dict) and version.get("version"):
         items.append(evidence(f"vLLM version {version['version']}", "vllm/version.json"))
     subject = "endpoint /health"
+    if kind == NOT_SENT_KIND:
+        # llmdoctor's budget ran out before the request started: the server was not asked
+        return info(CHECK, f"/health not checked: {error}", items, [], subject)
     if status is None:
         what = error or "no status and no error recorded"
         down = server_not_running(facts)
@@ -159,7 +163,8 @@ def _models(facts: Facts) -> Finding | None:
         if refusal is not None:
             hint = f" ({refusal.what})"
         books = [refusal.runbook] if refusal else []
-        return warning(CHECK, f"cannot list the served models: {reason}{hint}", [], books, subject)
+        told = info if never_sent(reason) else warning
+        return told(CHECK, f"cannot list the served models: {reason}{hint}", [], books, subject)
     models = facts.require("vllm/models.json")
     ids = model_ids(models)
     data = models.get("data") if isinstance(models, dict) else None
@@ -196,7 +201,8 @@ def _metrics(facts: Facts) -> Finding | None:
         if not is_collection_failure(reason):
             return None
         refusal = deliberate_refusal(reason)
-        return warning(
+        told = info if never_sent(reason) else warning
+        return told(
             CHECK,
             f"/metrics could not be read ({reason}); queue, KV-cache and latency not checked",
             [],

@@ -17,6 +17,7 @@ from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
 from llmdoctor.parsers.k8s_pod import counter_reset_text
+from llmdoctor.parsers.vllm_engines import is_fraction
 from llmdoctor.parsers.vllm_serving import (
     fmt_count,
     fmt_pct,
@@ -31,11 +32,6 @@ from llmdoctor.parsers.vllm_serving import (
 
 CHECK = "vllm-kv-cache"
 PREEMPTIONS = "vllm:num_preemptions_total"
-
-
-def is_fraction(value) -> bool:
-    """vLLM's KV usage gauge is a fraction (0.73 is 73 %), whatever `_perc` in its name says."""
-    return isinstance(value, int | float) and 0.0 <= value <= 1.0
 
 
 def _rate(counter: dict) -> str:
@@ -154,9 +150,16 @@ def _model_finding(
             subject,
         )
     if rising:
-        where_kv = f" with the KV cache at {fmt_pct(peak)}" if peak is not None else ""
+        # vLLM preempts only when no block is free: the cache was full between the scrapes,
+        # whatever the gauge read at them
+        where_kv = f" (it read {fmt_pct(peak)} at most when scraped)" if peak is not None else ""
         return warning(
-            CHECK, f"preemptions rising ({delta_text}){where_kv}", items, runbooks, subject
+            CHECK,
+            f"preemptions rising ({delta_text}): the KV cache ran out of free blocks between "
+            f"the scrapes{where_kv}",
+            items,
+            runbooks,
+            subject,
         )
     if full:
         waiting = _waiting(gauges)

@@ -32,6 +32,8 @@ PHASES = (
     ("e2e", "end-to-end latency", "max_e2e_ms"),
 )
 CRITICAL_FACTOR = 5.0  # a phase's p95 at 5x its threshold is critical
+# what one observation of each histogram is: inter-token latency counts the gaps between tokens
+_OBSERVED = {"queue_time": "requests", "ttft": "requests", "itl": "token gaps", "e2e": "requests"}
 
 
 def _p95_text(entry: dict) -> str:
@@ -108,7 +110,8 @@ def _model_finding(model: str, data: dict, window: dict, facts: Facts) -> Findin
         items.append(
             evidence(
                 f"{label} ({entry['metric']}): p50 {fmt_seconds(entry['p50'])}, p95 "
-                f"{_p95_text(entry)} over {fmt_count(entry['count'])} requests; threshold p95 "
+                f"{_p95_text(entry)} over {fmt_count(entry['count'])} {_OBSERVED[concept]}; "
+                "threshold p95 "
                 f"{fmt_seconds(limit_ms / 1000)}",
                 "vllm/window",
             )
@@ -126,6 +129,18 @@ def _model_finding(model: str, data: dict, window: dict, facts: Facts) -> Findin
         parts = ", ".join(
             f"{label} p95 {_p95_text(measured[c])}" for c, label, _ in PHASES if c in measured
         )
+        unmeasured = [label for c, label, _ in PHASES if c in hist and c not in measured]
+        if unmeasured:
+            # no request reached its first token or its end in the window (20 waiting behind
+            # a full cache, the real admission drill): what was not measured is no ✓
+            return info(
+                CHECK,
+                f"{', '.join(unmeasured)} not measured (no new observations {scope}); "
+                f"within thresholds: {parts}",
+                items,
+                [],
+                subject,
+            )
         return ok(CHECK, f"latency within thresholds {scope}: {parts}", items, subject)
     concept, label, entry, limit_ms = slow[0]
     why, runbooks = _explain(concept, hist, facts, model, data)

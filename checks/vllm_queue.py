@@ -113,6 +113,13 @@ def _verdict(
             [],
         )
     if len(running) < 2:
+        if _at_ceiling_once(view, ceiling):
+            return (
+                Severity.WARNING,
+                f"{last_w} requests waiting with {last_r} running at max_num_seqs {ceiling} in a "
+                "single scrape; scrape twice (--window) to see whether it lasts",
+                ["queue-saturation"],
+            )
         return (
             Severity.WARNING,
             f"{last_w} requests waiting with {last_r} running in a single scrape; scrape twice "
@@ -125,6 +132,9 @@ def _verdict(
     default = _default_ceiling(running) if ceiling is None else None
     if ceiling is not None and min(running) >= AT_CEILING * ceiling:
         limit = f"at max_num_seqs {ceiling}"
+    elif ceiling is not None and max(running) >= AT_CEILING * ceiling:
+        # 3 → 4 at --max-num-seqs 4 with requests waiting throughout is no batch "below" it
+        limit = f"reaching max_num_seqs {ceiling}"
     elif default is not None:
         limit = (
             f"on a plateau (max_num_seqs unknown; {default} is vLLM's default --max-num-seqs "
@@ -159,6 +169,13 @@ def _verdict(
         "budget (max_num_batched_tokens) or by bursts of arrivals",
         ["queue-saturation"],
     )
+
+
+def _at_ceiling_once(view: EngineView, ceiling: int | None) -> bool:
+    """A single scrape with requests waiting while the batch is at a known max_num_seqs: what
+    queue-saturation says ("running at max_num_seqs, many waiting"), seen once."""
+    running = [r for r in view.running if r is not None]
+    return ceiling is not None and bool(running) and running[-1] >= AT_CEILING * ceiling
 
 
 def _deferred_note(views: list[EngineView]) -> str:
@@ -227,7 +244,13 @@ def _model_finding(
         else:
             summary = f"engine {view.engine} of {engines}: {summary}"
     summary += _deferred_note(views) + aside
-    return Finding(CHECK, severity, summary, items, runbooks if severity.rank else [], subject)
+    found = Finding(CHECK, severity, summary, items, runbooks if severity.rank else [], subject)
+    # one scrape cannot tell a burst from saturation: the runbook is a place to look, and the
+    # story's headline must not say "saturated" over a finding that asks for a second scrape
+    found.runbooks_unproven = (
+        len(view.running) < 2 and bool(found.runbooks) and not _at_ceiling_once(view, ceiling)
+    )
+    return found
 
 
 def _admission_finding(model: str, data: dict, window: dict) -> Finding | None:

@@ -126,6 +126,18 @@ def test_slow_first_token_behind_a_waiting_queue_is_not_called_slow_prefill(caps
     assert latency["runbooks"] == ["queue-saturation"]
 
 
+def test_latency_not_measured_in_the_window_is_said_not_ticked(capsys):
+    # the admission drill: 20 waiting behind a full cache, no request reached its first token
+    # or its end in the 4.3 s; only inter-token gaps were observed (560 of them, not requests)
+    _, report = diagnose(capsys, "admission")
+    (latency,) = [f for f in report["findings"] if f["check"] == "vllm-latency"]
+    assert latency["severity"] == "info", latency
+    assert latency["summary"].startswith(
+        "queue time, time to first token, end-to-end latency not measured (no new observations"
+    )
+    assert "over 560 token gaps" in latency["evidence"][0]["text"]
+
+
 def test_full_kv_cache_names_kv_cache_preemption(capsys):
     # 1,024 tokens of KV cache for six growing requests: the cache full, preemptions climbing;
     # the probe, waiting behind them, is slow as well (its finding says queue-saturation)

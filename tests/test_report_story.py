@@ -386,6 +386,26 @@ def test_a_damaged_metrics_scrape_is_not_the_story(tmp_path):
     assert "Root cause  a /metrics scrape" not in text
 
 
+def test_a_queue_seen_in_one_scrape_is_no_saturation_headline(tmp_path):
+    # the real admission drill's first scrape alone (20 waiting, 4 running, max_num_seqs not
+    # given): before, "Root cause Request queue saturated (running at max_num_seqs …)" over a
+    # finding that asks for a second scrape to tell a burst from saturation
+    bundle = tmp_path / "b"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "real-vllm-0.32" / "admission" / "bundle", bundle)
+    (bundle / "vllm" / "metrics-1.txt").unlink()
+    scrapes = json.loads((bundle / "vllm" / "scrapes.json").read_text())
+    (bundle / "vllm" / "scrapes.json").write_text(json.dumps(scrapes[:1]))
+    # the gauges only: no since-start queue time, no admission refusals to prove a queue with
+    gauges = ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage")
+    first = bundle / "vllm" / "metrics-0.txt"
+    kept = [line for line in first.read_text().splitlines() if any(g in line for g in gauges)]
+    first.write_text("\n".join(kept) + "\n")
+    (bundle / "vllm" / "probe.json").unlink()
+    head = "\n".join(_terminal(_report(bundle)).splitlines()[:6])
+    assert "Root cause  20 requests waiting with 4 running in a single scrape" in head, head
+    assert "no cause is proven" in head and "Request queue saturated" not in head
+
+
 @pytest.mark.parametrize("name", sorted(INCIDENTS))
 def test_the_headline_counts_agree_with_the_status(name):
     # counted by story at its worst severity: a critical report counts a critical story

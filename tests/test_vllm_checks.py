@@ -16,6 +16,7 @@ from vllm_server import (
     v1_text,
 )
 
+from llmdoctor.collectors.network_errors import NOT_SENT
 from llmdoctor.engine.derive import derive_all
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.findings import Severity
@@ -58,6 +59,8 @@ def test_queue_in_a_single_scrape_asks_for_a_second():
     # one scrape cannot tell a burst from saturation
     f = one(facts_with(v1_metrics("m", running=256, waiting=40)), "vllm-queue")
     assert f.severity is Severity.WARNING and "--window" in f.summary
+    # a place to look, not a proven saturation: no "Request queue saturated" headline over it
+    assert f.runbooks == ["queue-saturation"] and f.runbooks_unproven
 
 
 def test_waiting_with_nothing_running_in_one_scrape_is_a_warning_not_a_verdict():
@@ -102,6 +105,34 @@ def test_queue_below_the_ceiling_without_kv_pressure_names_the_token_budget():
     assert f.severity is Severity.WARNING and "max_num_batched_tokens" in f.summary
 
 
+def test_a_batch_reaching_the_ceiling_while_requests_wait_is_saturation_not_below_it():
+    # before: "running (3 → 4) is below max_num_seqs 4"
+    f = one(
+        facts_with(
+            v1_metrics("m", running=3, waiting=14, kv=0.3),
+            v1_metrics("m", running=4, waiting=10, kv=0.3),
+            settings__max_num_seqs=4,
+        ),
+        "vllm-queue",
+    )
+    assert f.severity is Severity.CRITICAL and "running 3 → 4 reaching max_num_seqs 4" in f.summary
+    assert "below" not in f.summary and f.runbooks == ["queue-saturation"]
+
+
+def test_a_kv_usage_outside_0_to_1_is_no_reading_for_the_queue_either():
+    # vllm-kv-cache ignores 1.5 as "not read as KV usage"; the queue finding said "the KV cache
+    # is also full (150.0%)"
+    f = one(
+        facts_with(
+            v1_metrics("m", running=4, waiting=14, kv=0.4),
+            v1_metrics("m", running=4, waiting=10, kv=1.5),
+            settings__max_num_seqs=4,
+        ),
+        "vllm-queue",
+    )
+    assert "150" not in f.summary and "KV cache is also full" not in f.summary, f.summary
+
+
 def test_max_num_seqs_from_the_pod_spec_is_used_and_settings_win():
     # serving/args (from the pod spec) gives 128; --max-num-seqs 256 overrides it
     metrics = [v1_metrics("m", running=128, waiting=10), v1_metrics("m", running=128, waiting=20)]
@@ -141,6 +172,8 @@ def test_preemptions_rising_with_room_in_the_cache_is_a_warning():
     # preemptions happened in the window even though usage now reads 60%
     f = kv_between({"kv": 0.6, "preemptions": 5}, {"kv": 0.6, "preemptions": 9})
     assert f.severity is Severity.WARNING and "+4" in f.summary and "0.80/s" in f.summary
+    # the headline names a full cache: the finding says why that holds at 60 %
+    assert "ran out of free blocks between the scrapes (it read 60.0% at most" in f.summary
 
 
 def test_preemptions_before_a_quiet_window_are_told_with_the_server_age():
@@ -271,6 +304,20 @@ def health_facts(health: dict, extra: dict | None = None) -> Facts:
     for key, value in (extra or {}).items():
         facts.set(key, value)
     return facts
+
+
+def test_requests_llmdoctor_never_sent_say_nothing_of_the_server():
+    # `probe --timeout 0.1` on a loaded machine: the budget ran out before /health, /v1/models
+    # and /metrics were sent; before, "Root cause vLLM engine died" with "after None ms"
+    health = {"status": None, "latency_ms": None, "error": NOT_SENT, "error_kind": "not-sent"}
+    facts = health_facts(health)
+    facts.mark_missing("vllm/models.json", f"GET /v1/models: {NOT_SENT}")
+    facts.mark_missing("vllm/metrics-0.txt", f"GET /metrics: {NOT_SENT}")
+    found = findings(facts, "vllm-health")
+    assert [f.severity for f in found] == [Severity.INFO] * 3, [f.summary for f in found]
+    assert not any(f.runbooks for f in found)
+    assert found[0].summary.startswith("/health not checked: not sent: llmdoctor's --timeout")
+    assert found[0].evidence[0]["text"].startswith("GET /health: no status; not sent")
 
 
 @pytest.mark.parametrize(

@@ -397,6 +397,17 @@ def test_non_streamed_json_answer_is_still_read():
     assert only(report, "vllm-generation").severity is Severity.OK
 
 
+def test_json_that_is_no_completion_is_not_called_an_empty_generation():
+    # another server answering the same JSON on every path: before, "the probe generated no
+    # text" and the NaN-logits runbook
+    other = Reply(200, json.dumps({"data": [{"id": V0_MODEL}]}))
+    with FakeVllmServer(Scenario(routes={"POST /v1/completions": other})) as srv:
+        report = probe_report(srv.url)
+    gen = only(report, "vllm-generation")
+    assert gen.severity is Severity.CRITICAL and "JSON that is not a completion" in gen.summary
+    assert "nan-or-garbage-output" not in gen.runbooks, gen.runbooks
+
+
 def test_connection_refused():
     # nothing listens: vLLM exited (or wrong port)
     report = probe_report(f"http://127.0.0.1:{free_port()}", timeout=1)

@@ -202,6 +202,12 @@ def test_quantiles_inside_a_wide_first_bucket_are_bounded_by_the_sum():
     assert broken != ten
     e2e = window_of(broken)["models"]["m"]["histograms"]["e2e"]
     assert e2e["p95"] == pytest.approx(0.285)
+    # nor a sum smaller than the buckets allow: ten requests of 3 s cannot sum to 2 ms
+    slow = v1_metrics("m", histograms={"vllm:e2e_request_latency_seconds": [3.0] * 10})
+    tiny = re.sub(r"(e2e_request_latency_seconds_sum\{[^}]*\}) [0-9.e+-]+", r"\1 0.002", slow)
+    assert tiny != slow
+    e2e = window_of(tiny)["models"]["m"]["histograms"]["e2e"]
+    assert e2e["p95"] > 2.5
     # where the sum allows the interpolated value, it stands
     slow = {"vllm:request_queue_time_seconds": [0.25] * 40}
     queue = window_of(v1_metrics("m", histograms=slow))["models"]["m"]["histograms"]["queue_time"]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmdoctor.collectors.network_errors import classify_network_error
+from llmdoctor.collectors.network_errors import NOT_SENT, NOT_SENT_KIND, classify_network_error
 
 SNIPPET = 300
 
@@ -24,7 +24,9 @@ class HttpReply:
     content_type: str = ""
     latency_ms: float | None = None
     error: str | None = None
-    error_kind: str | None = None  # connect | timeout | reset | too-large | tls | protocol
+    error_kind: str | None = (
+        None  # connect | timeout | reset | too-large | tls | protocol | not-sent
+    )
     headers_ms: float | None = None
     done_at: float = field(default_factory=time.time)
 
@@ -99,7 +101,7 @@ def http_request(
     start = time.monotonic()
     budget = min(timeout, deadline - start)
     if budget <= 0.05:
-        return HttpReply(error="not sent: no time left before the deadline", error_kind="timeout")
+        return HttpReply(error=NOT_SENT, error_kind=NOT_SENT_KIND)
     try:
         resp = _send(session, method, url, json_body, start, deadline, timeout)
     except requests.RequestException as exc:

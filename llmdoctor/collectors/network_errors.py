@@ -7,6 +7,12 @@ UNRESOLVED = "the host name does not resolve"  # a connect failure before any ad
 # a read timeout: something listens and took the request, then said nothing (a blocked
 # server or a proxy holding it), not a server that is gone
 ACCEPTED_NO_ANSWER = "the server accepted the connection"
+# llmdoctor's own budget ran out before a request could start: nothing is known of the server
+NOT_SENT_KIND = "not-sent"
+NOT_SENT = (
+    "not sent: llmdoctor's --timeout ran out before the request could start (a --timeout "
+    "too short, or a machine too loaded to run llmdoctor's threads)"
+)
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

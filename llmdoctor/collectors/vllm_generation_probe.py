@@ -204,7 +204,12 @@ def _streamed(reader: StreamReader, sent: float, result: dict[str, Any]) -> None
 def _non_streamed(reply, result: dict[str, Any], chat: bool) -> None:
     try:
         body = json.loads(reply.text())
-        choice = (body.get("choices") or [{}])[0]
+        choices = body.get("choices")
+        # no choices at all is no completion (another server's JSON on every path), not an
+        # empty generation
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise ValueError("no choices")
+        choice = choices[0]
         text, _ = choice_text(choice, chat)
     except (ValueError, AttributeError, IndexError, TypeError):
         result.update(

@@ -176,10 +176,14 @@ def root_runbook(chapter: Chapter, graph: CauseGraph) -> str | None:
     """The runbook of the story's cause: the root's first runbook that none of its other
     runbooks explains (cuda-oom-runtime, not the engine-dead it leads to). None when the root
     has none: a consequence's runbook (pod-not-ready) does not name the cause, nor does one
-    of several places to look (`runbooks_unproven`)."""
-    if chapter.root.runbooks_unproven:
-        return None
+    of several places to look (`runbooks_unproven`), unless a finding folded under it proves
+    one of them (a queue seen in one scrape, and vLLM's queue time p95 at 9.7 s)."""
     ids = list(dict.fromkeys(chapter.root.runbooks))
+    if chapter.root.runbooks_unproven:
+        proven = {r for f in chapter.folded if not f.runbooks_unproven for r in f.runbooks}
+        ids = [rid for rid in ids if rid in proven]
+        if not ids:
+            return None
     for rid in ids:
         if not any(other != rid and graph.explains(other, rid) for other in ids):
             return rid

@@ -22,6 +22,11 @@ SLEEP_LEVELS = {
 }
 
 
+def is_fraction(value) -> bool:
+    """vLLM's KV usage gauge is a fraction (0.73 is 73 %), whatever `_perc` in its name says."""
+    return isinstance(value, int | float) and 0.0 <= value <= 1.0
+
+
 @dataclass
 class EngineView:
     """One engine of one model over the window (lists hold one value per scrape)."""
@@ -105,7 +110,11 @@ def engine_view(model: str, data: dict[str, Any], engine: str) -> EngineView | N
         waiting=_filled(engine_values(gauges["waiting"], engine)),
         waiting_capacity=_filled(capacity) if any(v is not None for v in capacity) else None,
         waiting_deferred=_filled(deferred) if any(v is not None for v in deferred) else None,
-        kv=engine_values(gauges.get("kv_cache_usage"), engine),
+        # a usage outside 0-1 (150 %: not vLLM's fraction) is no reading
+        kv=[
+            v if is_fraction(v) else None
+            for v in engine_values(gauges.get("kv_cache_usage"), engine)
+        ],
         awake=awake if any(v is not None for v in awake) else [],
         sleep_level=level,
         generated=engine_delta(counters.get("generation_tokens"), engine),

@@ -280,6 +280,18 @@ def histogram_quantile(q: float, buckets: dict[float, float]) -> float | None:
     return bounds[-1] if not math.isinf(bounds[-1]) else None
 
 
+def bucket_floor(buckets: dict[float, float]) -> float:
+    """The least sum the observations of cumulative `buckets` can have: each at the lower bound
+    of its bucket."""
+    floor, lower, below = 0.0, 0.0, 0.0
+    for bound in sorted(buckets):
+        floor += (buckets[bound] - below) * lower
+        below = buckets[bound]
+        if not math.isinf(bound):
+            lower = bound
+    return floor
+
+
 def quantile_within_sum(estimate: float | None, q: float, total: float, n: float) -> float | None:
     """The q-quantile estimate, no larger than the histogram's sum allows. Of n observations
     sorted, the q-quantile is the k-th (k = ceil(q n)) and the n - k + 1 from it on are all at
@@ -409,8 +421,11 @@ def _histograms(model: str, first: Scrape, last: Scrape, restarted: bool) -> dic
                 if not since_start and sums[0] is not None:
                     total, n = total - sums[0][0], n - sums[0][1]
                 entry["mean"] = total / n if n > 0 else None
-                # the sum bounds the quantiles only where _count agrees with the buckets
-                consistent = n > 0 and abs(n - count) < 0.5 and total >= 0
+                # the sum bounds the quantiles only where it agrees with the buckets: _count
+                # theirs, and no less than each observation's bucket floor adds up to
+                consistent = (
+                    n > 0 and abs(n - count) < 0.5 and total >= bucket_floor(window) * (1 - 1e-9)
+                )
                 if consistent and not entry["p95_beyond_last_bucket"]:
                     for key, q in (("p50", 0.5), ("p95", 0.95)):
                         entry[key] = quantile_within_sum(entry[key], q, total, n)
