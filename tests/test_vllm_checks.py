@@ -92,29 +92,21 @@ def test_a_queue_seen_in_one_scrape_of_two_is_info():
     assert f.severity is Severity.INFO
 
 
+def queue_between(*scrapes: tuple[int, int, float], max_num_seqs: int):
+    """vllm-queue's finding for scrapes of (running, waiting, KV usage) of model m."""
+    texts = [v1_metrics("m", running=r, waiting=w, kv=kv) for r, w, kv in scrapes]
+    return one(facts_with(*texts, settings__max_num_seqs=max_num_seqs), "vllm-queue")
+
+
 def test_queue_below_the_ceiling_without_kv_pressure_names_the_token_budget():
     # running 120 of 256, KV at 30%, a steady queue: prefill budget or bursts
-    f = one(
-        facts_with(
-            v1_metrics("m", running=120, waiting=50, kv=0.3),
-            v1_metrics("m", running=90, waiting=50, kv=0.3),
-            settings__max_num_seqs=256,
-        ),
-        "vllm-queue",
-    )
+    f = queue_between((120, 50, 0.3), (90, 50, 0.3), max_num_seqs=256)
     assert f.severity is Severity.WARNING and "max_num_batched_tokens" in f.summary
 
 
 def test_a_batch_reaching_the_ceiling_while_requests_wait_is_saturation_not_below_it():
     # before: "running (3 → 4) is below max_num_seqs 4"
-    f = one(
-        facts_with(
-            v1_metrics("m", running=3, waiting=14, kv=0.3),
-            v1_metrics("m", running=4, waiting=10, kv=0.3),
-            settings__max_num_seqs=4,
-        ),
-        "vllm-queue",
-    )
+    f = queue_between((3, 14, 0.3), (4, 10, 0.3), max_num_seqs=4)
     assert f.severity is Severity.CRITICAL and "running 3 → 4 reaching max_num_seqs 4" in f.summary
     assert "below" not in f.summary and f.runbooks == ["queue-saturation"]
 
@@ -122,14 +114,7 @@ def test_a_batch_reaching_the_ceiling_while_requests_wait_is_saturation_not_belo
 def test_a_kv_usage_outside_0_to_1_is_no_reading_for_the_queue_either():
     # vllm-kv-cache ignores 1.5 as "not read as KV usage"; the queue finding said "the KV cache
     # is also full (150.0%)"
-    f = one(
-        facts_with(
-            v1_metrics("m", running=4, waiting=14, kv=0.4),
-            v1_metrics("m", running=4, waiting=10, kv=1.5),
-            settings__max_num_seqs=4,
-        ),
-        "vllm-queue",
-    )
+    f = queue_between((4, 14, 0.4), (4, 10, 1.5), max_num_seqs=4)
     assert "150" not in f.summary and "KV cache is also full" not in f.summary, f.summary
 
 
