@@ -283,6 +283,25 @@ def test_slow_first_token_reads_the_waiting_gauges_before_blaming_prefill():
     assert f.runbooks == ["queue-saturation"] and "prefill is slow" not in f.summary
 
 
+def test_a_phase_not_measured_is_named_and_ticked_only_when_nothing_waits():
+    # a request finished in the window, none got its first token in it
+    before = {"vllm:time_to_first_token_seconds": [0.05], "vllm:e2e_request_latency_seconds": []}
+    after = {"vllm:time_to_first_token_seconds": [0.05], "vllm:e2e_request_latency_seconds": [0.4]}
+    idle = facts_with(
+        v1_metrics("m", running=1, waiting=0, histograms=before),
+        v1_metrics("m", running=0, waiting=0, histograms=after),
+    )
+    f = one(idle, "vllm-latency")
+    assert f.severity is Severity.OK, f.summary
+    assert f.summary.endswith("; time to first token not measured (no new observations)")
+    busy = facts_with(
+        v1_metrics("m", running=4, waiting=20, histograms=before),
+        v1_metrics("m", running=4, waiting=20, histograms=after),
+    )
+    f = one(busy, "vllm-latency")
+    assert f.severity is Severity.INFO and f.summary.startswith("time to first token not measured")
+
+
 def health_facts(health: dict, extra: dict | None = None) -> Facts:
     facts = Facts()
     facts.set("vllm/health.json", health)
