@@ -7,7 +7,12 @@ request is reported as a finding with its reason, never as "healthy".
 
 from __future__ import annotations
 
-from llmdoctor.collectors.network_errors import ACCEPTED_NO_ANSWER, NOT_SENT_KIND, UNRESOLVED
+from llmdoctor.collectors.network_errors import (
+    ACCEPTED_NO_ANSWER,
+    NOT_SENT_KIND,
+    UNRESOLVED,
+    never_sent,
+)
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.findings import Finding, Severity, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
@@ -21,7 +26,6 @@ from llmdoctor.parsers.vllm_serving import (
     expected_models,
     is_collection_failure,
     model_ids,
-    never_sent,
     scrape_sources,
     server_not_running,
     threshold,

@@ -174,8 +174,7 @@ def _verdict(
 def _at_ceiling_once(view: EngineView, ceiling: int | None) -> bool:
     """A single scrape with requests waiting while the batch is at a known max_num_seqs: what
     queue-saturation says ("running at max_num_seqs, many waiting"), seen once."""
-    running = [r for r in view.running if r is not None]
-    return ceiling is not None and bool(running) and running[-1] >= AT_CEILING * ceiling
+    return ceiling is not None and bool(view.running) and view.running[-1] >= AT_CEILING * ceiling
 
 
 def _deferred_note(views: list[EngineView]) -> str:

@@ -24,9 +24,8 @@ class HttpReply:
     content_type: str = ""
     latency_ms: float | None = None
     error: str | None = None
-    error_kind: str | None = (
-        None  # connect | timeout | reset | too-large | tls | protocol | not-sent
-    )
+    # connect | timeout | reset | too-large | tls | protocol | not-sent
+    error_kind: str | None = None
     headers_ms: float | None = None
     done_at: float = field(default_factory=time.time)
 

@@ -15,6 +15,12 @@ NOT_SENT = (
 )
 
 
+def never_sent(reason: str) -> bool:
+    """Whether a collection failure's reason says the request was never sent (NOT_SENT): it
+    tells nothing of the server."""
+    return NOT_SENT in reason
+
+
 def _causes(exc: BaseException) -> list[BaseException]:
     """The exception and every exception behind it: requests wraps urllib3's MaxRetryError,
     whose `reason` is e.g. a NewConnectionError raised from the socket's ConnectionRefusedError."""

@@ -209,8 +209,8 @@ def collect_endpoint(
     first_deadline = t0 + timeout
     late = t0 + 1.5 * timeout
 
-    def deadline_now(until: float = late) -> float:
-        return request_deadline(time.monotonic(), first_deadline, until, timeout)
+    def deadline_now() -> float:
+        return request_deadline(time.monotonic(), first_deadline, late, timeout)
 
     # without a queue the second scrape waits for our own request, so that on an idle server
     # the window holds at least one finished request and the phase latencies are measured;

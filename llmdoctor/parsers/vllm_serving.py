@@ -144,14 +144,6 @@ def series_text(values: list[float | None], fmt=fmt_count) -> str:
     return " → ".join(fmt(v) for v in values)
 
 
-def never_sent(reason: str) -> bool:
-    """Whether a request failed before it was sent: llmdoctor's own --timeout ran out
-    (network_errors.NOT_SENT), which says nothing of the server."""
-    from llmdoctor.collectors.network_errors import NOT_SENT
-
-    return NOT_SENT in reason
-
-
 def is_collection_failure(reason: str) -> bool:
     """True for a reason the endpoint collector recorded (a failed request), not 'not collected'."""
     return reason.startswith(("GET ", "POST ", "generation probe", "second /metrics"))
