@@ -102,6 +102,21 @@ def _health(facts: Facts) -> Finding:
                 ["engine-wedged", "gateway-timeout"],
                 subject,
             )
+        if kind == "connect":
+            # refused: no process listens there; vLLM after its engine died, vLLM still loading
+            # (it opens the port once the engine is up), or another port: the log tells which
+            refused = critical(
+                CHECK,
+                "nothing listens on this address (connection refused): vLLM has exited (an "
+                "engine that dies takes the API server down; its log's last error says why), "
+                "is still loading the model (the port opens once the engine is up), or serves "
+                "another port",
+                items,
+                ["engine-dead"],
+                subject,
+            )
+            refused.runbooks_unproven = True
+            return refused
         books = ["engine-dead", *(["gateway-timeout"] if kind == "timeout" else [])]
         return critical(CHECK, f"the endpoint does not answer ({what})", items, books, subject)
     if kind == "html":
@@ -143,6 +158,16 @@ def _health(facts: Facts) -> Finding:
         if status == 404:
             hint = " (nothing at /health here: give the server's root URL, without /v1 or a path)"
         return warning(CHECK, f"GET /health returned {status}: {error}{hint}", items, [], subject)
+    body = health.get("body")
+    if isinstance(body, str) and _binary(body):
+        return warning(
+            CHECK,
+            f"GET /health answered 200 with binary data ({_shown(body)}), not vLLM's empty "
+            "200: another program (or protocol) answers on this address",
+            items,
+            [],
+            subject,
+        )
     limit = threshold(facts, "max_health_ms")
     if latency is not None and latency > limit:
         return warning(
@@ -154,6 +179,16 @@ def _health(facts: Facts) -> Finding:
             subject,
         )
     return ok(CHECK, f"GET /health 200 in {latency} ms", items, subject)
+
+
+def _binary(text: str) -> bool:
+    """Whether a decoded body is not text: undecodable bytes or control characters in it."""
+    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\n\r"))
+    return odd * 10 > len(text)
+
+
+def _shown(body: str) -> str:
+    return ascii(body[:24])[1:-1] + ("…" if len(body) > 24 else "")
 
 
 def _models(facts: Facts) -> Finding | None:

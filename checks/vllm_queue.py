@@ -16,6 +16,7 @@ from typing import Any
 from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.engine.findings import Finding, Severity, evidence, info
 from llmdoctor.engine.registry import check
+from llmdoctor.parsers.k8s_pod import counter_reset_text
 from llmdoctor.parsers.vllm_engines import (
     EngineView,
     data_parallel_size,
@@ -58,7 +59,16 @@ def _trend(waiting: list[float], seconds: float | None) -> str:
     return f"{word}{rate}"
 
 
-def _evidence(data: dict, views: list[EngineView], window: dict, ceiling, source, dp) -> list:
+def _counter_line(entry: dict, window: dict, reset_text: str) -> str:
+    """'vllm:…_total: +N over the window', saying so when the counter went down (the count is
+    then since the restart, or another server's)."""
+    reset = f" ({reset_text})" if entry.get("reset") else ""
+    return f"{entry['metric']}: +{fmt_count(entry['delta'])} {window_text(window)}{reset}"
+
+
+def _evidence(
+    data: dict, views: list[EngineView], window: dict, ceiling, source, dp, reset_text: str
+) -> list:
     gauges, counters = data["gauges"], data["counters"]
     where = scrape_sources(window)
     items = []
@@ -71,12 +81,7 @@ def _evidence(data: dict, views: list[EngineView], window: dict, ceiling, source
         items.append(evidence(f"{kv['metric']}: {series_text(kv['values'], fmt_pct)}", where))
     generated = counters.get("generation_tokens", {})
     if generated.get("delta") is not None:
-        items.append(
-            evidence(
-                f"{generated['metric']}: +{fmt_count(generated['delta'])} {window_text(window)}",
-                where,
-            )
-        )
+        items.append(evidence(_counter_line(generated, window, reset_text), where))
     engines, dp_source = dp
     if engines > 1 or len(views) > 1:
         per = "; ".join(
@@ -195,7 +200,8 @@ def _model_finding(
         return None
     dp = data_parallel_size(facts, data)
     engines = max(dp[0], len(views))
-    items = _evidence(data, views, window, ceiling, source, dp)
+    reset_text = counter_reset_text(facts, bool(window.get("restarted")))
+    items = _evidence(data, views, window, ceiling, source, dp, reset_text)
     subject = model_subject(model)
     seconds = window.get("seconds")
     judged = [
@@ -252,7 +258,7 @@ def _model_finding(
     return found
 
 
-def _admission_finding(model: str, data: dict, window: dict) -> Finding | None:
+def _admission_finding(model: str, data: dict, window: dict, reset_text: str) -> Finding | None:
     """Requests vLLM's admission control refused with a 503 (0.32+), in the window or ever."""
     entry = data["counters"].get("admission_rejections")
     if not entry or not entry.get("last"):
@@ -266,7 +272,7 @@ def _admission_finding(model: str, data: dict, window: dict) -> Finding | None:
             f"vLLM turned {fmt_count(delta)} requests away {window_text(window)}: {what}; the "
             "server works and is full"
         )
-        items = [evidence(f"{entry['metric']}: +{fmt_count(delta)} {window_text(window)}", where)]
+        items = [evidence(_counter_line(entry, window, reset_text), where)]
     else:
         severity = Severity.INFO
         summary = (
@@ -295,7 +301,9 @@ def vllm_queue(facts: Facts) -> list[Finding]:
         finding = _model_finding(model, data, window, facts, ceiling, source, kv_full)
         if finding is not None:
             findings.append(finding)
-        refused = _admission_finding(model, data, window)
+        refused = _admission_finding(
+            model, data, window, counter_reset_text(facts, bool(window.get("restarted")))
+        )
         if refused is not None:
             findings.append(refused)
     if not findings:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import ClassVar
 
@@ -52,7 +54,8 @@ def run_json(capsys, *args: str) -> tuple[int, dict]:
 # the child imports what `collect` needs, says so, and collects when told: the import takes
 # seconds on a loaded machine, and the bundle must see the same moment as the probe beside it
 _COLLECT_WHEN_TOLD = """
-import sys
+import faulthandler, signal, sys
+faulthandler.register(signal.SIGUSR1)  # a child past its time shows where it waits
 import llmdoctor.collectors.bundle, llmdoctor.commands.collect, llmdoctor.commands.diagnose
 import llmdoctor.usecases.diagnose
 from llmdoctor.__main__ import end_process
@@ -91,14 +94,20 @@ class Collector:
         self.process.stdin.write("go\n")
         self.process.stdin.flush()
 
-    def finish(self, timeout: float = 90) -> None:
+    def finish(self, timeout: float = 180) -> None:
+        # `collect --window 3 --timeout 8` ends within ~15 s; a CI machine once took over 90 s
+        started = time.monotonic()
         try:
             out, _ = self.process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            self.process.send_signal(signal.SIGUSR1)
+            time.sleep(2)
             self.process.kill()
             out, _ = self.process.communicate()
+            out = f"still collecting after {timeout:.0f} s; its threads then:\n{out}"
         Collector.unfinished.remove(self)
-        assert self.process.returncode == 0, out
+        took = time.monotonic() - started
+        assert self.process.returncode == 0, f"exit {self.process.returncode} ({took:.0f} s): {out}"
 
     @classmethod
     def reap_all(cls) -> None:

@@ -206,6 +206,25 @@ def gauges(url: str) -> dict[str, float]:
     }
 
 
+def settle(server: VllmServer, timeout: float = 120) -> None:
+    """Wait until the drill before has left the engine idle (its aborted or finished requests
+    gone from the gauges), so that this drill's requests are the only ones: on a loaded
+    machine the one before may still be draining."""
+    wait_for(lambda: not any(gauges(server.url).get(g, 0) for g in (RUNNING, WAITING)), timeout)
+
+
+def wait_running(server: VllmServer, clients: Clients, log_start: int, timeout: float = 60) -> None:
+    """Until the engine runs a request of `clients` (seconds here; on a loaded CI machine once
+    more than 20 s), or fail saying what the server and the clients saw."""
+    running = wait_for(lambda: gauges(server.url).get(RUNNING, 0) > 0, timeout)
+    assert running, (
+        gauges(server.url),
+        clients.sent,
+        clients.answers,
+        server.log_text(log_start)[-3000:],
+    )
+
+
 def live_verdicts(
     capsys, server: VllmServer, folder: Path, log_start: int, collector: Collector
 ) -> dict:
@@ -398,6 +417,7 @@ def test_drill_saturation_more_clients_than_max_num_seqs(
 
 
 def test_drill_kv_cache_full_preempts_requests(server, kit, capsys):
+    settle(server)
     folder = drill_folder(kit["save"], "kv-full")
     collector = Collector(server.url, folder / "bundle", WINDOW)
     start = server.log_size()
@@ -428,6 +448,7 @@ def test_drill_kv_cache_full_preempts_requests(server, kit, capsys):
 
 
 def test_drill_admission_control_turns_away_the_excess(server, kit, capsys):
+    settle(server)
     folder = drill_folder(kit["save"], "admission")
     collector = Collector(server.url, folder / "bundle", WINDOW)
     start = server.log_size()
@@ -476,6 +497,7 @@ def test_drill_admission_control_turns_away_the_excess(server, kit, capsys):
 
 def wedged_drill(server, kit, capsys, drill: str, stop_first: bool) -> dict:
     """Stop the worker (SIGSTOP) with requests in flight: before they arrive or while they run."""
+    settle(server)
     folder = drill_folder(kit["save"], drill)
     collector = Collector(server.url, folder / "bundle", WINDOW)
     start = server.log_size()
@@ -483,7 +505,7 @@ def wedged_drill(server, kit, capsys, drill: str, stop_first: bool) -> dict:
     clients = None
     if not stop_first:
         clients = Clients(server.url, MAX_NUM_SEQS, "the quick brown fox", 600, timeout=90)
-        assert wait_for(lambda: gauges(server.url).get("vllm:num_requests_running", 0) > 0, 20)
+        wait_running(server, clients, start)
     os.kill(worker, signal.SIGSTOP)
     try:
         if stop_first:
@@ -520,12 +542,13 @@ def test_drill_wedged_worker_stopped_mid_generation(server, kit, capsys):
 
 
 def test_drill_dead_engine_worker_killed(server, kit, capsys, tmp_path, monkeypatch):
+    settle(server)
     folder = drill_folder(kit["save"], "dead")
     collector = Collector(server.url, folder / "bundle", WINDOW)
     start = server.log_size()
     worker = server.processes()["VLLM::Worker"]
     clients = Clients(server.url, MAX_NUM_SEQS, "the quick brown fox", 600, timeout=60)
-    assert wait_for(lambda: gauges(server.url).get("vllm:num_requests_running", 0) > 0, 20)
+    wait_running(server, clients, start)
     os.kill(worker, signal.SIGKILL)
 
     def health_status() -> int | None:

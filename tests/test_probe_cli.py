@@ -112,13 +112,20 @@ def test_https_to_a_plain_http_server_says_so_once(capsys):
     assert "use http://" in problems[0]["summary"] and "Pool" not in problems[0]["summary"]
 
 
-def test_probe_of_a_port_nothing_listens_on_still_points_at_a_dead_engine(capsys):
-    # connection refused: vLLM exits after its engine dies, so engine-dead stays the reading
-    argv = ["probe", f"http://127.0.0.1:{free_port()}", "--timeout", "2", "--json"]
-    code, out, _ = cli(argv, capsys)
+def test_probe_of_a_port_nothing_listens_on_names_a_dead_engine_as_unproven(capsys):
+    # connection refused: vLLM exits after its engine dies, so engine-dead is the runbook to
+    # rule out; but a server still loading, or a wrong port, is refused the same way, and the
+    # headline must not say the engine died (a hostile pass typed a wrong port)
+    url = f"http://127.0.0.1:{free_port()}"
+    code, out, _ = cli(["probe", url, "--timeout", "2", "--json"], capsys)
     health = json.loads(out)["findings"][0]
     assert code == 2 and health["check"] == "vllm-health" and "refused" in health["summary"]
-    assert health["runbooks"][:1] == ["engine-dead"]
+    assert health["runbooks"][:1] == ["engine-dead"] and health["runbooks_unproven"]
+    code, out, _ = cli(["probe", url, "--timeout", "2"], capsys)
+    head = out.split("\n\n")[1]
+    assert code == 2 and head.startswith("Root cause  nothing listens on this address"), head
+    assert "engine died" not in head.split("\n")[0], head
+    assert "Do now      no cause is proven: rule out what engine-dead covers" in head, head
 
 
 def test_a_host_name_that_does_not_resolve_is_not_called_a_dead_engine(capsys):

@@ -19,7 +19,7 @@ from vllm_server import (
 from llmdoctor.collectors.network_errors import NOT_SENT
 from llmdoctor.engine.derive import derive_all
 from llmdoctor.engine.facts import Facts
-from llmdoctor.engine.findings import Severity
+from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.registry import all_checks
 from llmdoctor.engine.runner import run_checks
 
@@ -53,6 +53,22 @@ def findings(facts: Facts, check_id: str) -> list:
 def one(facts: Facts, check_id: str):
     (f,) = findings(facts, check_id)
     return f
+
+
+def _health(**doc) -> Finding:
+    facts = Facts()
+    facts.set("vllm/health.json", {"status": 200, "latency_ms": 2.0, "error": None, **doc})
+    return next(f for f in findings(facts, "vllm-health") if f.subject == "endpoint /health")
+
+
+def test_a_health_200_with_binary_data_is_not_a_healthy_vllm():
+    # a hostile pass pointed probe at a port answering bytes: it read "GET /health 200 ✓"
+    f = _health(body="\x00\x01\ufffd\ufffdPK\x03\x04\x14\x00")
+    assert f.severity is Severity.WARNING and "binary data" in f.summary, f.summary
+    assert "\\x00\\x01" in f.summary  # shown escaped, never raw control bytes
+    # a text body (a proxy's "OK", TGI's JSON) stays a 200; an empty one is vLLM's
+    assert _health(body="OK").severity is Severity.OK
+    assert _health().severity is Severity.OK
 
 
 def test_queue_in_a_single_scrape_asks_for_a_second():
@@ -730,6 +746,17 @@ def test_a_restart_between_the_scrapes_is_not_a_wedge():
     after = {"0": EngineState(running=5, generation_tokens=0, iterations=0)}
     f = one(two_scrapes("0.11+", before, after), "vllm-engine")
     assert f.severity is Severity.INFO and "the counter went down" in f.summary
+
+
+def test_a_counter_that_went_down_is_said_so_in_the_queue_evidence():
+    # the queue's ✓ quoted "+12 over the 3.0 s" while vllm-engine said the counter went down
+    before = {"0": EngineState(running=1, generation_tokens=9000)}
+    after = {"0": EngineState(running=1, generation_tokens=12)}
+    f = one(two_scrapes("0.11+", before, after), "vllm-queue")
+    line = next(e["text"] for e in f.evidence if "generation_tokens_total" in e["text"])
+    assert line.endswith(
+        "(the counter went down: the server restarted or the scrapes reached another server)"
+    ), line
 
 
 def test_a_plateau_off_vllm_defaults_with_the_ceiling_unknown_is_not_saturation():

@@ -224,12 +224,14 @@ def _has_verdict(chapter: Chapter) -> bool:
 def _no_runbook_text(verdict: Verdict) -> str:
     """'Do now' when the verdict names no runbook: none covers it, or several are places to
     look and the evidence proves none (Finding.runbooks_unproven)."""
-    if verdict.root.runbooks_unproven and verdict.root.runbooks:
+    books = verdict.root.runbooks
+    if verdict.root.runbooks_unproven and len(books) == 1:
         return (
-            "no cause is proven: rule out, in order, what the runbooks below cover ("
-            + ", ".join(verdict.root.runbooks)
-            + ")"
+            f"no cause is proven: rule out what {books[0]} covers (llmdoctor wiki show {books[0]})"
         )
+    if verdict.root.runbooks_unproven and books:
+        listed = ", ".join(books)
+        return f"no cause is proven: rule out, in order, what the runbooks below cover ({listed})"
     return "no runbook covers it: read the evidence below"
 
 
