@@ -26,6 +26,7 @@ from llmdoctor.parsers.vllm_engines import (
 from llmdoctor.parsers.vllm_serving import (
     fmt_count,
     frozen_gauges,
+    generation_answered,
     model_subject,
     scrape_sources,
     series_text,
@@ -83,7 +84,8 @@ def _view_evidence(view: EngineView, where: str, window: dict) -> list[dict]:
 
 
 def _engine_verdict(view: EngineView, facts: Facts, window: dict, engines: int):
-    """(severity, summary, runbooks) for one engine, or None when it simply works."""
+    """(severity, summary, runbooks[, whether they are only places to look]) for one engine,
+    or None when it simply works."""
     who = engine_name(view, engines) or "the engine"
     status, health_text = _health(facts)
     dead = status in (500, 503)
@@ -99,6 +101,19 @@ def _engine_verdict(view: EngineView, facts: Facts, window: dict, engines: int):
         seconds = window.get("seconds")
         span = f"{seconds:.0f} s" if seconds else "the window"
         books = ["engine-dead"] if dead else ["engine-wedged"]
+        answered = generation_answered(facts)
+        if answered:
+            # one server cannot stand still and answer: the scrapes and the probe reached
+            # different servers (replicas behind one address), or the counters are stale
+            return (
+                Severity.WARNING,
+                f"{who} counted no token in {span} with {series_text(view.running)} requests "
+                f"running, yet the generation probe was answered ({answered}) in that time: "
+                "the scrapes and the probe reached different servers (one of the replicas "
+                "behind this address may be wedged), or /metrics is stale",
+                books,
+                True,
+            )
         if not view.surely_stalled(seconds):
             # without the step counter a long chunked prefill could look the same for seconds
             return (
@@ -155,9 +170,11 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
         if verdict is None:
             working.append(view)
             continue
-        severity, summary, runbooks = verdict
+        severity, summary, runbooks, *unproven = verdict
         items = _view_evidence(view, where, window)
-        findings.append(Finding(CHECK, severity, summary, items, runbooks, subject))
+        finding = Finding(CHECK, severity, summary, items, runbooks, subject)
+        finding.runbooks_unproven = bool(unproven and unproven[0])
+        findings.append(finding)
     if working and not findings:
         count = f"{len(working)} engines" if len(working) > 1 else "the engine"
         items = [e for v in working for e in _view_evidence(v, where, window)]
@@ -218,6 +235,8 @@ def vllm_engine(facts: Facts) -> list[Finding]:
         findings.extend(_model_findings(model, data, window, facts))
     if not findings:
         raise FactMissing(
-            "vllm/window", "no vllm:num_requests_running / num_requests_waiting in /metrics"
+            "vllm/window",
+            "no usable vllm:num_requests_running and num_requests_waiting in /metrics (absent, "
+            "or a value ignored: see vllm-health)",
         )
     return findings

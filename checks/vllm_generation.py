@@ -35,6 +35,21 @@ CONTEXT_LENGTH = re.compile(
 MODEL_MISSING = re.compile(r"The model `[^`]*` does not exist|NotFoundError", re.IGNORECASE)
 CHAT_TEMPLATE = re.compile(r"chat template|chat_template", re.IGNORECASE)
 ENGINE_DEAD = re.compile(r"EngineDeadError|EngineCore|Background loop|engine loop", re.IGNORECASE)
+# what an error body or an error event in the stream may name as the cause, before the engine's
+# death it leads to
+REQUEST_CAUSES = (
+    (
+        re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory", re.I),
+        "the GPU ran out of memory",
+        "cuda-oom-runtime",
+    ),
+    (
+        re.compile(r"illegal memory access", re.I),
+        "an illegal memory access",
+        "illegal-memory-access",
+    ),
+    (re.compile(r"\bNCCL\b", re.I), "an NCCL error", "nccl-failure"),
+)
 # a first token slow with no queue in front of it: a slow tokenizer (the API server at 100 % CPU),
 # or time spent between the client and vLLM (a proxy, the network)
 _FIRST_TOKEN_SUSPECTS = ("tokenizer-problem", "gateway-timeout")
@@ -63,6 +78,9 @@ def classify(probe: dict) -> tuple[str, list[str]]:
     refusal = deliberate_refusal(text)
     if refusal is not None:  # a 503 the server chose: it works, it is full or rescaling
         return refusal.what, [refusal.runbook]
+    for pattern, what, runbook in REQUEST_CAUSES:
+        if pattern.search(text):
+            return what, [runbook]
     if ENGINE_DEAD.search(text):
         return "the engine is dead", ["engine-dead"]
     if status in (502, 504):
@@ -80,8 +98,10 @@ def classify(probe: dict) -> tuple[str, list[str]]:
         return f"{stage} in time", ["queue-saturation", "engine-dead"]
     if kind == "connect":
         return "the server cannot be reached", ["engine-dead"]
-    if kind in ("reset", "stream-error"):
-        return "the answer broke off mid-stream", ["engine-dead"]
+    if kind == "stream-error":
+        return "the server sent an error event instead of the rest of the answer", ["engine-dead"]
+    if kind == "reset":  # cut, or ended without [DONE]: the engine, or a proxy's idle timeout
+        return "the answer broke off mid-stream", ["engine-dead", "gateway-timeout"]
     if kind == "garbage":
         return "the answer is not an OpenAI completion", ["gateway-timeout"]
     if kind == "degenerate":
@@ -140,10 +160,10 @@ def _engine_activity(facts: Facts) -> tuple[bool, float | None]:
 
 
 def _timeout_with_health_200(
-    facts: Facts, what: str, model: str
+    facts: Facts, what: str, model: str, first_token: str | None
 ) -> tuple[bool, str, list[str], bool]:
     """(asleep, what, runbooks, whether they are only places to look) for a probe that timed
-    out while /health said 200.
+    out while /health said 200 (`first_token`: when its first token came, if it did).
 
     The engine's counters tell a probe stuck behind a long queue (tokens flow, requests wait)
     from a wedged engine (nothing moves), from an engine put to sleep on purpose, and from a
@@ -152,6 +172,16 @@ def _timeout_with_health_200(
     asleep, generated = _engine_activity(facts)
     if asleep:
         return True, f"{what} (the engine is asleep: sleep mode; see vllm-engine)", [], False
+    if generated and first_token is not None:
+        # its first token came: the request reached the engine, and stalled after it
+        return (
+            False,
+            f"{what}: the first token came ({first_token}) and the stream then stalled while "
+            f"the engine generated +{generated:.0f} tokens in the /metrics window: a proxy "
+            "that buffers or times out the stream, or the engine stalling on this request",
+            ["gateway-timeout", "engine-wedged"],
+            True,
+        )
     if generated:
         flowing = f"{what}: the engine generates (+{generated:.0f} tokens in the /metrics window)"
         queue = queue_seen(facts, model, threshold(facts, "max_queue_ms"))
@@ -312,6 +342,9 @@ def _health_says_ok(facts: Facts) -> str:
         "enforce-eager-in-production",
         "nan-or-garbage-output",
         "tokenizer-problem",
+        "cuda-oom-runtime",
+        "illegal-memory-access",
+        "nccl-failure",
         ADMISSION_RUNBOOK,
         SCALING_RUNBOOK,
     ),
@@ -357,11 +390,18 @@ def vllm_generation(facts: Facts) -> Finding:
                 CHECK, f"no generation ({what}: {probe['error']}): {down[1]}", items, [], subject
             )
         unproven = False
-        if probe.get("error_kind") == "timeout" and also:
+        kind = probe.get("error_kind")
+        if kind == "timeout" and also:
             model = str(req.get("model"))
-            asleep, what, runbooks, unproven = _timeout_with_health_200(facts, what, model)
+            ttft = probe.get("ttft_ms")
+            first = f"after {ttft:.0f} ms" if probe.get("chunks") and _readable(ttft) else None
+            asleep, what, runbooks, unproven = _timeout_with_health_200(facts, what, model, first)
             if asleep:
                 return info(CHECK, f"{what}: {probe['error']}", items, runbooks, subject)
+        elif kind in ("reset", "stream-error") and also and "engine-dead" in runbooks:
+            # /health answers 200: unless the error says EngineDeadError, nothing proves a death
+            said = f"{probe.get('error') or ''} {error_text(probe.get('error_body'))}"
+            unproven = not ENGINE_DEAD.search(said)
         if runbooks in ([ADMISSION_RUNBOOK], [SCALING_RUNBOOK]):
             return warning(
                 CHECK,
@@ -380,14 +420,18 @@ def vllm_generation(facts: Facts) -> Finding:
         finding.runbooks_unproven = unproven
         return finding
     if not (probe.get("text") or "").strip():
-        return critical(
+        # an end-of-sequence first (a template, a stop string) as much as NaN logits
+        empty = critical(
             CHECK,
             f"business-level health failed: the probe generated no text (finish_reason "
-            f"{probe.get('finish_reason')}){also}",
+            f"{probe.get('finish_reason')}){also}: the model ended at once (a chat template, "
+            "stop tokens) or its logits are broken",
             items,
-            ["nan-or-garbage-output", *(["chat-template-missing"] if "messages" in req else [])],
+            [*(["chat-template-missing"] if "messages" in req else []), "nan-or-garbage-output"],
             subject,
         )
+        empty.runbooks_unproven = True
+        return empty
     why = degenerate(probe.get("text") or "")  # a bundle from before the probe refused it
     if why is not None:
         return critical(

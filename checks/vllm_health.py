@@ -24,6 +24,7 @@ from llmdoctor.parsers.vllm_refusals import (
 )
 from llmdoctor.parsers.vllm_serving import (
     expected_models,
+    generation_answered,
     is_collection_failure,
     model_ids,
     scrape_sources,
@@ -76,7 +77,7 @@ def _health(facts: Facts) -> Finding:
                 [],
                 subject,
             )
-        generated = _generation_answered(facts)
+        generated = generation_answered(facts)
         if kind == "timeout" and ACCEPTED_NO_ANSWER in what and generated:
             # the engine generates: what hangs is /health's own path (a proxy route, the API
             # server's health handler), not the engine; a liveness probe on it restarts the pod
@@ -94,7 +95,7 @@ def _health(facts: Facts) -> Finding:
         if kind == "timeout" and ACCEPTED_NO_ANSWER in what:
             # a dead engine answers 500/503 or the server exits (refused); a server that takes
             # the request and says nothing is blocked, or a proxy in front of it holds it
-            return critical(
+            silent = critical(
                 CHECK,
                 f"the endpoint takes the connection but does not answer ({what}): the API "
                 "server is up but blocked (wedged engine or event loop), or a proxy holds it",
@@ -102,6 +103,8 @@ def _health(facts: Facts) -> Finding:
                 ["engine-wedged", "gateway-timeout"],
                 subject,
             )
+            silent.runbooks_unproven = True  # a port that accepts proves neither
+            return silent
         if kind == "connect":
             # refused: no process listens there; vLLM after its engine died, vLLM still loading
             # (it opens the port once the engine is up), or another port: the log tells which
@@ -119,6 +122,20 @@ def _health(facts: Facts) -> Finding:
             return refused
         books = ["engine-dead", *(["gateway-timeout"] if kind == "timeout" else [])]
         return critical(CHECK, f"the endpoint does not answer ({what})", items, books, subject)
+    if status == 200 and error and kind != "html":
+        # the headers came, the answer did not complete (a drip, a cut): vLLM's empty 200 is
+        # whole at once, so what answers is not known to be a healthy vLLM
+        unfinished = critical(
+            CHECK,
+            f"GET /health answered 200 but the answer did not complete ({error}): the "
+            "server's health is not known (a blocked API server, or a proxy or another "
+            "program holding the answer)",
+            items,
+            ["engine-wedged", "gateway-timeout"],
+            subject,
+        )
+        unfinished.runbooks_unproven = True
+        return unfinished
     if kind == "html":
         return warning(
             CHECK,
@@ -135,6 +152,20 @@ def _health(facts: Facts) -> Finding:
             f"GET /health returned 503 on purpose: {refusal.what}",
             [*items, evidence(f"body: {health['body'][:200]}", "vllm/health.json")],
             [refusal.runbook],
+            subject,
+        )
+    generated = generation_answered(facts)
+    if status in (500, 503) and generated:
+        # a dead engine fails every generation: what answers /health here is not its health
+        items.append(evidence(f"generation probe: {generated}", "vllm/probe.json"))
+        return warning(
+            CHECK,
+            f"GET /health returned {status}, yet a generation answered ({generated}): the "
+            "engine works; something else answers /health with an error (a proxy or sidecar "
+            "route, or another replica behind the address), and a liveness probe on it would "
+            "restart a serving pod",
+            items,
+            [],
             subject,
         )
     if status in (500, 503):
@@ -312,17 +343,6 @@ def vllm_health(facts: Facts) -> list[Finding]:
             continue
         findings.append(finding)
     return findings
-
-
-def _generation_answered(facts: Facts) -> str | None:
-    """What the generation probe got, when it got a streamed answer with text (else None)."""
-    probe = facts.get("vllm/probe.json")
-    if not isinstance(probe, dict) or probe.get("status") != 200 or probe.get("error"):
-        return None
-    chunks = probe.get("chunks")
-    if not isinstance(chunks, int) or isinstance(chunks, bool) or chunks < 1:
-        return None
-    return f"status 200, {chunks} text chunk{'s' if chunks != 1 else ''}"
 
 
 def _server_gone(facts: Facts, health: Finding) -> bool:

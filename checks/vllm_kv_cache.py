@@ -36,7 +36,9 @@ PREEMPTIONS = "vllm:num_preemptions_total"
 
 def _rate(counter: dict) -> str:
     rate = counter.get("rate_per_s")
-    return f" ({rate:.2f}/s)" if rate is not None else ""
+    if rate is None:
+        return ""
+    return f" ({rate:.2f}/s)" if abs(rate) < 1e6 else f" ({fmt_count(rate)}/s)"
 
 
 def cache_text(cache: dict) -> str:
@@ -107,8 +109,12 @@ def _model_finding(
         if pre.get("delta") is not None:
             rising = pre["delta"] > 0
             delta_text = f"+{fmt_count(pre['delta'])} {window_text(window)}{_rate(pre)}"
-            reset = f" ({reset_text})" if pre.get("reset") else ""
-            items.append(evidence(f"{pre['metric']}: {delta_text}{reset}", where))
+            shown = delta_text
+            if pre.get("reset"):  # the count went down: a restart, or another server
+                shown = (
+                    f"{fmt_count(pre.get('first'))} → {fmt_count(pre.get('last'))} ({reset_text})"
+                )
+            items.append(evidence(f"{pre['metric']}: {shown}", where))
         else:
             since = since_start_text(window)
             items.append(evidence(f"{pre['metric']}: {fmt_count(pre.get('last'))} {since}", where))

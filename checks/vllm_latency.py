@@ -123,7 +123,9 @@ def _model_finding(model: str, data: dict, window: dict, facts: Facts) -> Findin
                 for e, q in sorted(per_engine.items(), key=lambda kv: (len(kv[0]), kv[0]))
             )
             items.append(evidence(f"{label} p95 per engine: {per}", "vllm/window"))
-        if entry["p95"] * 1000 > limit_ms:
+        # p95 past the last finite bucket is a lower bound: at the threshold it is over it
+        beyond = entry.get("p95_beyond_last_bucket") and entry["p95"] * 1000 >= limit_ms
+        if entry["p95"] * 1000 > limit_ms or beyond:
             slow.append((concept, label, entry, limit_ms))
     if not slow:
         parts = ", ".join(

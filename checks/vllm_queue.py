@@ -60,10 +60,12 @@ def _trend(waiting: list[float], seconds: float | None) -> str:
 
 
 def _counter_line(entry: dict, window: dict, reset_text: str) -> str:
-    """'vllm:…_total: +N over the window', saying so when the counter went down (the count is
-    then since the restart, or another server's)."""
-    reset = f" ({reset_text})" if entry.get("reset") else ""
-    return f"{entry['metric']}: +{fmt_count(entry['delta'])} {window_text(window)}{reset}"
+    """'vllm:…_total: +N over the window', or 'A → B (why)' when the counter went down (a
+    restart, or scrapes that reached another server)."""
+    if entry.get("reset"):
+        first, last = fmt_count(entry.get("first")), fmt_count(entry.get("last"))
+        return f"{entry['metric']}: {first} → {last} ({reset_text})"
+    return f"{entry['metric']}: +{fmt_count(entry['delta'])} {window_text(window)}"
 
 
 def _evidence(
@@ -202,6 +204,17 @@ def _model_finding(
     engines = max(dp[0], len(views))
     reset_text = counter_reset_text(facts, bool(window.get("restarted")))
     items = _evidence(data, views, window, ceiling, source, dp, reset_text)
+    above = max((r for v in views for r in v.running if r is not None), default=0)
+    if ceiling is not None and above > ceiling:
+        # an engine never runs more than its max_num_seqs: the value is not this server's
+        items.append(
+            evidence(
+                f"max_num_seqs {ceiling} (from {source}) is contradicted: {fmt_count(above)} "
+                "requests ran on one engine; it is not this server's setting, so no ceiling "
+                "is judged"
+            )
+        )
+        ceiling = None
     subject = model_subject(model)
     seconds = window.get("seconds")
     judged = [
@@ -308,6 +321,8 @@ def vllm_queue(facts: Facts) -> list[Finding]:
             findings.append(refused)
     if not findings:
         raise FactMissing(
-            "vllm/window", "no vllm:num_requests_running / num_requests_waiting in /metrics"
+            "vllm/window",
+            "no usable vllm:num_requests_running and num_requests_waiting in /metrics (absent, "
+            "or a value ignored: see vllm-health)",
         )
     return findings

@@ -195,3 +195,22 @@ def test_a_bundle_into_an_unwritable_folder_is_a_one_line_refusal(tmp_path):
     with pytest.raises(BadBundle, match="cannot write"):
         write_bundle(small_facts(), blocker / "incident.tar.gz", target="pod/x")
     assert blocker.read_text() == "not a folder"
+
+
+def test_the_count_of_what_could_not_be_collected_leaves_out_what_was_not_asked(tmp_path, capsys):
+    # a hostile pass: "1 things could not be collected" of a healthy server, the one "thing"
+    # being the tokenizer nobody asked for (--tokenizer not given)
+    from vllm_server import FakeVllmServer, Scenario
+
+    with FakeVllmServer(Scenario()) as srv, pytest.raises(SystemExit) as done:
+        cli_run(["collect", srv.url, "-o", str(tmp_path / "b"), "--window", "0.2"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and out.startswith("wrote "), out
+    assert "could not be collected" not in out, out
+    manifest = (tmp_path / "b" / "manifest.json").read_text()
+    assert "not requested (llmdoctor probe --tokenizer PATH)" in manifest  # still listed
+    # with a failure, the count is of failures, in the singular when there is one
+    with pytest.raises(SystemExit):
+        cli_run(["collect", "http://127.0.0.1:9", "-o", str(tmp_path / "c"), "--timeout", "1"])
+    out = capsys.readouterr().out
+    assert "things could not be collected" in out and "1 things" not in out, out

@@ -147,7 +147,13 @@ def test_probe_subprocess_against_a_silent_port_is_clean():
             timeout=60,
         )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert json.loads(proc.stdout)["status"] == "critical"
+    report = json.loads(proc.stdout)
+    assert report["status"] == "critical"
+    # a port that accepts and says nothing is a wedged vLLM as much as a proxy holding it, or
+    # no vLLM at all: both runbooks are places to look, neither is the proven root cause
+    health = report["findings"][0]
+    assert health["runbooks"] == ["engine-wedged", "gateway-timeout"], health
+    assert health["runbooks_unproven"], health
 
 
 @pytest.mark.parametrize(

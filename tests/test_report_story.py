@@ -318,6 +318,9 @@ def test_a_fine_line_a_problem_contradicts_gets_no_check_mark(problem, fine):
     for verbose in (False, True):
         text = _terminal(report, verbose=verbose)
         assert "✓" not in text and f"? {fine[0]}" in text and "Cannot tell" in text
+        # the header counts it where it is listed, never as ok (a hostile pass: "6 ok" over
+        # "Checked and fine (4)" and two "?" lines)
+        assert "(1 critical, 1 cannot tell)" in text.splitlines()[0], text.splitlines()[0]
     assert "Checked and fine" not in render_markdown(report)
     assert to_json(report)["findings"][1]["contradicted_by"] == [
         {"check": check, "subject": "container vllm"}

@@ -71,6 +71,20 @@ def test_a_health_200_with_binary_data_is_not_a_healthy_vllm():
     assert _health().severity is Severity.OK
 
 
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        ("the response was still arriving after 3.0s; stopped reading", "timeout"),
+        ("connection reset", "reset"),
+    ],
+)
+def test_a_health_200_whose_answer_did_not_complete_is_no_check_mark(error, kind):
+    # a server dripping one byte every 0.5 s read "GET /health is slow: 3008 ms" (a warning)
+    f = _health(error=error, error_kind=kind, latency_ms=3008.0)
+    assert f.severity is Severity.CRITICAL and "did not complete" in f.summary, f.summary
+    assert f.runbooks == ["engine-wedged", "gateway-timeout"] and f.runbooks_unproven
+
+
 def test_queue_in_a_single_scrape_asks_for_a_second():
     # one scrape cannot tell a burst from saturation
     f = one(facts_with(v1_metrics("m", running=256, waiting=40)), "vllm-queue")
@@ -755,8 +769,36 @@ def test_a_counter_that_went_down_is_said_so_in_the_queue_evidence():
     f = one(two_scrapes("0.11+", before, after), "vllm-queue")
     line = next(e["text"] for e in f.evidence if "generation_tokens_total" in e["text"])
     assert line.endswith(
-        "(the counter went down: the server restarted or the scrapes reached another server)"
+        ": 9000 → 12 (the counter went down: the server restarted or the scrapes reached "
+        "another server)"
     ), line
+    # the preemption counter likewise, and a rate of 1e308 is no 300-digit number
+    before = {"0": EngineState(running=1, preemptions=50, kv=0.3)}
+    after = {"0": EngineState(running=1, preemptions=7, kv=0.3)}
+    kv = one(two_scrapes("0.11+", before, after), "vllm-kv-cache")
+    assert any(
+        "num_preemptions_total: 50 → 7 (the counter went down" in e["text"] for e in kv.evidence
+    )
+    huge = {"0": EngineState(running=1, preemptions=1e308, kv=0.3)}
+    kv = one(
+        two_scrapes("0.11+", {"0": EngineState(running=1, preemptions=0, kv=0.3)}, huge),
+        "vllm-kv-cache",
+    )
+    assert len(kv.summary) < 400 and all(len(e["text"]) < 300 for e in kv.evidence), kv.summary
+
+
+def test_a_max_num_seqs_the_running_count_exceeds_is_not_judged_against():
+    # `--max-num-seqs 4` on a server running 8: the ceiling given is not this server's
+    facts = facts_with(
+        v1_metrics("m", running=8, waiting=30, generation_tokens=10),
+        v1_metrics("m", running=8, waiting=30, generation_tokens=900),
+        settings__max_num_seqs=4,
+    )
+    f = one(facts, "vllm-queue")
+    assert "at max_num_seqs 4" not in f.summary, f.summary
+    assert any(
+        "max_num_seqs 4 (from" in e["text"] and "contradicted" in e["text"] for e in f.evidence
+    )
 
 
 def test_a_plateau_off_vllm_defaults_with_the_ceiling_unknown_is_not_saturation():
@@ -912,3 +954,110 @@ def test_a_restart_between_the_scrapes_is_named_from_the_process_start_time():
     f = one(facts_with(first, second), "vllm-engine")
     assert f.severity is Severity.INFO and "not measured" in f.summary
     assert "restarted between the scrapes" in f.summary
+
+
+# --- a hostile on-call pass (2026-12-03): verdicts the report's own evidence contradicted -----
+
+ANSWERED = {
+    "request": {"path": "/v1/completions", "model": "m", "max_tokens": 16},
+    "status": 200,
+    "latency_ms": 44.0,
+    "ttft_ms": 20.0,
+    "chunks": 3,
+    "text": " a b c",
+    "finish_reason": "length",
+    "error": None,
+}
+
+
+def test_frozen_counters_while_the_probe_was_answered_are_no_proven_wedge():
+    # one server cannot count no token and answer a generation in the same seconds: the
+    # scrapes and the probe reached different replicas, or /metrics is stale
+    frozen = {"0": EngineState(running=5, waiting=0, generation_tokens=5000, iterations=700)}
+    facts = two_scrapes(
+        "0.11+", frozen, frozen, docs={"vllm/health.json": HEALTH_200, "vllm/probe.json": ANSWERED}
+    )
+    engine = one(facts, "vllm-engine")
+    assert engine.severity is Severity.WARNING and engine.runbooks == ["engine-wedged"]
+    assert engine.runbooks_unproven and "different servers" in engine.summary
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_a_health_error_while_a_generation_answered_is_no_dead_engine(status):
+    facts = health_facts({"status": status, "latency_ms": 2.0, "error": None})
+    facts.set("vllm/probe.json", ANSWERED)
+    health = next(f for f in findings(facts, "vllm-health") if f.subject == "endpoint /health")
+    assert health.severity is Severity.WARNING and health.runbooks == [], health.summary
+    assert "yet a generation answered (status 200, 3 text chunks)" in health.summary
+    # without the generation it is the dead engine vLLM answers so for
+    alone = health_facts({"status": status, "latency_ms": 2.0, "error": None})
+    assert findings(alone, "vllm-health")[0].runbooks == ["engine-dead"]
+
+
+def _probe_failed(**probe) -> Finding:
+    facts = Facts()
+    facts.set("vllm/health.json", HEALTH_200)
+    facts.set("vllm/probe.json", {**ANSWERED, "text": " a", "chunks": 1, **probe})
+    return one(facts, "vllm-generation")
+
+
+def test_an_error_event_naming_cuda_oom_names_its_runbook_not_the_dead_engine():
+    f = _probe_failed(
+        error="error event in the stream",
+        error_kind="stream-error",
+        error_body={"error": {"message": "CUDA out of memory. Tried to allocate 2.00 GiB"}},
+    )
+    assert f.runbooks == ["cuda-oom-runtime"] and not f.runbooks_unproven, f.summary
+    assert "the GPU ran out of memory" in f.summary
+
+
+@pytest.mark.parametrize(
+    ("kind", "books"),
+    [("reset", ["engine-dead", "gateway-timeout"]), ("stream-error", ["engine-dead"])],
+)
+def test_a_stream_cut_while_health_says_200_is_no_proven_dead_engine(kind, books):
+    f = _probe_failed(error="the stream ended without [DONE]", error_kind=kind)
+    assert f.runbooks == books and f.runbooks_unproven, f.summary
+    # an error event that says EngineDeadError is the proof, whatever /health said before
+    body = {"error": {"message": "EngineDeadError: EngineCore encountered an issue"}}
+    f = _probe_failed(error="error event in the stream", error_kind=kind, error_body=body)
+    assert f.runbooks == ["engine-dead"] and not f.runbooks_unproven, f.summary
+
+
+def test_an_empty_completion_is_no_proven_nan_logits():
+    f = _probe_failed(text="", chunks=0, finish_reason="stop")
+    assert f.runbooks == ["nan-or-garbage-output"] and f.runbooks_unproven
+    assert "ended at once" in f.summary
+
+
+def test_a_stream_that_stalls_after_its_first_token_does_not_blame_the_tokenizer():
+    moving = [
+        {"0": EngineState(running=2, generation_tokens=100, iterations=50)},
+        {"0": EngineState(running=2, generation_tokens=400, iterations=200)},
+    ]
+    stalled = {**ANSWERED, "text": " a", "chunks": 1, "ttft_ms": 48.0}
+    stalled.update(error="no answer within 3.0s", error_kind="timeout")
+    facts = two_scrapes(
+        "0.11+", *moving, docs={"vllm/health.json": HEALTH_200, "vllm/probe.json": stalled}
+    )
+    f = one(facts, "vllm-generation")
+    assert f.runbooks == ["gateway-timeout", "engine-wedged"] and f.runbooks_unproven
+    assert "the first token came (after 48 ms)" in f.summary and "tokenizer" not in f.summary
+
+
+def test_a_queue_time_past_the_last_bucket_at_its_threshold_is_the_slow_phase():
+    # every request queued longer than the last bucket (60 s on V0): p95 reads "60 s+", a
+    # lower bound at the 60 s threshold, and was not called slow: the report blamed prefill
+    # "while queue time p95 is 60 s+"
+    queue, ttft = "vllm:request_queue_time_seconds", "vllm:time_to_first_token_seconds"
+    before = {"0": EngineState(running=4, waiting=0, histograms={queue: [1.0], ttft: [1.0]})}
+    after = {
+        "0": EngineState(
+            running=4,
+            waiting=9,
+            histograms={queue: [1.0] + [100.0] * 20, ttft: [1.0] + [101.0] * 20},
+        )
+    }
+    facts = two_scrapes("v0", before, after, settings__max_queue_ms=60000.0)
+    f = one(facts, "vllm-latency")
+    assert "wait in the queue" in f.summary and "prefill is slow" not in f.summary, f.summary

@@ -157,11 +157,19 @@ def test_dead_engine_health_500_probe_500_and_stuck_queue():
 
 
 def test_health_503_of_newer_vllm_is_engine_dead():
-    # vLLM >= 0.11 answers 503 on /health when the engine is dead (PR #24897)
-    with FakeVllmServer(Scenario(routes={"GET /health": Reply(503, b"", "")})) as srv:
+    # vLLM >= 0.11 answers 503 on /health when the engine is dead (PR #24897), and every
+    # generation fails with it
+    dead = {"GET /health": Reply(503, b"", ""), "POST /v1/completions": Reply(500, b"", "")}
+    with FakeVllmServer(Scenario(routes=dead)) as srv:
         report = probe_report(srv.url)
     health = only(report, "vllm-health", "/health")
     assert health.severity is Severity.CRITICAL and "503" in health.summary
+    assert health.runbooks == ["engine-dead"]
+    # a 503 on /health while the generation is answered is not the engine's health
+    with FakeVllmServer(Scenario(routes={"GET /health": Reply(503, b"", "")})) as srv:
+        report = probe_report(srv.url)
+    health = only(report, "vllm-health", "/health")
+    assert health.severity is Severity.WARNING and health.runbooks == [], health.summary
 
 
 def test_slow_generation_fails_business_health_even_when_health_is_200():
@@ -343,13 +351,14 @@ def test_proxy_504_html_on_the_completion_is_a_gateway_timeout():
 
 
 def test_reset_in_the_middle_of_the_stream():
-    # two tokens arrive, then a TCP reset: partial text kept, engine-dead runbook
+    # two tokens arrive, then a TCP reset: partial text kept; with /health at 200 a dead
+    # engine and a proxy's cut are places to look, neither proven
     scenario = Scenario(routes={"POST /v1/completions": Stream(reset_after=2)})
     with FakeVllmServer(scenario) as srv:
         report = probe_report(srv.url)
     gen = only(report, "vllm-generation")
     assert gen.severity is Severity.CRITICAL and "broke off mid-stream" in gen.summary
-    assert gen.runbooks == ["engine-dead"]
+    assert gen.runbooks == ["engine-dead", "gateway-timeout"] and gen.runbooks_unproven
     assert any("' Paris.'" in e["text"] for e in gen.evidence)
 
 

@@ -245,6 +245,21 @@ def test_bad_line_part_way_rejects_the_whole_scrape():
         window_of(text)
 
 
+def test_a_duplicate_sample_rejects_the_whole_scrape():
+    # a hostile pass: a second `running` line with the same labels in another order was summed
+    # into "8 running", a number the server never reported; Prometheus rejects such a page
+    text = v1_metrics("m", running=1)
+    assert 'vllm:num_requests_running{engine="0",model_name="m"} 1.0' in text
+    twice = text + 'vllm:num_requests_running{model_name="m",engine="0"} 7.0\n'
+    with pytest.raises(
+        ValueError, match=r'duplicate sample vllm:num_requests_running\{engine="0",model_name="m"\}'
+    ):
+        window_of(twice)
+    # the same name with other labels is another series, summed per engine as before
+    other = text + 'vllm:num_requests_running{model_name="m",engine="1"} 7.0\n'
+    assert window_of(other)["models"]["m"]["gauges"]["running"]["values"] == [8.0]
+
+
 def test_derived_fact_reads_bundle_keys_and_scrape_times():
     # scrapes.json names files relative to vllm/; times give the rate
     facts = Facts()

@@ -59,7 +59,8 @@ def collect_command(
         model_config=model_config,
     )
     for bundle in collect(request):
-        note = f"; {bundle.gaps} things could not be collected (see manifest.json)"
+        things = "thing" if bundle.gaps == 1 else "things"
+        note = f"; {bundle.gaps} {things} could not be collected (see manifest.json)"
         typer.echo(
             f"wrote {bundle.path} ({bundle.target}: {bundle.documents} documents"
             f"{note if bundle.gaps else ''})"

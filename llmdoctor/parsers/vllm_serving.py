@@ -149,6 +149,17 @@ def is_collection_failure(reason: str) -> bool:
     return reason.startswith(("GET ", "POST ", "generation probe", "second /metrics"))
 
 
+def generation_answered(facts: Facts) -> str | None:
+    """What the generation probe got, when it got a streamed answer with text (else None)."""
+    probe = facts.get("vllm/probe.json")
+    if not isinstance(probe, dict) or probe.get("status") != 200 or probe.get("error"):
+        return None
+    chunks = probe.get("chunks")
+    if not isinstance(chunks, int) or isinstance(chunks, bool) or chunks < 1:
+        return None
+    return f"status 200, {chunks} text chunk{'s' if chunks != 1 else ''}"
+
+
 def frozen_gauges(facts: Facts, data: dict[str, Any]) -> str | None:
     """The generation probe's timeout when the window counted no generated token for the model,
     else None. A stopped engine publishes nothing, so its gauges keep their last values (often

@@ -90,14 +90,15 @@ def _counts(report: Report) -> str:
     for chapter in chapters(report.findings):
         counts[str(chapter.severity)] = counts.get(str(chapter.severity), 0) + 1
         folded += len(chapter.folded)
-    ok = sum(1 for f in report.findings if f.severity is Severity.OK)
-    if ok:
-        counts["ok"] = ok
+    oks = [f for f in report.findings if f.severity is Severity.OK]
+    doubted = sum(1 for f in oks if f.contradicted_by)  # listed under "Cannot tell"
     parts = [f"{counts[s]} {s}" for s in ("critical", "warning", "info") if counts.get(s)]
     if folded:
         parts.append(f"{folded} folded under their cause")
-    if counts.get("ok"):
-        parts.append(f"{counts['ok']} ok")
+    if len(oks) > doubted:
+        parts.append(f"{len(oks) - doubted} ok")
+    if doubted:
+        parts.append(f"{doubted} cannot tell")
     if report.skipped:
         parts.append(f"{len(report.skipped)} not checked")
     if report.errors:

@@ -30,7 +30,7 @@ class WrittenBundle:
     path: Path  # as write_bundle returned it
     target: str
     documents: int
-    gaps: int  # what could not be collected (listed in its manifest.json)
+    gaps: int  # what failed to be collected (listed in its manifest.json, with what was left out)
 
 
 def bundle_paths(output: str, pods: list[str]) -> list[Path]:
@@ -42,6 +42,12 @@ def bundle_paths(output: str, pods: list[str]) -> list[Path]:
     suffix = next((s for s in (".tar.gz", ".tgz") if name.endswith(s)), "")
     stem = name[: len(name) - len(suffix)] if suffix else name
     return [dest.with_name(f"{stem}-{pod}{suffix}") for pod in pods]
+
+
+def _left_out_on_purpose(reason: str) -> bool:
+    """A key left out by choice or by scope (`--tokenizer` not given, `--no-exec`, node facts
+    from a pod), not one that failed: the manifest lists both, the count only failures."""
+    return "not requested" in reason or reason.startswith("not collected")
 
 
 def collect(request: CollectRequest) -> list[WrittenBundle]:
@@ -79,6 +85,7 @@ def collect(request: CollectRequest) -> list[WrittenBundle]:
             force=request.force,
         )
         files = sum(1 for k, _ in facts.items() if "/" in k and "." in k.rsplit("/", 1)[-1])
-        gaps = len(facts.missing()) + len(facts.collector_errors)
+        failed = [r for r in facts.missing().values() if not _left_out_on_purpose(r)]
+        gaps = len(failed) + len(facts.collector_errors)
         written.append(WrittenBundle(dest, str(facts.get("target")), files, gaps))
     return written
