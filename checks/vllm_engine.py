@@ -152,6 +152,12 @@ def _progress_text(views: list[EngineView], window: dict) -> str:
     generated = sum(v.generated or 0.0 for v in views)
     if not any(v.running[-1] or v.queued[-1] for v in views) and not generated:
         return f"idle: nothing running or waiting {window_text(window)}"
+    prompted = sum(v.prompted or 0.0 for v in views)
+    steps = sum(v.iterations or 0.0 for v in views)
+    if not generated and (prompted or steps):  # progress, but no "+0 tokens" called progress
+        moved = f"+{fmt_count(prompted)} prompt tokens prefilled" if prompted else ""
+        moved = moved or f"+{fmt_count(steps)} engine steps"
+        return f"{moved}, no token generated yet {window_text(window)}"
     return f"+{fmt_count(generated)} tokens generated {window_text(window)}"
 
 
@@ -187,6 +193,10 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
                 why = "/metrics has no generated-token counter"
             elif any(v.scrapes > 1 for v in working):
                 why = counter_reset_text(facts, bool(window.get("restarted")))
+            elif window.get("rejected"):
+                why = (
+                    f"one usable scrape: {', '.join(window['rejected'])} rejected (see vllm-health)"
+                )
             else:
                 why = "scrape twice: --window"
             summary = f"progress of {count} not measured ({why})"

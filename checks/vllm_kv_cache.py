@@ -254,7 +254,10 @@ def _model_finding(
             subject,
         )
     if peak is None:
-        return ok(CHECK, f"{preempted} (KV usage not exposed)", items, subject)
+        # exposed but not a reading (NaN, a percent): said so, not "not exposed"
+        ignored = [e for e in window.get("parse_errors") or [] if "cache_usage_perc" in e]
+        usage = f"KV usage not read: {ignored[0]}" if ignored else "KV usage not exposed"
+        return ok(CHECK, f"{preempted} ({usage})", items, subject)
     return ok(CHECK, f"{at}{preempted}", items, subject)
 
 

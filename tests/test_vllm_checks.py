@@ -1061,3 +1061,28 @@ def test_a_queue_time_past_the_last_bucket_at_its_threshold_is_the_slow_phase():
     facts = two_scrapes("v0", before, after, settings__max_queue_ms=60000.0)
     f = one(facts, "vllm-latency")
     assert "wait in the queue" in f.summary and "prefill is slow" not in f.summary, f.summary
+
+
+def test_a_kv_usage_exposed_as_nan_is_not_read_not_absent():
+    # a hostile pass: "✓ … (KV usage not exposed)" of a gauge that was exposed, as NaN
+    nan = {"0": EngineState(running=1, kv=float("nan"), preemptions=0)}
+    f = one(two_scrapes("0.11+", nan, nan), "vllm-kv-cache")
+    assert f.severity is Severity.OK and "KV usage not read:" in f.summary, f.summary
+    assert "kv_cache_usage_perc is nan (ignored)" in f.summary
+
+
+def test_progress_by_prefill_alone_is_not_called_plus_0_tokens():
+    # a hostile pass: "✓ the engine awake and making progress: +0 tokens generated"
+    before = {"0": EngineState(running=2, generation_tokens=100, prompt_tokens=500)}
+    after = {"0": EngineState(running=2, generation_tokens=100, prompt_tokens=9000)}
+    f = one(two_scrapes("0.11+", before, after), "vllm-engine")
+    assert "+8500 prompt tokens prefilled, no token generated yet" in f.summary, f.summary
+    assert "+0 tokens" not in f.summary
+
+
+def test_progress_not_measured_for_a_rejected_scrape_says_so_not_scrape_twice():
+    # a hostile pass: "(scrape twice: --window)" of a bundle whose second scrape was cut off
+    good = v1_metrics("m", running=5, waiting=0, generation_tokens=10)
+    cut = good[: good.index("vllm:num_requests_waiting{") + 30]
+    f = one(facts_with(good, cut), "vllm-engine")
+    assert "vllm/metrics-1.txt rejected" in f.summary and "--window" not in f.summary, f.summary

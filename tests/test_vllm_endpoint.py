@@ -606,6 +606,19 @@ def test_same_origin_redirect_is_followed():
     assert values["vllm/metrics-0.txt"] == text
 
 
+def test_a_same_origin_redirect_to_a_login_page_says_where_it_led():
+    # a hostile pass: /metrics 302 → /login (HTML) read "answered 200 with an HTML page", the
+    # redirect unsaid; the query of the Location (a token) is not repeated
+    moved = Reply(302, b"", "", headers={"Location": "/login?next=/metrics&token=s3cret"})
+    page = Reply(200, "<html><title>Sign in</title></html>", "text/html")
+    routes = {"GET /metrics": moved, "GET /login": page}
+    with FakeVllmServer(Scenario(routes=routes)) as srv:
+        report = probe_report(srv.url)
+    metrics = only(report, "vllm-health", "/metrics")
+    assert "HTML page after a redirect to /login?…" in metrics.summary, metrics.summary
+    assert "s3cret" not in metrics.summary
+
+
 def test_garbage_metrics_are_reported_as_unusable():
     # 200 text/plain that is not Prometheus text: the /metrics finding says why
     junk = Reply(200, "\x00\x01 not metrics at all {{{\n", "text/plain")

@@ -28,6 +28,7 @@ class HttpReply:
     error_kind: str | None = None
     headers_ms: float | None = None
     done_at: float = field(default_factory=time.time)
+    redirected_to: str | None = None  # the path a same-origin redirect led to
 
     def text(self) -> str:
         return self.body.decode("utf-8", errors="replace")
@@ -53,8 +54,9 @@ class _OffsiteRedirect(Exception):
 
 
 def _send(session, method, url, json_body, start, deadline, timeout):
-    """session.request, following at most 3 redirects and only within the same origin (a
-    login page on another host is reported, not visited; vLLM < ~0.6 redirected /metrics)."""
+    """(response, the URL it answered for): session.request, following at most 3 redirects and
+    only within the same origin (a login page on another host is reported, not visited;
+    vLLM < ~0.6 redirected /metrics)."""
     from urllib.parse import urljoin, urlsplit
 
     for _ in range(4):
@@ -69,13 +71,13 @@ def _send(session, method, url, json_body, start, deadline, timeout):
         )
         location = resp.headers.get("Location")
         if resp.status_code not in (301, 302, 303, 307, 308) or not location:
-            return resp
+            return resp, url
         target = urljoin(url, location)
         resp.close()
         if urlsplit(target)[:2] != urlsplit(url)[:2]:
             raise _OffsiteRedirect(resp.status_code, target)
         url = target
-    return resp
+    return resp, url
 
 
 def http_request(
@@ -102,14 +104,17 @@ def http_request(
     if budget <= 0.05:
         return HttpReply(error=NOT_SENT, error_kind=NOT_SENT_KIND)
     try:
-        resp = _send(session, method, url, json_body, start, deadline, timeout)
+        resp, final = _send(session, method, url, json_body, start, deadline, timeout)
     except requests.RequestException as exc:
         kind, text = describe_exception(exc, budget)
         return HttpReply(error=text, error_kind=kind, latency_ms=_ms(time.monotonic() - start))
     except _OffsiteRedirect as exc:
         return HttpReply(
             status=exc.status,
-            error=f"HTTP {exc.status} redirect to {exc.location} (another host; not followed)",
+            error=(
+                f"HTTP {exc.status} redirect to {exc.location} (another scheme, host or port; "
+                "not followed)"
+            ),
             error_kind="redirect",
             latency_ms=_ms(time.monotonic() - start),
         )
@@ -117,6 +122,7 @@ def http_request(
         status=resp.status_code,
         content_type=resp.headers.get("Content-Type", ""),
         headers_ms=_ms(time.monotonic() - start),
+        redirected_to=_path(final) if final != url else None,
     )
     body = bytearray()
     try:
@@ -173,7 +179,9 @@ def error_message(reply: HttpReply) -> tuple[str, Any]:
     raw = reply.text()
     if reply.looks_like_html():
         title = _html_title(raw)
-        return f"HTTP {reply.status} with an HTML page{f' ({title})' if title else ''}", raw[:2000]
+        moved = f" after a redirect to {reply.redirected_to}" if reply.redirected_to else ""
+        shown = f"HTTP {reply.status} with an HTML page{f' ({title})' if title else ''}{moved}"
+        return shown, raw[:2000]
     try:
         parsed = json.loads(raw) if raw.strip() else None
     except ValueError:
@@ -187,6 +195,14 @@ def error_message(reply: HttpReply) -> tuple[str, Any]:
         return f"HTTP {reply.status}: {message[:500]}", parsed
     snippet = raw.strip().splitlines()[0][:SNIPPET] if raw.strip() else "empty body"
     return f"HTTP {reply.status}: {snippet}", raw[:2000] if raw else None
+
+
+def _path(url: str) -> str:
+    """The path (and query) of a URL: what a same-origin redirect changed, without a token."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.path + ("?…" if parts.query else "")
 
 
 def _html_title(text: str) -> str:

@@ -86,8 +86,9 @@ def scrape_metrics(session, base: str, *, timeout: float, deadline: float) -> tu
     elif reply.status != 200:
         why = error_message(reply)[0]
     elif reply.looks_like_html():
+        moved = f" after a redirect to {reply.redirected_to}" if reply.redirected_to else ""
         why = (
-            f"answered {reply.status} with an HTML page, not Prometheus text: something "
+            f"answered {reply.status} with an HTML page{moved}, not Prometheus text: something "
             "else (a proxy, a login page, a UI) answers on this address"
         )
     else:
