@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from llmdoctor.collectors.vllm_generation_probe import PROBE_MAX_TOKENS
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.findings import Finding, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
@@ -70,6 +71,14 @@ def classify(probe: dict) -> tuple[str, list[str]]:
     status, kind = probe.get("status"), probe.get("error_kind")
     text = f"{probe.get('error') or ''} {error_text(probe.get('error_body'))}"
     if CONTEXT_LENGTH.search(text):
+        if probe.get("request", {}).get("max_tokens") == PROBE_MAX_TOKENS:
+            # llmdoctor's own request: a 5-word prompt and 16 tokens; no client to fix
+            return (
+                f"even llmdoctor's probe (a 5-word prompt, {PROBE_MAX_TOKENS} tokens) does not "
+                "fit the context length: the server's --max-model-len is set below any real "
+                "request (Fix step 3)",
+                ["context-length-exceeded"],
+            )
         return "the prompt does not fit the context length", ["context-length-exceeded"]
     if MODEL_MISSING.search(text) or (status == 404 and "model" in text.lower()):
         return "the model name is not served", ["model-name-not-found"]

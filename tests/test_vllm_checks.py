@@ -1086,3 +1086,20 @@ def test_progress_not_measured_for_a_rejected_scrape_says_so_not_scrape_twice():
     cut = good[: good.index("vllm:num_requests_waiting{") + 30]
     f = one(facts_with(good, cut), "vllm-engine")
     assert "vllm/metrics-1.txt rejected" in f.summary and "--window" not in f.summary, f.summary
+
+
+def test_the_probe_itself_over_the_context_length_points_at_the_server_not_a_client():
+    # a hostile pass: a 400 "maximum context length" on llmdoctor's own 5-word probe read "Do
+    # now: Client: set max_tokens …": no client sent it; the server's max_model_len is too low
+    facts = Facts()
+    facts.set(
+        "vllm/probe.json",
+        {
+            "request": {"path": "/v1/completions", "model": "m", "max_tokens": 16},
+            "status": 400,
+            "error": "HTTP 400: This model's maximum context length is 8 tokens",
+            "error_kind": "http",
+        },
+    )
+    f = one(facts, "vllm-generation")
+    assert f.runbooks == ["context-length-exceeded"] and "--max-model-len" in f.summary, f.summary
