@@ -193,6 +193,8 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
                 why = "/metrics has no generated-token counter"
             elif any(v.scrapes > 1 for v in working):
                 why = counter_reset_text(facts, bool(window.get("restarted")))
+            elif (second := facts.missing_reason("vllm/metrics-1.txt")).startswith("GET /m"):
+                why = f"the second scrape failed: {second.removeprefix('GET /metrics: ')}"
             elif window.get("rejected"):
                 why = (
                     f"one usable scrape: {', '.join(window['rejected'])} rejected (see vllm-health)"
@@ -201,6 +203,10 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
                 why = "scrape twice: --window"
             summary = f"progress of {count} not measured ({why})"
             severity = Severity.INFO
+            if window.get("restarted"):
+                # proven by the process start time: in an incident that is news (a crash
+                # loop, an OOM kill), not a footnote
+                severity = Severity.WARNING
         elif unanswered := frozen_gauges(facts, data):
             items.append(evidence(f"generation probe: {unanswered}", "vllm/probe.json"))
             summary = (

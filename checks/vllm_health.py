@@ -300,9 +300,32 @@ def _metrics(facts: Facts) -> Finding | None:
             [],
             subject,
         )
+    second = _second_scrape_failure(facts)
+    if second is not None:
+        # it answered once and not again: a server that died or choked during the collection
+        return warning(
+            CHECK,
+            f"the second /metrics scrape failed ({second}) after the first was read: the server "
+            "stopped answering during the collection; progress, queue and latency over the "
+            "window are not measured",
+            items,
+            [],
+            subject,
+        )
     if window.get("parse_errors"):
         return info(CHECK, f"/metrics: {window['parse_errors'][0]}", items, [], subject)
     return None
+
+
+def _second_scrape_failure(facts: Facts) -> str | None:
+    """Why the second /metrics request failed, when it was sent and failed (not when it was
+    not taken: `--window 0`, or the first failed)."""
+    if facts.has("vllm/metrics-1.txt") or not facts.has("vllm/metrics-0.txt"):
+        return None
+    reason = facts.missing_reason("vllm/metrics-1.txt")
+    if not reason.startswith("GET /metrics") or never_sent(reason):
+        return None
+    return reason.removeprefix("GET /metrics: ")
 
 
 @check(

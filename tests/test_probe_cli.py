@@ -126,6 +126,7 @@ def test_probe_of_a_port_nothing_listens_on_names_a_dead_engine_as_unproven(caps
     assert code == 2 and head.startswith("Root cause  nothing listens on this address"), head
     assert "engine died" not in head.split("\n")[0], head
     assert "Do now      no cause is proven: rule out what engine-dead covers" in head, head
+    assert "give --model" not in out  # no model name reaches a port nothing listens on
 
 
 def test_a_host_name_that_does_not_resolve_is_not_called_a_dead_engine(capsys):

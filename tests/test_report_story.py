@@ -445,3 +445,12 @@ def test_the_fine_line_names_add_up_and_never_name_a_check_that_failed_alone(nam
     assert expected in names and sum(int(k or 1) for _, k in shown) == count
     flagged = {f.check for f in report.findings if f.severity.value != "ok"}
     assert not [c for c in flagged if re.search(rf"(?:^|, ){re.escape(c)}(?:,|$| \()", names)]
+
+
+def test_a_folded_finding_names_each_check_it_follows_from_once():
+    # a hostile pass: "(explained by vllm-health, vllm-health)" on the real scaling bundle,
+    # two subjects of one check
+    report = _report(_bundle("tests/fixtures/real-vllm-0.32/scaling/bundle"))
+    folded = [line for line in _terminal(report).splitlines() if "explained by" in line]
+    assert folded and all("vllm-health, vllm-health" not in line for line in folded), folded
+    assert "`vllm-health`, `vllm-health`" not in render_markdown(report)

@@ -952,7 +952,9 @@ def test_a_restart_between_the_scrapes_is_named_from_the_process_start_time():
     first = v1_metrics("m", generation_tokens=500) + "process_start_time_seconds 40.0\n"
     second = v1_metrics("m", generation_tokens=900) + "process_start_time_seconds 103.0\n"
     f = one(facts_with(first, second), "vllm-engine")
-    assert f.severity is Severity.INFO and "not measured" in f.summary
+    # a proven restart during an incident is a warning (a hostile pass: "OK", exit 0); a
+    # counter that merely went down (another server, perhaps) stays an info, above
+    assert f.severity is Severity.WARNING and "not measured" in f.summary
     assert "restarted between the scrapes" in f.summary
 
 
@@ -1103,3 +1105,50 @@ def test_the_probe_itself_over_the_context_length_points_at_the_server_not_a_cli
     )
     f = one(facts, "vllm-generation")
     assert f.runbooks == ["context-length-exceeded"] and "--max-model-len" in f.summary, f.summary
+
+
+def test_a_second_scrape_that_failed_is_a_warning_not_an_ok_report():
+    # a hostile pass: the second /metrics got HTTP 500 (or the connection dropped): the report
+    # said "OK in what was checked", exit 0, and "(scrape twice: --window)"
+    facts = Facts()
+    facts.set("vllm/health.json", HEALTH_200)
+    facts.set("vllm/metrics-0.txt", v1_metrics("m", running=1, generation_tokens=10))
+    facts.mark_missing("vllm/metrics-1.txt", "GET /metrics: HTTP 500: Internal Server Error")
+    facts.set("vllm/scrapes.json", [{"file": "metrics-0.txt", "at": 100.0}])
+    derive_all(facts)
+    metrics = next(f for f in findings(facts, "vllm-health") if f.subject == "endpoint /metrics")
+    assert metrics.severity is Severity.WARNING, metrics.summary
+    assert "the second /metrics scrape failed (HTTP 500: Internal Server Error)" in metrics.summary
+    engine = one(facts, "vllm-engine")
+    assert (
+        "the second scrape failed: HTTP 500" in engine.summary and "--window" not in engine.summary
+    )
+    # not taken at all (--window 0) is no failure
+    facts = Facts()
+    facts.set("vllm/health.json", HEALTH_200)
+    facts.set("vllm/metrics-0.txt", v1_metrics("m", running=1))
+    facts.mark_missing("vllm/metrics-1.txt", "second /metrics scrape not taken: window is 0")
+    derive_all(facts)
+    assert not [f for f in findings(facts, "vllm-health") if f.subject == "endpoint /metrics"]
+
+
+def test_an_engine_dead_answer_while_the_engine_generates_is_no_proven_death():
+    # a hostile pass: "Root cause vLLM engine died" beside "✓ vllm-engine making progress"
+    moving = [
+        {"0": EngineState(running=2, generation_tokens=100, iterations=50)},
+        {"0": EngineState(running=2, generation_tokens=400, iterations=200)},
+    ]
+    failed = {
+        "request": {"path": "/v1/completions", "model": "m", "max_tokens": 16},
+        "status": 500,
+        "error": "HTTP 500: EngineCore encountered an issue. See stack trace for the root cause.",
+        "error_kind": "http",
+    }
+    docs = {"vllm/health.json": HEALTH_200, "vllm/probe.json": failed}
+    f = one(two_scrapes("0.11+", *moving, docs=docs), "vllm-generation")
+    assert f.runbooks == ["engine-dead"] and f.runbooks_unproven, f.summary
+    assert "the engine generated +300 tokens" in f.summary
+    # with the counters standing still it is the death it says
+    still = {"0": EngineState(running=0, generation_tokens=100, iterations=50)}
+    f = one(two_scrapes("0.11+", still, still, docs=docs), "vllm-generation")
+    assert f.runbooks == ["engine-dead"] and not f.runbooks_unproven, f.summary

@@ -252,7 +252,10 @@ def collect_endpoint(
         ids = model_ids(models)
         if not ids:
             why = models.reason if isinstance(models, Missing) else "/v1/models lists no model"
-            tasks.put("vllm/probe.json", Missing(f"generation probe not run: {why} (give --model)"))
+            # --model helps a server that answers without a usable list, not one unreachable
+            answered = not isinstance(models, Missing) or "HTTP " in why
+            hint = " (give --model)" if answered else ""
+            tasks.put("vllm/probe.json", Missing(f"generation probe not run: {why}{hint}"))
             probe_finished.set()
             return
         run_probe(ids[0], deadline_now())

@@ -298,7 +298,7 @@ def _print_chapter(
     if chapter.folded:
         screen.console.print(f"    [bold]Follows from it[/] [dim]({len(chapter.folded)})[/]")
     for folded in chapter.folded:
-        why = ", ".join(c.check for c in folded.explained_by)
+        why = ", ".join(dict.fromkeys(c.check for c in folded.explained_by))
         screen.line(
             f"    ↳ [dim]{escape(str(folded.severity))}[/] "
             f"[bold]{escape(folded.check)}{escape(_subject(folded))}[/]: ",
@@ -512,7 +512,7 @@ def _markdown_chapter(
     if chapter.folded:
         out.append(f"  - follows from it ({len(chapter.folded)}):")
     for folded in chapter.folded:
-        why = ", ".join(f"`{v(c.check)}`" for c in folded.explained_by)
+        why = ", ".join(dict.fromkeys(f"`{v(c.check)}`" for c in folded.explained_by))
         out.append(
             f"    - {v(str(folded.severity))} `{v(folded.check)}`{v(_subject(folded))}: "
             f"{v(folded.summary)} (explained by {why})"
