@@ -29,6 +29,7 @@ from llmdoctor.parsers.vllm_serving import (
     generation_answered,
     model_subject,
     scrape_sources,
+    second_scrape_error,
     series_text,
     window_text,
 )
@@ -193,8 +194,8 @@ def _model_findings(model: str, data: dict, window: dict, facts: Facts) -> list[
                 why = "/metrics has no generated-token counter"
             elif any(v.scrapes > 1 for v in working):
                 why = counter_reset_text(facts, bool(window.get("restarted")))
-            elif (second := facts.missing_reason("vllm/metrics-1.txt")).startswith("GET /m"):
-                why = f"the second scrape failed: {second.removeprefix('GET /metrics: ')}"
+            elif second := second_scrape_error(facts):
+                why = f"the second scrape failed: {second}"
             elif window.get("rejected"):
                 why = (
                     f"one usable scrape: {', '.join(window['rejected'])} rejected (see vllm-health)"

@@ -411,9 +411,9 @@ def vllm_generation(facts: Facts) -> Finding:
             # /health answers 200: unless the error says EngineDeadError, nothing proves a death
             said = f"{probe.get('error') or ''} {error_text(probe.get('error_body'))}"
             unproven = not ENGINE_DEAD.search(said)
-        if runbooks == ["engine-dead"] and also and (_engine_activity(facts)[1] or 0) > 0:
+        generated = (_engine_activity(facts)[1] or 0) if runbooks == ["engine-dead"] else 0
+        if also and generated > 0:
             # a dead engine answers /health 503 and counts no token: this one did both
-            generated = _engine_activity(facts)[1] or 0
             what = (
                 f"{what}, yet /health says 200 and the engine generated +{generated:.0f} tokens "
                 "in the /metrics window (it died during the collection, or another replica "

@@ -28,6 +28,7 @@ from llmdoctor.parsers.vllm_serving import (
     is_collection_failure,
     model_ids,
     scrape_sources,
+    second_scrape_error,
     server_not_running,
     threshold,
 )
@@ -300,8 +301,8 @@ def _metrics(facts: Facts) -> Finding | None:
             [],
             subject,
         )
-    second = _second_scrape_failure(facts)
-    if second is not None:
+    second = second_scrape_error(facts)
+    if second is not None and not never_sent(second):  # sent, and the server failed it
         # it answered once and not again: a server that died or choked during the collection
         return warning(
             CHECK,
@@ -315,17 +316,6 @@ def _metrics(facts: Facts) -> Finding | None:
     if window.get("parse_errors"):
         return info(CHECK, f"/metrics: {window['parse_errors'][0]}", items, [], subject)
     return None
-
-
-def _second_scrape_failure(facts: Facts) -> str | None:
-    """Why the second /metrics request failed, when it was sent and failed (not when it was
-    not taken: `--window 0`, or the first failed)."""
-    if facts.has("vllm/metrics-1.txt") or not facts.has("vllm/metrics-0.txt"):
-        return None
-    reason = facts.missing_reason("vllm/metrics-1.txt")
-    if not reason.startswith("GET /metrics") or never_sent(reason):
-        return None
-    return reason.removeprefix("GET /metrics: ")
 
 
 @check(

@@ -27,6 +27,7 @@ from llmdoctor.parsers.vllm_serving import (
     series_text,
     since_start_text,
     threshold,
+    went_down_text,
     window_text,
 )
 
@@ -109,11 +110,7 @@ def _model_finding(
         if pre.get("delta") is not None:
             rising = pre["delta"] > 0
             delta_text = f"+{fmt_count(pre['delta'])} {window_text(window)}{_rate(pre)}"
-            shown = delta_text
-            if pre.get("reset"):  # the count went down: a restart, or another server
-                shown = (
-                    f"{fmt_count(pre.get('first'))} → {fmt_count(pre.get('last'))} ({reset_text})"
-                )
+            shown = went_down_text(pre, reset_text) if pre.get("reset") else delta_text
             items.append(evidence(f"{pre['metric']}: {shown}", where))
         else:
             since = since_start_text(window)

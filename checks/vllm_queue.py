@@ -34,6 +34,7 @@ from llmdoctor.parsers.vllm_serving import (
     series_text,
     since_start_text,
     threshold,
+    went_down_text,
     window_text,
 )
 
@@ -63,8 +64,7 @@ def _counter_line(entry: dict, window: dict, reset_text: str) -> str:
     """'vllm:…_total: +N over the window', or 'A → B (why)' when the counter went down (a
     restart, or scrapes that reached another server)."""
     if entry.get("reset"):
-        first, last = fmt_count(entry.get("first")), fmt_count(entry.get("last"))
-        return f"{entry['metric']}: {first} → {last} ({reset_text})"
+        return f"{entry['metric']}: {went_down_text(entry, reset_text)}"
     return f"{entry['metric']}: +{fmt_count(entry['delta'])} {window_text(window)}"
 
 
@@ -195,14 +195,13 @@ def _deferred_note(views: list[EngineView]) -> str:
 
 
 def _model_finding(
-    model: str, data: dict, window: dict, facts: Facts, ceiling, source, kv_full
+    model: str, data: dict, window: dict, facts: Facts, ceiling, source, kv_full, reset_text
 ) -> Finding | None:
     views = engine_views(model, data)
     if not views:
         return None
     dp = data_parallel_size(facts, data)
     engines = max(dp[0], len(views))
-    reset_text = counter_reset_text(facts, bool(window.get("restarted")))
     items = _evidence(data, views, window, ceiling, source, dp, reset_text)
     above = max((r for v in views for r in v.running if r is not None), default=0)
     if ceiling is not None and above > ceiling:
@@ -309,14 +308,13 @@ def vllm_queue(facts: Facts) -> list[Finding]:
     window: dict[str, Any] = facts.require("vllm/window")
     ceiling, source = max_num_seqs(facts)
     kv_full = threshold(facts, "kv_cache_full")
+    reset_text = counter_reset_text(facts, bool(window.get("restarted")))
     findings = []
     for model, data in sorted(window["models"].items()):
-        finding = _model_finding(model, data, window, facts, ceiling, source, kv_full)
+        finding = _model_finding(model, data, window, facts, ceiling, source, kv_full, reset_text)
         if finding is not None:
             findings.append(finding)
-        refused = _admission_finding(
-            model, data, window, counter_reset_text(facts, bool(window.get("restarted")))
-        )
+        refused = _admission_finding(model, data, window, reset_text)
         if refused is not None:
             findings.append(refused)
     if not findings:

@@ -165,13 +165,14 @@ def parse_scrape(key: str, text: str, at: float | None = None) -> Scrape:
             if family.documentation:
                 scrape.help[family.name] = family.documentation
             for sample in family.samples:
-                series = (sample.name, frozenset(sample.labels.items()))
-                # Prometheus rejects such a page; summed, a vLLM series reads a number the
-                # server never reported (other series are only counted, see _add_sample)
-                if series in seen and sample.name.startswith("vllm:"):
-                    shown = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
-                    raise ValueError(f"duplicate sample {sample.name}{{{shown}}}")
-                seen.add(series)
+                if sample.name.startswith("vllm:"):
+                    # Prometheus rejects such a page; summed, a vLLM series reads a number
+                    # the server never reported (other series are only counted, _add_sample)
+                    series = (sample.name, frozenset(sample.labels.items()))
+                    if series in seen:
+                        shown = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+                        raise ValueError(f"duplicate sample {sample.name}{{{shown}}}")
+                    seen.add(series)
                 _add_sample(scrape, sample.name, dict(sample.labels), float(sample.value))
     except ValueError as exc:  # raised mid-iteration on a bad line
         first = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__

@@ -149,6 +149,21 @@ def is_collection_failure(reason: str) -> bool:
     return reason.startswith(("GET ", "POST ", "generation probe", "second /metrics"))
 
 
+def went_down_text(counter: dict, reset_text: str) -> str:
+    """'500 → 100 (why)' for a counter that went down between the scrapes: a restart, or
+    scrapes that reached another server (`reset_text` says which, as far as the facts tell)."""
+    return f"{fmt_count(counter.get('first'))} → {fmt_count(counter.get('last'))} ({reset_text})"
+
+
+def second_scrape_error(facts: Facts) -> str | None:
+    """Why the second /metrics request failed, when the first was read and the second was
+    sent or tried (None when it was read, or not taken: `--window 0`, the first failed)."""
+    if facts.has("vllm/metrics-1.txt") or not facts.has("vllm/metrics-0.txt"):
+        return None
+    reason = facts.missing_reason("vllm/metrics-1.txt")
+    return reason.removeprefix("GET /metrics: ") if reason.startswith("GET /metrics") else None
+
+
 def generation_answered(facts: Facts) -> str | None:
     """What the generation probe got, when it got a streamed answer with text (else None)."""
     probe = facts.get("vllm/probe.json")
