@@ -157,11 +157,20 @@ def check_killed_worker_story(result: dict, log_text: str) -> None:
     """explain's answer on the log of a server whose worker was killed mid-request. With
     `died unexpectedly (exit code: -9)` the kill is named first and engine-dead after it. When
     vLLM's monitor read the status before the kernel had it (`exit code: None`, which a failed
-    start-up prints too) engine-dead is first and sure, and the kill comes next: at most a MAYBE
-    (its hint on a line stating the error, words that fit) or the closest guess."""
+    start-up prints too) no signature proves a kill: engine-dead stays critical, and the kill is
+    at most a warning: first (LIKELY) when its line is the first error before the dead engine,
+    else next to it (a MAYBE) or the closest guess."""
     ids = [m["id"] for m in result["matches"]]
     if "died unexpectedly (exit code: -9)" in log_text:
         assert ids[:2] == ["vllm-worker-killed", "engine-dead"], explained(result)
+        return
+    dead = next((m for m in result["matches"] if m["id"] == "engine-dead"), None)
+    assert dead is not None and dead["severity"] == "critical", explained(result)
+    if ids[:1] == ["vllm-worker-killed"]:
+        cause = result["likely_cause"]
+        assert cause and cause["entry"] == "vllm-worker-killed", explained(result)
+        assert "died unexpectedly" in cause["text"], explained(result)
+        assert ids[1] == "engine-dead" and result["matches"][0]["severity"] == "warning"
         return
     assert ids[:1] == ["engine-dead"], explained(result)
     after = [m for m in result["matches"][1:2] if m["id"] == "vllm-worker-killed"]

@@ -1071,10 +1071,11 @@ def test_a_team_file_that_replaces_a_builtin_without_its_signatures_is_warned(tm
 
 
 def test_a_maybe_entry_s_runbook_text_is_labelled_not_passed_off_as_a_log_line(capsys):
-    # vLLM 0.32's admission-control log: queue-saturation is a MAYBE found by wiki search, and
-    # its search snippet (a stats line from the runbook, "Waiting: 754 reqs", not in this log)
-    # was printed where a matched log line goes, unlabelled
-    log = FIXTURES / "real-vllm-0.32" / "admission" / "server.log"
+    # a match found by wiki search (first found on vLLM 0.32's admission-control log: its
+    # snippet, a stats line from the runbook, "Waiting: 754 reqs", not in that log, was printed
+    # where a matched log line goes, unlabelled); here the killed worker that the likely cause's
+    # line fits, in the real dead-engine drill's log, whose snippet is a line of the runbook
+    log = FIXTURES / "real-vllm-0.32" / "dead-exit-none" / "server.log"
     _, out, _ = run_cli(capsys, "explain", str(log), "--json")
     searched = [m for m in json.loads(out)["matches"] if m["how"] != "signature" and m["snippet"]]
     assert searched

@@ -27,6 +27,13 @@ def run_json(capsys, *args: str) -> tuple[int, dict]:
     return exit_info.value.code, json.loads(capsys.readouterr().out)
 
 
+def cli_text(capsys, *args: str) -> str:
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        cli_run(list(args))
+    return capsys.readouterr().out
+
+
 def diagnose(capsys, drill: str, *options: str) -> tuple[int, dict]:
     return run_json(capsys, "diagnose", "--bundle", str(FIXTURES / drill / "bundle"), *options)
 
@@ -198,14 +205,22 @@ def test_dead_engine_after_the_worker_was_killed(capsys):
     check_killed_worker_story(result, (FIXTURES / "dead" / "server.log").read_text())
 
 
-def test_a_kill_the_monitor_saw_as_exit_code_none_comes_after_the_dead_engine(capsys):
-    # the same drill in CI where vLLM printed `exit code: None` (server log only): engine-dead
-    # first and critical, the kill next as a MAYBE, never critical on that line alone
+def test_a_kill_the_monitor_saw_as_exit_code_none_is_the_likely_cause(capsys):
+    # the same drill in CI where vLLM printed `exit code: None` (server log only): the worker's
+    # death is the first error before the dead engine, so the kill is named first, as LIKELY (a
+    # warning: no signature proves a kill), and engine-dead stays critical after it. vLLM's dump
+    # of its config and scheduler (`Dumping input data …`, logged at ERROR after the death) is
+    # no part of the likely cause: its settings once made the cause read as a CUDA OOM
     log = FIXTURES / "dead-exit-none" / "server.log"
     assert "died unexpectedly (exit code: None)" in log.read_text()
+    assert "Dumping input data" in log.read_text()
     _, result = run_json(capsys, "explain", str(log))
     check_killed_worker_story(result, log.read_text())
-    assert [m["id"] for m in result["matches"]][:2] == ["engine-dead", "vllm-worker-killed"]
+    assert [m["id"] for m in result["matches"]][:2] == ["vllm-worker-killed", "engine-dead"]
+    assert result["likely_cause"]["entry"] == "vllm-worker-killed"
+    text = cli_text(capsys, "explain", str(log))
+    assert "LIKELY  vllm-worker-killed" in text and "MAYBE  vllm-worker-killed" not in text
+    assert "it explains engine-dead" in text and "fits cuda-oom-runtime" not in text
 
 
 def test_a_worker_killed_with_exit_code_9_is_named_before_the_dead_engine(capsys):
@@ -239,3 +254,43 @@ def test_startup_with_an_unknown_flag(capsys):
     # `vllm: error: unrecognized arguments: --enable-magic-batching`
     _, ids = explain(capsys, "startup-unknown-flag")
     assert ids[:1] == ["vllm-flag-removed-on-upgrade"], ids
+
+
+def test_access_log_errors_are_lines_that_look_wrong_and_name_nothing(capsys):
+    # the real client-mistakes drill: a 404 (unknown model) and a 400 in Uvicorn's access log.
+    # Both are what the clients got, so they are shown as the lines read as errors; a 404 alone
+    # names no entry (any wrong route answers one), so nothing is named with confidence
+    code, result = run_json(capsys, "explain", str(FIXTURES / "client-mistakes" / "server.log"))
+    read = [e["text"] for e in result["salient"]]
+    assert any('" 404 Not Found' in t for t in read) and any('" 400 Bad Request' in t for t in read)
+    assert result["matches"] == [] and code == 0
+
+
+def test_503_answers_alone_are_read_as_errors_not_as_a_healthy_log(tmp_path, capsys):
+    # the real admission drill's 503 access lines without the stats lines around them: once
+    # "No line in it looks like an error"; the 503s are what the clients got
+    lines = [
+        line
+        for line in (FIXTURES / "admission" / "server.log").read_text().splitlines()
+        if '" 503 ' in line
+    ]
+    assert len(lines) >= 5
+    log = tmp_path / "access.log"
+    log.write_text("\n".join(lines) + "\n")
+    text = cli_text(capsys, "explain", str(log))
+    assert "No line in it looks like an error" not in text
+    assert "The lines it read as errors" in text and '" 503 Service Unavailable' in text
+    _, result = run_json(capsys, "explain", str(log))
+    # refused completions: admission control is the closest guess, never named on the access
+    # lines alone (vLLM's body says why it refused; this line does not)
+    assert result["matches"] == []
+    assert result["below_threshold"][0]["id"] == "admission-control-rejecting"
+
+
+def test_refused_requests_in_the_access_log_hint_at_admission_control(capsys):
+    # the real admission drill: eleven `"POST /v1/completions HTTP/1.1" 503 Service Unavailable`
+    # under stats lines with 20 waiting and the KV cache at 100 %. The full cache is the match;
+    # the 503s are the closest guess (a hint: the access line does not say why it refused)
+    _, result = run_json(capsys, "explain", str(FIXTURES / "admission" / "server.log"))
+    assert [m["id"] for m in result["matches"]] == ["kv-cache-preemption"]
+    assert result["below_threshold"][0]["id"] == "admission-control-rejecting"

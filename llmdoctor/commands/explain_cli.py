@@ -185,13 +185,18 @@ def render(result, console) -> None:
             soft_wrap=True,
         )
         console.print(f"  [dim]{cause.line}:[/] {escape(_cut(cause.text))}", soft_wrap=True)
+    hinted = _hinted_ids(result)
     for n, m in enumerate(result.matches, 1):
         console.print()
         style = STYLE.get(m.severity, "bold")
         label = m.severity.upper() if m.how == "signature" else "MAYBE"
+        why = f"confidence {m.confidence:.2f}"
+        if m.how != "signature" and m.id in hinted:
+            # ranked first by the likely cause's line, not by a confidence of its own
+            label = "LIKELY"
+            why = f"the likely cause's line fits it; it explains {escape(cause.consequence)}"
         line = (
-            f"{n}. [{style}] {label} [/] [bold]{escape(m.id)}[/]: {escape(m.title)} "
-            f"[dim](confidence {m.confidence:.2f})[/]"
+            f"{n}. [{style}] {label} [/] [bold]{escape(m.id)}[/]: {escape(m.title)} [dim]({why})[/]"
         )
         if m.explained_by:
             line += f" [dim](explained by {escape(', '.join(m.explained_by))})[/]"
@@ -216,6 +221,19 @@ def render(result, console) -> None:
     if result.notes:
         console.print()
         _render_notes(result, console, escape)
+
+
+def _hinted_ids(result) -> set[str]:
+    """The entry ranked above the consequence because the likely cause's line fits it (it has
+    no confidence of its own to show)."""
+    cause = result.likely_cause
+    if cause is None or cause.entry_id is None:
+        return set()
+    return {
+        cause.entry_id
+        for m in result.matches
+        if m.id == cause.consequence and cause.entry_id in m.explained_by
+    }
 
 
 def _render_notes(result, console, escape) -> None:

@@ -55,6 +55,14 @@ from llmdoctor.wiki.signatures import (
 
 # Lines worth reading: errors, and also what people paste that says why without "error" in it
 # (capability warnings, kills and exit codes, kubectl describe's Events and Last State).
+# an access log's error status: what the clients got (Uvicorn's `"POST … HTTP/1.1" 503 Service
+# Unavailable`), read by its reason phrase (a digit-blind pattern: a crash loop's lines are still
+# matched once per shape). Shown as a line that looks wrong; on its own it names no entry (any
+# wrong route answers 404). `400 Bad Request` is salient already
+ACCESS_ERROR = (
+    r'HTTP/[0-9.]+" [0-9]+ (Internal Server Error|Service Unavailable|Bad Gateway|Gateway Timeout'
+    r"|Not Found|Unauthorized|Forbidden|Too Many Requests)"
+)
 SALIENT_PATTERNS = (
     r"Traceback \(most recent call last\)",
     r"[A-Za-z](Error|Exception|Interrupt|Exit)(:|$| )",
@@ -108,6 +116,8 @@ SALIENT_PATTERNS = (
     r"(longer|larger|greater) than",
     r"[Tt]oo (long|large|many|old)",
     r"Bad Request",
+    # an access log's error status: what the clients got (Uvicorn's `"POST … HTTP/1.1" 503`)
+    ACCESS_ERROR,
     r"\"object\": ?\"error\"",
     r" WARN ",
     r"[Nn]o available",
@@ -733,7 +743,8 @@ def decide(
     reading, query = gathered.reading, gathered.query
     graph = graph or CauseGraph.from_entries(entries)
     ranked = fuse(reading, entries, gathered.results, query or gathered.searched, fusion, graph)
-    if not (query or reading.salient):  # no line looks wrong: text alone names guesses only
+    if not (reading.hits or _beyond_access_errors(reading.salient)):
+        # no line looks wrong but what clients were answered: text alone names guesses only
         for m in ranked:
             if m.how == "search" and m.confidence > fusion.no_error_guess:
                 m.confidence = fusion.no_error_guess
@@ -1053,10 +1064,16 @@ def _below_error(text: str) -> bool:
     return level is not None and level.group(1) in ("DEBUG", "INFO", "WARNING", "WARN")
 
 
+# vLLM's dump of the engine's state when it fails (v1/engine/dump_input.py: its config, the
+# scheduler's output and stats), logged at ERROR after whatever failed: every setting, no why
+STATE_DUMP = re.compile(r"Dumping (input data|scheduler output|scheduler stats)\b")
+
+
 def _says_why(text: str) -> bool:
-    """False for a traceback's header, frame and code lines: they say where, not why."""
+    """False for a traceback's header, frame and code lines (they say where, not why), and for
+    an engine's dump of its own state."""
     message = text[m.end() + 1 :] if (m := LOG_PREFIX.match(text)) else text
-    if not message.strip() or message.startswith((" ", "\t")):
+    if not message.strip() or message.startswith((" ", "\t")) or STATE_DUMP.match(message):
         return False
     return not message.startswith(('File "', "Traceback", "^", "~"))
 
@@ -1309,6 +1326,16 @@ def fix_lines(entry, matched: Iterable[str] = ()) -> list[str]:
     from llmdoctor.render.fix_text import terminal_lines
 
     return terminal_lines(entry, params=fix_values(entry.id, matched))
+
+
+_ACCESS_ERROR: list = []
+
+
+def _beyond_access_errors(salient: list[Evidence]) -> bool:
+    """Whether a line looks wrong other than an access log's error status."""
+    if not _ACCESS_ERROR:
+        _ACCESS_ERROR.append(re.compile(ACCESS_ERROR))
+    return any(not _ACCESS_ERROR[0].search(e.text) for e in salient)
 
 
 def _salient_entry():
