@@ -183,3 +183,20 @@ def test_a_tracebacks_header_and_frames_name_no_entry(entries):
     # `_read_request_body`); where an error passed says nothing of what it is
     path = ROUND8_UNKNOWN / "r8-litellm-8535-doc-curl-invalid-json-payload.log"
     assert "tool-call-parser-error" not in _named(path, entries)
+
+
+def test_an_oom_with_mib_reserved_but_unallocated_is_no_fragmentation(entries):
+    # PyTorch's ROCm OOM on a 32 GB MI50 (round 11, measured): `1.21 MiB is reserved by PyTorch
+    # but unallocated` (the line cut there); fragmentation was named on its words alone (0.5)
+    path = (
+        FIXTURES
+        / "explain_fresh"
+        / "round11"
+        / "vllm-startup-memory-insufficient"
+        / "r11-c1-gfx906-qwen3-32b-single-32gb.log"
+    )
+    assert "1.21 MiB is reserved by PyTorch but unallocate" in path.read_text(encoding="utf-8")
+    named = _named(path, entries)
+    assert named[:1] == ["cuda-oom-runtime"] and "gpu-memory-fragmentation" not in named
+    unruled = _named(path, _without_rule(entries, "gpu-memory-fragmentation"))
+    assert "gpu-memory-fragmentation" in unruled

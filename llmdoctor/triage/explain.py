@@ -468,10 +468,41 @@ def read_input(
             if entry_id in hits:
                 hits[entry_id].count = max(1, hits[entry_id].count - n)
         matched_lines = max(min(matched_lines, 1), matched_lines - extra_strong)
+    if text is not None:
+        _drop_stalls_that_ended(hits, text, numbers)
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
     kept = [Evidence(n, t[:MAX_TEXT]) for n, t in lines.salient]
     reading = _Reading(hits, kept, matched_lines, text, invalid, numbers, lines.error_lines)
     return reading, scanner
+
+
+# vLLM's stats line over an interval in which the engine generated nothing, and one in which it
+# generated again (V0 and V1 print `Avg generation throughput: 77.3 tokens/s`)
+STALL_LINE = re.compile(r"Avg generation throughput: 0\.0 tokens/s")
+PROGRESS_LINE = re.compile(r"Avg generation throughput: ([1-9]|0\.[0-9]*[1-9])")
+
+
+def _drop_stalls_that_ended(hits: dict[str, _Hits], text: str, numbers: list[int]) -> None:
+    """Forget an entry whose every matched line is a stats line of a stall when a later stats
+    line of the same input shows tokens generated again: the engine went on (a V0 server logs
+    one `0.0 tokens/s` interval with a request running as it starts generating), so the stall
+    lines prove no wedge. Read on an input small enough to be read whole; in a bigger log each
+    stall line stands as it is.
+    """
+    stalled = {
+        entry_id: h
+        for entry_id, h in hits.items()
+        if h.count and all(STALL_LINE.search(t) for _, t in (*h.first, *h.last))
+    }
+    if not stalled:
+        return
+    last_progress = 0
+    for i, line in enumerate(text.split("\n"), 1):
+        if "generation throughput" in line and PROGRESS_LINE.search(line):
+            last_progress = numbers[i - 1] if numbers and i <= len(numbers) else i
+    for entry_id, h in stalled.items():
+        if last_progress > h.last_line:
+            del hits[entry_id]
 
 
 def _lines_read_twice(
@@ -590,8 +621,16 @@ class _LineGroups:
         return group
 
 
+# NCCL's own INFO lines say how it set itself up (`NET/Plugin : dlerror=libnccl-net.so: cannot
+# open shared object file … No plugin found`, `NET/IB : No device found`); it says what went
+# wrong as `NCCL WARN`
+NCCL_INFO = "NCCL INFO "
+
+
 def _negative(text: str, field: re.Pattern = NEGATIVE_FIELD) -> bool:
-    return (":" in text or "<" in text) and bool(field.match(text))
+    """Whether a line that reads as an error says it is none: a status field that says
+    "nothing" (`field`), or an NCCL INFO line."""
+    return NCCL_INFO in text or ((":" in text or "<" in text) and bool(field.match(text)))
 
 
 def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:
