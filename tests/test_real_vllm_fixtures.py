@@ -294,3 +294,21 @@ def test_refused_requests_in_the_access_log_hint_at_admission_control(capsys):
     _, result = run_json(capsys, "explain", str(FIXTURES / "admission" / "server.log"))
     assert [m["id"] for m in result["matches"]] == ["kv-cache-preemption"]
     assert result["below_threshold"][0]["id"] == "admission-control-rejecting"
+
+
+def test_a_refused_request_ranks_below_the_kill_that_took_the_server_down(tmp_path, capsys):
+    # a chat template's 400 (vLLM issue 29849's message) earlier in the log than the real drill's
+    # SIGKILL'd worker and dead engine: the refusal was named first, the outage second
+    runbooks = FIXTURES.parent / "runbooks"
+    refusal = (
+        runbooks / "chat-template-missing" / "vllm-0.11.2-deepseek-v3.2-issue29849.log"
+    ).read_text()
+    kill = (
+        runbooks / "vllm-worker-killed" / "vllm-0.32-cpu-worker-sigkill-exit-code-9-drill.log"
+    ).read_text()
+    log = tmp_path / "server.log"
+    log.write_text(refusal + kill)
+    _, result = run_json(capsys, "explain", str(log))
+    ids = [m["id"] for m in result["matches"]]
+    assert ids[:2] == ["vllm-worker-killed", "engine-dead"], ids
+    assert "chat-template-missing" in ids  # still named, after the outage

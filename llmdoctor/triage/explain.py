@@ -1228,7 +1228,9 @@ def fuse(
                 path=getattr(entry, "path", ""),
             )
         )
-    _causes_first(matches, graph or CauseGraph.from_entries(entries))
+    graph = graph or CauseGraph.from_entries(entries)
+    _causes_first(matches, graph)
+    _outages_before_refusals(matches, entries, graph)
     _search_order(matches, {entry_id: t[1] for entry_id, t in text.items()})
     for m in matches:
         m.score = round(100 * m.confidence, 1)
@@ -1279,6 +1281,39 @@ def _causes_first(matches: list[Match], graph: CauseGraph) -> None:
 
     for entry_id in sorted(signed):
         signed[entry_id].confidence = round(max(capped(entry_id, frozenset()), 0.0), 3)
+
+
+# an entry whose failure is a request refused with a 4xx while the server goes on (its tags name
+# the status), and one whose failure takes the server down
+REFUSAL_TAGS = frozenset({"http-400", "http-404"})
+OUTAGE_TAG = "crash"
+
+
+def _outages_before_refusals(matches: list[Match], entries: dict, graph: CauseGraph) -> None:
+    """A refused request ranks below a crash of the server, both matched by signature (a chat
+    template's 400 above the SIGKILL that killed the engine): the refusal did not take the server
+    down, unless the cause graph says it explains the crash, and the outage is what to fix first.
+    A crash is an entry tagged `crash`, or one that explains such an entry.
+    """
+
+    def tags(entry_id: str) -> frozenset[str]:
+        return frozenset(getattr(entries.get(entry_id), "tags", ()) or ())
+
+    signed = [m for m in matches if m.how == "signature"]
+    crashed = {m.id for m in signed if OUTAGE_TAG in tags(m.id)}
+    outages = [
+        m for m in signed if m.id in crashed or any(graph.explains(m.id, c) for c in crashed)
+    ]
+    if not outages:
+        return
+    below = max(m.confidence for m in outages) - 0.001
+    for m in signed:
+        if (
+            tags(m.id) & REFUSAL_TAGS
+            and m.confidence > below
+            and not any(graph.explains(m.id, o.id) for o in outages)
+        ):
+            m.confidence = round(max(below, 0.0), 3)
 
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
