@@ -312,3 +312,11 @@ def test_a_refused_request_ranks_below_the_kill_that_took_the_server_down(tmp_pa
     ids = [m["id"] for m in result["matches"]]
     assert ids[:2] == ["vllm-worker-killed", "engine-dead"], ids
     assert "chat-template-missing" in ids  # still named, after the outage
+
+
+def test_a_real_bundle_says_why_the_tokenizer_was_not_checked(capsys):
+    # the manifests once said `<redacted>` there (an older redactor took `--tokenizer PATH` for a
+    # secret), and the report's "Not checked" printed it
+    text = cli_text(capsys, "diagnose", "--bundle", str(FIXTURES / "admission" / "bundle"))
+    assert "<redacted>" not in text
+    assert "not requested (llmdoctor probe --tokenizer PATH): tokenizer" in text
