@@ -454,3 +454,16 @@ def test_a_folded_finding_names_each_check_it_follows_from_once():
     folded = [line for line in _terminal(report).splitlines() if "explained by" in line]
     assert folded and all("vllm-health, vllm-health" not in line for line in folded), folded
     assert "`vllm-health`, `vllm-health`" not in render_markdown(report)
+
+
+def test_an_info_names_its_runbook_and_prescribes_nothing():
+    # the real wedged drill: admission control refused 11 requests before the wedge, none in the
+    # window. That info printed the admission runbook's whole Fix (add replicas, retry 503s,
+    # raise the queue limits) under an engine that generates nothing
+    bundle = ROOT / "tests/fixtures/real-vllm-0.32/wedged/bundle"
+    text = _terminal(_report(bundle))
+    at = text.index("requests away since the server started")
+    chapter = text[at : text.index("\n\n", at)]
+    assert "runbook admission-control-rejecting" in chapter
+    assert "more: llmdoctor wiki show admission-control-rejecting" in chapter
+    assert "Fix:" not in chapter and "Add replicas" not in chapter

@@ -331,6 +331,10 @@ def _print_runbook(
     if rid in fixes_shown:
         screen.console.print("      [dim](its Fix is shown above)[/]")
         return
+    if chapter.severity.rank < Severity.WARNING.rank:
+        # an info (rejections in the past, nothing now) names its runbook, it prescribes nothing
+        screen.console.print(f"      [dim]more: llmdoctor wiki show {escape(rid)}[/]")
+        return
     fixes_shown.add(rid)
     steps = shown_steps(chapter, entry)
     if lead and steps:
