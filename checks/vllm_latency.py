@@ -18,6 +18,7 @@ from llmdoctor.parsers.vllm_serving import (
     fmt_count,
     fmt_seconds,
     model_subject,
+    scrape_sources,
     serving_arg,
     threshold,
     window_text,
@@ -107,13 +108,19 @@ def _model_finding(model: str, data: dict, window: dict, facts: Facts) -> Findin
         if entry is None:
             continue
         limit_ms = threshold(facts, setting)
+        # a figure of one scrape (or since a restart) is no window's: said where it was read
+        source = (
+            f"{scrape_sources(window).split(', ')[-1]} (since the server started)"
+            if entry.get("since_start")
+            else "vllm/window"
+        )
         items.append(
             evidence(
                 f"{label} ({entry['metric']}): p50 {fmt_seconds(entry['p50'])}, p95 "
                 f"{_p95_text(entry)} over {fmt_count(entry['count'])} {_OBSERVED[concept]}; "
                 "threshold p95 "
                 f"{fmt_seconds(limit_ms / 1000)}",
-                "vllm/window",
+                source,
             )
         )
         per_engine = entry.get("per_engine") or {}
@@ -122,7 +129,7 @@ def _model_finding(model: str, data: dict, window: dict, facts: Facts) -> Findin
                 f"engine {e}: {fmt_seconds(q['p95'])}"
                 for e, q in sorted(per_engine.items(), key=lambda kv: (len(kv[0]), kv[0]))
             )
-            items.append(evidence(f"{label} p95 per engine: {per}", "vllm/window"))
+            items.append(evidence(f"{label} p95 per engine: {per}", source))
         # p95 past the last finite bucket is a lower bound: at the threshold it is over it
         beyond = entry.get("p95_beyond_last_bucket") and entry["p95"] * 1000 >= limit_ms
         if entry["p95"] * 1000 > limit_ms or beyond:

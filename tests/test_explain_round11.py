@@ -59,3 +59,46 @@ def test_amds_memory_access_fault_is_an_illegal_memory_access(entries):
         ROUND11 / "illegal-memory-access" / "r11-c1-mi300x-tp8-memory-access-fault.log", entries
     )
     assert [m.id for m in result.matches][:1] == ["illegal-memory-access"]
+
+
+# vLLM 0.32's request logger (entrypoints/serve/utils/request_logger.py), its format strings
+# filled with a user's prompt and the model's answer that quote errors
+PROMPT_LOGGED = (
+    "(APIServer pid=1671) DEBUG 12-03 03:10:01 [request_logger.py:55] Request chatcmpl-9a1 "
+    "details: prompt: 'My job failed with torch.OutOfMemoryError: CUDA out of memory. Tried to "
+    "allocate 2.00 GiB, then NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.', "
+    "prompt_token_ids: [1, 2, 3], prompt_embeds shape: None."
+)
+OUTPUT_LOGGED = (
+    "(APIServer pid=1671) INFO 12-03 03:10:02 [request_logger.py:109] Generated response "
+    "chatcmpl-9a1 (streaming complete): output: 'An NCCL error: unhandled system error means a "
+    "peer died', finish_reason: stop"
+)
+
+
+def test_text_a_request_log_quotes_is_no_evidence(entries):
+    # a hostile pass: errors quoted in a prompt named xid-fallen-off-bus, nccl-failure and
+    # cuda-oom-runtime, three criticals on a healthy server, from one INFO line
+    healthy = (
+        ROUND11.parent / "round6" / "_healthy" / "r6-vllm-34503-request-logged-200.log"
+    ).read_text()
+    result = run_text(PROMPT_LOGGED + "\n" + OUTPUT_LOGGED + "\n" + healthy, entries)
+    assert result.matches == [] and result.salient == []
+    # the same words logged by the server as its own error still count
+    own = "ERROR 12-03 03:10:05 [core.py:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert [m.id for m in run_text(PROMPT_LOGGED + "\n" + own, entries).matches][:1] == [
+        "cuda-oom-runtime"
+    ]
+
+
+def test_a_stall_over_several_intervals_that_recovered_is_still_a_wedge(entries):
+    # a hostile pass: minutes of `0.0 tokens/s` with requests running, then progress, read as
+    # "No entry explains" once any later line generated: only a single interval is forgiven
+    stalled = (
+        ENGINE_WEDGED / "vllm-v0-cpu-endless-loop-0-tokens-running-1-issue12795.log"
+    ).read_text()
+    progress = (
+        (ROUND11 / "_healthy" / "r11-c1-steady-77tps-generation.log").read_text().splitlines()[1]
+    )
+    result = run_text(stalled.rstrip("\n") + "\n" + progress + "\n", entries)
+    assert [m.id for m in result.matches][:1] == ["engine-wedged"]

@@ -320,3 +320,35 @@ def test_a_real_bundle_says_why_the_tokenizer_was_not_checked(capsys):
     text = cli_text(capsys, "diagnose", "--bundle", str(FIXTURES / "admission" / "bundle"))
     assert "<redacted>" not in text
     assert "not requested (llmdoctor probe --tokenizer PATH): tokenizer" in text
+
+
+def test_the_exit_code_and_labels_do_not_depend_on_limit(capsys):
+    # a hostile pass: `--limit 1` cut engine-dead (critical) from the list, and the exit code
+    # fell from 2 to 1; the killed worker, first because the likely cause's line fits it, was
+    # labelled MAYBE (confidence 1.00) instead of LIKELY
+    log = str(FIXTURES / "dead-exit-none" / "server.log")
+    codes = []
+    for limit in ("1", "5"):
+        code, result = run_json(capsys, "explain", log, "--limit", limit)
+        codes.append(code)
+        assert result["likely_cause"]["named_first"] is True
+        text = cli_text(capsys, "explain", log, "--limit", limit)
+        assert "LIKELY  vllm-worker-killed" in text
+    assert codes == [2, 2]
+
+
+def test_a_refused_request_is_never_the_likely_cause_of_a_dead_engine(tmp_path, capsys):
+    # a hostile pass: a client's 404 (an unknown model) before the engine died was shown as
+    # "Likely cause: the first error before engine-dead"; the server answered it and went on
+    runbooks = FIXTURES.parent / "runbooks" / "model-name-not-found"
+    refused = next(
+        line
+        for path in sorted(runbooks.glob("*.log"))
+        for line in path.read_text().splitlines()
+        if line.startswith("openai.NotFoundError: Error code: 404")
+    )
+    log = tmp_path / "server.log"
+    log.write_text(refused + "\n" + (FIXTURES / "dead-exit-none" / "server.log").read_text())
+    _, result = run_json(capsys, "explain", str(log))
+    assert "died unexpectedly" in result["likely_cause"]["text"], result["likely_cause"]
+    assert [m["id"] for m in result["matches"]][:2] == ["vllm-worker-killed", "engine-dead"]

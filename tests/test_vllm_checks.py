@@ -260,6 +260,9 @@ def test_latency_from_a_single_scrape_is_since_start_and_only_info():
     hist = {"vllm:request_queue_time_seconds": [30.0] * 5}
     f = one(facts_with(v1_metrics("m", histograms=hist)), "vllm-latency")
     assert f.severity is Severity.INFO and "since the server started" in f.summary
+    # ... and its evidence says where it was read: one scrape, no window (it said vllm/window)
+    sources = [e["source"] for e in f.evidence]
+    assert sources and all(s == "vllm/metrics-0.txt (since the server started)" for s in sources)
 
 
 def test_slow_decode_with_enforce_eager_links_that_runbook():

@@ -227,13 +227,9 @@ def _hinted_ids(result) -> set[str]:
     """The entry ranked above the consequence because the likely cause's line fits it (it has
     no confidence of its own to show)."""
     cause = result.likely_cause
-    if cause is None or cause.entry_id is None:
+    if cause is None or cause.entry_id is None or not cause.named_first:
         return set()
-    return {
-        cause.entry_id
-        for m in result.matches
-        if m.id == cause.consequence and cause.entry_id in m.explained_by
-    }
+    return {cause.entry_id}
 
 
 def _render_notes(result, console, escape) -> None:

@@ -31,6 +31,7 @@ typer or rich here: the command renders.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import deque
@@ -292,12 +293,15 @@ class LikelyCause:
     # an entry that explains the consequence (the cause graph) and that the wiki search finds
     # first for the error lines before it; None when none does
     entry_id: str | None = None
+    # that entry is named first, just above the consequence (it has a hint on this very line)
+    named_first: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
             "consequence": self.consequence,
             "line": self.line,
             "text": self.text,
+            "named_first": self.named_first,
             "entry": self.entry_id,
         }
 
@@ -321,13 +325,18 @@ class Explanation:
     # warnings about how the server is configured, in an input with no error line: reported,
     # never named as what failed (`configuration_notes`)
     notes: list[Match] = field(default_factory=list)
+    # a critical entry matched by signature among all the confident matches, shown or cut by
+    # --limit: the exit code does not depend on how many are shown
+    critical: bool = False
 
     @property
     def exit_code(self) -> int:
         """0 nothing explains it, 1 warnings (or text-only guesses), 2 a critical signature match."""
         if not self.matches:
             return 0
-        if any(m.how == "signature" and m.severity == "critical" for m in self.matches):
+        if self.critical or any(
+            m.how == "signature" and m.severity == "critical" for m in self.matches
+        ):
             return 2
         return 1
 
@@ -483,16 +492,17 @@ PROGRESS_LINE = re.compile(r"Avg generation throughput: ([1-9]|0\.[0-9]*[1-9])")
 
 
 def _drop_stalls_that_ended(hits: dict[str, _Hits], text: str, numbers: list[int]) -> None:
-    """Forget an entry whose every matched line is a stats line of a stall when a later stats
+    """Forget an entry whose one matched line is a stats line of a stall when a later stats
     line of the same input shows tokens generated again: the engine went on (a V0 server logs
-    one `0.0 tokens/s` interval with a request running as it starts generating), so the stall
-    lines prove no wedge. Read on an input small enough to be read whole; in a bigger log each
-    stall line stands as it is.
+    one `0.0 tokens/s` interval with a request running as it starts generating), so that one
+    interval proves no wedge. Stalls over several intervals stay, recovered or not (minutes of
+    nothing generated is an incident). Read on an input small enough to be read whole; in a
+    bigger log each stall line stands as it is.
     """
     stalled = {
         entry_id: h
         for entry_id, h in hits.items()
-        if h.count and all(STALL_LINE.search(t) for _, t in (*h.first, *h.last))
+        if h.count == 1 and all(STALL_LINE.search(t) for _, t in (*h.first, *h.last))
     }
     if not stalled:
         return
@@ -550,6 +560,8 @@ class _LineGroups:
 
     def add(self, m: LineMatch) -> None:
         """One matching line."""
+        if _request_log(m.text):
+            return
         line = self.numbers[m.line - 1] if self.numbers else m.line
         is_salient = False
         if SALIENT_ID in m.entry_ids:
@@ -568,7 +580,9 @@ class _LineGroups:
         could be a negative field is read line by line.
         """
         for kind in block.kinds:
-            if SALIENT_ID in kind.entry_ids and _negative(kind.sample, MAYBE_NEGATIVE_FIELD):
+            if (
+                SALIENT_ID in kind.entry_ids and _negative(kind.sample, MAYBE_NEGATIVE_FIELD)
+            ) or _request_log(kind.sample):
                 for m in block.line_matches():
                     self.add(m)
                 return
@@ -619,6 +633,26 @@ class _LineGroups:
             entry_ids = tuple(i for i in m.entry_ids if i != SALIENT_ID)
             group = self.groups[m.fired, salient] = (hits, entry_ids, scanner.strong_ids(fired))
         return group
+
+
+# a server's log of a request it received or answered (vLLM's `--enable-log-requests` /
+# `--enable-log-outputs`, entrypoints/serve/utils/request_logger.py of 0.32: `Request … details:
+# prompt: '…'`, `Received request …: params: …`, `Generated response … (streaming complete):
+# output: '…'`; older: `Received request …: prompt: '…'`; SGLang's `--log-requests`: `Receive:
+# obj=GenerateReqInput(text='…')`): the rest of the line is what a user wrote or the model said,
+# never what the server did; no evidence
+REQUEST_LOG = re.compile(
+    r"\b(Received request|Generated response|Request) [^\s:]{1,128}( \(streaming [a-z]+\))?"
+    r"( details)?: (prompt|output|params)\b"
+    r"|\bRequest [^\s:]{1,128} JSON body: "
+    r"|\b(Receive|Finish): obj=[A-Za-z]*ReqInput\("
+)
+
+
+def _request_log(text: str) -> bool:
+    return ("equest" in text or "esponse" in text or "obj=" in text) and bool(
+        REQUEST_LOG.search(text)
+    )
 
 
 # NCCL's own INFO lines say how it set itself up (`NET/Plugin : dlerror=libnccl-net.so: cannot
@@ -804,12 +838,16 @@ def decide(
         salient = [e for e in salient if e.line not in remarks]
     likely = None
     if confident and confident[0].how == "signature" and graph.is_consequence(confident[0].id):
-        likely = likely_cause(gathered, confident[0], graph, ranked)
+        refusals = {
+            i for i, e in entries.items() if set(getattr(e, "tags", ()) or ()) & REFUSAL_TAGS
+        }
+        likely = likely_cause(gathered, confident[0], graph, ranked, refusals)
         if cause := _hinted_cause(likely, ranked, confident[0]):
             for kept in (weak, confident):
                 if cause in kept:
                     kept.remove(cause)
             confident.insert(0, cause)
+            likely = dataclasses.replace(likely, named_first=True)
     return Explanation(
         label,
         confident[:limit],
@@ -822,6 +860,7 @@ def decide(
         threshold=fusion.confident,
         likely_cause=likely,
         notes=notes[:limit],
+        critical=any(m.how == "signature" and m.severity == "critical" for m in confident),
     )
 
 
@@ -1028,12 +1067,17 @@ LEVEL = re.compile(r"\b(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b")
 
 
 def likely_cause(
-    gathered: Gathered, consequence: Match, graph: CauseGraph, ranked: list[Match]
+    gathered: Gathered,
+    consequence: Match,
+    graph: CauseGraph,
+    ranked: list[Match],
+    refusals: frozenset[str] | set[str] = frozenset(),
 ) -> LikelyCause | None:
     """The first error line before the first line a signature of the consequence matched, that
-    is no line of what follows from the consequence, and the entry that
-    explains the consequence when the wiki search finds it first for those lines. None when no
-    error line comes before it.
+    is no line of what follows from the consequence nor a request refused with a 4xx (an entry
+    of `refusals` matched it: the server answered and went on), and the entry that explains the
+    consequence when the wiki search finds it first for those lines. None when no error line
+    comes before it.
     """
     reading = gathered.reading
     if not consequence.evidence:
@@ -1042,7 +1086,11 @@ def likely_cause(
     downstream = {  # lines of entries the consequence itself explains: effects, not the cause
         e.line
         for m in ranked
-        if m.id != consequence.id and graph.explains(consequence.id, m.id)
+        if m.id != consequence.id
+        and (
+            graph.explains(consequence.id, m.id)
+            or (m.id in refusals and not graph.explains(m.id, consequence.id))
+        )
         for e in m.evidence
     }
     lines = [
@@ -1128,6 +1176,8 @@ def _error_lines(reading: _Reading, before: int) -> list[Evidence]:
         if n >= before:
             break
         if text.lstrip().startswith("Traceback") or not _salient_set().match_line(text):
+            continue
+        if _request_log(text):
             continue
         if ("f you" in text and ADVICE.search(text)) or _negative(text):
             continue
