@@ -155,3 +155,16 @@ def test_no_usable_cache_folder_is_one_line_exit_3(tmp_path):
     assert done.returncode == 3, done.stderr
     assert done.stderr.startswith("llmdoctor: no folder for llmdoctor's cache"), done.stderr
     assert done.stderr.count("\n") == 1 and "internal error" not in done.stderr
+
+
+@pytest.mark.parametrize("content", ["", "\n\n   \n"])
+def test_an_empty_input_is_said_so_exit_3_not_read_as_healthy(
+    capsys, monkeypatch, tmp_path, content
+):
+    # a hostile pass: `kubectl logs --previous` that failed (its error on stderr) left an empty
+    # input, and explain said "No line in it looks like an error", exit 0
+    log = tmp_path / "previous.log"
+    log.write_text(content)
+    fast, slow = through_both_doors(capsys, monkeypatch, fast_path, typer_path, [str(log)])
+    assert fast == slow and fast[0] == 3, fast
+    assert "the input is empty, nothing to explain" in fast[2] and "No line" not in fast[1]

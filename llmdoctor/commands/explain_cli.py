@@ -88,7 +88,13 @@ def run_explain(
 
         keep_freed_blocks(file)
     request = ExplainRequest(file=file, limit=limit, jobs=jobs, wiki_dirs=wiki)
-    result, source, _ = explain_log(request, library.entries, stdin=stdin)
+    result, source, name = explain_log(request, library.entries, stdin=stdin)
+    if result.empty:  # never "no line looks wrong" of what was not there (a failed `kubectl logs`)
+        from llmdoctor.errors import BadInput
+
+        raise BadInput(
+            f"{name}: the input is empty, nothing to explain (did the command that wrote it fail?)"
+        )
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print_source_notes(source)

@@ -328,6 +328,7 @@ class Explanation:
     # a critical entry matched by signature among all the confident matches, shown or cut by
     # --limit: the exit code does not depend on how many are shown
     critical: bool = False
+    empty: bool = False  # the input held no text at all: nothing was read, nothing is known
 
     @property
     def exit_code(self) -> int:
@@ -861,6 +862,7 @@ def decide(
         likely_cause=likely,
         notes=notes[:limit],
         critical=any(m.how == "signature" and m.severity == "critical" for m in confident),
+        empty=reading.text is not None and not reading.text.strip(),
     )
 
 
