@@ -352,3 +352,24 @@ def test_a_refused_request_is_never_the_likely_cause_of_a_dead_engine(tmp_path, 
     _, result = run_json(capsys, "explain", str(log))
     assert "died unexpectedly" in result["likely_cause"]["text"], result["likely_cause"]
     assert [m["id"] for m in result["matches"]][:2] == ["vllm-worker-killed", "engine-dead"]
+
+
+def test_the_error_lines_shown_keep_the_first_and_say_what_is_left_out(tmp_path, capsys):
+    # a hostile pass: the list showed the last ten lines read as errors, dropping the earliest
+    # (most often the cause) and saying nothing of those left out
+    lines = [
+        line
+        for line in (FIXTURES / "admission" / "server.log").read_text().splitlines()
+        if '" 503 ' in line
+    ]
+    assert len(lines) == 11
+    log = tmp_path / "access.log"
+    log.write_text("\n".join(lines) + "\n")
+    text = cli_text(capsys, "explain", str(log))
+    shown = text[text.index("The lines it read as errors:") :].splitlines()
+    assert shown[1].strip().startswith("1: ") and shown[2].strip() == "… 1 more …"
+    # more error lines than the scan keeps: said so
+    many = tmp_path / "many.log"
+    many.write_text((lines[0] + "\n") * 500)
+    text = cli_text(capsys, "explain", str(many))
+    assert "The lines it read as errors (the last 40 kept: more came before them):" in text

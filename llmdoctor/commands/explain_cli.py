@@ -136,8 +136,19 @@ def render(result, console) -> None:
         console.print(f"[bold]No entry explains[/] {escape(result.source)}.")
         _render_notes(result, console, escape)
         if result.salient:
-            console.print("The lines it read as errors:")
-            for e in result.salient[-10:]:
+            kept = len(result.salient)
+            shown = _shown_error_lines(result.salient)
+            # the scan keeps the last error lines only: say so, never pass them off as all
+            before = (
+                f" (the last {kept} kept: more came before them)"
+                if result.error_lines > kept
+                else ""
+            )
+            console.print(f"The lines it read as errors{before}:")
+            for e in shown:
+                if e is None:
+                    console.print(f"  [dim]… {kept - len(shown) + 1} more …[/]")
+                    continue
                 console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
             if weak:
                 guesses = ", ".join(f"{m.id} ({m.confidence:.2f})" for m in weak[:3])
@@ -227,6 +238,17 @@ def render(result, console) -> None:
     if result.notes:
         console.print()
         _render_notes(result, console, escape)
+
+
+SHOWN_ERROR_LINES = 10
+
+
+def _shown_error_lines(salient: list) -> list:
+    """The error lines shown: all of a few; else the first one kept (the earliest is most often
+    the cause), a gap (None), and the last ones."""
+    if len(salient) <= SHOWN_ERROR_LINES:
+        return list(salient)
+    return [salient[0], None, *salient[-(SHOWN_ERROR_LINES - 1) :]]
 
 
 def _hinted_ids(result) -> set[str]:

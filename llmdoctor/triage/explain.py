@@ -329,6 +329,7 @@ class Explanation:
     # --limit: the exit code does not depend on how many are shown
     critical: bool = False
     empty: bool = False  # the input held no text at all: nothing was read, nothing is known
+    error_lines: int = 0  # every line read as an error (`salient` keeps the last of them)
 
     @property
     def exit_code(self) -> int:
@@ -863,6 +864,7 @@ def decide(
         notes=notes[:limit],
         critical=any(m.how == "signature" and m.severity == "critical" for m in confident),
         empty=reading.text is not None and not reading.text.strip(),
+        error_lines=reading.error_lines,
     )
 
 
