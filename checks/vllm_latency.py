@@ -18,7 +18,6 @@ from llmdoctor.parsers.vllm_serving import (
     fmt_count,
     fmt_seconds,
     model_subject,
-    scrape_sources,
     serving_arg,
     threshold,
     window_text,
@@ -103,6 +102,7 @@ def _model_finding(model: str, data: dict, window: dict, facts: Facts) -> Findin
     since_start = any(h.get("since_start") for h in measured.values())
     scope = "since the server started" if since_start else window_text(window)
     items, slow = [], []
+    last_scrape = (window.get("scrapes") or [{"key": "vllm/window"}])[-1]["key"]
     for concept, label, setting in PHASES:
         entry = measured.get(concept)
         if entry is None:
@@ -110,7 +110,7 @@ def _model_finding(model: str, data: dict, window: dict, facts: Facts) -> Findin
         limit_ms = threshold(facts, setting)
         # a figure of one scrape (or since a restart) is no window's: said where it was read
         source = (
-            f"{scrape_sources(window).split(', ')[-1]} (since the server started)"
+            f"{last_scrape} (since the server started)"
             if entry.get("since_start")
             else "vllm/window"
         )

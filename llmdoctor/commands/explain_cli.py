@@ -202,16 +202,17 @@ def render(result, console) -> None:
             soft_wrap=True,
         )
         console.print(f"  [dim]{cause.line}:[/] {escape(_cut(cause.text))}", soft_wrap=True)
-    hinted = _hinted_ids(result)
+    likely = result.likely_cause
+    hinted = likely.entry_id if likely is not None and likely.named_first else None
     for n, m in enumerate(result.matches, 1):
         console.print()
         style = STYLE.get(m.severity, "bold")
         label = m.severity.upper() if m.how == "signature" else "MAYBE"
         why = f"confidence {m.confidence:.2f}"
-        if m.how != "signature" and m.id in hinted:
+        if m.id == hinted:
             # ranked first by the likely cause's line, not by a confidence of its own
             label = "LIKELY"
-            why = f"the likely cause's line fits it; it explains {escape(cause.consequence)}"
+            why = f"the likely cause's line fits it; it explains {escape(likely.consequence)}"
         line = (
             f"{n}. [{style}] {label} [/] [bold]{escape(m.id)}[/]: {escape(m.title)} [dim]({why})[/]"
         )
@@ -249,15 +250,6 @@ def _shown_error_lines(salient: list) -> list:
     if len(salient) <= SHOWN_ERROR_LINES:
         return list(salient)
     return [salient[0], None, *salient[-(SHOWN_ERROR_LINES - 1) :]]
-
-
-def _hinted_ids(result) -> set[str]:
-    """The entry ranked above the consequence because the likely cause's line fits it (it has
-    no confidence of its own to show)."""
-    cause = result.likely_cause
-    if cause is None or cause.entry_id is None or not cause.named_first:
-        return set()
-    return {cause.entry_id}
 
 
 def _render_notes(result, console, escape) -> None:

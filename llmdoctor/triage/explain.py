@@ -42,6 +42,7 @@ from types import SimpleNamespace
 from typing import Any, BinaryIO
 
 from llmdoctor.engine.textsource import TextSource
+from llmdoctor.lazy_regex import compiled
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.links import page_url
@@ -54,8 +55,6 @@ from llmdoctor.wiki.signatures import (
     signature_line,
 )
 
-# Lines worth reading: errors, and also what people paste that says why without "error" in it
-# (capability warnings, kills and exit codes, kubectl describe's Events and Last State).
 # an access log's error status: what the clients got (Uvicorn's `"POST … HTTP/1.1" 503 Service
 # Unavailable`), read by its reason phrase (a digit-blind pattern: a crash loop's lines are still
 # matched once per shape). Shown as a line that looks wrong; on its own it names no entry (any
@@ -64,6 +63,8 @@ ACCESS_ERROR = (
     r'HTTP/[0-9.]+" [0-9]+ (Internal Server Error|Service Unavailable|Bad Gateway|Gateway Timeout'
     r"|Not Found|Unauthorized|Forbidden|Too Many Requests)"
 )
+# Lines worth reading: errors, and also what people paste that says why without "error" in it
+# (capability warnings, kills and exit codes, kubectl describe's Events and Last State).
 SALIENT_PATTERNS = (
     r"Traceback \(most recent call last\)",
     r"[A-Za-z](Error|Exception|Interrupt|Exit)(:|$| )",
@@ -117,7 +118,6 @@ SALIENT_PATTERNS = (
     r"(longer|larger|greater) than",
     r"[Tt]oo (long|large|many|old)",
     r"Bad Request",
-    # an access log's error status: what the clients got (Uvicorn's `"POST … HTTP/1.1" 503`)
     ACCESS_ERROR,
     r"\"object\": ?\"error\"",
     r" WARN ",
@@ -336,11 +336,7 @@ class Explanation:
         """0 nothing explains it, 1 warnings (or text-only guesses), 2 a critical signature match."""
         if not self.matches:
             return 0
-        if self.critical or any(
-            m.how == "signature" and m.severity == "critical" for m in self.matches
-        ):
-            return 2
-        return 1
+        return 2 if self.critical else 1
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -840,9 +836,7 @@ def decide(
         salient = [e for e in salient if e.line not in remarks]
     likely = None
     if confident and confident[0].how == "signature" and graph.is_consequence(confident[0].id):
-        refusals = {
-            i for i, e in entries.items() if set(getattr(e, "tags", ()) or ()) & REFUSAL_TAGS
-        }
+        refusals = _tagged(entries, REFUSAL_TAGS)
         likely = likely_cause(gathered, confident[0], graph, ranked, refusals)
         if cause := _hinted_cause(likely, ranked, confident[0]):
             for kept in (weak, confident):
@@ -1350,11 +1344,9 @@ def _outages_before_refusals(matches: list[Match], entries: dict, graph: CauseGr
     A crash is an entry tagged `crash`, or one that explains such an entry.
     """
 
-    def tags(entry_id: str) -> frozenset[str]:
-        return frozenset(getattr(entries.get(entry_id), "tags", ()) or ())
-
     signed = [m for m in matches if m.how == "signature"]
-    crashed = {m.id for m in signed if OUTAGE_TAG in tags(m.id)}
+    crashed = {m.id for m in signed} & _tagged(entries, {OUTAGE_TAG})
+    refusals = _tagged(entries, REFUSAL_TAGS)
     outages = [
         m for m in signed if m.id in crashed or any(graph.explains(m.id, c) for c in crashed)
     ]
@@ -1363,11 +1355,16 @@ def _outages_before_refusals(matches: list[Match], entries: dict, graph: CauseGr
     below = max(m.confidence for m in outages) - 0.001
     for m in signed:
         if (
-            tags(m.id) & REFUSAL_TAGS
+            m.id in refusals
             and m.confidence > below
             and not any(graph.explains(m.id, o.id) for o in outages)
         ):
             m.confidence = round(max(below, 0.0), 3)
+
+
+def _tagged(entries: dict, tags: set[str] | frozenset[str]) -> set[str]:
+    """The ids of the entries that carry any of these tags."""
+    return {i for i, e in entries.items() if set(getattr(e, "tags", ()) or ()) & tags}
 
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
@@ -1456,14 +1453,10 @@ def fix_lines(entry, matched: Iterable[str] = ()) -> list[str]:
     return terminal_lines(entry, params=fix_values(entry.id, matched))
 
 
-_ACCESS_ERROR: list = []
-
-
 def _beyond_access_errors(salient: list[Evidence]) -> bool:
     """Whether a line looks wrong other than an access log's error status."""
-    if not _ACCESS_ERROR:
-        _ACCESS_ERROR.append(re.compile(ACCESS_ERROR))
-    return any(not _ACCESS_ERROR[0].search(e.text) for e in salient)
+    access_error = compiled(ACCESS_ERROR)
+    return any(not access_error.search(e.text) for e in salient)
 
 
 def _salient_entry():
