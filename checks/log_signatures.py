@@ -14,6 +14,7 @@ from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.fix_values import fix_values
 from llmdoctor.parsers.xid import not_text_reason
 from llmdoctor.wiki.cause_graph import CauseGraph
+from llmdoctor.wiki.server_phase import retold_at_startup
 from llmdoctor.wiki.signatures import LineMatch, SignatureSet
 
 LOG_PREFIXES = ("logs/", "node/kernel.log")
@@ -85,11 +86,14 @@ def log_signatures(facts: Facts) -> list[Finding]:
         names = ", ".join(k for k, _ in readable)
         findings.append(ok("log-signatures", f"no known error signature in {names}"))
         return findings
+    retold = _retold_at_startup(facts, entries, hits)
     explained_by = CauseGraph.from_entries(entries).consequences(hits)
     for entry_id, h in hits.items():
         entry = entries[entry_id]
         severity = SEVERITY.get(entry.severity, Severity.WARNING)
         follows = ""
+        if entry_id in retold:  # its lines are another entry's, before the server served
+            follows = f" (at start-up: the lines of {retold[entry_id]})"
         if entry_id in explained_by:
             # a consequence of something else in the same logs: the cause is the finding to act on
             causes = ", ".join(explained_by[entry_id])
@@ -116,8 +120,25 @@ def log_signatures(facts: Facts) -> list[Finding]:
                 severity=severity,
                 summary=f"{entry.title}: {h.count} matching {lines} in {where}{follows}",
                 evidence=items,
-                runbooks=[entry_id],
+                runbooks=[entry_id, *([retold[entry_id]] if entry_id in retold else [])],
                 params=fix_values(entry_id, (m.text for _, m in [*h.first, *h.last])),
             )
         )
     return findings
+
+
+def _retold_at_startup(facts: Facts, entries: dict, hits: dict[str, EntryHits]) -> dict[str, str]:
+    """Move the hits of an entry whose lines came while the server started to the entry its
+    `at_startup` names (wiki/server_phase.py: a start-up OOM is a model that does not fit, not a
+    request too big), unless that entry matched on its own: {the story's id: the entry whose
+    lines they are}.
+    """
+    retold: dict[str, str] = {}
+    for entry_id in list(hits):
+        source, first = hits[entry_id].first[0]
+        log = facts.require(source)
+        story = retold_at_startup(entries, {entry_id: first.line}, log.lines).get(entry_id)
+        if story is not None and story not in hits:
+            hits[story] = hits.pop(entry_id)
+            retold[story] = entry_id
+    return retold

@@ -18,6 +18,7 @@ from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.serving_settings import versions_doc
 from llmdoctor.parsers.torch_oom import TorchOom, parse_torch_oom
 from llmdoctor.parsers.xid import not_text_reason
+from llmdoctor.wiki.server_phase import retold_at_startup
 
 CHECK = "memory-fragmentation"
 FRAGMENTED_SHARE = 0.02  # reserved-but-unallocated of at least 2 % of the GPU counts as large
@@ -53,7 +54,7 @@ def _already_set(facts: Facts) -> bool:
     CHECK,
     title="CUDA OOM in logs: fragmentation or shortage",
     scope="logs",
-    runbooks=("gpu-memory-fragmentation", "cuda-oom-runtime"),
+    runbooks=("gpu-memory-fragmentation", "cuda-oom-runtime", "vllm-startup-memory-insufficient"),
     supersedes=("log-signatures",),
 )
 def memory_fragmentation(facts: Facts) -> list[Finding]:
@@ -124,10 +125,16 @@ def _verdict(facts: Facts, key: str, ooms: list[tuple[int, str, TorchOom]]) -> F
             _subject(key),
         )
     full = " (what is free is barely the request: the GPU is full)" if oom.free >= oom.tried else ""
+    # before the server served, a shortage is a start-up that does not fit (the runbook's
+    # `at_startup`, as log-signatures and pod-restarts tell it)
+    entries = facts.get("wiki/entries") or {}
+    first = ooms[0][0]
+    story = retold_at_startup(entries, {"cuda-oom-runtime": first}, facts.require(key).lines)
+    when = ", at start-up" if story else ""
     return critical(
         CHECK,
-        f"CUDA out of memory: {numbers}{full} - a real shortage, not fragmentation",
+        f"CUDA out of memory: {numbers}{full} - a real shortage{when}, not fragmentation",
         items,
-        ["cuda-oom-runtime"],
+        [*story.values(), "cuda-oom-runtime"],
         _subject(key),
     )

@@ -19,6 +19,7 @@ from llmdoctor.parsers.k8s_pod import (
     require_pod,
 )
 from llmdoctor.wiki.cause_graph import CauseGraph
+from llmdoctor.wiki.server_phase import retold_at_startup
 from llmdoctor.wiki.signatures import SignatureSet
 
 
@@ -53,7 +54,12 @@ def _log_causes(facts: Facts, log_key: str) -> tuple[list[str], list[str], list[
             if entry_id not in first:
                 first[entry_id] = evidence(m.text, source=log.name, line=m.line)
     hinted = {i: line for i, line in weak.items() if i not in strong}
-    return list(strong), list(hinted), [*strong.values(), *hinted.values()]
+    # an entry's lines that came while the server started tell its `at_startup` entry's story
+    # (wiki/server_phase.py), as log-signatures tells it
+    first_lines = {i: int(line["line"]) for i, line in strong.items()}
+    retold = retold_at_startup(entries, first_lines, log.lines)
+    causes = list(dict.fromkeys(retold.get(i, i) for i in strong))
+    return causes, list(hinted), [*strong.values(), *hinted.values()]
 
 
 def _fix_params(causes: list[str], lines: list[dict]) -> dict:

@@ -340,7 +340,8 @@ def test_crashloop_bundle_exits_2_and_names_the_oom_with_its_lines():
 def test_crashloop_terminal_report_shows_fix_from_the_runbook():
     proc = run_cli("diagnose", "--bundle", str(EXAMPLES / "crashloop-cuda-oom"), "--no-color")
     assert proc.returncode == 2
-    assert "CRITICAL" in proc.stdout and "runbook cuda-oom-runtime" in proc.stdout
+    # the OOM came before the server served: the start-up story (cuda-oom-runtime's at_startup)
+    assert "CRITICAL" in proc.stdout and "runbook vllm-startup-memory-insufficient" in proc.stdout
     assert "Fix:" in proc.stdout
     assert "Not checked" in proc.stdout  # node and vLLM facts are not in this bundle
 

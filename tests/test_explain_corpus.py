@@ -225,15 +225,17 @@ def assert_held(
     precision: float,
     abstained: float,
     most_wrong: int | None = None,
+    alarms: int = 0,
 ) -> None:
     """A fresh round's covered failures at the level it was measured or tuned to: ranking,
-    confident answers, never behind the wiki search, no alarm on its healthy logs."""
+    confident answers, never behind the wiki search, no critical on its healthy logs and no
+    alarm beyond those it was measured with (`alarms`: a round not yet tuned on)."""
     assert covered["top1"] >= top1 and covered["top3"] >= top3
     assert covered["confident_top1"] >= confident and covered["precision"] >= precision
     if most_wrong is not None:
         assert covered["confident_wrong"] <= most_wrong
     assert covered["top3"] >= covered["search_top3"]
-    assert covered["healthy_criticals"] == 0 and covered["healthy_alarms"] == 0
+    assert covered["healthy_criticals"] == 0 and covered["healthy_alarms"] <= alarms
     assert covered["abstained"] >= abstained
 
 
@@ -309,4 +311,43 @@ def test_fresh_round10_is_held_at_the_level_reached():
         precision=0.9387,
         abstained=0.9230,
         most_wrong=1,
+    )
+
+
+# Round 11 (issue 26 §5): 105 excerpts (60 covered failures, 25 healthy, 20 uncovered), seven
+# collectors given only the entry ids and titles (SOURCES-round11.md, with each collector's
+# `answerable`). Measured blind at main 91653e8: top-1 66.7 %, top-3 78.3 %, confident and right
+# 61.7 %, precision 77.1 %, 2 alarms on 25 healthy logs (one critical), 15 of 20 uncovered
+# abstained. Then tuning data (a single stalled interval before progress, NCCL's INFO lines, two
+# AMD wordings; 2026-12-03) and, the session after, an OOM before the server served read as a
+# start-up that does not fit (cuda-oom-runtime's at_startup): top-1 73.3 %, top-3 83.3 %,
+# confident and right 66.7 %, precision 85.1 %, 0 alarms. Held there.
+def test_fresh_round11_is_held_at_the_level_reached():
+    assert_held(
+        fresh_round(11),
+        top1=0.733,
+        top3=0.833,
+        confident=0.666,
+        precision=0.85,
+        abstained=0.75,
+        most_wrong=2,
+    )
+
+
+# Round 12 (issue 26 §5): 123 excerpts (67 covered failures, 31 healthy, 25 uncovered), eight
+# collectors, round 11's protocol (SOURCES-round12.md). Measured blind at the session's start
+# (main f904053) and at its end, the same answers: top-1 73.1 %, top-3 79.1 % (wiki search
+# 71.6 / 77.6 %), confident and right 59.7 % (69.6 % on the 56 answerable), precision 81.6 %,
+# one MAYBE on a healthy log (vLLM-Gaudi's INFO `... 0 active driver(s) found ... to prevent
+# runtime errors`, read as gpu-not-visible), 19 of 25 uncovered abstained. Not tuned on yet.
+def test_fresh_round12_is_held_at_its_blind_measurement():
+    assert_held(
+        fresh_round(12),
+        top1=0.731,
+        top3=0.791,
+        confident=0.597,
+        precision=0.816,
+        abstained=0.76,
+        most_wrong=2,
+        alarms=1,
     )

@@ -197,6 +197,9 @@ def test_an_oom_with_mib_reserved_but_unallocated_is_no_fragmentation(entries):
     )
     assert "1.21 MiB is reserved by PyTorch but unallocate" in path.read_text(encoding="utf-8")
     named = _named(path, entries)
-    assert named[:1] == ["cuda-oom-runtime"] and "gpu-memory-fragmentation" not in named
+    # the OOM came at start-up (`vllm serve` launched it, nothing served): told as the start-up
+    # that does not fit (cuda-oom-runtime's at_startup), and still no fragmentation
+    assert named[:1] == ["vllm-startup-memory-insufficient"]
+    assert "gpu-memory-fragmentation" not in named
     unruled = _named(path, _without_rule(entries, "gpu-memory-fragmentation"))
     assert "gpu-memory-fragmentation" in unruled

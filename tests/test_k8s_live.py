@@ -91,7 +91,8 @@ def test_crash_loop_tied_to_the_cuda_oom_in_the_previous_log(cluster, capsys):
     assert code == 2
     (restarts,) = findings(report, "pod-restarts")
     assert "CrashLoopBackOff" in restarts["summary"]
-    assert "cuda-oom-runtime" in restarts["runbooks"]
+    # the OOM came right after the weights loaded, before it served: a start-up that does not fit
+    assert restarts["runbooks"] == ["vllm-startup-memory-insufficient"]
     # the OOM is reported once, by the most specific check (memory-fragmentation supersedes
     # the generic log-signatures finding for the same runbook)
     oom = [

@@ -60,10 +60,12 @@ def test_tools_return_the_cli_json_and_are_read_only():
     assert all(t.annotations.readOnlyHint for t in tools)
     bundle, url, explained, search, show, capacity = (payload(r) for r in results)
     assert bundle["schema"] == "llmdoctor/2" and bundle["status"] == "critical"
-    assert "cuda-oom-runtime" in bundle["findings"][0]["runbooks"]
+    # the crash loop's OOM came before it served: a start-up that does not fit
+    assert "vllm-startup-memory-insufficient" in bundle["findings"][0]["runbooks"]
     assert bundle["findings"][0]["evidence"]  # a verdict with evidence, not raw output
     assert url["schema"] == "llmdoctor/2" and url["status"] == "ok"
-    assert explained["matches"][0]["id"] == "cuda-oom-runtime"
+    assert explained["matches"][0]["id"] == "vllm-startup-memory-insufficient"
+    assert explained["matches"][0]["lines_of"] == "cuda-oom-runtime"
     assert search["results"][0]["id"] == "cuda-oom-runtime"
     assert show["id"] == "cuda-oom-runtime" and show["fix"]
     cli = subprocess.run(

@@ -31,8 +31,10 @@ BUNDLES = sorted(
 
 # bundle -> (the root cause's runbook, stories per severity {critical, warning}, exit code)
 INCIDENTS = {
-    # the previous log's CUDA OOM; readiness and the allocator's view of the OOM follow from it
-    "examples/bundles/crashloop-cuda-oom": ("cuda-oom-runtime", 1, 0, 2),
+    # the previous log's CUDA OOM right after the weights loaded, before it served: a start-up
+    # that does not fit (cuda-oom-runtime's at_startup); readiness and the allocator's view of
+    # the OOM follow from it
+    "examples/bundles/crashloop-cuda-oom": ("vllm-startup-memory-insufficient", 1, 0, 2),
     # the cgroup kill of host RAM; the restarts are the story
     "examples/bundles/oomkilled-host-memory": ("k8s-oomkilled", 1, 0, 2),
     # a full queue: the slow probe and the latency percentiles are the same problem
@@ -360,9 +362,14 @@ def test_a_problem_on_another_gpu_or_a_warning_upstream_contradicts_nothing():
 def test_the_readme_shows_the_verdict_the_example_really_prints():
     # the README's first screen is a real run of the shipped crash loop, not a mock-up
     readme = (ROOT / "README.md").read_text().splitlines()[:80]
-    shown = next(line for line in readme if line.startswith("Root cause  "))
+    at = next(n for n, line in enumerate(readme) if line.startswith("Root cause  "))
+    wrapped = [readme[at]]  # the README wraps it at 100 columns: its next lines are indented
+    for line in readme[at + 1 :]:
+        if not line.startswith(" " * 12):
+            break
+        wrapped.append(line.strip())
     printed = _terminal(_report(_bundle("examples/bundles/crashloop-cuda-oom"))).splitlines()
-    assert shown in printed
+    assert " ".join(wrapped) in printed
 
 
 def test_the_same_crash_loop_on_two_replicas_is_one_story():
@@ -376,7 +383,7 @@ def test_the_same_crash_loop_on_two_replicas_is_one_story():
     report = diagnose(facts_list, "deploy/vllm")
     text = _terminal(report)
     assert [s for s, _ in _headlines(text)].count("CRITICAL") == 1
-    assert "runbook cuda-oom-runtime" in "\n".join(text.splitlines()[:8])
+    assert "runbook vllm-startup-memory-insufficient" in "\n".join(text.splitlines()[:8])
     restarts = [f for f in to_json(report)["findings"] if f["check"] == "pod-restarts"]
     assert [f["explained_by"] for f in restarts] == [
         [],

@@ -46,10 +46,11 @@ def test_a_gpu_that_fell_off_the_bus_gets_no_pod_spec_fix():
 
 def test_a_crash_loop_at_startup_links_its_cause_not_engine_death():
     # crashloop bundle: CUDA OOM while loading, then "Got fatal signal": the engine never
-    # served, and cuda-oom-runtime explains engine-dead
+    # served, so the OOM is a start-up that does not fit (cuda-oom-runtime's at_startup), and
+    # that explains engine-dead
     report = _diagnose_bundle("crashloop-cuda-oom")
     restarts = _problems(report)[("pod-restarts", "container vllm")]
-    assert restarts.runbooks == ["cuda-oom-runtime"]
+    assert restarts.runbooks == ["vllm-startup-memory-insufficient"]
     assert "then:" in restarts.summary  # the summary still says what followed
 
 

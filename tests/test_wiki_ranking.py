@@ -289,3 +289,27 @@ def test_a_team_signature_ranks_above_a_builtin_hint_in_search(tmp_path):
     assert doc["matches"][0]["id"] == "team-exit-137"  # explain: right
     result = runner.invoke(app, ["wiki", "search", "--wiki", str(wiki), "--json", line])
     assert json.loads(result.stdout)["results"][0]["id"] == "team-exit-137"
+
+
+# --- wiki lint: at_startup ----------------------------------------------------------------------
+
+
+def test_lint_accepts_at_startup_naming_a_builtin_entry(tmp_path):
+    write_explaining(tmp_path / "wiki", "team-oom", "at_startup: vllm-startup-memory-insufficient")
+    report = lint_paths([tmp_path / "wiki"], known_checks=None)
+    assert report.ok, [str(p) for p in report.problems]
+
+
+@pytest.mark.parametrize(
+    ("at_startup", "message"),
+    [
+        ("at_startup: no-such-entry", "at_startup names unknown entry 'no-such-entry'"),
+        ("at_startup: [a, b]", "at_startup must be one entry id, not list ['a', 'b']"),
+        ("at_startup: team-self", "at_startup names the entry itself"),
+    ],
+)
+def test_lint_rejects_an_at_startup_that_names_no_other_entry(tmp_path, at_startup, message):
+    # explain tells the named entry's story: a wrong id would silently tell none
+    path = write_explaining(tmp_path / "wiki", "team-self", at_startup)
+    problems = [str(p) for p in lint_paths([tmp_path / "wiki"], known_checks=None).problems]
+    assert problems == [f"{path}:5: {message}"]

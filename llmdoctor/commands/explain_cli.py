@@ -208,6 +208,8 @@ def render(result, console) -> None:
         console.print()
         style = STYLE.get(m.severity, "bold")
         label = m.severity.upper() if m.how == "signature" else "MAYBE"
+        if m.resumed is not None:  # it happened, and the engine generated again after it
+            style, label = STYLE["warning"], "ENDED"
         why = f"confidence {m.confidence:.2f}"
         if m.id == hinted:
             # ranked first by the likely cause's line, not by a confidence of its own
@@ -216,6 +218,8 @@ def render(result, console) -> None:
         line = (
             f"{n}. [{style}] {label} [/] [bold]{escape(m.id)}[/]: {escape(m.title)} [dim]({why})[/]"
         )
+        if m.lines_of:
+            line += f" [dim](at start-up: the lines of {escape(m.lines_of)})[/]"
         if m.explained_by:
             line += f" [dim](explained by {escape(', '.join(m.explained_by))})[/]"
         console.print(line)
@@ -226,6 +230,20 @@ def render(result, console) -> None:
                 if i == 3 and m.count > len(m.evidence):
                     console.print(f"   [dim]│ … {m.count - len(m.evidence)} more …[/]")
                 console.print(f"   [dim]│ {e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
+            if after := m.resumed:
+                span = (
+                    f"line {after.first.line}"
+                    if after.lines == 1
+                    else f"{after.lines} stats lines, line {after.first.line} to {after.last.line}"
+                )
+                console.print(
+                    f"   [bold]then tokens were generated again[/] ({span}); what is wrong now "
+                    "may be something else:"
+                )
+                console.print(
+                    f"   [dim]│ {after.first.line}:[/] {escape(_cut(after.first.text))}",
+                    soft_wrap=True,
+                )
         elif m.snippet:  # the runbook's words, not the log's: labelled so, never a quote
             console.print(
                 f"   [dim]its runbook reads: {escape(_cut(m.snippet))}[/]", soft_wrap=True

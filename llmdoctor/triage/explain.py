@@ -46,6 +46,7 @@ from llmdoctor.lazy_regex import compiled
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.links import page_url
+from llmdoctor.wiki.server_phase import PROGRESS_LINE, during_startup, startup_story
 from llmdoctor.wiki.signatures import (
     BlockKinds,
     InvalidSignature,
@@ -243,6 +244,21 @@ class Evidence:
         return {"line": self.line, "text": self.text}
 
 
+@dataclass(frozen=True)
+class Resumed:
+    """Tokens generated after an entry's last line: the engine's stats lines that say so (vLLM's
+    `Avg generation throughput: 38.7 tokens/s`, SGLang's `gen throughput (token/s): 45.2`), the
+    first and the last of them and how many.
+    """
+
+    first: Evidence
+    last: Evidence
+    lines: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"first": self.first.to_json(), "last": self.last.to_json(), "lines": self.lines}
+
+
 @dataclass
 class Match:
     """One runbook entry that explains the input, with how sure explain is of it."""
@@ -259,6 +275,13 @@ class Match:
     fix: list[str] = field(default_factory=list)
     snippet: str = ""
     path: str = ""
+    # a critical entry's lines, then tokens generated again after its last one: it happened and
+    # ended (`served_again`); None when the input shows no generation after it or is too big to
+    # read whole
+    resumed: Resumed | None = None
+    # the entry whose signatures matched these lines when this entry tells their story (its
+    # `at_startup`: an OOM before the server served is a start-up that does not fit)
+    lines_of: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -275,6 +298,10 @@ class Match:
         }
         if self.snippet:
             out["snippet"] = self.snippet
+        if self.resumed is not None:
+            out["resumed"] = self.resumed.to_json()
+        if self.lines_of:
+            out["lines_of"] = self.lines_of
         if url := page_url(self.id):
             out["url"] = url
         return out
@@ -433,6 +460,9 @@ class _Reading:
     invalid: list
     numbers: list[int] = field(default_factory=list)  # each line of `text`: its input line
     error_lines: int = 0  # salient (error) lines read, all of them (`salient` keeps the last)
+    # the stats lines that say tokens were generated (input line, text), read on an input read
+    # whole; None on a bigger one (not read, so never said to be absent)
+    progress: list[tuple[int, str]] | None = None
 
 
 def read_input(
@@ -475,21 +505,39 @@ def read_input(
             if entry_id in hits:
                 hits[entry_id].count = max(1, hits[entry_id].count - n)
         matched_lines = max(min(matched_lines, 1), matched_lines - extra_strong)
+    progress = None
     if text is not None:
-        _drop_stalls_that_ended(hits, text, numbers)
+        progress = _progress_lines(text, numbers)
+        _drop_stalls_that_ended(hits, progress)
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
     kept = [Evidence(n, t[:MAX_TEXT]) for n, t in lines.salient]
-    reading = _Reading(hits, kept, matched_lines, text, invalid, numbers, lines.error_lines)
+    reading = _Reading(
+        hits, kept, matched_lines, text, invalid, numbers, lines.error_lines, progress
+    )
     return reading, scanner
 
 
-# vLLM's stats line over an interval in which the engine generated nothing, and one in which it
-# generated again (V0 and V1 print `Avg generation throughput: 77.3 tokens/s`)
+# vLLM's stats line over an interval in which the engine generated nothing (one in which it
+# generated again is server_phase.PROGRESS_LINE)
 STALL_LINE = re.compile(r"Avg generation throughput: 0\.0 tokens/s")
-PROGRESS_LINE = re.compile(r"Avg generation throughput: ([1-9]|0\.[0-9]*[1-9])")
 
 
-def _drop_stalls_that_ended(hits: dict[str, _Hits], text: str, numbers: list[int]) -> None:
+def _progress_lines(text: str, numbers: list[int]) -> list[tuple[int, str]]:
+    """The stats lines of an input read whole that say tokens were generated, with their input
+    line numbers."""
+    found = []
+    for i, line in enumerate(text.split("\n"), 1):
+        if "throughput" in line and PROGRESS_LINE.search(line):
+            found.append((numbers[i - 1] if numbers and i <= len(numbers) else i, line))
+    return found
+
+
+def _stall_only(hits: _Hits) -> bool:
+    """Whether an entry's only evidence is one stats line of an interval without a token."""
+    return hits.count == 1 and all(STALL_LINE.search(t) for _, t in (*hits.first, *hits.last))
+
+
+def _drop_stalls_that_ended(hits: dict[str, _Hits], progress: list[tuple[int, str]]) -> None:
     """Forget an entry whose one matched line is a stats line of a stall when a later stats
     line of the same input shows tokens generated again: the engine went on (a V0 server logs
     one `0.0 tokens/s` interval with a request running as it starts generating), so that one
@@ -497,20 +545,32 @@ def _drop_stalls_that_ended(hits: dict[str, _Hits], text: str, numbers: list[int
     nothing generated is an incident). Read on an input small enough to be read whole; in a
     bigger log each stall line stands as it is.
     """
-    stalled = {
-        entry_id: h
-        for entry_id, h in hits.items()
-        if h.count == 1 and all(STALL_LINE.search(t) for _, t in (*h.first, *h.last))
-    }
-    if not stalled:
-        return
-    last_progress = 0
-    for i, line in enumerate(text.split("\n"), 1):
-        if "generation throughput" in line and PROGRESS_LINE.search(line):
-            last_progress = numbers[i - 1] if numbers and i <= len(numbers) else i
-    for entry_id, h in stalled.items():
-        if last_progress > h.last_line:
+    last_progress = progress[-1][0] if progress else 0
+    for entry_id in [e for e, h in hits.items() if _stall_only(h)]:
+        if last_progress > hits[entry_id].last_line:
             del hits[entry_id]
+
+
+def served_again(matches: list[Match], reading: _Reading) -> None:
+    """Mark each critical signature match after whose last line the input shows tokens generated
+    again (`Match.resumed`): the crash or stall is in the log's past, what is wrong now is not
+    it. Only on an input read whole; a warning's condition (a full KV cache, a queue) is
+    measured by those very stats lines, so it is never "resumed" by them.
+    """
+    progress = reading.progress
+    if not progress:
+        return
+    for m in matches:
+        if m.how != "signature" or m.severity != "critical" or not m.evidence:
+            continue
+        end = max(e.line for e in m.evidence)
+        after = [(n, t) for n, t in progress if n > end]
+        if after:
+            m.resumed = Resumed(
+                Evidence(after[0][0], after[0][1][:MAX_TEXT]),
+                Evidence(after[-1][0], after[-1][1][:MAX_TEXT]),
+                len(after),
+            )
 
 
 def _lines_read_twice(
@@ -814,8 +874,10 @@ def decide(
     reading, query = gathered.reading, gathered.query
     graph = graph or CauseGraph.from_entries(entries)
     ranked = fuse(reading, entries, gathered.results, query or gathered.searched, fusion, graph)
-    if not (reading.hits or _beyond_access_errors(reading.salient)):
-        # no line looks wrong but what clients were answered: text alone names guesses only
+    lines_that_prove = [h for h in reading.hits.values() if not _stall_only(h)]
+    if not (lines_that_prove or _beyond_access_errors(reading.salient)):
+        # no line looks wrong but what clients were answered (or one stalled interval, which
+        # `one_stalled_interval` holds a guess): text alone names guesses only
         for m in ranked:
             if m.how == "search" and m.confidence > fusion.no_error_guess:
                 m.confidence = fusion.no_error_guess
@@ -823,6 +885,7 @@ def decide(
     other_status_guesses(ranked, reading.text or query, entries, fusion)
     unnamed_guesses(ranked, gathered.searched or query, entries, fusion)
     ruled_out_guesses(ranked, reading, entries, fusion)
+    one_stalled_interval(ranked, reading)
     confident = [m for m in ranked if m.confidence >= fusion.confident]
     weak = [m for m in ranked if m.confidence < fusion.confident]
     notes = configuration_notes(confident, reading, entries)
@@ -834,6 +897,12 @@ def decide(
     if notes:  # a note's own remark on the setting is no error line
         remarks = {e.line for m in notes for e in m.evidence}
         salient = [e for e in salient if e.line not in remarks]
+    if story := told_at_startup(confident, ranked, reading, entries):
+        for kept in (weak, confident):
+            if story in kept:
+                kept.remove(story)
+        confident[0] = story  # the lines are the story's now, as log-signatures tells them
+    served_again(confident, reading)
     likely = None
     if confident and confident[0].how == "signature" and graph.is_consequence(confident[0].id):
         refusals = _tagged(entries, REFUSAL_TAGS)
@@ -856,10 +925,56 @@ def decide(
         threshold=fusion.confident,
         likely_cause=likely,
         notes=notes[:limit],
-        critical=any(m.how == "signature" and m.severity == "critical" for m in confident),
+        critical=any(
+            m.how == "signature" and m.severity == "critical" and m.resumed is None
+            for m in confident
+        ),
         empty=reading.text is not None and not reading.text.strip(),
         error_lines=reading.error_lines,
     )
+
+
+def told_at_startup(
+    confident: list[Match], ranked: list[Match], reading: _Reading, entries: dict
+) -> Match | None:
+    """The entry that tells the story when the first confident match's lines come while the
+    server is starting (`wiki/server_phase.py`: its entry's `at_startup`, a start-up line in the
+    input read whole, nothing served before the match's first line): it takes that match's place
+    and lines (`Match.lines_of` names whose they were); None otherwise.
+    """
+    if not confident or confident[0].how != "signature" or reading.text is None:
+        return None
+    first = confident[0]
+    story_id = startup_story(entries, first.id)
+    if story_id is None or not first.evidence:
+        return None
+    lines = reading.text.split("\n")
+    numbered = zip(reading.numbers or range(1, len(lines) + 1), lines, strict=False)
+    if not during_startup(numbered, min(e.line for e in first.evidence)):
+        return None
+    story_entry = entries[story_id]
+    story = next((m for m in ranked if m.id == story_id), None) or Match(
+        story_id, story_entry.title, story_entry.severity, "signature"
+    )
+    story.how, story.severity = "signature", story_entry.severity
+    story.count, story.evidence = first.count, list(first.evidence)
+    story.confidence = min(first.confidence + 0.001, 1.0)
+    story.score = round(100 * story.confidence, 1)
+    story.snippet, story.lines_of = "", first.id
+    story.explained_by = [e for e in first.explained_by if e != story_id]
+    return story
+
+
+def one_stalled_interval(ranked: list[Match], reading: _Reading) -> None:
+    """A signature match whose one line is a stats line of an interval without a token (and no
+    later line shows generation: `_drop_stalls_that_ended` forgot those) is at most a warning:
+    ten seconds of nothing generated at the end of a log is how a wedge begins and how a pause
+    looks; the next interval tells them apart, one line does not.
+    """
+    for m in ranked:
+        hits = reading.hits.get(m.id)
+        if m.how == "signature" and hits is not None and _stall_only(hits):
+            m.severity = _at_most_warning(m.severity)
 
 
 def _hinted_cause(

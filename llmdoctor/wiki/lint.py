@@ -26,7 +26,7 @@ from llmdoctor.wiki.fix_params import PARAMETERS, SUBJECT_KINDS, parameters_in, 
 
 KNOWN_KEYS = (
     "id", "title", "severity", "tags", "aliases", "signatures", "hints", "detected_by", "explains",
-    "applies_to", "ruled_out_by",
+    "applies_to", "ruled_out_by", "at_startup",
 )  # fmt: skip
 LIST_KEYS = (
     "tags", "aliases", "signatures", "hints", "detected_by", "explains", "applies_to",
@@ -262,6 +262,14 @@ def lint_text(
                     _key_line(fm_lines, "explains"),
                     f"explains must list entry ids, not {type(item).__name__} {item!r}",
                 )
+    at_startup = meta.get("at_startup")
+    if at_startup is not None and not (isinstance(at_startup, str) and at_startup.strip()):
+        add(
+            _key_line(fm_lines, "at_startup"),
+            f"at_startup must be one entry id, not {type(at_startup).__name__} {at_startup!r}",
+        )
+    elif at_startup == entry.id:
+        add(_key_line(fm_lines, "at_startup"), "at_startup names the entry itself")
     for kind in entry.applies_to:
         if kind not in SUBJECT_KINDS:
             add(
@@ -387,6 +395,7 @@ def lint_paths(
 
     seen: dict[str, tuple[Path, str]] = {}  # id -> (folder, file) of the entry in effect
     explaining: list[tuple[str, list[str], list]] = []  # (file, front matter lines, explains)
+    at_startup: list[tuple[str, list[str], str]] = []  # (file, front matter lines, the id named)
     for target in paths:
         files = [target] if target.is_file() else entry_files(target)
         folder = target.parent if target.is_file() else target
@@ -410,6 +419,8 @@ def lint_paths(
             fm_lines = split_front_matter(text, file)[0].splitlines()
             if isinstance(entry.front_matter.get("explains"), list):
                 explaining.append((str(file), fm_lines, entry.front_matter["explains"]))
+            if isinstance(entry.front_matter.get("at_startup"), str):
+                at_startup.append((str(file), fm_lines, entry.front_matter["at_startup"]))
             line = _key_line(fm_lines, "id")
             previous = seen.get(entry.id)
             if previous is not None and previous[0] == folder:
@@ -423,7 +434,7 @@ def lint_paths(
                     )
                 )
             seen[entry.id] = (folder, str(file))
-    if explaining:
+    if explaining or at_startup:
         known = set(seen) | wiki_entry_ids()
         for file, fm_lines, explains in explaining:
             for item in explains:
@@ -432,6 +443,15 @@ def lint_paths(
                     report.problems.append(
                         LintProblem(file, line, f"explains names unknown entry {item!r}")
                     )
+        for file, fm_lines, named in at_startup:
+            if named not in known:
+                report.problems.append(
+                    LintProblem(
+                        file,
+                        _key_line(fm_lines, "at_startup"),
+                        f"at_startup names unknown entry {named!r}",
+                    )
+                )
     return report
 
 

@@ -1,0 +1,142 @@
+"""When in the log a cause happened: an outage the engine generated again after, one stalled
+stats interval, an OOM before the server ever served. Real excerpts; the stats lines added to
+them are a real server's (round 11's healthy V0 log, vLLM issue text in its SOURCES)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from llmdoctor.commands.explain_cli import run_explain
+from llmdoctor.engine.textsource import TextSource
+from llmdoctor.triage.explain import explain
+
+FIXTURES = Path(__file__).parent / "fixtures"
+FRESH = FIXTURES / "explain_fresh"
+# a V0 server generating 77 tokens/s with one request running
+PROGRESS = (FRESH / "round11" / "_healthy" / "r11-c1-steady-77tps-generation.log").read_text()
+GENERATING = [line for line in PROGRESS.splitlines() if "generation throughput: 7" in line]
+OOM = (
+    FIXTURES
+    / "runbooks"
+    / "cuda-oom-runtime"
+    / "vllm-v0-mq-engine-oom-during-completion-echo-issue10596.log"
+)
+STARTUP_OOM = (
+    FRESH
+    / "round11"
+    / "vllm-startup-memory-insufficient"
+    / "r11-c1-gfx906-qwen3-32b-single-32gb.log"
+)
+WORKER_LOAD_OOM = (
+    FRESH / "round6" / "vllm-startup-memory-insufficient" / "r6-vllm-14095-oom-load-model-14gib.log"
+)
+WEDGED = FIXTURES / "runbooks" / "engine-wedged"
+
+
+def run_text(text: str, entries):
+    return explain(TextSource.from_text("paste", text), entries)
+
+
+def ids(result) -> list[str]:
+    return [m.id for m in result.matches]
+
+
+def test_an_outage_the_engine_generated_again_after_has_ended(entries):
+    oom = OOM.read_text()
+    before = run_text(oom, entries)
+    assert ids(before)[:1] == ["cuda-oom-runtime"] and before.matches[0].resumed is None
+    assert before.exit_code == 2
+    after = run_text(oom.rstrip("\n") + "\n" + "\n".join(GENERATING) + "\n", entries)
+    first = after.matches[0]
+    assert first.id == "cuda-oom-runtime" and first.severity == "critical"
+    assert first.resumed is not None and first.resumed.lines == len(GENERATING) >= 2
+    assert "generation throughput: 7" in first.resumed.first.text
+    assert first.resumed.first.line > max(e.line for e in first.evidence)
+    # what happened is still named; what is wrong now is not said to be it
+    assert not after.critical and after.exit_code == 1
+    assert first.to_json()["resumed"]["lines"] == len(GENERATING)
+
+
+def test_stats_lines_before_the_outage_do_not_end_it(entries):
+    oom = OOM.read_text()
+    result = run_text("\n".join(GENERATING) + "\n" + oom, entries)
+    assert ids(result)[:1] == ["cuda-oom-runtime"] and result.matches[0].resumed is None
+    assert result.exit_code == 2
+
+
+def test_the_terminal_says_it_ended_and_quotes_the_line_that_shows_it(entries, tmp_path, capsys):
+    log = tmp_path / "ended.log"
+    log.write_text(OOM.read_text().rstrip("\n") + "\n" + "\n".join(GENERATING) + "\n")
+    assert run_explain(str(log), no_color=True) == 1
+    out = capsys.readouterr().out
+    assert "ENDED  cuda-oom-runtime" in out
+    assert f"then tokens were generated again ({len(GENERATING)} stats lines" in out
+    assert run_explain(str(log), as_json=True) == 1
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["matches"][0]["resumed"]["first"]["text"].endswith(GENERATING[0][-40:])
+
+
+def test_one_stalled_interval_at_the_end_is_a_warning_several_are_critical(entries):
+    # a user's "we kept seeing" line: one interval without a token with 7 requests running
+    one = (
+        FIXTURES
+        / "explain_corpus"
+        / "engine-wedged"
+        / "tt-gpt-oss-evals-hang-running-7-zero-throughput.log"
+    )
+    result = explain(TextSource.from_file(one.name, one), entries)
+    assert ids(result)[:1] == ["engine-wedged"] and result.matches[0].severity == "warning"
+    assert result.exit_code == 1
+    several = WEDGED / "vllm-v0-cpu-endless-loop-0-tokens-running-1-issue12795.log"
+    result = explain(TextSource.from_file(several.name, several), entries)
+    assert ids(result)[:1] == ["engine-wedged"] and result.matches[0].severity == "critical"
+    assert result.exit_code == 2
+
+
+def test_a_stall_that_ended_is_named_and_said_to_have_ended(entries):
+    stalled = (WEDGED / "vllm-v0-cpu-endless-loop-0-tokens-running-1-issue12795.log").read_text()
+    result = run_text(stalled.rstrip("\n") + "\n" + GENERATING[0] + "\n", entries)
+    assert ids(result)[:1] == ["engine-wedged"] and result.matches[0].resumed is not None
+    assert result.exit_code == 1
+
+
+def test_an_oom_before_the_server_served_is_a_start_up_that_does_not_fit(entries):
+    # `vllm serve Qwen/Qwen3-32B` on one 32 GB gfx906, and workers that OOM in load_model
+    for path in (STARTUP_OOM, WORKER_LOAD_OOM):
+        result = explain(TextSource.from_file(path.name, path), entries)
+        assert ids(result)[:1] == ["vllm-startup-memory-insufficient"], path
+        story = result.matches[0]
+        # the OOM's lines, told as the start-up's story: said whose they are, never twice
+        assert story.how == "signature" and story.lines_of == "cuda-oom-runtime"
+        assert "out of memory" in story.evidence[0].text and "cuda-oom-runtime" not in ids(result)
+        assert result.matched_lines == sum(m.count for m in result.matches)
+        assert story.to_json()["lines_of"] == "cuda-oom-runtime"
+
+
+def test_an_oom_after_serving_began_or_without_a_start_up_line_stays_a_runtime_oom(entries):
+    text = STARTUP_OOM.read_text()
+    # the same lines after the server served: a runtime OOM (what a request needed)
+    served = run_text("\n".join(GENERATING[:1]) + "\n" + text, entries)
+    assert ids(served)[:1] == ["cuda-oom-runtime"]
+    # the OOM line alone says nothing of when it happened
+    alone = [line for line in text.splitlines() if "out of memory" in line]
+    assert ids(run_text("\n".join(alone) + "\n", entries))[:1] == ["cuda-oom-runtime"]
+    # the runtime excerpt of vLLM issue 10596 (a 500 answered before it) stays runtime
+    assert ids(run_text(OOM.read_text(), entries))[:1] == ["cuda-oom-runtime"]
+
+
+def test_a_real_dead_engine_then_a_server_generating_again_has_ended(entries):
+    # vLLM 0.32 (CPU build) drills: the worker killed (SIGKILL) and the engine dead, then a
+    # server started again under load, as a service's journal holds one run after the other
+    drills = FIXTURES / "real-vllm-0.32"
+    dead = (drills / "dead" / "server.log").read_text()
+    served = (drills / "saturation" / "server.log").read_text()
+    alone = run_text(dead, entries)
+    assert ids(alone)[:2] == ["vllm-worker-killed", "engine-dead"] and alone.exit_code == 2
+    assert all(m.resumed is None for m in alone.matches)
+    result = run_text(dead + served, entries)
+    assert ids(result)[:2] == ["vllm-worker-killed", "engine-dead"]
+    assert all(m.resumed is not None for m in result.matches[:2])
+    assert result.matches[0].resumed.first.line > len(dead.splitlines())
+    assert not result.critical and result.exit_code == 1
