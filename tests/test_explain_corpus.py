@@ -339,15 +339,16 @@ def test_fresh_round11_is_held_at_the_level_reached():
 # (main f904053) and at its end, the same answers: top-1 73.1 %, top-3 79.1 % (wiki search
 # 71.6 / 77.6 %), confident and right 59.7 % (69.6 % on the 56 answerable), precision 81.6 %,
 # one MAYBE on a healthy log (vLLM-Gaudi's INFO `... 0 active driver(s) found ... to prevent
-# runtime errors`, read as gpu-not-visible), 19 of 25 uncovered abstained. Not tuned on yet.
-def test_fresh_round12_is_held_at_its_blind_measurement():
+# runtime errors`, read as gpu-not-visible), 19 of 25 uncovered abstained. Then tuning data: a
+# line at INFO or DEBUG that says "error" in words alone is no error line (PROSE_ONLY): 0
+# alarms, precision 83.3 %, no other answer of the corpus or rounds 6-12 moved. Held there.
+def test_fresh_round12_is_held_at_the_level_reached():
     assert_held(
         fresh_round(12),
         top1=0.731,
         top3=0.791,
         confident=0.597,
-        precision=0.816,
+        precision=0.833,
         abstained=0.76,
         most_wrong=2,
-        alarms=1,
     )

@@ -135,6 +135,20 @@ SALIENT_PATTERNS = (
 )
 # a line that gives advice ("If you are running out of memory, consider ...") is not an error
 ADVICE = re.compile(r"\b[Ii]f you\b.*\b(consider|try|please|set|use)\b")
+# the salient patterns that say something went wrong in words alone: a line the server logged at
+# INFO or DEBUG on which only these fire is it telling what it does (vLLM-Gaudi's `Triton is
+# installed but 0 active driver(s) found (expected 1). Disabling Triton to prevent runtime
+# errors`), not an error line; a status, a count, an exception or a kill still is at any level
+PROSE_ONLY = frozenset(
+    {
+        " error", "error:", "[Ff]ailed", "[Ff]ailure", "[Tt]imed out", "[Tt]imeout",
+        "[Rr]efused", "[Dd]enied", "[Uu]nable to", "[Cc]annot ", "[Cc]ould not", "[Cc]ouldn't",
+        "not found", "not supported", "(doesn't|does not|don't|do not) support", "[Uu]nsupported",
+        "[Ff]alling back", "[Ii]nsufficient", "[Ii]nvalid", "[Ee]xpired", "[Ee]xceed",
+        "(longer|larger|greater) than", "[Tt]oo (long|large|many|old)", "[Nn]o available",
+        "[Ss]tuck", "[Aa]borted", "[Cc]rash",
+    }
+)  # fmt: skip
 # nor is a status field that says "nothing": nvidia-smi -q's `Remapping Failure Occurred : No`,
 # -q -x's `<sram_threshold_exceeded>N/A</sram_threshold_exceeded>`, describe's `Exit Code: 0`
 NOTHING = r"(No|None|N/A|0|False|Disabled)"
@@ -616,6 +630,17 @@ class _LineGroups:
         self.salient: deque[tuple[int, str]] = deque(maxlen=SALIENT_KEPT)
         self.error_lines = 0
 
+    def _prose_at_info(self, fired: tuple[int, ...], text: str) -> bool:
+        """Whether a line logged at INFO or DEBUG is salient only by PROSE_ONLY's words."""
+        if "INFO" not in text and "DEBUG" not in text:
+            return False
+        level = LEVEL.search(text)
+        if level is None or level.group(1) not in ("DEBUG", "INFO"):
+            return False
+        patterns = self.scanner.patterns
+        said = [patterns[i][1] for i in fired if patterns[i][0] == SALIENT_ID]
+        return bool(said) and all(p in PROSE_ONLY for p in said)
+
     def add(self, m: LineMatch) -> None:
         """One matching line."""
         if _request_log(m.text):
@@ -623,7 +648,11 @@ class _LineGroups:
         line = self.numbers[m.line - 1] if self.numbers else m.line
         is_salient = False
         if SALIENT_ID in m.entry_ids:
-            if not (("f you" in m.text and ADVICE.search(m.text)) or _negative(m.text)):
+            if not (
+                ("f you" in m.text and ADVICE.search(m.text))
+                or _negative(m.text)
+                or self._prose_at_info(m.fired, m.text)
+            ):
                 self.salient.append((line, m.text))
                 self.error_lines += 1
                 is_salient = True
@@ -653,7 +682,8 @@ class _LineGroups:
         added: dict[int, tuple[_Hits, list]] = {}
         for kind in block.kinds:
             is_salient = SALIENT_ID in kind.entry_ids and not (
-                "f you" in kind.sample and ADVICE.search(kind.sample)
+                ("f you" in kind.sample and ADVICE.search(kind.sample))
+                or self._prose_at_info(kind.fired, kind.sample)
             )
             if is_salient:
                 self.error_lines += kind.count
@@ -672,7 +702,11 @@ class _LineGroups:
         if salient_kinds:
             events += [(number(n), t) for n, t in block.last_of(salient_kinds, SALIENT_KEPT)]
         for m in block.singles:  # lines only salient patterns fired on
-            if not (("f you" in m.text and ADVICE.search(m.text)) or _negative(m.text)):
+            if not (
+                ("f you" in m.text and ADVICE.search(m.text))
+                or _negative(m.text)
+                or self._prose_at_info(m.fired, m.text)
+            ):
                 events.append((number(m.line), m.text))
                 self.error_lines += 1
         self.salient.extend(sorted(events)[-SALIENT_KEPT:])
