@@ -13,7 +13,15 @@ from llmdoctor.engine.registry import all_checks
 from llmdoctor.engine.runner import run_checks
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.wiki.library import load_library
-from llmdoctor.wiki.server_phase import during_startup, retold_at_startup, startup_story
+from llmdoctor.wiki.server_phase import (
+    AFTER,
+    PHASE_WORDS,
+    SERVING_LINE,
+    STARTING_LINE,
+    during_startup,
+    retold_at_startup,
+    startup_story,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CRASH_LOOP = ROOT / "examples" / "bundles" / "crashloop-cuda-oom" / "logs" / "vllm.previous.log"
@@ -71,8 +79,8 @@ def test_retold_reads_the_log_again_only_as_far_as_it_needs():
             read.append(line)
             yield line
 
-    assert retold_at_startup(ENTRIES, {"cuda-oom-runtime": 5000}, lines) == {}
-    assert len(read) < 100  # stopped at the first line that says it served
+    assert retold_at_startup(ENTRIES, {"cuda-oom-runtime": 10}, lines) == {}
+    assert len(read) == 10 + AFTER + 1  # as far after it as its traceback may go, and one more
 
 
 def _facts(log: str) -> Facts:
@@ -109,3 +117,74 @@ def test_log_signatures_and_memory_fragmentation_tell_the_start_up_story():
     assert ["cuda-oom-runtime"] in runbooks and not any(STORY in r for r in runbooks)
     (frag,) = _findings(_facts(served), "memory-fragmentation")
     assert frag.runbooks == ["cuda-oom-runtime"] and "at start-up" not in frag.summary
+
+
+def test_every_phase_line_holds_a_word_the_reader_looks_for():
+    # PHASE_WORDS lets most lines skip the regexes: a line the regexes match must hold one
+    lines = [
+        *CRASH_LOOP.read_text().splitlines(),
+        *SERVING.splitlines(),
+        *(ROOT / "tests/fixtures/real-vllm-0.32/healthy/server.log").read_text().splitlines(),
+        *(ROOT / "tests/fixtures/real-vllm-0.32/saturation/server.log").read_text().splitlines(),
+        "run : vllm serve Qwen/Qwen3-32B --port 8000",
+        "$ python -m vllm.entrypoints.openai.api_server --model m",
+    ]
+    phase_lines = [t for t in lines if SERVING_LINE.search(t) or STARTING_LINE.search(t)]
+    assert len(phase_lines) > 10
+    assert all(any(w in t for w in PHASE_WORDS) for t in phase_lines)
+
+
+HEALTHY = (ROOT / "tests/fixtures/real-vllm-0.32/healthy/server.log").read_text().splitlines()
+# a frame of the V1 engine's serving step (vLLM issue 13673's traceback)
+SERVING_STEP = (
+    (
+        ROOT
+        / "tests/fixtures/runbooks/illegal-memory-access/vllm-v1-specdec-enginecore-issue13673.log"
+    )
+    .read_text()
+    .splitlines()[0]
+)
+
+
+def _crash_loop() -> tuple[list[str], str]:
+    lines = CRASH_LOOP.read_text().splitlines()
+    at = oom_line(CRASH_LOOP.read_text())
+    return lines[: at - 1], lines[at - 1]
+
+
+def _at_startup(lines: list[str]) -> bool:
+    at = next(n for n, t in numbered("\n".join(lines)) if "CUDA out of memory. Tried" in t)
+    return during_startup(numbered("\n".join(lines)), at)
+
+
+def test_the_last_start_before_the_line_decides():
+    start, oom = _crash_loop()
+    assert _at_startup([*start, oom])
+    # served (a request answered on any route, the routes announced): a runtime OOM
+    for served in (
+        HEALTHY[90],  # "POST /v1/completions HTTP/1.1" 200
+        HEALTHY[90].replace("/v1/completions", "/v1/embeddings"),
+        next(t for t in HEALTHY if "Available routes are" in t),
+    ):
+        assert not _at_startup([*start, served, oom]), served
+    # a server that served, then started again: this start's OOM
+    assert _at_startup([*HEALTHY, *start, oom])
+
+
+def test_a_traceback_through_the_serving_step_is_no_start_up():
+    # a server whose logging shows no request (quiet access log): the frame says where it was
+    start, oom = _crash_loop()
+    assert "in execute_model" in SERVING_STEP
+    assert not _at_startup([*start, SERVING_STEP, oom])
+
+
+def test_the_next_start_after_a_runtime_oom_is_not_its_start():
+    start, oom = _crash_loop()
+    assert not _at_startup([*HEALTHY, oom, *start])
+
+
+def test_vllm_serve_help_is_no_launch():
+    _, oom = _crash_loop()
+    usage = "usage: vllm serve [-h] [--model MODEL] [--port PORT] [model_tag]"
+    assert not _at_startup([usage, oom])
+    assert _at_startup(["$ vllm serve Qwen/Qwen2-7B-Instruct --port 8000", oom])

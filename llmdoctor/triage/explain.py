@@ -46,7 +46,12 @@ from llmdoctor.lazy_regex import compiled
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.links import page_url
-from llmdoctor.wiki.server_phase import PROGRESS_LINE, during_startup, startup_story
+from llmdoctor.wiki.server_phase import (
+    PROGRESS_LINE,
+    STARTING_LINE,
+    during_startup,
+    startup_story,
+)
 from llmdoctor.wiki.signatures import (
     BlockKinds,
     InvalidSignature,
@@ -135,18 +140,16 @@ SALIENT_PATTERNS = (
 )
 # a line that gives advice ("If you are running out of memory, consider ...") is not an error
 ADVICE = re.compile(r"\b[Ii]f you\b.*\b(consider|try|please|set|use)\b")
-# the salient patterns that say something went wrong in words alone: a line the server logged at
-# INFO or DEBUG on which only these fire is it telling what it does (vLLM-Gaudi's `Triton is
-# installed but 0 active driver(s) found (expected 1). Disabling Triton to prevent runtime
-# errors`), not an error line; a status, a count, an exception or a kill still is at any level
+# the salient patterns that describe rather than report: a line the server logged at INFO or
+# DEBUG on which only these fire is it telling what it does (vLLM-Gaudi's `Triton is installed
+# but 0 active driver(s) found (expected 1). Disabling Triton to prevent runtime errors`, a
+# backend `not supported … falling back` to another, vLLM's wait `No available shared memory
+# broadcast block found in 60 seconds`), not an error line; `failed`, `cannot`,
+# `timeout`, a status, an exit code, a kill or an exception name still are at any level
 PROSE_ONLY = frozenset(
     {
-        " error", "error:", "[Ff]ailed", "[Ff]ailure", "[Tt]imed out", "[Tt]imeout",
-        "[Rr]efused", "[Dd]enied", "[Uu]nable to", "[Cc]annot ", "[Cc]ould not", "[Cc]ouldn't",
-        "not found", "not supported", "(doesn't|does not|don't|do not) support", "[Uu]nsupported",
-        "[Ff]alling back", "[Ii]nsufficient", "[Ii]nvalid", "[Ee]xpired", "[Ee]xceed",
-        "(longer|larger|greater) than", "[Tt]oo (long|large|many|old)", "[Nn]o available",
-        "[Ss]tuck", "[Aa]borted", "[Cc]rash",
+        " error", "[Ff]alling back", "not supported", "(doesn't|does not|don't|do not) support",
+        "[Uu]nsupported", "[Nn]o available",
     }
 )  # fmt: skip
 # nor is a status field that says "nothing": nvidia-smi -q's `Remapping Failure Occurred : No`,
@@ -477,6 +480,7 @@ class _Reading:
     # the stats lines that say tokens were generated (input line, text), read on an input read
     # whole; None on a bigger one (not read, so never said to be absent)
     progress: list[tuple[int, str]] | None = None
+    starts: list[int] = field(default_factory=list)  # ... and the lines where a server (re)starts
 
 
 def read_input(
@@ -519,14 +523,14 @@ def read_input(
             if entry_id in hits:
                 hits[entry_id].count = max(1, hits[entry_id].count - n)
         matched_lines = max(min(matched_lines, 1), matched_lines - extra_strong)
-    progress = None
+    progress, starts = None, []
     if text is not None:
-        progress = _progress_lines(text, numbers)
+        progress, starts = _progress_lines(text, numbers)
         _drop_stalls_that_ended(hits, progress)
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
     kept = [Evidence(n, t[:MAX_TEXT]) for n, t in lines.salient]
     reading = _Reading(
-        hits, kept, matched_lines, text, invalid, numbers, lines.error_lines, progress
+        hits, kept, matched_lines, text, invalid, numbers, lines.error_lines, progress, starts
     )
     return reading, scanner
 
@@ -536,14 +540,38 @@ def read_input(
 STALL_LINE = re.compile(r"Avg generation throughput: 0\.0 tokens/s")
 
 
-def _progress_lines(text: str, numbers: list[int]) -> list[tuple[int, str]]:
-    """The stats lines of an input read whole that say tokens were generated, with their input
-    line numbers."""
-    found = []
+def _progress_lines(text: str, numbers: list[int]) -> tuple[list[tuple[int, str]], list[int]]:
+    """On an input read whole: the stats lines that say tokens were generated, and the lines where
+    a server starts or comes up (a restart), each with its input line number. A server's log of
+    a request is neither (a prompt may quote a stats line)."""
+    progress, starts = [], []
     for i, line in enumerate(text.split("\n"), 1):
-        if "throughput" in line and PROGRESS_LINE.search(line):
-            found.append((numbers[i - 1] if numbers and i <= len(numbers) else i, line))
-    return found
+        number = numbers[i - 1] if numbers and i <= len(numbers) else i
+        if "throughput" in line and PROGRESS_LINE.search(line) and not _request_log(line):
+            progress.append((number, line))
+        elif any(w in line for w in START_WORDS) and (
+            STARTING_LINE.search(line) or UP_LINE.search(line)
+        ):
+            starts.append(number)
+    return progress, starts
+
+
+START_WORDS = ("oad", "API server", "vllm", "profiling", "Capturing", "Initializing", "startup")
+# a server announcing that it is up and listening (the end of a start, as against a request served)
+UP_LINE = re.compile(
+    r"Application startup complete|Uvicorn running on|Starting vLLM API server [0-9 ]*on https?://"
+)
+# what a log line says of where it came from: what precedes its level (kubectl --prefix's
+# `[pod/vllm-a/vllm]`, vLLM's `(APIServer pid=1)`), its timestamps left out, and vLLM's engine index
+ISO_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.]+(Z|[+-][0-9:]+)?")
+ENGINE_INDEX = re.compile(r"\bEngine ([0-9]+):")
+
+
+def _origin(text: str) -> tuple[str, str]:
+    level = LEVEL.search(text)
+    prefix = ISO_TIME.sub("", text[: level.start()] if level else "").strip()
+    engine = ENGINE_INDEX.search(text)
+    return prefix, engine.group(1) if engine else ""
 
 
 def _stall_only(hits: _Hits) -> bool:
@@ -566,10 +594,13 @@ def _drop_stalls_that_ended(hits: dict[str, _Hits], progress: list[tuple[int, st
 
 
 def served_again(matches: list[Match], reading: _Reading) -> None:
-    """Mark each critical signature match after whose last line the input shows tokens generated
-    again (`Match.resumed`): the crash or stall is in the log's past, what is wrong now is not
-    it. Only on an input read whole; a warning's condition (a full KV cache, a queue) is
-    measured by those very stats lines, so it is never "resumed" by them.
+    """Mark each critical signature match after which the input shows tokens generated again
+    (`Match.resumed`): the crash or stall is in the log's past, what is wrong now is not it.
+    A stall ends when the engine that stalled generates again (the same origin: pod prefix,
+    process, engine index; another replica's progress proves nothing of it); anything else ends
+    only with a server started again after it, and counts the generation from there. Only on
+    an input read whole; a warning's condition (a full KV cache, a queue) is measured by those
+    very stats lines, so it is never "resumed" by them.
     """
     progress = reading.progress
     if not progress:
@@ -578,7 +609,12 @@ def served_again(matches: list[Match], reading: _Reading) -> None:
         if m.how != "signature" or m.severity != "critical" or not m.evidence:
             continue
         end = max(e.line for e in m.evidence)
-        after = [(n, t) for n, t in progress if n > end]
+        if all(STALL_LINE.search(e.text) for e in m.evidence):
+            stalled = {_origin(e.text) for e in m.evidence}
+            after = [(n, t) for n, t in progress if n > end and _origin(t) in stalled]
+        else:
+            start = next((n for n in reading.starts if n > end), None)
+            after = [(n, t) for n, t in progress if start is not None and n > start]
         if after:
             m.resumed = Resumed(
                 Evidence(after[0][0], after[0][1][:MAX_TEXT]),

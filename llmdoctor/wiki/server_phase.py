@@ -9,50 +9,81 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-# a server starting: vLLM's start-up lines, the start-up calls a traceback passes through, its
-# wrappers' words when start-up fails, and the command that launches it
-STARTUP_LINE = re.compile(
+# a server starting (vLLM): what it says as it begins to load and launch; read only before the line
+# asked about (after it, the same words are the next start's)
+STARTING_LINE = re.compile(
     r"Starting to load model|Loading (model )?weights took|Loading safetensors checkpoint shards"
     r"|Model loading took|Memory profiling takes|Capturing (CUDA graphs?|cudagraphs?)"
-    r"|\bin (load_model|load_weights|profile_run|_dummy_run|_dummy_sampler_run"
+    r"|Initializing a V1 LLM engine|vLLM API server version"
+    r"|(^|[\s$#>])vllm serve [A-Za-z0-9/._~]|vllm\.entrypoints\.openai\.api_server"
+)
+# ... and what a start-up failure's traceback and wrappers say, before the line or just after it:
+# the start-up calls it passes through, the wrappers' words
+STARTUP_FAILURE = re.compile(
+    r"\bin (load_model|load_weights|profile_run|_dummy_run|_dummy_sampler_run"
     r"|determine_available_memory|determine_num_available_blocks|initialize_kv_cache"
     r"|_initialize_kv_caches|initialize_from_config|capture_model)\b"
     r"|while processing method (load_model|determine_num_available_blocks|initialize_cache"
     r"|determine_available_memory|compile_or_warm_up_model)"
     r"|Engine core initialization failed|Engine process failed to start|EngineCore failed to start"
-    r"|\bvllm serve [^-]|vllm\.entrypoints\.openai\.api_server"
 )
-# an engine's stats line that says tokens were generated (vLLM V0/V1 `Avg generation throughput:
-# 77.3 tokens/s`, SGLang's decode batch `gen throughput (token/s): 45.23`)
+# a traceback through the engine's serving loop: a step over requests, not a start
+SERVING_FRAME = re.compile(
+    r"\bin (execute_model|step|step_with_batch_queue|run_busy_loop|_process_engine_step)\b"
+)
+# an engine's stats line that says tokens were generated, as its logger prints it: vLLM V0/V1
+# (`metrics.py:351] Avg prompt throughput: … Avg generation throughput: 77.3 tokens/s`, older
+# `llm_engine.py:706] …`, `loggers.py:335] Engine 000: …`) and
+# SGLang's decode batch (`Decode batch. #running-req: 4, … gen throughput (token/s): 45.23`)
 PROGRESS_LINE = re.compile(
-    r"(Avg generation throughput: |gen throughput \(token/s\): )([1-9]|0\.[0-9]*[1-9])"
+    r"[A-Za-z_]+\.py:[0-9]+\] (Engine [0-9]+: )?Avg prompt throughput: [0-9.]+ tokens/s, "
+    r"Avg generation throughput: ([1-9]|0\.[0-9]*[1-9])"
+    r"|Decode batch\. #running-req: [0-9]+.*gen throughput \(token/s\): ([1-9]|0\.[0-9]*[1-9])"
 )
-# a server that is serving: start-up done, a generation request received or answered, tokens
+# a server that is up: start-up done and listening, a request answered, tokens generated
 SERVING_LINE = re.compile(
-    r"Application startup complete|\"POST /v1/(chat/)?completions|Received request|Added request"
+    r"Application startup complete|Uvicorn running on|Available routes are"
+    r"|Starting vLLM API server [0-9 ]*on https?://"
+    r"|\"POST /[^ \"]{1,200} HTTP/[0-9.]+\" [0-9]{3}|Received request|Added request"
     r"|Avg prompt throughput: ([1-9]|0\.[0-9]*[1-9])|" + PROGRESS_LINE.pattern
 )
-# how far after the line a start-up line may come and still be its start-up (the traceback that
-# names `load_model`, a worker's `while processing method load_model`), not the next start's
+# a word of every line SERVING_LINE or STARTING_LINE matches (most lines of a log have none: read
+# at the speed of `in`, not of the regexes)
+PHASE_WORDS = (
+    "startup complete", "Uvicorn", "Available routes", "API server", "POST /", "Received request",
+    "Added request", "throughput", "oad", "profiling", "Capturing", "Initializing", "vllm",
+)  # fmt: skip
+# how far after the line a start-up failure's words may come and still be its own (the traceback
+# that names `load_model`, a worker's `while processing method load_model`)
 AFTER = 50
 
 
 def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
-    """Whether input line `line` comes while the server starts: a start-up line before it or
-    just after it, and no line before it that says the server served. `lines` are (number,
-    text) in order; read only as far as the answer needs.
+    """Whether input line `line` comes while the server starts. The last word before it decides
+    (a start-up line: starting; a line that says it is up or served: up); while starting, a
+    traceback through the serving loop near it and no start-up call says up after all; with no
+    word before it, a start-up failure's words near it (a worker's `while processing method
+    load_model`, `Engine core initialization failed`) say starting. `lines` are (number, text)
+    in order; read only as far as the answer needs.
     """
-    started = False
+    phase = None  # "starting" or "up": the last word before the line
+    near_startup = near_serving = False  # traceback words within AFTER lines of it
     for number, text in lines:
         if number > line + AFTER:
             break
-        if number < line and SERVING_LINE.search(text):
-            return False
-        if not started and STARTUP_LINE.search(text):
-            started = True
-        if started and number >= line:
-            return True
-    return started
+        if number < line and any(word in text for word in PHASE_WORDS):
+            if SERVING_LINE.search(text):
+                phase = "up"
+            elif STARTING_LINE.search(text):
+                phase = "starting"
+        if number >= line - AFTER:
+            near_startup = near_startup or bool(STARTUP_FAILURE.search(text))
+            near_serving = near_serving or bool(SERVING_FRAME.search(text))
+    if phase == "up":
+        return False
+    if phase == "starting":
+        return near_startup or not near_serving
+    return near_startup and not near_serving
 
 
 def startup_story(entries: dict, entry_id: str) -> str | None:
