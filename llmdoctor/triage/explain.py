@@ -47,8 +47,10 @@ from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.links import page_url
 from llmdoctor.wiki.server_phase import (
+    PHASE_WORDS,
     PROGRESS_LINE,
     STARTING_LINE,
+    UP_LINE,
     during_startup,
     startup_story,
 )
@@ -549,18 +551,13 @@ def _progress_lines(text: str, numbers: list[int]) -> tuple[list[tuple[int, str]
         number = numbers[i - 1] if numbers and i <= len(numbers) else i
         if "throughput" in line and PROGRESS_LINE.search(line) and not _request_log(line):
             progress.append((number, line))
-        elif any(w in line for w in START_WORDS) and (
+        elif any(w in line for w in PHASE_WORDS) and (
             STARTING_LINE.search(line) or UP_LINE.search(line)
         ):
             starts.append(number)
     return progress, starts
 
 
-START_WORDS = ("oad", "API server", "vllm", "profiling", "Capturing", "Initializing", "startup")
-# a server announcing that it is up and listening (the end of a start, as against a request served)
-UP_LINE = re.compile(
-    r"Application startup complete|Uvicorn running on|Starting vLLM API server [0-9 ]*on https?://"
-)
 # what a log line says of where it came from: what precedes its level (kubectl --prefix's
 # `[pod/vllm-a/vllm]`, vLLM's `(APIServer pid=1)`), its timestamps left out, and vLLM's engine index
 ISO_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.]+(Z|[+-][0-9:]+)?")
@@ -666,6 +663,11 @@ class _LineGroups:
         self.salient: deque[tuple[int, str]] = deque(maxlen=SALIENT_KEPT)
         self.error_lines = 0
 
+    def _describes(self, fired: tuple[int, ...], text: str) -> bool:
+        """Whether a line its salient patterns fired on advises (`If you … try …`) or, logged
+        at INFO or DEBUG, is salient only by PROSE_ONLY's words: no error line either way."""
+        return ("f you" in text and bool(ADVICE.search(text))) or self._prose_at_info(fired, text)
+
     def _prose_at_info(self, fired: tuple[int, ...], text: str) -> bool:
         """Whether a line logged at INFO or DEBUG is salient only by PROSE_ONLY's words."""
         if "INFO" not in text and "DEBUG" not in text:
@@ -684,11 +686,7 @@ class _LineGroups:
         line = self.numbers[m.line - 1] if self.numbers else m.line
         is_salient = False
         if SALIENT_ID in m.entry_ids:
-            if not (
-                ("f you" in m.text and ADVICE.search(m.text))
-                or _negative(m.text)
-                or self._prose_at_info(m.fired, m.text)
-            ):
+            if not (self._describes(m.fired, m.text) or _negative(m.text)):
                 self.salient.append((line, m.text))
                 self.error_lines += 1
                 is_salient = True
@@ -717,9 +715,8 @@ class _LineGroups:
         # are numbered (its first ones while it has fewer than FIRST, its last ones)
         added: dict[int, tuple[_Hits, list]] = {}
         for kind in block.kinds:
-            is_salient = SALIENT_ID in kind.entry_ids and not (
-                ("f you" in kind.sample and ADVICE.search(kind.sample))
-                or self._prose_at_info(kind.fired, kind.sample)
+            is_salient = SALIENT_ID in kind.entry_ids and not self._describes(
+                kind.fired, kind.sample
             )
             if is_salient:
                 self.error_lines += kind.count
@@ -738,11 +735,7 @@ class _LineGroups:
         if salient_kinds:
             events += [(number(n), t) for n, t in block.last_of(salient_kinds, SALIENT_KEPT)]
         for m in block.singles:  # lines only salient patterns fired on
-            if not (
-                ("f you" in m.text and ADVICE.search(m.text))
-                or _negative(m.text)
-                or self._prose_at_info(m.fired, m.text)
-            ):
+            if not (self._describes(m.fired, m.text) or _negative(m.text)):
                 events.append((number(m.line), m.text))
                 self.error_lines += 1
         self.salient.extend(sorted(events)[-SALIENT_KEPT:])

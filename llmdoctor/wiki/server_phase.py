@@ -41,9 +41,12 @@ PROGRESS_LINE = re.compile(
     r"|Decode batch\. #running-req: [0-9]+.*gen throughput \(token/s\): ([1-9]|0\.[0-9]*[1-9])"
 )
 # a server that is up: start-up done and listening, a request answered, tokens generated
+# a server announcing that it is up and listening (the end of a start, as against a request served)
+UP_LINE = re.compile(
+    r"Application startup complete|Uvicorn running on|Starting vLLM API server [0-9 ]*on https?://"
+)
 SERVING_LINE = re.compile(
-    r"Application startup complete|Uvicorn running on|Available routes are"
-    r"|Starting vLLM API server [0-9 ]*on https?://"
+    UP_LINE.pattern + r"|Available routes are"
     r"|\"POST /[^ \"]{1,200} HTTP/[0-9.]+\" [0-9]{3}|Received request|Added request"
     r"|Avg prompt throughput: ([1-9]|0\.[0-9]*[1-9])|" + PROGRESS_LINE.pattern
 )
