@@ -12,6 +12,7 @@ from llmdoctor.engine.findings import Finding, Severity, evidence, info, ok, war
 from llmdoctor.engine.registry import check
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.fix_values import fix_values
+from llmdoctor.parsers.torch_oom import FRAGMENTATION_ENTRY, short_not_fragmented
 from llmdoctor.parsers.xid import not_text_reason
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.server_phase import retold_at_startup
@@ -65,7 +66,11 @@ def log_signatures(facts: Facts) -> list[Finding]:
     readable, unreadable = [], []
     for key in keys:
         log = facts.require(key)
-        why = not_text_reason(log) if isinstance(log, TextSource) else None
+        why = (
+            not_text_reason(log, "a text log", empty=key.startswith("logs/"))
+            if isinstance(log, TextSource)
+            else None
+        )
         (unreadable if why else readable).append((key, why))
     if not readable:
         raise FactMissing(keys[0], "; ".join(f"{k} {why}" for k, why in unreadable))
@@ -86,6 +91,7 @@ def log_signatures(facts: Facts) -> list[Finding]:
         names = ", ".join(k for k, _ in readable)
         findings.append(ok("log-signatures", f"no known error signature in {names}"))
         return findings
+    _fragmentation_ruled_out(hits)
     retold = _retold_at_startup(facts, entries, hits)
     explained_by = CauseGraph.from_entries(entries).consequences(hits)
     for entry_id, h in hits.items():
@@ -125,6 +131,16 @@ def log_signatures(facts: Facts) -> list[Finding]:
             )
         )
     return findings
+
+
+def _fragmentation_ruled_out(hits: dict[str, EntryHits]) -> None:
+    """Drop the fragmentation entry's hits when PyTorch's own numbers on those lines say the
+    GPU was short, not fragmented (`short_not_fragmented`, the memory-fragmentation check's
+    verdict on the same line): one OOM is told one way. Its lines stay the OOM entry's.
+    """
+    found = hits.get(FRAGMENTATION_ENTRY)
+    if found and short_not_fragmented(m.text for _, m in (*found.first, *found.last)):
+        hits.setdefault("cuda-oom-runtime", hits.pop(FRAGMENTATION_ENTRY))
 
 
 def _retold_at_startup(facts: Facts, entries: dict, hits: dict[str, EntryHits]) -> dict[str, str]:

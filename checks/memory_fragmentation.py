@@ -21,19 +21,11 @@ from llmdoctor.parsers.xid import not_text_reason
 from llmdoctor.wiki.server_phase import retold_at_startup
 
 CHECK = "memory-fragmentation"
-FRAGMENTED_SHARE = 0.02  # reserved-but-unallocated of at least 2 % of the GPU counts as large
 FIX = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
 
 
 def _gib(mib: float | None) -> str:
     return "?" if mib is None else f"{mib / 1024:.2f} GiB"
-
-
-def is_fragmentation(oom: TorchOom) -> bool:
-    """A large reserved-but-unallocated share, without which the request would have fit."""
-    if oom.unallocated is None or not oom.total:
-        return False
-    return oom.unallocated >= FRAGMENTED_SHARE * oom.total and oom.fragmented_would_fit
 
 
 def _subject(key: str) -> str:
@@ -63,7 +55,9 @@ def memory_fragmentation(facts: Facts) -> list[Finding]:
     unread: list[str] = []
     for key in keys:
         log = facts.require(key)
-        why = not_text_reason(log) if isinstance(log, TextSource) else None
+        why = (
+            not_text_reason(log, "a text log", empty=True) if isinstance(log, TextSource) else None
+        )
         if why:
             unread.append(f"{key} {why.split(';')[0].split(', not ')[0]}")
             continue
@@ -79,16 +73,16 @@ def memory_fragmentation(facts: Facts) -> list[Finding]:
     if findings:
         return findings
     if unread and len(unread) == len(keys):
-        raise FactMissing(keys[0], "no log is text: " + "; ".join(unread))
+        raise FactMissing(keys[0], "no log could be read: " + "; ".join(unread))
     read = len(keys) - len(unread)
     items = [evidence(f"not read: {u}") for u in unread]
-    not_read = f" ({len(unread)} not text, not read)" if unread else ""
+    not_read = f" ({len(unread)} not read: empty or not text)" if unread else ""
     return [ok(CHECK, f"no CUDA out-of-memory message in {read} log(s){not_read}", items)]
 
 
 def _verdict(facts: Facts, key: str, ooms: list[tuple[int, str, TorchOom]]) -> Finding:
     """One log's OOMs: fragmentation, shortage, or (without numbers) an OOM that cannot be told."""
-    fragmented = [o for o in ooms if is_fragmentation(o[2])]
+    fragmented = [o for o in ooms if o[2].is_fragmentation]
     with_numbers = [o for o in ooms if o[2].has_numbers]
     n, line, oom = max(fragmented or with_numbers or ooms, key=lambda o: o[2].unallocated or 0)
     items = [evidence(line, source=key, line=n)]

@@ -468,6 +468,8 @@ def vllm_generation(facts: Facts) -> Finding:
     ]
     if not unreadable and ttft is not None and ttft > latency:
         unreadable.append(f"ttft_ms {ttft:.0f} after latency_ms {latency:.0f}")
+    if not unreadable and latency == 0:  # a request over HTTP that generated takes time
+        unreadable.append(f"latency_ms 0 for {probe.get('chunks') or 0} chunks")
     if unreadable:
         return info(
             CHECK,

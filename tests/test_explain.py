@@ -1086,3 +1086,22 @@ def test_a_maybe_entry_s_runbook_text_is_labelled_not_passed_off_as_a_log_line(c
         assert head not in text  # the runbook's words indeed
         (shown,) = [line for line in out.splitlines() if head in line]
         assert shown.strip().startswith("its runbook reads: ")
+
+
+def test_a_match_deep_in_a_very_long_line_is_quoted_around_what_matched(entries):
+    # a 200 KB line (a log shipper's one-line record) with PyTorch's OOM message in the middle:
+    # the quote was its first 2,000 characters, without the words that matched
+    from llmdoctor.triage.explain import MAX_TEXT
+
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.19 GiB of which 1.06 GiB is free."
+    )
+    line = "INFO " + "abc def " * 12_500 + oom + " tail" * 20_000
+    result = explain(TextSource.from_text("paste", line + "\n"), entries)
+    quote = result.matches[0].evidence[0].text
+    assert result.matches[0].id == "cuda-oom-runtime"
+    assert len(quote) <= MAX_TEXT and "Tried to allocate 2.00 GiB" in quote
+    assert quote.startswith("…") and quote.endswith("…")
+    short = explain(TextSource.from_text("paste", oom + "\n"), entries)
+    assert short.matches[0].evidence[0].text == oom  # a line that fits is quoted whole

@@ -301,14 +301,16 @@ def test_fresh_round9_is_held_at_the_level_reached():
 # healthy logs, 24 of 26 uncovered abstained (benchmarks/README.md). Then tuning data: Node's
 # `ENOSPC: no space` (disk-full) and llama.cpp's old `CUDA error 2 at …: out of memory` raised it
 # to top-1 80.0 %, top-3 89.2 % (wiki search 76.9 / 86.2 %), confident and right 70.8 %,
-# precision 93.9 %. Held there.
+# precision 93.9 %. Then (2026-12-04) ptxas refusing a bf16 Triton kernel before Ampere and a
+# pod cgroup's OOM report cut before its kill line: top-1 83.1 %, confident and right 73.8 %,
+# precision 94.1 %. Held there.
 def test_fresh_round10_is_held_at_the_level_reached():
     assert_held(
         fresh_round(10),
-        top1=0.8,
+        top1=0.8307,
         top3=0.8923,
-        confident=0.7076,
-        precision=0.9387,
+        confident=0.7384,
+        precision=0.9411,
         abstained=0.9230,
         most_wrong=1,
     )
@@ -321,14 +323,15 @@ def test_fresh_round10_is_held_at_the_level_reached():
 # abstained. Then tuning data (a single stalled interval before progress, NCCL's INFO lines, two
 # AMD wordings; 2026-12-03) and, the session after, an OOM before the server served read as a
 # start-up that does not fit (cuda-oom-runtime's at_startup): top-1 73.3 %, top-3 83.3 %,
-# confident and right 66.7 %, precision 83.3 %, 0 alarms. Held there.
+# confident and right 66.7 %, precision 83.3 %, 0 alarms; then (2026-12-04) ptxas's bf16
+# refusal: top-1 75.0 %, confident and right 68.3 %, precision 83.7 %. Held there.
 def test_fresh_round11_is_held_at_the_level_reached():
     assert_held(
         fresh_round(11),
-        top1=0.733,
+        top1=0.75,
         top3=0.833,
-        confident=0.666,
-        precision=0.833,
+        confident=0.683,
+        precision=0.836,
         abstained=0.75,
         most_wrong=3,
     )
@@ -341,14 +344,17 @@ def test_fresh_round11_is_held_at_the_level_reached():
 # one MAYBE on a healthy log (vLLM-Gaudi's INFO `... 0 active driver(s) found ... to prevent
 # runtime errors`, read as gpu-not-visible), 19 of 25 uncovered abstained. Then tuning data: a
 # line at INFO or DEBUG that says "error" in words alone is no error line (PROSE_ONLY): 0
-# alarms, precision 83.3 %, no other answer of the corpus or rounds 6-12 moved. Held there.
+# alarms, precision 83.3 %, no other answer of the corpus or rounds 6-12 moved. Then
+# (2026-12-04) ptxas's bf16 refusal, ROCm's rocBLAS without the GPU's gfx target and Triton's own
+# out of memory: top-1 77.6 %, top-3 82.1 %, confident and right 64.2 %, precision 84.3 %.
+# Held there.
 def test_fresh_round12_is_held_at_the_level_reached():
     assert_held(
         fresh_round(12),
-        top1=0.731,
-        top3=0.791,
-        confident=0.597,
-        precision=0.833,
+        top1=0.776,
+        top3=0.820,
+        confident=0.641,
+        precision=0.843,
         abstained=0.76,
         most_wrong=2,
     )

@@ -95,17 +95,81 @@ def test_stats_lines_before_the_outage_do_not_end_it(entries):
     assert result.exit_code == 2
 
 
+def explained(log: Path, capsys, code: int) -> tuple[str, dict]:
+    """The terminal view and the JSON of `explain LOG`, each exiting with `code`."""
+    assert run_explain(str(log), no_color=True) == code
+    out = capsys.readouterr().out
+    assert run_explain(str(log), as_json=True) == code
+    return out, json.loads(capsys.readouterr().out)
+
+
+def long_serving() -> str:
+    """The loaded server's log repeated past CLEAN_BYTES: a log too big to read whole."""
+    from llmdoctor.triage.explain import CLEAN_BYTES
+
+    return LOADED * (CLEAN_BYTES // len(LOADED.encode()) + 1)
+
+
 def test_the_terminal_says_it_ended_and_quotes_the_line_that_shows_it(entries, tmp_path, capsys):
     log = tmp_path / "ended.log"
     log.write_text(DEAD + STARTED + LOADED)
-    assert run_explain(str(log), no_color=True) == 1
-    out = capsys.readouterr().out
+    out, result = explained(log, capsys, 1)
     assert "ENDED  vllm-worker-killed" in out and "ENDED  engine-dead" in out
     assert "then tokens were generated again (3 stats lines" in out
-    assert run_explain(str(log), as_json=True) == 1
-    killed = json.loads(capsys.readouterr().out)["matches"][1]
+    killed = result["matches"][1]
     assert killed["id"] == "vllm-worker-killed" and killed["severity"] == "critical"
     assert "Avg generation throughput" in killed["resumed"]["first"]["text"]
+    assert result["read_whole"] is True
+
+
+def test_a_log_too_big_to_read_whole_ends_an_outage_by_its_last_stats_lines(
+    entries, tmp_path, capsys
+):
+    # the same story past CLEAN_BYTES: the file is read again from the outage on for its first
+    # (re)start and its last stats lines, and those say it ended (uncounted)
+    log = tmp_path / "big.log"
+    log.write_text(DEAD + STARTED + long_serving())
+    out, result = explained(log, capsys, 1)
+    assert "ENDED  vllm-worker-killed" in out
+    assert "the last stats lines of a long log" in out
+    assert result["read_whole"] is False
+    killed = next(m for m in result["matches"] if m["id"] == "vllm-worker-killed")
+    assert killed["resumed"]["lines"] is None  # not counted: only the last lines were read
+    assert "Avg generation throughput" in killed["resumed"]["first"]["text"]
+
+
+def test_a_log_too_big_to_read_whole_stays_critical_when_nothing_after_the_outage_generated(
+    entries, tmp_path, capsys
+):
+    # served, then the outage at the end; whether the server was starting then is not checked
+    # on a log read as a stream, which the reader is told
+    log = tmp_path / "big.log"
+    log.write_text(STARTED + long_serving() + DEAD)
+    out, result = explained(log, capsys, 2)
+    assert "ENDED" not in out
+    assert "not checked whether the server was still starting then" in out
+    assert result["read_whole"] is False
+    assert all("resumed" not in m for m in result["matches"])
+
+
+def test_a_stream_and_a_whole_reading_agree_on_whether_it_ended(entries, tmp_path):
+    # the same big log read whole (given as text) and as a stream (a file): the kept stats and
+    # start lines are lines the whole reading found, its last ones among them, and both say
+    # the outage ended
+    from llmdoctor.triage.explain import read_input
+
+    text = DEAD + STARTED + long_serving()
+    log = tmp_path / "big.log"
+    log.write_text(text)
+    whole, _ = read_input(TextSource.from_text("paste", text), entries)
+    stream, _ = read_input(TextSource.from_file(log.name, log), entries)
+    assert whole.kept_only is False and stream.kept_only is True
+    assert stream.starts and set(stream.starts) <= set(whole.starts)
+    assert stream.progress and set(stream.progress) <= set(whole.progress)
+    assert whole.progress[-1] == stream.progress[-1]
+    for source in (TextSource.from_text("paste", text), TextSource.from_file(log.name, log)):
+        resumed = {m.id for m in explain(source, entries).matches if m.resumed}
+        assert "vllm-worker-killed" in resumed
 
 
 def test_one_stalled_interval_at_the_end_is_a_warning_several_are_critical(entries):

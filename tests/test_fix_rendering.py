@@ -158,6 +158,47 @@ def test_site_pages_hold_every_code_block_of_every_fix_byte_for_byte(site):
         assert codes == [fill(b) for b in source_code_blocks(entry_id)], entry_id
 
 
+@pytest.mark.parametrize("entry_id", IDS)
+def test_an_80_column_terminal_gets_the_prose_reflowed_and_the_code_as_written(entry_id):
+    # the runbooks' prose is hard-wrapped at ~100 columns for an editor: printed as written, an
+    # 80-column terminal wrapped it again at column 0. Now the prose is re-flowed under its
+    # step's text, and the code blocks are still there byte for byte, never wrapped
+    out = io.StringIO()
+    console = Console(file=out, width=80, color_system=None, force_terminal=True)
+    render_terminal(_report(entry_id), console)
+    lines = [line.rstrip() for line in out.getvalue().splitlines()]
+    shown = _shown_blocks(entry_id)
+    for block in (fill(b) for b in source_code_blocks(entry_id)):
+        assert _runs_of(block, lines) == (1 if block in shown else 0), block
+    code = {line for block in shown for line in fill(block).splitlines()}
+    # a code line, a code span, a URL and one unbreakable word may overrun (never cut); no prose
+    too_long = [
+        line
+        for line in lines
+        if len(line) > 80
+        and line.strip() not in code
+        and "`" not in line
+        and "://" not in line
+        and " " in line.strip()
+    ]
+    assert not too_long, too_long
+
+
+def test_a_code_span_in_the_prose_is_never_split_over_two_lines():
+    steps = fix_text.leading_steps(fix_text.fix_steps(ENTRIES["vllm-startup-memory-insufficient"]))
+    lines = fix_text.display_lines(steps, 60)
+    command = (
+        "`llmdoctor capacity --model-config config.json --gpu-memory 80GiB --max-model-len 8192`"
+    )
+    assert any(command in line for line in lines)
+    assert all(line.count("`") % 2 == 0 for line in lines), lines
+    # continuation lines hang under the step's text, after its number
+    first = next(i for i, line in enumerate(lines) if line.startswith("1. "))
+    assert lines[first + 1].startswith("   ") and not lines[first + 1].startswith("    ")
+    # in a pipe (no width) the lines are the runbook's, as written
+    assert fix_text.display_lines(steps, None) == [x for s in steps for x in s.lines()]
+
+
 def test_yaml_nesting_survives_the_terminal_report():
     # the probe runbook's startupProbe: then httpGet: was printed at one indent before
     out = io.StringIO()

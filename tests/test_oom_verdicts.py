@@ -71,8 +71,27 @@ def test_binary_and_text_logs_together_say_which_was_not_read(tmp_path):
     blob.write_bytes(bytes(range(256)) * 64)
     (f,), _ = fragmentation({"vllm": HEALTHY, "sidecar": blob})
     assert f.severity == "ok"
-    assert "in 1 log(s)" in f.summary and "1 not text" in f.summary
+    assert "in 1 log(s)" in f.summary and "1 not read: empty or not text" in f.summary
     assert "logs/sidecar.log is binary data" in f.evidence[0]["text"]
+
+
+def test_an_empty_log_is_not_a_log_without_oom(tmp_path):
+    # an empty vllm.log was "no CUDA out-of-memory message in 1 log(s)": nothing was seen
+    empty = tmp_path / "vllm.log"
+    empty.write_text("")
+    found, skipped = fragmentation({"vllm": empty})
+    assert found == []
+    assert "is empty" in skipped["memory-fragmentation"]
+    # beside a log with text, the empty one is named as not read, the other one checked
+    (f,), _ = fragmentation({"vllm": HEALTHY, "sidecar": empty})
+    assert f.severity == "ok" and "in 1 log(s)" in f.summary
+    assert "logs/sidecar.log is empty" in f.evidence[0]["text"]
+    # and a container log's binary data is not called a kernel log
+    blob = tmp_path / "blob.log"
+    blob.write_bytes(bytes(range(256)) * 64)
+    _, skipped = fragmentation({"vllm": blob})
+    assert "is binary data" in skipped["memory-fragmentation"]
+    assert "kernel" not in skipped["memory-fragmentation"]
 
 
 def test_kernel_memcg_oom_is_not_a_cuda_oom():
@@ -92,3 +111,42 @@ def test_oom_finding_names_the_container_and_says_why_free_memory_did_not_help(c
     assert oom["subject"] == "container vllm (previous run)"
     assert "tried 1.16 GiB with 1.17 GiB free of 7.75 GiB" in oom["summary"]
     assert "the GPU is full" in oom["summary"]
+
+
+def _issue13152_oom_with(unallocated: str) -> str:
+    """The real issue-13152 OOM line (1.33 GiB tried, 1.17 GiB free of 79.15 GiB) with its
+    reserved-but-unallocated figure rewritten."""
+    line = next(ln for ln in SHORTAGE.read_text().splitlines() if "Tried to allocate" in ln)
+    assert "488.05 MiB is reserved by PyTorch but unallocated" in line
+    return line.replace("488.05 MiB is reserved", f"{unallocated} is reserved") + "\n"
+
+
+def test_one_oom_is_told_one_way_by_both_checks_and_explain(entries):
+    # 1.20 GiB reserved but unallocated (1.5 % of the GPU): the fragmentation entry's signature
+    # fires on any GiB figure, the check's numbers say shortage. Before, log-signatures named
+    # fragmentation as the root cause with the check's "not fragmentation" folded under it
+    from llmdoctor.triage.explain import explain
+
+    short = _issue13152_oom_with("1.20 GiB")
+    facts = Facts({"time/now": 0, "target": "pod/vllm"})
+    facts.set("logs/vllm.log", TextSource.from_text("logs/vllm.log", short))
+    facts.set("wiki/entries", entries)
+    both = ["memory-fragmentation", "log-signatures"]
+    report = diagnose([facts], "pod/vllm", scopes=("logs",), only=both)
+    named = {r for f in report.findings for r in f.runbooks}
+    assert "gpu-memory-fragmentation" not in named, named
+    (frag,) = [f for f in report.findings if f.check == "memory-fragmentation"]
+    assert "not fragmentation" in frag.summary
+    # log-signatures's OOM finding is the check's now (superseded: one problem, once)
+    assert all(f.runbooks == ["cuda-oom-runtime"] for f in report.findings)
+    result = explain(TextSource.from_text("paste", short), entries)
+    assert result.matches[0].id == "cuda-oom-runtime"
+    assert "gpu-memory-fragmentation" not in {m.id for m in result.matches}
+    assert all("gpu-memory-fragmentation" not in m.explained_by for m in result.matches)
+    # 2.00 GiB (2.5 %): fragmentation, told so by all three
+    fragmented = _issue13152_oom_with("2.00 GiB")
+    (frag,), _ = fragmentation({"vllm": fragmented})
+    assert frag.runbooks == ["gpu-memory-fragmentation"]
+    assert explain(TextSource.from_text("paste", fragmented), entries).matches[0].id == (
+        "gpu-memory-fragmentation"
+    )

@@ -18,8 +18,10 @@ from typer.testing import CliRunner
 from llmdoctor.cli import app
 from llmdoctor.collectors.bundle import Bundle
 from llmdoctor.engine.registry import all_checks
+from llmdoctor.render.fix_text import fix_steps
 from llmdoctor.render.report import render_markdown, render_terminal, to_json
 from llmdoctor.usecases.diagnose import diagnose
+from llmdoctor.wiki.fix_params import fill
 
 ROOT = Path(__file__).resolve().parent.parent
 # every bundle shipped or kept for tests (a folder with a manifest), by its path in the repo
@@ -213,6 +215,34 @@ def test_a_terminal_report_wraps_to_its_width_with_a_hanging_indent():
     # the full text is in --json and --markdown
     oom = "Including non-PyTorch memory, this process"
     assert oom in json.dumps(to_json(report)) and oom in render_markdown(report)
+
+
+@pytest.mark.parametrize("bundle", BUNDLES)
+def test_no_line_of_a_report_runs_past_an_80_column_terminal(bundle):
+    # before: a Fix's later steps printed as the runbook wraps them (~100 columns), a folded
+    # finding's long lead, the timeline's rows: the terminal wrapped them at column 0. Only a
+    # Fix's code (a command, YAML) and a code span or one unbreakable word may run past
+    report = _report(_bundle(bundle))
+    lines = _terminal(report, width=80).splitlines()
+    code = {
+        line.strip()
+        for f in report.findings
+        for rid in f.runbooks
+        if (entry := report.facts.get("wiki/entries", {}).get(rid)) is not None
+        for step in fix_steps(entry)
+        for block in step.code_blocks
+        for line in fill(block.code).splitlines()
+    }
+    over = [
+        line
+        for line in lines
+        if len(line) > 80
+        and line.strip() not in code
+        and "`" not in line
+        and "://" not in line
+        and " " in line.strip()
+    ]
+    assert not over, over
 
 
 def test_blind_spots_that_matter_sit_beside_the_headline(tmp_path):

@@ -224,6 +224,8 @@ def test_requests_waiting_with_none_running_are_not_a_capacity_queue(tmp_path, c
         ({"latency_ms": float("nan")}, "latency_ms nan"),
         ({"latency_ms": -5.0, "ttft_ms": -3.0}, "latency_ms -5.0"),
         ({"latency_ms": 500.0, "ttft_ms": 4000.0}, "ttft_ms 4000 after latency_ms 500"),
+        # a streamed generation over HTTP measured at 0 ms was not measured
+        ({"latency_ms": 0.0, "ttft_ms": 0.0}, "latency_ms 0 for"),
     ],
 )
 def test_unreadable_probe_timings_are_never_a_check_mark(tmp_path, capsys, timings, why):

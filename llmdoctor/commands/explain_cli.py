@@ -127,7 +127,8 @@ def render(result, console) -> None:
     def escape(text: object) -> str:  # log and wiki text: control characters shown, not obeyed
         return rich_escape(visible(text))
 
-    from llmdoctor.triage.explain import CONFIDENT
+    from llmdoctor.render.fix_text import display_lines
+    from llmdoctor.triage.explain import CLEAN_BYTES, CONFIDENT
     from llmdoctor.wiki.links import page_url
 
     # a guess that rounds to 0.00 says nothing: it is left out of the terminal (JSON keeps it)
@@ -231,11 +232,17 @@ def render(result, console) -> None:
                     console.print(f"   [dim]│ … {m.count - len(m.evidence)} more …[/]")
                 console.print(f"   [dim]│ {e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
             if after := m.resumed:
-                span = (
-                    f"line {after.first.line}"
-                    if after.lines == 1
-                    else f"{after.lines} stats lines, line {after.first.line} to {after.last.line}"
-                )
+                if after.lines is None:  # a long log: only its last stats lines were read
+                    span = (
+                        f"line {after.first.line} to {after.last.line}, "
+                        "the last stats lines of a long log"
+                    )
+                elif after.lines == 1:
+                    span = f"line {after.first.line}"
+                else:
+                    span = (
+                        f"{after.lines} stats lines, line {after.first.line} to {after.last.line}"
+                    )
                 console.print(
                     f"   [bold]then tokens were generated again[/] ({span}); what is wrong now "
                     "may be something else:"
@@ -244,11 +251,20 @@ def render(result, console) -> None:
                     f"   [dim]│ {after.first.line}:[/] {escape(_cut(after.first.text))}",
                     soft_wrap=True,
                 )
+            elif not result.read_whole and m.severity == "critical":
+                console.print(
+                    "   [dim]not checked whether the server was still starting then: the "
+                    f"input is over {CLEAN_BYTES // 2**20} MB, read as a stream[/]",
+                    soft_wrap=True,
+                )
         elif m.snippet:  # the runbook's words, not the log's: labelled so, never a quote
             console.print(
                 f"   [dim]its runbook reads: {escape(_cut(m.snippet))}[/]", soft_wrap=True
             )
-        for i, fix in enumerate(m.fix):
+        # the Fix's prose re-flowed to a terminal's width (8 columns of lead), code as written
+        width = console.width - 8 if console.is_terminal else None
+        shown = display_lines(m.fix_steps, width) if m.fix_steps else m.fix
+        for i, fix in enumerate(shown):
             label = "Fix: " if i == 0 else "     "
             console.print(f"   [cyan]{label}[/]{escape(fix)}", soft_wrap=True)
         console.print(f"   [dim]more: llmdoctor wiki show {escape(m.id)}[/]")

@@ -21,6 +21,7 @@ tell fragmentation from shortage by it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 _SIZE = r"([\d.]+) ?(B|bytes|KiB|MiB|GiB|TiB)"
@@ -51,6 +52,9 @@ _OLD = re.compile(
 )
 
 
+FRAGMENTED_SHARE = 0.02  # reserved-but-unallocated of at least 2 % of the GPU counts as large
+
+
 @dataclass(frozen=True)
 class TorchOom:
     """The numbers of one CUDA out-of-memory message, in MiB."""
@@ -73,6 +77,15 @@ class TorchOom:
         if self.unallocated is None or self.free is None or self.tried is None:
             return False
         return self.free + self.unallocated >= self.tried
+
+    @property
+    def is_fragmentation(self) -> bool:
+        """A large reserved-but-unallocated share (FRAGMENTED_SHARE of the GPU), without which
+        the request would have fit: the memory-fragmentation check's verdict, and the one
+        log-signatures keeps the fragmentation entry's signature to."""
+        if self.unallocated is None or not self.total:
+            return False
+        return self.unallocated >= FRAGMENTED_SHARE * self.total and self.fragmented_would_fit
 
 
 def _mib(number: str, unit: str) -> float:
@@ -121,3 +134,15 @@ def parse_torch_oom(line: str) -> TorchOom | None:
         unallocated=None,
         gpu=gpu_index,
     )
+
+
+FRAGMENTATION_ENTRY = "gpu-memory-fragmentation"  # its signature is the GiB-sized figure
+
+
+def short_not_fragmented(lines: Iterable[str]) -> bool:
+    """Whether PyTorch's numbers on these OOM lines (those that give them) all say the GPU was
+    short, not fragmented: the fragmentation entry's signature (a GiB reserved but unallocated)
+    fired, but `is_fragmentation`, the memory-fragmentation check's verdict, says otherwise.
+    log-signatures and explain both hold the entry to it, so one OOM is told one way."""
+    told = [oom for oom in map(parse_torch_oom, lines) if oom is not None and oom.has_numbers]
+    return bool(told) and not any(oom.is_fragmentation for oom in told)

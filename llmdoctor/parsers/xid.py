@@ -292,10 +292,20 @@ SNIFF_BYTES = 64 * 1024
 MAX_BINARY_SHARE = 0.3
 
 
-def not_text_reason(log: TextSource) -> str | None:
-    """Why the log is not kernel log text (compressed or binary), judged on its first 64 KiB."""
+KERNEL_LOG_TEXT = "kernel log text (dmesg -T, journalctl -k or /var/log/kern.log)"
+
+
+def not_text_reason(
+    log: TextSource, text: str = KERNEL_LOG_TEXT, empty: bool = False
+) -> str | None:
+    """Why the log cannot be read as `text`: compressed or binary, judged on its first 64 KiB;
+    with `empty`, also a log with nothing in it (a container's log: nothing in it was seen, so
+    nothing in it is fine either; a kernel log cut to a --since window may rightly be empty)."""
     with log.open_binary() as fh:
         head = fh.read(SNIFF_BYTES)
+        more = fh.read(1)
+    if empty and not head.strip() and not more:
+        return "is empty: there was nothing in it to read"
     if not head:
         return None
     for magic, (kind, cat) in COMPRESSED.items():
@@ -304,7 +314,7 @@ def not_text_reason(log: TextSource) -> str | None:
     control = sum(1 for b in head if b < 32 and b not in (9, 10, 13, 27))
     undecodable = head.decode("utf-8", errors="replace").count("\ufffd")
     if (control + undecodable) / len(head) > MAX_BINARY_SHARE:
-        return "is binary data, not kernel log text (dmesg -T, journalctl -k or /var/log/kern.log)"
+        return f"is binary data, not {text}"
     return None
 
 

@@ -293,6 +293,64 @@ def terminal_lines(
     return [line for step in steps for line in step.lines()]
 
 
+def display_lines(steps: list[FixStep], width: int | None, code_indent: str = "    ") -> list[str]:
+    """The steps as lines for a terminal `width` columns wide (None, a pipe: as written):
+    prose re-flowed, each list item's continuation under its text (the runbook's own line
+    breaks are for an editor, not this terminal); code exactly as written, never wrapped or
+    cut, so a YAML block keeps its nesting and a command can be pasted."""
+    if width is None:
+        return [line for step in steps for line in step.lines(code_indent)]
+    import textwrap
+
+    out: list[str] = []
+    for step in steps:
+        for part in step.parts:
+            if isinstance(part, CodeBlock):
+                out += [code_indent + line if line else "" for line in part.code.splitlines()]
+                continue
+            for lead, words in _items(part.lines):
+                wrapped = textwrap.wrap(
+                    _spans_joined(words),
+                    max(width, len(lead) + 20),
+                    initial_indent=lead,
+                    subsequent_indent=" " * len(lead),
+                    break_on_hyphens=False,
+                    break_long_words=False,
+                )
+                out += [line.replace(SPAN_SPACE, " ") for line in wrapped] or [lead.rstrip()]
+    return out
+
+
+SPAN_SPACE = "\x00"  # a space inside a `code span` while prose is wrapped: never a line break
+
+
+def _spans_joined(text: str) -> str:
+    """The text with the spaces of its `code spans` held together (a command is pasted
+    whole: it may overrun the line, it is never split over two)."""
+    pieces = text.split("`")
+    for i in range(1, len(pieces) - 1, 2):  # inside a span (an unclosed one stays as it is)
+        pieces[i] = pieces[i].replace(" ", SPAN_SPACE)
+    return "`".join(pieces)
+
+
+def _items(lines: tuple[str, ...]) -> list[tuple[str, str]]:
+    """A prose part as its list items and paragraphs: (the lead, indentation and marker, that
+    the text wraps under; the text on one line)."""
+    items: list[tuple[str, list[str]]] = []
+    for line in lines:
+        stripped = line.lstrip()
+        head = stripped.split(" ", 1)[0]
+        if not stripped:
+            items.append(("", []))
+        elif not items or (is_list_marker(head) and " " in stripped):
+            indent = line[: len(line) - len(stripped)]
+            marker = head + " " if is_list_marker(head) and " " in stripped else ""
+            items.append((indent + marker, [stripped[len(marker) :]]))
+        else:
+            items[-1][1].append(stripped)
+    return [(lead, " ".join(words)) for lead, words in items if words or lead]
+
+
 def shown_key(entry, finding=None) -> tuple:
     """What makes two printed Fixes the same: the entry and the text printed for it (a second
     finding whose values change that text gets its own Fix, not "shown above")."""

@@ -10,7 +10,7 @@ from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.report import Report
 from llmdoctor.engine.story import Chapter, chapters
 from llmdoctor.exit_codes import ExitCode
-from llmdoctor.render.fix_text import CodeBlock
+from llmdoctor.render.fix_text import CodeBlock, display_lines
 from llmdoctor.render.verdict import Verdict, blind_spots, shown_steps, verdicts
 from llmdoctor.terminal_text import visible
 from llmdoctor.wiki.links import page_url
@@ -171,11 +171,15 @@ class _Screen:
             return
         import textwrap
 
-        first = max(self.width - lead_width, 20)
         rest = max(self.width - hang, 20)
-        chunks = textwrap.wrap(text, first, break_on_hyphens=False) or [""]
+        if self.width - lead_width < 20:  # a long lead (a check and its subject): text below it
+            self.console.print(lead.rstrip(), soft_wrap=lead_width <= self.width)
+            chunks = ["", *textwrap.wrap(text, rest, break_on_hyphens=False)]
+        else:
+            chunks = textwrap.wrap(text, self.width - lead_width, break_on_hyphens=False)
+            chunks = chunks or [""]
+            self.console.print(f"{lead}{open_}{self.escape(chunks[0])}{close}", soft_wrap=True)
         tail = textwrap.wrap(" ".join(chunks[1:]), rest, break_on_hyphens=False)
-        self.console.print(f"{lead}{open_}{self.escape(chunks[0])}{close}", soft_wrap=True)
         for chunk in tail:
             self.console.print(f"{' ' * hang}{open_}{self.escape(chunk)}{close}", soft_wrap=True)
 
@@ -340,7 +344,9 @@ def _print_runbook(
     if lead and steps:
         steps = steps[1:]
         screen.console.print("      [dim]Fix: the first step is 'Do now' above[/]")
-    for n, line in enumerate(line for step in steps for line in step.lines()):
+    # the prose re-flowed to the terminal (11 columns of lead), code as written
+    width = None if screen.width is None else screen.width - 11
+    for n, line in enumerate(display_lines(steps, width)):
         label = "[dim]Fix: [/]" if n == 0 and not lead else "     "
         screen.verbatim(f"      {label}", line)
     screen.console.print(f"      [dim]more: llmdoctor wiki show {escape(rid)}[/]")

@@ -200,10 +200,21 @@ def render_terminal(report, console, escape) -> None:
         rows = event_rows(timeline)
         if not rows:
             console.print("  [dim]no problem started in this window[/]")
+        width = console.width if console.is_terminal else None  # a pipe keeps lines whole
         for when, layer, subject, what in rows:
             who = f" [{subject}]" if subject else ""
-            line = f"  {escape(when)}  [dim]{layer:<6}[/] {escape(what)}{escape(who)}"
-            console.print(line, soft_wrap=True)
+            hang = len(f"  {when}  {layer:<6} ")
+            text = f"{what}{who}"
+            parts = [text]
+            if width is not None and hang + len(text) > width:
+                import textwrap
+
+                parts = textwrap.wrap(text, max(width - hang, 20), break_on_hyphens=False)
+            console.print(
+                f"  {escape(when)}  [dim]{layer:<6}[/] {escape(parts[0])}", soft_wrap=True
+            )
+            for part in parts[1:]:
+                console.print(f"{' ' * hang}{escape(part)}", soft_wrap=True)
         for row in spark_rows(timeline, series):
             console.print(f"  {escape(row)}", soft_wrap=True)
 

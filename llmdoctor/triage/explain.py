@@ -58,6 +58,7 @@ from llmdoctor.wiki.signatures import (
     BlockKinds,
     InvalidSignature,
     LineMatch,
+    ScanStats,
     SignatureSet,
     compile_problem,
     signature_line,
@@ -267,12 +268,13 @@ class Evidence:
 class Resumed:
     """Tokens generated after an entry's last line: the engine's stats lines that say so (vLLM's
     `Avg generation throughput: 38.7 tokens/s`, SGLang's `gen throughput (token/s): 45.2`), the
-    first and the last of them and how many.
+    first and the last of them and how many (None: an input read as a stream, of whose stats
+    lines only the first and last few are kept; these are the kept ones after it).
     """
 
     first: Evidence
     last: Evidence
-    lines: int
+    lines: int | None
 
     def to_json(self) -> dict[str, Any]:
         return {"first": self.first.to_json(), "last": self.last.to_json(), "lines": self.lines}
@@ -292,6 +294,9 @@ class Match:
     evidence: list[Evidence] = field(default_factory=list)
     explained_by: list[str] = field(default_factory=list)
     fix: list[str] = field(default_factory=list)
+    # the same steps as render.fix_text.FixStep (prose and code apart): a terminal re-flows the
+    # prose to its width; `fix` is what JSON gives
+    fix_steps: list = field(default_factory=list, repr=False, compare=False)
     snippet: str = ""
     path: str = ""
     # a critical entry's lines, then tokens generated again after its last one: it happened and
@@ -376,6 +381,10 @@ class Explanation:
     critical: bool = False
     empty: bool = False  # the input held no text at all: nothing was read, nothing is known
     error_lines: int = 0  # every line read as an error (`salient` keeps the last of them)
+    # the input was read whole (CLEAN_BYTES or less): only then is a critical match checked for
+    # the engine generating again after it (`Match.resumed`); a bigger one is never said to
+    # have recovered, and says that it was not checked
+    read_whole: bool = True
 
     @property
     def exit_code(self) -> int:
@@ -396,6 +405,7 @@ class Explanation:
             "notes": [m.to_json() for m in self.notes],
             "salient": [e.to_json() for e in self.salient],
             "warnings": self.warnings,
+            "read_whole": self.read_whole,
             # the closest entries below the threshold (named, never asserted)
             "below_threshold": [
                 {"id": m.id, "confidence": m.confidence, "how": m.how} for m in self.below_threshold
@@ -423,7 +433,7 @@ class _Hits:
         self.error_lines += self.on_error_line
         self.last_line = line
         if len(self.first) < FIRST:
-            self.first.append((line, text[:MAX_TEXT]))
+            self.first.append((line, text))
         else:
             self.last.append((line, text))
 
@@ -436,7 +446,7 @@ class _Hits:
         self.error_lines += self.on_error_line * count
         self.last_line = lines[-1][0]
         take = max(FIRST - len(self.first), 0)
-        self.first.extend((n, t[:MAX_TEXT]) for n, t in lines[:take])
+        self.first.extend(lines[:take])
         self.last.extend(lines[take:][-LAST:])
 
     def merge(self, other: _Hits, strong: bool) -> None:
@@ -453,12 +463,14 @@ class _Hits:
         self.first = kept[:FIRST]
         self.last = deque(kept[FIRST:][-LAST:], maxlen=LAST)
 
-    def evidence(self) -> list[Evidence]:
+    def evidence(self, entry=None) -> list[Evidence]:
         """One quote per input line: a cleaned paste may read a line as several (an error
-        body and the message in it), and the count already says one."""
+        body and the message in it), and the count already says one. A line longer than
+        MAX_TEXT is quoted around what `entry`'s signatures matched in it."""
         quoted: dict[int, Evidence] = {}
         for n, t in (*self.first, *self.last):
-            quoted.setdefault(n, Evidence(n, t[:MAX_TEXT]))
+            if n not in quoted:
+                quoted[n] = Evidence(n, _quoted(t, entry))
         return list(quoted.values())
 
     def states_error(self) -> bool:
@@ -466,6 +478,37 @@ class _Hits:
         return any(
             ERROR_LINE.search(t) and not _below_error(t) for _, t in (*self.first, *self.last)
         )
+
+
+def _quoted(text: str, entry=None) -> str:
+    """A line as evidence: whole up to MAX_TEXT; a longer one (a JSON body, a minified stack on
+    one line) cut to MAX_TEXT around the first of `entry`'s signatures and hints that matches
+    it, so the quote holds what matched, else from its start; "…" marks each cut."""
+    if len(text) <= MAX_TEXT:
+        return text
+    for pattern in _entry_patterns(entry) if entry is not None else ():
+        if (found := pattern.search(text)) is not None:
+            start = max(0, min(found.start() - MAX_TEXT // 4, len(text) - MAX_TEXT + 2))
+            head = "…" if start else ""
+            body = text[start : start + MAX_TEXT - len(head) - 1]
+            return head + body + ("…" if start + len(body) < len(text) else "")
+    return text[: MAX_TEXT - 1] + "…"
+
+
+_ENTRY_PATTERNS: dict[str, list] = {}
+
+
+def _entry_patterns(entry) -> list:
+    """An entry's signatures and hints compiled by RE2 for single lines (those that compile),
+    kept per entry: only needed to quote a line longer than MAX_TEXT around its match."""
+    key = getattr(entry, "id", "")
+    if key not in _ENTRY_PATTERNS:
+        from llmdoctor.wiki.re2_patterns import line_pattern
+
+        sources = [*getattr(entry, "signatures", ()), *(getattr(entry, "hints", None) or ())]
+        compiled_ = (line_pattern(s) for s in sources if isinstance(s, str))
+        _ENTRY_PATTERNS[key] = [p for p in compiled_ if p is not None]
+    return _ENTRY_PATTERNS[key]
 
 
 @dataclass
@@ -479,10 +522,13 @@ class _Reading:
     invalid: list
     numbers: list[int] = field(default_factory=list)  # each line of `text`: its input line
     error_lines: int = 0  # salient (error) lines read, all of them (`salient` keeps the last)
-    # the stats lines that say tokens were generated (input line, text), read on an input read
-    # whole; None on a bigger one (not read, so never said to be absent)
+    # the stats lines that say tokens were generated (input line, text): all of them on an input
+    # read whole, those kept on a bigger one (`kept_only`)
     progress: list[tuple[int, str]] | None = None
     starts: list[int] = field(default_factory=list)  # ... and the lines where a server (re)starts
+    # progress and starts are only the kept ones of a big file read again (the first and last
+    # few): a stall or an outage ends by them, never by lines not seen
+    kept_only: bool = False
 
 
 def read_input(
@@ -492,15 +538,16 @@ def read_input(
     blocks come grouped (SignatureSet.scan); False reads every line one by one, the reference
     the grouped reading is held to.
     """
+    text, numbers, rest = _small_text(source)
     scanner = SignatureSet(
         [*entries.values(), _salient_entry()], tail_ids=[SALIENT_ID], tail_keep=SALIENT_KEPT
     )
-    text, numbers, rest = _small_text(source)
+    scanned = ScanStats()
     if text is not None:
         text = without_cut_word(text, entries)
         found = scanner.scan_text(text, kinds=kinds)
     elif rest is None:
-        found = scanner.scan(source, workers=workers, kinds=kinds)
+        found = scanner.scan(source, workers=workers, stats=scanned, kinds=kinds)
     else:
         found = scanner.scan_stream(rest, kinds=kinds)
     lines = _LineGroups(scanner, numbers)
@@ -525,14 +572,28 @@ def read_input(
             if entry_id in hits:
                 hits[entry_id].count = max(1, hits[entry_id].count - n)
         matched_lines = max(min(matched_lines, 1), matched_lines - extra_strong)
-    progress, starts = None, []
+    progress, starts, kept_only = None, [], False
     if text is not None:
         progress, starts = _progress_lines(text, numbers)
-        _drop_stalls_that_ended(hits, progress)
+    elif rest is None and isinstance(source, TextSource) and source.path is not None:
+        after = _outage_ends(hits, entries)
+        if after is not None and after < scanned.lines:  # something follows it: read again
+            progress, starts = _phase_lines(source.path, after, scanned.blocks)
+            kept_only = True
+    _drop_stalls_that_ended(hits, progress or [])
     invalid = [w for w in scanner.invalid if w.entry_id != SALIENT_ID]
     kept = [Evidence(n, t[:MAX_TEXT]) for n, t in lines.salient]
     reading = _Reading(
-        hits, kept, matched_lines, text, invalid, numbers, lines.error_lines, progress, starts
+        hits,
+        kept,
+        matched_lines,
+        text,
+        invalid,
+        numbers,
+        lines.error_lines,
+        progress,
+        starts,
+        kept_only,
     )
     return reading, scanner
 
@@ -540,6 +601,88 @@ def read_input(
 # vLLM's stats line over an interval in which the engine generated nothing (one in which it
 # generated again is server_phase.PROGRESS_LINE)
 STALL_LINE = re.compile(r"Avg generation throughput: 0\.0 tokens/s")
+
+
+def _outage_ends(hits: dict[str, _Hits], entries: dict) -> int | None:
+    """The first line after which generation would end something: the last line of a critical
+    entry's signature hits or of a single stalled interval, the earliest of them; None when the
+    input has neither (nothing to end, nothing to read again)."""
+    ends = [
+        h.last_line
+        for entry_id, h in hits.items()
+        if _stall_only(h)
+        or (h.strong and getattr(entries.get(entry_id), "severity", "") == "critical")
+    ]
+    return min(ends, default=None)
+
+
+PROGRESS_KEPT = 8  # the last stats lines that show generation, kept of a file read again
+
+
+def _phase_lines(
+    path: Path, after: int, blocks: list[tuple[int, int]]
+) -> tuple[list[tuple[int, str]], list[int]]:
+    """A file too big to read whole, read again from line `after` on for when things happened:
+    the first line there where a server (re)starts, and the last PROGRESS_KEPT stats lines that
+    say tokens were generated (the last of the file: whether any came after a line is known).
+    It starts at the block of the first scan (`blocks`: first line, byte offset) that holds
+    line `after`. Fewer lines than a whole reading finds, so a claim made of them (it ended)
+    rests on lines seen; only when a critical match or a stall has lines after it
+    (`_outage_ends`)."""
+    from llmdoctor.wiki.re2_patterns import re2_module, re2_options
+    from llmdoctor.wiki.signatures import read_blocks
+
+    started = _phase_start_pattern(re2_module(), re2_options())
+    progress: deque[tuple[int, str]] = deque(maxlen=PROGRESS_KEPT)
+    start: int | None = None
+    line_no, offset = max(((n, o) for n, o in blocks if n <= after), default=(1, 0))
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        for block in read_blocks(fh):
+            count = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+            if line_no + count - 1 <= after:
+                line_no += count
+                continue
+            skip = 0  # the offset of line `after` + 1 in the block
+            for _ in range(max(after - line_no + 1, 0)):
+                skip = block.index(b"\n", skip) + 1
+            first = max(line_no, after + 1)
+            if start is None and (found := started.search(block, skip)) is not None:
+                start = first + block.count(b"\n", skip, found.start())
+            progress.extend(_last_progress(block, skip, first))
+            line_no += count
+    return list(progress), [start] if start is not None else []
+
+
+def _last_progress(block: bytes, skip: int, first: int) -> list[tuple[int, str]]:
+    """The last PROGRESS_KEPT stats lines of a block from offset `skip` (input line `first`) on
+    that say tokens were generated, with their input lines, first first."""
+    found: list[tuple[int, str]] = []  # (offset, line), last first
+    end = len(block)
+    while len(found) < PROGRESS_KEPT and (at := block.rfind(b"throughput", skip, end)) >= 0:
+        begin = block.rfind(b"\n", skip, at) + 1 or skip
+        stop = block.find(b"\n", at)
+        line = block[begin : stop if stop >= 0 else len(block)].decode("utf-8", "replace")
+        if PROGRESS_LINE.search(line) and not _request_log(line):
+            found.append((begin, line))
+        end = begin
+    numbered, line_no, counted = [], first, skip  # newlines counted once, first line first
+    for begin, line in reversed(found):
+        line_no += block.count(b"\n", counted, begin)
+        counted = begin
+        numbered.append((line_no, line))
+    return numbered
+
+
+_START_PATTERN: list = []
+
+
+def _phase_start_pattern(re2, options):
+    """STARTING_LINE or UP_LINE, as one RE2 pattern over a block's bytes (multi-line)."""
+    if not _START_PATTERN:
+        source = f"(?m){STARTING_LINE.pattern}|{UP_LINE.pattern}"
+        _START_PATTERN.append(re2.compile(source.encode(), options))
+    return _START_PATTERN[0]
 
 
 def _progress_lines(text: str, numbers: list[int]) -> tuple[list[tuple[int, str]], list[int]]:
@@ -581,8 +724,8 @@ def _drop_stalls_that_ended(hits: dict[str, _Hits], progress: list[tuple[int, st
     line of the same input shows tokens generated again: the engine went on (a V0 server logs
     one `0.0 tokens/s` interval with a request running as it starts generating), so that one
     interval proves no wedge. Stalls over several intervals stay, recovered or not (minutes of
-    nothing generated is an incident). Read on an input small enough to be read whole; in a
-    bigger log each stall line stands as it is.
+    nothing generated is an incident). On an input read as a stream `progress` holds the
+    stats lines kept (the first and last few): the last of them decides.
     """
     last_progress = progress[-1][0] if progress else 0
     for entry_id in [e for e, h in hits.items() if _stall_only(h)]:
@@ -595,9 +738,10 @@ def served_again(matches: list[Match], reading: _Reading) -> None:
     (`Match.resumed`): the crash or stall is in the log's past, what is wrong now is not it.
     A stall ends when the engine that stalled generates again (the same origin: pod prefix,
     process, engine index; another replica's progress proves nothing of it); anything else ends
-    only with a server started again after it, and counts the generation from there. Only on
-    an input read whole; a warning's condition (a full KV cache, a queue) is measured by those
-    very stats lines, so it is never "resumed" by them.
+    only with a server started again after it, and counts the generation from there. On an
+    input read as a stream, by the stats and start lines kept (`kept_only`: the first and last
+    few of each), uncounted; a warning's condition (a full KV cache, a queue) is measured by
+    those very stats lines, so it is never "resumed" by them.
     """
     progress = reading.progress
     if not progress:
@@ -616,7 +760,7 @@ def served_again(matches: list[Match], reading: _Reading) -> None:
             m.resumed = Resumed(
                 Evidence(after[0][0], after[0][1][:MAX_TEXT]),
                 Evidence(after[-1][0], after[-1][1][:MAX_TEXT]),
-                len(after),
+                None if reading.kept_only else len(after),
             )
 
 
@@ -889,7 +1033,8 @@ def explain(
     for m in (*result.matches, *result.notes, *result.below_threshold):
         entry = entries.get(m.id)
         if entry is not None:
-            m.fix = fix_lines(entry, (e.text for e in m.evidence))
+            m.fix_steps = shown_fix_steps(entry, (e.text for e in m.evidence))
+            m.fix = [line for step in m.fix_steps for line in step.lines()]
     return result
 
 
@@ -948,6 +1093,7 @@ def decide(
     other_status_guesses(ranked, reading.text or query, entries, fusion)
     unnamed_guesses(ranked, gathered.searched or query, entries, fusion)
     ruled_out_guesses(ranked, reading, entries, fusion)
+    fragmentation_ruled_out(ranked, fusion)
     one_stalled_interval(ranked, reading)
     confident = [m for m in ranked if m.confidence >= fusion.confident]
     weak = [m for m in ranked if m.confidence < fusion.confident]
@@ -994,6 +1140,7 @@ def decide(
         ),
         empty=reading.text is not None and not reading.text.strip(),
         error_lines=reading.error_lines,
+        read_whole=reading.text is not None,
     )
 
 
@@ -1108,6 +1255,21 @@ def ruled_out_guesses(
         if any(p.search(line) for p in patterns for line in lines):
             m.confidence = min(m.confidence, fusion.weak_ceiling)
             m.score = round(100 * m.confidence, 1)
+
+
+def fragmentation_ruled_out(ranked: list[Match], fusion: Fusion) -> None:
+    """The fragmentation entry's signature match stays a guess when PyTorch's numbers on its
+    lines say the GPU was short, not fragmented (`torch_oom.short_not_fragmented`, as
+    log-signatures and the memory-fragmentation check tell it): the OOM entry, which matched
+    the same line, leads."""
+    from llmdoctor.parsers.torch_oom import FRAGMENTATION_ENTRY, short_not_fragmented
+
+    for m in ranked:
+        if m.id == FRAGMENTATION_ENTRY and short_not_fragmented(e.text for e in m.evidence):
+            m.confidence = min(m.confidence, fusion.weak_ceiling)
+            m.score = round(100 * m.confidence, 1)
+            for other in ranked:  # no longer what explains the OOM
+                other.explained_by = [e for e in other.explained_by if e != m.id]
 
 
 _RULED_OUT: dict[tuple[str, ...], list] = {}
@@ -1449,7 +1611,7 @@ def fuse(
                 how=how,
                 confidence=round(min(confidence, 1.0), 3),
                 count=h.count if h else 0,
-                evidence=h.evidence() if h else [],
+                evidence=h.evidence(entry) if h else [],
                 snippet="" if h is not None and h.strong else snippets.get(entry_id, ""),
                 path=getattr(entry, "path", ""),
             )
@@ -1622,13 +1784,13 @@ def _vocabulary(entries: dict) -> dict[str, frozenset[str]]:
     return {entry_id: _STEMS[key] for entry_id, key in keys.items()}
 
 
-def fix_lines(entry, matched: Iterable[str] = ()) -> list[str]:
+def shown_fix_steps(entry, matched: Iterable[str] = ()) -> list:
     """The leading whole steps of an entry's Fix (code kept as written), its parameters
     filled from the lines that matched (vLLM's "estimated maximum model length is 5632")."""
     from llmdoctor.parsers.fix_values import fix_values
-    from llmdoctor.render.fix_text import terminal_lines
+    from llmdoctor.render.fix_text import fix_steps, leading_steps
 
-    return terminal_lines(entry, params=fix_values(entry.id, matched))
+    return leading_steps(fix_steps(entry, params=fix_values(entry.id, matched)))
 
 
 def _beyond_access_errors(salient: list[Evidence]) -> bool:

@@ -98,10 +98,13 @@ class BlockKinds:
 
 @dataclass
 class ScanStats:
-    """What a scan read: bytes and lines (a last line without a newline counts)."""
+    """What a scan read: bytes and lines (a last line without a newline counts), and where each
+    block began (its first line, its byte offset): a second reading of part of a file starts
+    at the block that holds its line instead of counting lines from the start."""
 
     bytes: int = 0
     lines: int = 0
+    blocks: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -915,6 +918,7 @@ class SignatureSet:
         def filtered(pending: list) -> Iterator[LineMatch]:
             nonlocal line_no, previous
             for block, hit in pending:
+                stats.blocks.append((line_no, stats.bytes))
                 counted = None
                 if hit is _SHAPES_FIRST:
                     shaped = self._scan_shapes(block, line_no)
