@@ -10,6 +10,7 @@ import io
 from pathlib import Path
 
 import pytest
+from report_width import lines_past
 from rich.console import Console
 
 from llmdoctor.engine.facts import Facts
@@ -171,16 +172,7 @@ def test_an_80_column_terminal_gets_the_prose_reflowed_and_the_code_as_written(e
     for block in (fill(b) for b in source_code_blocks(entry_id)):
         assert _runs_of(block, lines) == (1 if block in shown else 0), block
     code = {line for block in shown for line in fill(block).splitlines()}
-    # a code line, a code span, a URL and one unbreakable word may overrun (never cut); no prose
-    too_long = [
-        line
-        for line in lines
-        if len(line) > 80
-        and line.strip() not in code
-        and "`" not in line
-        and "://" not in line
-        and " " in line.strip()
-    ]
+    too_long = lines_past(lines, 80, code)
     assert not too_long, too_long
 
 

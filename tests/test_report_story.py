@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from report_width import lines_past
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -233,15 +234,7 @@ def test_no_line_of_a_report_runs_past_an_80_column_terminal(bundle):
         for block in step.code_blocks
         for line in fill(block.code).splitlines()
     }
-    over = [
-        line
-        for line in lines
-        if len(line) > 80
-        and line.strip() not in code
-        and "`" not in line
-        and "://" not in line
-        and " " in line.strip()
-    ]
+    over = lines_past(lines, 80, code)
     assert not over, over
 
 

@@ -303,9 +303,8 @@ def not_text_reason(
     nothing in it is fine either; a kernel log cut to a --since window may rightly be empty)."""
     with log.open_binary() as fh:
         head = fh.read(SNIFF_BYTES)
-        more = fh.read(1)
-    if empty and not head.strip() and not more:
-        return "is empty: there was nothing in it to read"
+        if empty and not head.strip() and not fh.read(1):
+            return "is empty: there was nothing in it to read"
     if not head:
         return None
     for magic, (kind, cat) in COMPRESSED.items():

@@ -289,8 +289,7 @@ def terminal_lines(
 ) -> list[str]:
     """The Fix's leading whole steps as plain lines; code indented 4 more, its own
     indentation kept."""
-    steps = leading_steps(fix_steps(entry, finding, params), max_lines)
-    return [line for step in steps for line in step.lines()]
+    return display_lines(leading_steps(fix_steps(entry, finding, params), max_lines), None)
 
 
 def display_lines(steps: list[FixStep], width: int | None, code_indent: str = "    ") -> list[str]:

@@ -216,7 +216,7 @@ def render_terminal(report: Report, console, verbose: bool = False) -> None:
         _print_chapter(screen, chapter, entries, fixes_shown, lead=n == 0 and _has_verdict(chapter))
     from llmdoctor.timeline import view as timeline_view
 
-    timeline_view.render_terminal(report, console, escape)
+    timeline_view.render_terminal(report, screen)
     _print_fine(screen, report, verbose)
     _print_not_checked(screen, report)
 

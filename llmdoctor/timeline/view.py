@@ -192,29 +192,20 @@ def timeline_json(timeline: dict) -> dict[str, Any]:
     }
 
 
-def render_terminal(report, console, escape) -> None:
-    """Print the Timeline section, one per pod with history (nothing without history)."""
+def render_terminal(report, screen) -> None:
+    """Print the Timeline section, one per pod with history (nothing without history), through
+    the report's screen (render/report.py `_Screen`: a row wraps under its text in a terminal,
+    stays whole in a pipe)."""
+    console, escape = screen.console, screen.escape
     for facts, timeline, series in histories(report):
         console.print()
         console.print(f"[bold]{escape(header(timeline, report, facts))}[/]")
         rows = event_rows(timeline)
         if not rows:
             console.print("  [dim]no problem started in this window[/]")
-        width = console.width if console.is_terminal else None  # a pipe keeps lines whole
         for when, layer, subject, what in rows:
             who = f" [{subject}]" if subject else ""
-            hang = len(f"  {when}  {layer:<6} ")
-            text = f"{what}{who}"
-            parts = [text]
-            if width is not None and hang + len(text) > width:
-                import textwrap
-
-                parts = textwrap.wrap(text, max(width - hang, 20), break_on_hyphens=False)
-            console.print(
-                f"  {escape(when)}  [dim]{layer:<6}[/] {escape(parts[0])}", soft_wrap=True
-            )
-            for part in parts[1:]:
-                console.print(f"{' ' * hang}{escape(part)}", soft_wrap=True)
+            screen.line(f"  {escape(when)}  [dim]{layer:<6}[/] ", f"{what}{who}")
         for row in spark_rows(timeline, series):
             console.print(f"  {escape(row)}", soft_wrap=True)
 

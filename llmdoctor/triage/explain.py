@@ -268,8 +268,8 @@ class Evidence:
 class Resumed:
     """Tokens generated after an entry's last line: the engine's stats lines that say so (vLLM's
     `Avg generation throughput: 38.7 tokens/s`, SGLang's `gen throughput (token/s): 45.2`), the
-    first and the last of them and how many (None: an input read as a stream, of whose stats
-    lines only the first and last few are kept; these are the kept ones after it).
+    first and the last of them and how many (None: a file too big to read whole, of which only
+    its last stats lines were read again, `_phase_lines`; these are those after it).
     """
 
     first: Evidence
@@ -381,9 +381,9 @@ class Explanation:
     critical: bool = False
     empty: bool = False  # the input held no text at all: nothing was read, nothing is known
     error_lines: int = 0  # every line read as an error (`salient` keeps the last of them)
-    # the input was read whole (CLEAN_BYTES or less): only then is a critical match checked for
-    # the engine generating again after it (`Match.resumed`); a bigger one is never said to
-    # have recovered, and says that it was not checked
+    # the input was read whole (CLEAN_BYTES or less): only then is it read whether the server was
+    # still starting (`told_at_startup`); a bigger file is read again for `Match.resumed` only
+    # (`_phase_lines`), a stream never
     read_whole: bool = True
 
     @property
@@ -523,11 +523,12 @@ class _Reading:
     numbers: list[int] = field(default_factory=list)  # each line of `text`: its input line
     error_lines: int = 0  # salient (error) lines read, all of them (`salient` keeps the last)
     # the stats lines that say tokens were generated (input line, text): all of them on an input
-    # read whole, those kept on a bigger one (`kept_only`)
+    # read whole, the last ones after the outage on a big file read again (`kept_only`)
     progress: list[tuple[int, str]] | None = None
     starts: list[int] = field(default_factory=list)  # ... and the lines where a server (re)starts
-    # progress and starts are only the kept ones of a big file read again (the first and last
-    # few): a stall or an outage ends by them, never by lines not seen
+    # progress and starts are only what a big file read again gave (its first restart and last
+    # stats lines after the outage, `_phase_lines`): a stall or an outage ends by them, never by
+    # lines not read
     kept_only: bool = False
 
 
@@ -724,8 +725,8 @@ def _drop_stalls_that_ended(hits: dict[str, _Hits], progress: list[tuple[int, st
     line of the same input shows tokens generated again: the engine went on (a V0 server logs
     one `0.0 tokens/s` interval with a request running as it starts generating), so that one
     interval proves no wedge. Stalls over several intervals stay, recovered or not (minutes of
-    nothing generated is an incident). On an input read as a stream `progress` holds the
-    stats lines kept (the first and last few): the last of them decides.
+    nothing generated is an incident). On a big file read again `progress` holds its last
+    stats lines (`_phase_lines`): the last of them decides, as on an input read whole.
     """
     last_progress = progress[-1][0] if progress else 0
     for entry_id in [e for e, h in hits.items() if _stall_only(h)]:
@@ -738,10 +739,10 @@ def served_again(matches: list[Match], reading: _Reading) -> None:
     (`Match.resumed`): the crash or stall is in the log's past, what is wrong now is not it.
     A stall ends when the engine that stalled generates again (the same origin: pod prefix,
     process, engine index; another replica's progress proves nothing of it); anything else ends
-    only with a server started again after it, and counts the generation from there. On an
-    input read as a stream, by the stats and start lines kept (`kept_only`: the first and last
-    few of each), uncounted; a warning's condition (a full KV cache, a queue) is measured by
-    those very stats lines, so it is never "resumed" by them.
+    only with a server started again after it, and counts the generation from there. On a
+    file too big to read whole, by its first restart and last stats lines after the outage
+    (`kept_only`, `_phase_lines`), uncounted; a warning's condition (a full KV cache, a
+    queue) is measured by those very stats lines, so it is never "resumed" by them.
     """
     progress = reading.progress
     if not progress:
@@ -1027,6 +1028,8 @@ def explain(
     specific the signature is), the text relevance of the salient lines to each entry (the
     wiki search), the cause graph (runbook front matter), and recency.
     """
+    from llmdoctor.render.fix_text import display_lines
+
     label = name or getattr(source, "name", None) or "<input>"
     gathered = gather(source, entries, limit=limit, wiki_dirs=wiki_dirs, workers=workers)
     result = decide(gathered, entries, label, limit=limit, fusion=fusion)
@@ -1034,7 +1037,7 @@ def explain(
         entry = entries.get(m.id)
         if entry is not None:
             m.fix_steps = shown_fix_steps(entry, (e.text for e in m.evidence))
-            m.fix = [line for step in m.fix_steps for line in step.lines()]
+            m.fix = display_lines(m.fix_steps, None)
     return result
 
 
