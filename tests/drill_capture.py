@@ -7,6 +7,7 @@ Set LLMDOCTOR_DRILL_SAVE=tests/fixtures/real-vllm-0.32 to (re)write the fixtures
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -72,6 +73,26 @@ if sys.stdin.readline():  # "" when the test run closed the pipe (or died): noth
 """
 
 
+def machine_state() -> str:
+    """The load, the memory left and the busiest processes: whether a drill that overran its
+    time was starved by the machine or stuck in llmdoctor."""
+    parts = []
+    with contextlib.suppress(OSError):
+        parts.append("load " + Path("/proc/loadavg").read_text().strip())
+    with contextlib.suppress(OSError):
+        meminfo = Path("/proc/meminfo").read_text().splitlines()
+        parts += [line for line in meminfo if line.startswith(("MemAvailable", "SwapFree"))]
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        top = subprocess.run(
+            ["ps", "-eo", "pid,ni,stat,pcpu,rss,args", "--sort=-pcpu"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.splitlines()[:8]
+        parts.append("\n".join(line[:160] for line in top))
+    return "; ".join(parts)
+
+
 class Collector:
     """`llmdoctor collect URL -o BUNDLE` in a child process, imported ahead and started on cue."""
 
@@ -104,7 +125,7 @@ class Collector:
             time.sleep(2)
             self.process.kill()
             out, _ = self.process.communicate()
-            out = f"still collecting after {timeout:.0f} s; its threads then:\n{out}"
+            out = f"still collecting after {timeout:.0f} s; {machine_state()}\nits threads then:\n{out}"
         Collector.unfinished.remove(self)
         took = time.monotonic() - started
         assert self.process.returncode == 0, f"exit {self.process.returncode} ({took:.0f} s): {out}"

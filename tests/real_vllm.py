@@ -150,6 +150,10 @@ def server_env(meta: Path) -> dict[str, str]:
     return env
 
 
+# the engine's priority below the test run's (see _server_child_setup)
+SERVER_NICENESS = 10
+
+
 def serve_command(model: Path, port: int, *args: str) -> list[str]:
     # the `vllm` script next to this interpreter: what users run, and what their logs name
     return [
@@ -194,7 +198,7 @@ class VllmServer:
     def start(self) -> VllmServer:
         log = self.log_path.open("wb")
         # `timeout` is the hard deadline: the whole group dies with it if the test run hangs;
-        # a SIGTERM it receives (the test run died, see _terminate_with_parent) becomes a
+        # a SIGTERM it receives (the test run died, see _server_child_setup) becomes a
         # SIGKILL 20 s later if vLLM has not stopped by then
         deadline = ["timeout", "-s", "KILL", "-k", "20", str(int(SERVER_DEADLINE_S))]
         self.process = subprocess.Popen(
@@ -203,7 +207,7 @@ class VllmServer:
             stderr=subprocess.STDOUT,
             env=server_env(self.meta),
             start_new_session=True,
-            preexec_fn=_terminate_with_parent,
+            preexec_fn=_server_child_setup,
         )
         log.close()
         self.started_at = time.monotonic()
@@ -264,13 +268,18 @@ class VllmServer:
         return self.process.wait(grace)
 
 
-def _terminate_with_parent() -> None:
+def _server_child_setup() -> None:
     """In the child before exec: SIGTERM when the test run dies, which `timeout` passes on to
-    the whole group (vLLM then stops its engine and workers)."""
+    the whole group (vLLM then stops its engine and workers); and a lower priority than the
+    tools under test. The CPU build's engine keeps every core busy while it generates: on a
+    shared 2-core CI machine a `collect` child beside a saturated engine once made no progress
+    for minutes (its 15 s deadline long passed, still in its first /metrics parse), where on a
+    GPU node the engine's work is on the GPU and the tools get the CPU they need."""
     import ctypes
 
     pr_set_pdeathsig = 1
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    os.nice(SERVER_NICENESS)
 
 
 def _children(pid: int) -> list[int]:
