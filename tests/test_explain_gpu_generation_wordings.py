@@ -2,7 +2,8 @@
 first), each now a signature proven on real excerpts of other reports (tests/fixtures/runbooks/,
 SOURCES.md there): a Triton kernel in bf16 refused by ptxas before Ampere, ROCm builds without
 the AMD GPU's gfx target, a pod cgroup's OOM report cut before its kill line, a Triton kernel's
-own out of memory."""
+own out of memory; and those the H200 fault capture showed missing (a Triton kernel too big for
+the GPU's shared memory, a device ordinal past the GPUs seen, nvcc or ptxas refusing the target)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,26 @@ NEW_EXCERPTS = [
     ("no-kernel-image", "rocblas-tensile-gfx1103-hip-sdk-rocmlibs4.log"),
     ("no-kernel-image", "hip-no-binary-for-gpu-steam-deck-rocm1815.log"),
     ("k8s-oomkilled", "kernel-memcg-stats-kubepods-pod-limit-kata2775.log"),
+    # the wordings the H200 fault capture showed missing (tests/test_gpu_faults_h200.py)
+    ("triton-shared-memory-exceeded", "freetoken-issue246-rtx2080ti-smem.log"),
+    ("triton-shared-memory-exceeded", "sglang-issue2384-mi300-smem.log"),
+    ("triton-shared-memory-exceeded", "lmdeploy-issue3495-mxc500-smem.log"),
+    ("gpu-not-visible", "llama-issue946-nproc8-one-3090.log"),
+    ("gpu-not-visible", "llama3-issue164-nproc8-4xA800.log"),
+    ("gpu-not-visible", "modded-nanogpt-issue61-nproc8-4gpus.log"),
+    ("no-kernel-image", "whispercpp-issue3030-rtx5080-compute120.log"),
+    ("no-kernel-image", "vllm-issue803-rtx4090-compute89-cuda117.log"),
+    ("no-kernel-image", "fastllm-issue367-rtx4090-compute89.log"),
+    ("no-kernel-image", "xla-issue6523-h100-wgmma-sm90.log"),
+    ("no-kernel-image", "sageattention-issue291-rtx5090-wgmma-sm120.log"),
+    ("no-kernel-image", "lmdeploy-issue3806-rtx5090-tensormap-sm120.log"),
+]
+
+# an Ada GPU's FP8 refused by an older ptxas (`requires .target sm_90`, `PTX ISA .version 8.1`):
+# the GPU has FP8, the toolchain is at fault; never named as a dtype the GPU lacks
+ADA_FP8_TOOLCHAIN = [
+    "triton-issue3899-rtx4090-e4m3x2-ptxisa81.log",
+    "llamacpp-issue22069-rtx4070-e4m3x2-sm90.log",
 ]
 
 # the blind rounds' excerpts that showed the gap (measured before; tuning data since)
@@ -48,6 +69,12 @@ def test_a_real_excerpt_of_the_wording_names_its_entry_by_signature(entries, ent
     assert first_named(RUNBOOKS / entry_id / name, entries) == (entry_id, "signature")
 
 
+@pytest.mark.parametrize("name", ADA_FP8_TOOLCHAIN)
+def test_an_ada_gpu_refused_fp8_by_an_old_toolchain_is_no_dtype_it_lacks(entries, name):
+    path = RUNBOOKS / "unsupported-quantization-or-dtype" / name
+    assert first_named(path, entries)[0] != "unsupported-quantization-or-dtype"
+
+
 @pytest.mark.parametrize("relative", ROUND_EXCERPTS)
 def test_the_round_excerpt_that_showed_the_gap_is_named_right(entries, relative):
     path = FRESH / relative
@@ -58,11 +85,18 @@ def run_text(text: str, entries):
     return explain(TextSource.from_text("paste", text), entries)
 
 
-def test_ptxas_refusing_another_feature_is_not_a_dtype_problem(entries):
-    # only bf16 before sm_80 is this entry's; an FP8 instruction before sm_89 is another
-    # message (fp8e4nv, the FP8 row) and a missing architecture is no-kernel-image's
-    line = "ptxas /tmp/x.ptx, line 9; error   : Feature '.e4m3' requires .target sm_89 or higher\n"
-    assert all(m.id != "unsupported-quantization-or-dtype" for m in run_text(line, entries).matches)
+def test_ptxas_refusing_fp8_before_ada_is_this_entry_and_an_old_toolchain_is_not(entries):
+    # FP8 before sm_89 is a dtype the GPU lacks (its own signature, read from ptxas 13.0 on the
+    # H200); `requires .target sm_90` for FP8 is an older ptxas on an Ada GPU, which has FP8
+    before_ada = (
+        "ptxas /tmp/x.ptx, line 9; error   : Feature '.e4m3' requires .target sm_89 or higher\n"
+    )
+    (first, *_) = run_text(before_ada, entries).matches
+    assert (first.id, first.how) == ("unsupported-quantization-or-dtype", "signature")
+    on_ada = before_ada.replace("sm_89", "sm_90")
+    assert all(
+        m.id != "unsupported-quantization-or-dtype" for m in run_text(on_ada, entries).matches
+    )
 
 
 def test_a_cgroup_oom_outside_kubernetes_is_not_a_pod_limit(entries):

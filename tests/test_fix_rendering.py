@@ -296,3 +296,66 @@ def test_a_filled_step_is_in_the_report_even_when_the_first_steps_fill_the_budge
     render_terminal(report, Console(file=out, width=400, color_system=None))
     assert "--gpu-memory-utilization 0.66" in out.getvalue()
     assert "--gpu-memory-utilization 0.66" in render_markdown(report)
+
+
+FP8_PTXAS = (
+    "ptxas /tmp/tmpxft_000003dc_00000000-6_fp8.ptx, line 32; error   : Feature 'cvt with "
+    ".e4m3x2/.e5m2x2' requires .target sm_89 or higher"
+)  # tests/fixtures/gpu-faults-h200/ptxas-fp8-sm80.log
+
+
+def _numbers(steps) -> list[str]:
+    return [step.lines()[0].split(".", 1)[0].strip() for step in steps]
+
+
+def test_the_step_written_for_the_incidents_own_wording_comes_first():
+    entry = ENTRIES["unsupported-quantization-or-dtype"]
+    assert _numbers(fix_text.fix_steps(entry))[:2] == ["1", "2"]
+    ordered = _numbers(fix_text.fix_steps(entry, lines=[FP8_PTXAS]))
+    assert ordered[:3] == ["5", "1", "2"]  # the FP8 step, then the Fix in its own order
+    bf16 = "ptxas /tmp/x.ptx, line 31; error   : Feature '.bf16' requires .target sm_80 or higher"
+    assert _numbers(fix_text.fix_steps(entry, lines=[bf16]))[:2] == ["1", "2"]
+
+
+def test_a_setting_or_a_flag_quoted_by_a_step_is_no_wording_to_lead_with():
+    # vLLM's own refusal names the variable that step 3 warns about: step 1 still leads
+    entry = ENTRIES["max-model-len-above-model-limit"]
+    line = (
+        "ValueError: User-specified max_model_len (65536) is greater than the derived "
+        "max_model_len (max_position_embeddings=32768 or model_max_length=None in model's "
+        "config.json). To allow overriding this maximum, set the env var "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1."
+    )
+    assert _numbers(fix_text.fix_steps(entry, lines=[line]))[0] == "1"
+
+
+def test_a_wording_with_an_ellipsis_leads_when_its_parts_come_in_order():
+    step = next(
+        s
+        for s in fix_text.fix_steps(ENTRIES["nvidia-container-toolkit"])
+        if "mount error" in s.text
+    )
+    wording = fix_text.step_wordings(step)[0]
+    assert fix_text.for_lines([step], ["x"]) == [step]
+    line = (
+        "nvidia-container-cli: mount error: file creation failed: /usr/bin/nvidia-smi: file exists"
+    )
+    other = fix_text.fix_steps(ENTRIES["nvidia-container-toolkit"])[0]
+    assert fix_text.for_lines([other, step], [line]) == [step, other], wording
+    assert fix_text.for_lines([other, step], ["file exists, then mount error"]) == [other, step]
+
+
+def test_the_reports_do_now_is_the_step_for_the_rooted_findings_wording():
+    finding = Finding(
+        "log-signatures",
+        Severity.CRITICAL,
+        "seen",
+        [{"text": FP8_PTXAS, "source": "logs/vllm.log", "line": 1}],
+        ["unsupported-quantization-or-dtype"],
+    )
+    facts = Facts({"wiki/entries": ENTRIES, "target": "t"})
+    report = Report(target="t", findings=[finding], skipped=[], errors=[], facts=facts)
+    out = io.StringIO()
+    render_terminal(report, Console(file=out, width=200, color_system=None))
+    (do_now,) = [line for line in out.getvalue().splitlines() if line.startswith("Do now")]
+    assert "FP8 e4m3 needs CC ≥ 8.9" in do_now and "--dtype half" not in do_now

@@ -368,6 +368,41 @@ def test_a_ready_condition_beside_a_crash_loop_is_not_called_ready(tmp_path):
     assert "✓ pod-readiness" not in _terminal(report, verbose=True)
 
 
+ENGINE_DIED = (
+    "(APIServer pid=1) ERROR 12-17 09:16:13 [core_client.py:564] Engine core proc EngineCore_DP0 "
+    "died unexpectedly, shutting down client.\n"
+    "(APIServer pid=1) ERROR 12-17 09:16:13 [async_llm.py:480] vllm.v1.engine.exceptions."
+    "EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n"
+)  # tests/fixtures/runbooks/engine-dead (vLLM V1's wording)
+
+
+def test_a_ready_pod_whose_running_engine_died_is_not_called_ready(tmp_path):
+    # the healthy example with vLLM's engine death at the end of the running container's log:
+    # the Ready condition was read before the kubelet noticed (or no probe looks at /health)
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/healthy-vllm-7b"), bundle)
+    with (bundle / "logs/vllm.log").open("a") as log:
+        log.write(ENGINE_DIED)
+    report = _report(bundle)
+    data = to_json(report)
+    (readiness,) = [f for f in data["findings"] if f["check"] == "pod-readiness"]
+    assert readiness["severity"] == "ok"
+    assert [c["check"] for c in readiness["contradicted_by"]] == ["log-signatures"]
+    text = _terminal(report, verbose=True)
+    assert "✓ pod-readiness" not in text and "? pod-readiness" in text
+
+
+def test_an_engine_death_in_the_previous_runs_log_leaves_a_ready_pod_ready(tmp_path):
+    # the container restarted after it and is Ready again: that death is over
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/healthy-vllm-7b"), bundle)
+    (bundle / "logs/vllm.previous.log").write_text(ENGINE_DIED)
+    data = to_json(_report(bundle))
+    assert any("engine-dead" in f["runbooks"] for f in data["findings"])  # the death was read
+    (readiness,) = [f for f in data["findings"] if f["check"] == "pod-readiness"]
+    assert readiness["severity"] == "ok" and "contradicted_by" not in readiness
+
+
 def test_a_problem_on_another_gpu_or_a_warning_upstream_contradicts_nothing():
     # Xid 79 on 0000:2b:00.0 says nothing about GPU 0 at 0000:84:00.0; a single-scrape queue
     # warning does not undo a generation probe that answered in 57 ms; a pod that restarted

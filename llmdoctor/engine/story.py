@@ -16,8 +16,10 @@ per GPU, one crash loop per replica) is one problem too, whatever the subjects.
 
 A finding nothing explains is a root: the report leads with it and lists what it explains
 under it. An ok finding is contradicted when a problem on its subject is the one its check exists
-to catch (its first runbook), or, for what a live request to vLLM saw, a critical problem its
-check follows; the report then gives it no check mark.
+to catch (its first runbook); for what a live request to vLLM saw, when a critical problem its
+check follows; or when a critical problem seen now (the running container's log, a live
+request) is of an entry that directly explains the check's first runbook (an engine dead in the
+current log beside "the pod is Ready"). The report then gives it no check mark.
 """
 
 from __future__ import annotations
@@ -145,10 +147,10 @@ def link_findings(findings: list[Finding], entries: Mapping) -> None:
         cause.explains.append(effect)
     for f in findings:
         if f.severity is Severity.OK:
-            f.contradicted_by = [p for p in causes if _contradicts(p, f)]
+            f.contradicted_by = [p for p in causes if _contradicts(p, f, graph)]
 
 
-def _contradicts(problem: Finding, fine: Finding) -> bool:
+def _contradicts(problem: Finding, fine: Finding, graph: CauseGraph) -> bool:
     if not same_subject(problem.subject, fine.subject):
         return False
     spec = check_spec(fine.check)
@@ -159,8 +161,28 @@ def _contradicts(problem: Finding, fine: Finding) -> bool:
     upstream = problem.severity is Severity.CRITICAL and _follows(fine.check, problem.check)
     if upstream and spec.scope == "vllm":
         return True
+    if not spec.runbooks:
+        return False
     # the problem the check exists to catch is its first runbook (the others it may link)
-    return bool(spec.runbooks) and spec.runbooks[0] in problem.runbooks
+    if spec.runbooks[0] in problem.runbooks:
+        return True
+    # a critical failure seen now (the running container's log, a live request) whose entry
+    # directly causes what the check watches: "the pod is Ready" beside an engine that died in
+    # the current log was read before the kubelet noticed, or the probe does not look
+    direct = any(spec.runbooks[0] in graph.effects(r) for r in problem.runbooks)
+    return direct and problem.severity is Severity.CRITICAL and _seen_now(problem)
+
+
+def _seen_now(finding: Finding) -> bool:
+    """Whether the finding quotes the running container's log or a live request to vLLM (not
+    a previous run's log, the cluster's record of a past restart, or history)."""
+    for item in finding.evidence:
+        source = str(item.get("source") or "") if isinstance(item, dict) else ""
+        if source.startswith("vllm/"):
+            return True
+        if source.startswith("logs/") and not source.endswith(".previous.log"):
+            return True
+    return False
 
 
 def root_of(finding: Finding) -> Finding:

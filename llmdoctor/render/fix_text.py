@@ -16,8 +16,9 @@ block "nvidia-smi -r -i 0\\n".
 
 from __future__ import annotations
 
+import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -246,18 +247,81 @@ def _subject_kind(finding) -> str | None:
     return kind
 
 
-def fix_steps(entry, finding=None, params: Mapping[str, object] | None = None) -> list[FixStep]:
+def fix_steps(
+    entry,
+    finding=None,
+    params: Mapping[str, object] | None = None,
+    lines: Iterable[str] = (),
+) -> list[FixStep]:
     """The steps of a runbook entry's Fix that act on the finding's kind of subject (a
     `[node]` step is left out under a pod's finding, a `[pod]` one under a node's), its
     parameters filled from the finding's values (`Finding.params`, then `params`) or shown as
-    what they stand for."""
+    what they stand for; a step written for a wording that this incident's lines (`lines`, the
+    finding's evidence) carry comes first (see for_lines)."""
     values = {**(getattr(finding, "params", None) or {}), **(params or {})}
     kind = _subject_kind(finding)
-    return [
+    steps = [
         _filled(step, values)
         for step in steps_of(entry.fix)
         if kind is None or step.applies_to in (None, kind)
     ]
+    seen = [*lines, *evidence_texts(finding)]
+    return for_lines(steps, seen) if seen else steps
+
+
+def evidence_texts(finding) -> list[str]:
+    """The lines a finding quotes as its evidence."""
+    items = getattr(finding, "evidence", None) or []
+    return [str(item.get("text") or "") for item in items if isinstance(item, dict)]
+
+
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+MIN_WORDING = 10  # shorter spans (`/health`, `--tp`) are names and flags, not an error's words
+
+
+def step_wordings(step: FixStep) -> list[str]:
+    """The wordings a step is written for: the code spans of a lead that opens with one and ends
+    at the step's first colon (`` `invalid device ordinal`: make the GPUs asked for… ``); a
+    setting (`NAME=1`) or a flag (`--x`) is no wording."""
+    text = step.text
+    if not text.startswith("`"):
+        return []
+    inside, end = False, len(text)
+    for i, char in enumerate(text):
+        if char == "`":
+            inside = not inside
+        elif char == ":" and not inside and text[i + 1 : i + 2] in (" ", ""):
+            end = i
+            break
+    return [
+        span
+        for span in _CODE_SPAN.findall(text[:end])
+        if len(span) >= MIN_WORDING and "=" not in span and not span.startswith("-")
+    ]
+
+
+def _names(wording: str, line: str) -> bool:
+    """Whether `line` carries the wording, its `…` standing for any text between the parts."""
+    at = 0
+    for part in (p.strip() for p in wording.split("…")):
+        found = line.find(part, at)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return True
+
+
+def for_lines(steps: list[FixStep], lines: Iterable[str]) -> list[FixStep]:
+    """The steps with those written for a wording one of `lines` carries first, each group in
+    the Fix's order: the step for this incident's own error is the one to do now (an FP8 line's
+    step before the bf16 one above it in the same Fix). Their numbers stay the Fix's own."""
+    lines = [line for line in lines if line]
+    ahead = [
+        n
+        for n, step in enumerate(steps)
+        if any(_names(w, line) for w in step_wordings(step) for line in lines)
+    ]
+    return [steps[n] for n in ahead] + [s for n, s in enumerate(steps) if n not in ahead]
 
 
 def first_step(entry, finding=None, params: Mapping[str, object] | None = None) -> FixStep | None:

@@ -14,7 +14,7 @@ from typing import Any
 from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.report import Report
 from llmdoctor.engine.story import Chapter, chapters
-from llmdoctor.render.fix_text import FixStep, fix_steps, leading_steps
+from llmdoctor.render.fix_text import FixStep, evidence_texts, fix_steps, leading_steps
 
 # what makes a skipped check a blind spot worth naming beside the headline: llmdoctor was
 # refused or could not reach a source, so a problem there would go unseen (as opposed to a
@@ -76,7 +76,8 @@ def story_params(chapter: Chapter) -> dict[str, Any]:
 
 def shown_steps(chapter: Chapter, entry) -> list[FixStep]:
     """The whole leading steps of `entry`'s Fix a report shows for this story, filled."""
-    return leading_steps(fix_steps(entry, params=story_params(chapter)))
+    lines = evidence_texts(chapter.root)
+    return leading_steps(fix_steps(entry, params=story_params(chapter), lines=lines))
 
 
 def verdicts(report: Report) -> list[Verdict]:

@@ -1789,11 +1789,13 @@ def _vocabulary(entries: dict) -> dict[str, frozenset[str]]:
 
 def shown_fix_steps(entry, matched: Iterable[str] = ()) -> list:
     """The leading whole steps of an entry's Fix (code kept as written), its parameters
-    filled from the lines that matched (vLLM's "estimated maximum model length is 5632")."""
+    filled from the lines that matched (vLLM's "estimated maximum model length is 5632"), the
+    step written for their wording first."""
     from llmdoctor.parsers.fix_values import fix_values
     from llmdoctor.render.fix_text import fix_steps, leading_steps
 
-    return leading_steps(fix_steps(entry, params=fix_values(entry.id, matched)))
+    matched = list(matched)
+    return leading_steps(fix_steps(entry, params=fix_values(entry.id, matched), lines=matched))
 
 
 def _beyond_access_errors(salient: list[Evidence]) -> bool:
