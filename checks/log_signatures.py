@@ -104,7 +104,10 @@ def log_signatures(facts: Facts) -> list[Finding]:
             # a consequence of something else in the same logs: the cause is the finding to act on
             causes = ", ".join(explained_by[entry_id])
             follows = f" (follows from {causes})"
-            severity = min(severity, Severity.WARNING, key=lambda s: s.rank)
+            # ... unless only a hint names that cause: the consequence then keeps its severity (an
+            # engine dead beside a bare `unspecified launch failure` is still a dead engine)
+            if any(hits[cause].strong for cause in explained_by[entry_id] if cause in hits):
+                severity = min(severity, Severity.WARNING, key=lambda s: s.rank)
         if not h.strong:
             # only a hint or a one-word signature (`exited with code 137`, a bare `Killed`: any
             # SIGKILL prints them) matched: worth a look, not a verdict (as in explain)

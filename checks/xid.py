@@ -14,7 +14,7 @@ from typing import Any
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.findings import Finding, Severity, critical, evidence, info, ok, warning
 from llmdoctor.engine.registry import check
-from llmdoctor.gpus.xid_policy import Decision, decide
+from llmdoctor.gpus.xid_policy import Decision, decide, log_seconds
 from llmdoctor.parsers.gpus_json import gpu_label, gpus_by_pci
 
 CHECK = "xid"
@@ -129,7 +129,9 @@ def _finding(
         instances = ", ".join(str(i) for i in group["gpu_instances"])
         items.append(evidence(f"MIG GPU instance(s): {instances}", LOG))
     items += d.decided_by
-    return MAKE[d.severity](CHECK, summary, items, d.runbooks, subject)
+    finding = MAKE[d.severity](CHECK, summary, items, d.runbooks, subject)
+    finding.began = log_seconds((group.get("first") or {}).get("time"))
+    return finding
 
 
 @check(

@@ -419,3 +419,29 @@ def test_a_line_two_entries_quote_is_one_salient_line_of_the_draft():
     draft = draft_from_log(str(log), load_library().entries)
     lines = [line for _, line, _ in draft.salient]
     assert lines and lines == sorted(set(lines))
+
+
+def test_from_log_reads_a_piped_log_and_says_the_prompts_cannot_follow_it(tmp_path):
+    # `kubectl logs POD | llmdoctor wiki add --from-log -`, as explain reads `-`
+    import subprocess
+    import sys
+
+    team = tmp_path / "team"
+    team.mkdir()
+    base = [sys.executable, "-m", "llmdoctor", "wiki", "add", "--wiki", str(team)]
+    log = UNDEFINED_SYMBOL.read_bytes()
+    asked = subprocess.run([*base, "--from-log", "-"], input=log, capture_output=True, timeout=60)
+    err = asked.stderr.decode()
+    assert asked.returncode == 3 and "Traceback" not in err
+    assert "standard input was the log" in err and "--cause and --fix" in err
+    assert list(team.iterdir()) == []
+    given = ["--cause", "vLLM's _C.abi3.so was built for another torch.", "--fix", "Rebuild it."]
+    done = subprocess.run(
+        [*base, "--from-log", "-", *given], input=log, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert "salient line(s) from standard input" in done.stderr.decode()
+    (entry,) = team.glob("*.md")
+    assert "undefined symbol" in entry.read_text()
+    empty = subprocess.run([*base, "--from-log", "-", *given], input=b"", capture_output=True)
+    assert empty.returncode == 3 and "no line in it looks like an error" in empty.stderr.decode()

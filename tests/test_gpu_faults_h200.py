@@ -3,8 +3,8 @@ SOURCES.md there): what PyTorch 2.11, CuPy, Triton 3.6 and CUDA 13.0's nvcc/ptxa
 faults whose cause is known by construction, the driver's Xid lines they left in the kernel log,
 and `llmdoctor node --json` run live after them.
 
-Explain must name the cause each fault was made from, or, for the one no entry covers (a generic
-device-side assert), name nothing rather than a wrong cause; the node command replayed from the
+Explain must name the cause each fault was made from, or, for those no entry covers (two
+device-side asserts), name nothing rather than a wrong cause; the node command replayed from the
 captured kernel log and nvidia-smi XML must reach the verdicts it printed live."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pytest
 from test_node_checks import facts_with
 
 from llmdoctor.engine.textsource import TextSource
+from llmdoctor.render.report import to_json
 from llmdoctor.triage.explain import explain
 from llmdoctor.usecases.diagnose import diagnose
 
@@ -64,11 +65,13 @@ def test_the_wordings_this_capture_added_are_signatures_not_guesses(entries, nam
     assert first.how == how and first.confidence >= 0.9
 
 
-def test_an_index_assert_no_entry_covers_names_no_cause(entries):
-    # PyTorch's generic `index out of bounds` device-side assert: which index, and why, is in
-    # the program, not in the log; a confident entry would be a guess
-    first = first_match("fault-index-assert.log", entries)
-    assert first is None
+@pytest.mark.parametrize("name", ["fault-index-assert.log", "fault-embedding-assert.log"])
+def test_a_device_side_assert_no_entry_covers_names_no_cause(entries, name):
+    # PyTorch's `index out of bounds` and an embedding lookup past its rows: which index, and
+    # why, is in the program (the public reports of the second name no cause one could hold to:
+    # a tokenizer larger than the model's vocabulary, a client's token ids); a confident entry
+    # would be a guess
+    assert first_match(name, entries) is None
 
 
 def test_the_h200_fault_logs_carry_the_real_wordings():
@@ -120,3 +123,49 @@ def test_the_xid_lines_name_each_faulting_process():
     ]
     assert processes[0] == "processes: python3 (pid 612), python3 (pid 1101)"
     assert "python3 (pid 637)" in processes[1] and "python3 (pid 1207)" in processes[1]
+
+
+XID79 = (
+    "[{when}] NVRM: Xid (PCI:0000:00:06): 79, pid='<unknown>', name=<unknown>, "
+    "GPU has fallen off the bus.\n"
+)  # the driver's wording (tests/fixtures/kernel/xid79-journal-595-ogkm1151.log), dated here
+
+
+def node_with_xid79(tmp_path, when: str, first: bool):
+    kernel = (FAULTS / "dmesg-after-two-fault-runs.txt").read_text()
+    line = XID79.format(when=when)
+    (tmp_path / "kernel.log").write_text(line + kernel if first else kernel + line)
+    facts = facts_with(
+        smi="../gpu-faults-h200/nvidia-smi-after.xml",
+        kernel=str(tmp_path / "kernel.log"),
+        versions="h200-torch2.11.0-cu130-driver580.159.04.json",
+    )
+    return diagnose([facts], "node", scopes=("node", "logs"))
+
+
+def _xid(report, code: str):
+    return next(f for f in report.findings if f.check == "xid" and f.summary.startswith(code))
+
+
+def test_a_gpu_that_fell_off_the_bus_after_the_apps_faulted_explains_none_of_those_faults(
+    tmp_path,
+):
+    # the applications' Xid 31 and 43 came at 18:34-18:36; the GPU fell off at 19:03: those
+    # faults are their own story, not what the lost GPU did
+    report = node_with_xid79(tmp_path, "Fri Dec  4 19:03:06 2026", first=False)
+    fell, fault = _xid(report, "Xid 79"), _xid(report, "Xid 31")
+    assert fell.severity.value == "critical" and fell.explained_by == []
+    assert fault not in fell.explains and fault.explained_by == []
+
+
+def test_a_gpu_that_fell_off_the_bus_first_explains_the_faults_after_it(tmp_path):
+    report = node_with_xid79(tmp_path, "Fri Dec  4 18:30:00 2026", first=True)
+    fell, fault = _xid(report, "Xid 79"), _xid(report, "Xid 31")
+    assert fault.explained_by == [fell]
+
+
+def test_json_names_each_explaining_finding_once():
+    # two Xid codes of one GPU are both {"check": "xid", "subject": "GPU 0 …"}: said once
+    data = to_json(node_after_faults())
+    xid43 = next(f for f in data["findings"] if f["summary"].startswith("Xid 43"))
+    assert xid43["explained_by"] == [{"check": "xid", "subject": "GPU 0 (0000:00:06.0)"}]

@@ -392,6 +392,23 @@ def test_a_ready_pod_whose_running_engine_died_is_not_called_ready(tmp_path):
     assert "✓ pod-readiness" not in text and "? pod-readiness" in text
 
 
+def test_a_dead_engine_beside_a_cause_only_a_hint_names_stays_critical(tmp_path):
+    # `unspecified launch failure` is only a hint of illegal-memory-access (Xid 13/43 hardware
+    # faults and driver trouble print it too): the engine it killed is still dead, exit 2, as
+    # with the death alone (a hostile pass: more evidence in the log made the report milder)
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/healthy-vllm-7b"), bundle)
+    with (bundle / "logs/vllm.log").open("a") as log:
+        log.write(
+            "(VllmWorker rank=1 pid=402) ERROR 06-05 09:00:04 [multiproc_executor.py:527] "
+            "RuntimeError: CUDA error: unspecified launch failure\n" + ENGINE_DIED
+        )
+    data = to_json(_report(bundle))
+    assert data["status"] == "critical"
+    (dead,) = [f for f in data["findings"] if f["runbooks"] == ["engine-dead"]]
+    assert dead["severity"] == "critical" and dead["explained_by"]
+
+
 def test_an_engine_death_in_the_previous_runs_log_leaves_a_ready_pod_ready(tmp_path):
     # the container restarted after it and is Ready again: that death is over
     bundle = tmp_path / "b"

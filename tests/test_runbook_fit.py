@@ -260,7 +260,7 @@ def test_a_fix_step_tagged_for_pods_is_left_out_under_a_node_finding_and_back():
     )
     # a finding of unknown kind keeps every step, each tag shown so the reader sees it
     every = fix_steps(entry)
-    assert len(every) == 6 and every[0].lines()[0].startswith("1. [pod] ")
+    assert len(every) == 7 and every[0].lines()[0].startswith("1. [pod] ")
 
 
 @pytest.mark.parametrize(

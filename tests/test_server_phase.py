@@ -188,3 +188,12 @@ def test_vllm_serve_help_is_no_launch():
     usage = "usage: vllm serve [-h] [--model MODEL] [--port PORT] [model_tag]"
     assert not _at_startup([usage, oom])
     assert _at_startup(["$ vllm serve Qwen/Qwen2-7B-Instruct --port 8000", oom])
+
+
+def test_an_oom_as_pytorch_ends_a_cuda_graph_capture_is_at_start_up():
+    # round 13's vLLM worker: `capture_end` in the traceback, nothing logged before it; engines
+    # capture their CUDA graphs as they start (vllm#19186: gpu-memory-utilization too high)
+    path = FRESH / "round13" / STORY / "r13-c4-vllm-cudagraph-capture-oom.log"
+    text = path.read_text()
+    line = next(n for n, t in numbered(text) if "CUDA error: out of memory" in t)
+    assert "in capture_end" in text and during_startup(numbered(text), line)

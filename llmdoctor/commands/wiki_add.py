@@ -96,7 +96,8 @@ def add_command(
     if from_log:
         from llmdoctor.usecases.from_log import prefill
 
-        log_draft = prefill(from_log, given, wiki)
+        stdin = sys.stdin.buffer if from_log == "-" and sys.stdin is not None else None
+        log_draft = prefill(from_log, given, wiki, stdin)
     draft: EntryDraft | None = None
     source: Path | None = None  # the file the text came from, if any: it is the draft
     if from_file:
@@ -107,6 +108,15 @@ def add_command(
     else:
         draft = _draft_from_flags(given)
         if not all([draft.id, draft.title, draft.symptom, draft.cause, draft.fix]):
+            if from_log == "-":  # the log took standard input: no answer can follow it there
+                from llmdoctor.errors import BadInput
+
+                missing = [f"--{k}" for k in ("cause", "fix") if not getattr(draft, k)]
+                raise BadInput(
+                    "--from-log -: standard input was the log, so nothing is left on it to "
+                    f"answer the prompts; give {' and '.join(missing) or 'every field'} as "
+                    "options, or --editor, or the log as a FILE"
+                )
             _ask_missing(draft, given=given, folder=folder, force=force)
         text = render_entry(draft)
     try:

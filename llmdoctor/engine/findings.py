@@ -52,6 +52,10 @@ class Finding:
     # the runbooks are places to look, none proven by the evidence (a slow first token with no
     # queue in the scrapes): the story names no root-cause runbook for this finding
     runbooks_unproven: bool = False
+    # when the problem began on its source's own clock, (clock kind, seconds): a kernel log's
+    # "uptime", "wall" or "syslog" time (llmdoctor.gpus.xid_policy.log_seconds); comparable only
+    # within one kind. The story never lets a cause begin after its effect did.
+    began: tuple[str, float] | None = field(default=None, repr=False, compare=False)
     # set by engine/story.py once every check has run: the findings that cause this one, the
     # findings it causes, and (for an ok finding) the problems that contradict it
     explained_by: list[Finding] = field(default_factory=list, repr=False, compare=False)
@@ -81,10 +85,10 @@ class Finding:
             out["since"] = rfc3339(self.since)
         if self.params:
             out["params"] = self.params
-        out["explained_by"] = [f.ref() for f in self.explained_by]
-        out["explains"] = [f.ref() for f in self.explains]
+        out["explained_by"] = _refs(self.explained_by)
+        out["explains"] = _refs(self.explains)
         if self.contradicted_by:
-            out["contradicted_by"] = [f.ref() for f in self.contradicted_by]
+            out["contradicted_by"] = _refs(self.contradicted_by)
         links = _runbook_links(self.runbooks)
         if links:
             out["runbook_links"] = links
@@ -96,6 +100,13 @@ def rfc3339(seconds: float) -> str:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _refs(findings: list[Finding]) -> list[dict[str, str]]:
+    """The findings as JSON names them, each name once (two Xid codes of one GPU are both
+    `{"check": "xid", "subject": "GPU 0 …"}`)."""
+    seen = {tuple(f.ref().items()): f.ref() for f in findings}
+    return list(seen.values())
 
 
 def _runbook_links(runbooks: list[str]) -> list[dict[str, str]]:

@@ -11,6 +11,9 @@ target) and one of these holds:
 * both name the same runbook: one problem seen by two checks (the queue, the slow probe and
   the latency percentiles of one saturated server); the first in report order tells it.
 
+A cause dated after its effect, both on one clock (`Finding.began`: the Xid lines' kernel-log
+times), explains nothing: an Xid 79 at 19:03 is not why an application faulted at 18:45.
+
 The same check naming the same runbook on several subjects (one SXid per NVSwitch, one Xid 45
 per GPU, one crash loop per replica) is one problem too, whatever the subjects.
 
@@ -90,6 +93,8 @@ def _tie(graph: CauseGraph, cause: Finding, effect: Finding, cause_first: bool) 
         return _SAME_CHECK if cause_first else None
     if not same_subject(cause.subject, effect.subject):
         return None
+    if _began_after(cause, effect):
+        return None
     if _follows(effect.check, cause.check):
         return _DECLARED
     if shared:  # one problem seen by two checks: the first in report order tells it
@@ -98,6 +103,19 @@ def _tie(graph: CauseGraph, cause: Finding, effect: Finding, cause_first: bool) 
     if forward and not _explains(graph, effect.runbooks, cause.runbooks):
         return _DECLARED
     return None
+
+
+# how much later than its effect a cause may be dated and still explain it (clocks of one kind,
+# logged a line or a scrape apart)
+LATE_CAUSE_S = 60
+
+
+def _began_after(cause: Finding, effect: Finding) -> bool:
+    """Whether `cause` began after `effect` did, both dated on one clock (an Xid 79 at 19:03
+    explains no application fault of 18:45: those came first)."""
+    if cause.began is None or effect.began is None or cause.began[0] != effect.began[0]:
+        return False
+    return cause.began[1] > effect.began[1] + LATE_CAUSE_S
 
 
 def _reaches(start: Finding, goal: Finding, parents: dict[int, list[Finding]]) -> bool:
@@ -169,8 +187,11 @@ def _contradicts(problem: Finding, fine: Finding, graph: CauseGraph) -> bool:
     # a critical failure seen now (the running container's log, a live request) whose entry
     # directly causes what the check watches: "the pod is Ready" beside an engine that died in
     # the current log was read before the kubelet noticed, or the probe does not look
+    # (proven causes only: a slow first token's "places to look" prove nothing)
+    if problem.severity is not Severity.CRITICAL or problem.runbooks_unproven:
+        return False
     direct = any(spec.runbooks[0] in graph.effects(r) for r in problem.runbooks)
-    return direct and problem.severity is Severity.CRITICAL and _seen_now(problem)
+    return direct and _seen_now(problem)
 
 
 def _seen_now(finding: Finding) -> bool:

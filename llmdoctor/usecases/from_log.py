@@ -180,13 +180,17 @@ def prove(signature: str, line: str, healthy: list[tuple[str, int, str]]) -> str
 
 
 def log_sources(path: str) -> Iterator[tuple[str, str]]:
-    """(name, path on disk) of the log file, or of every log in an incident bundle (folder or
-    .tar.gz): logs/* and node/kernel.log. Each is then read through `log_input.open_log`.
+    """(name, path on disk) of the log file, of standard input (`-`), or of every log in an
+    incident bundle (folder or .tar.gz): logs/* and node/kernel.log. Each is then read through
+    `log_input.open_log`.
     """
     import stat
 
     from llmdoctor.input_files import stat_of
 
+    if path == "-":  # `kubectl logs POD | llmdoctor wiki add --from-log -`, as explain reads it
+        yield "stdin", path
+        return
     p = Path(path)
     mode = stat_of("--from-log", path, missing="no such file or folder").st_mode
     bundle_archive = stat.S_ISREG(mode) and p.name.endswith((".tar.gz", ".tgz"))
@@ -203,15 +207,16 @@ def log_sources(path: str) -> Iterator[tuple[str, str]]:
             yield name, str(bundle.root / name)
 
 
-def _explain_log(name: str, file: str, entries: dict):
+def _explain_log(name: str, file: str, entries: dict, stdin=None):
     """explain's result for one log, read within explain's bounds (devices, FIFOs without a
-    writer, gzip bombs and binary data refused; streams capped), and the source read.
+    writer, gzip bombs and binary data refused; streams capped), and the source read; `stdin`
+    is read for the file `-`.
     """
     from llmdoctor.usecases.explain import ExplainRequest, explain_log, print_source_notes
 
     try:
         result, source, _ = explain_log(
-            ExplainRequest(file=file, limit=3, jobs=0, name=name), entries
+            ExplainRequest(file=file, limit=3, jobs=0, name=name), entries, stdin=stdin
         )
     except BadInput as exc:
         raise BadInput(f"--from-log {exc}") from None
@@ -251,7 +256,7 @@ def _original_lines(source, numbers: set[int]) -> dict[int, str]:
     return {n: lines[n - 1] for n in numbers if 0 < n <= len(lines)}
 
 
-def draft_from_log(path: str, entries: dict) -> LogDraft:
+def draft_from_log(path: str, entries: dict, stdin=None) -> LogDraft:
     """Read a log (or a bundle's logs) like explain and propose an entry for it.
 
     Each log goes through explain's bounded reading and scan; only the salient lines explain
@@ -263,7 +268,7 @@ def draft_from_log(path: str, entries: dict) -> LogDraft:
 
     draft = LogDraft(source=path)
     for name, file in log_sources(path):
-        result, source = _explain_log(name, file, entries)
+        result, source = _explain_log(name, file, entries, stdin)
         draft.explained_by += [(m.id, m.confidence) for m in result.matches]
         # explain names entries: their evidence lines are the salient ones, each once (two
         # entries often quote one line) and in the log's order
@@ -357,7 +362,7 @@ def hinted_lines(draft: LogDraft, entries: dict) -> list[tuple[str, str]]:
     return found
 
 
-def prefill(path: str, given: dict, wiki_dirs: list[str] | None) -> LogDraft:
+def prefill(path: str, given: dict, wiki_dirs: list[str] | None, stdin=None) -> LogDraft:
     """Fill the `wiki add` fields the user did not give from a log; say on stderr what was
     read, proposed and rejected. Returns the draft (its `keep_examples` runs once written).
     """
@@ -366,7 +371,7 @@ def prefill(path: str, given: dict, wiki_dirs: list[str] | None) -> LogDraft:
     from llmdoctor.wiki.library import load_library
 
     entries = load_library(wiki_dirs).entries
-    draft = draft_from_log(path, entries)
+    draft = draft_from_log(path, entries, stdin)
     out = sys.stderr
     for entry_id, line in hinted_lines(draft, entries):
         print(
@@ -382,7 +387,8 @@ def prefill(path: str, given: dict, wiki_dirs: list[str] | None) -> LogDraft:
     if given.get("symptom"):
         print("the symptom is yours (--symptom); the log's salient lines are not added", file=out)
     else:
-        print(f"{len(draft.salient)} salient line(s) from {path} go into the symptom", file=out)
+        shown = "standard input" if path == "-" else path
+        print(f"{len(draft.salient)} salient line(s) from {shown} go into the symptom", file=out)
     for signature in [] if given.get("signatures") else draft.signatures:
         print(f"proposed signature (fires on the log, on no healthy line): {signature}", file=out)
     for signature, why in draft.rejected:

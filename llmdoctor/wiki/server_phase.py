@@ -18,11 +18,12 @@ STARTING_LINE = re.compile(
     r"|(^|[\s$#>])vllm serve [A-Za-z0-9/._~]|vllm\.entrypoints\.openai\.api_server"
 )
 # ... and what a start-up failure's traceback and wrappers say, before the line or just after it:
-# the start-up calls it passes through, the wrappers' words
+# the start-up calls it passes through (PyTorch's `capture_end`: a CUDA graph captured, which
+# engines do as they start), the wrappers' words
 STARTUP_FAILURE = re.compile(
     r"\bin (load_model|load_weights|profile_run|_dummy_run|_dummy_sampler_run"
     r"|determine_available_memory|determine_num_available_blocks|initialize_kv_cache"
-    r"|_initialize_kv_caches|initialize_from_config|capture_model)\b"
+    r"|_initialize_kv_caches|initialize_from_config|capture_model|capture_end)\b"
     r"|while processing method (load_model|determine_num_available_blocks|initialize_cache"
     r"|determine_available_memory|compile_or_warm_up_model)"
     r"|Engine core initialization failed|Engine process failed to start|EngineCore failed to start"
