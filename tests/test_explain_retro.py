@@ -20,6 +20,7 @@ from llmdoctor.wiki.lint import healthy_corpus
 
 runner = CliRunner()
 FIXTURES = Path(__file__).parent / "fixtures"
+RUNBOOKS = FIXTURES / "runbooks"
 UNDEFINED_SYMBOL = FIXTURES / "from_log" / "vllm-c-undefined-symbol-issue5501.log"
 GOOD_LINES = [
     # real lines from fixtures of this repository, one per shape of prefix
@@ -443,5 +444,21 @@ def test_from_log_reads_a_piped_log_and_says_the_prompts_cannot_follow_it(tmp_pa
     assert "salient line(s) from standard input" in done.stderr.decode()
     (entry,) = team.glob("*.md")
     assert "undefined symbol" in entry.read_text()
+    assert "Seen in standard input" in entry.read_text()
     empty = subprocess.run([*base, "--from-log", "-", *given], input=b"", capture_output=True)
-    assert empty.returncode == 3 and "no line in it looks like an error" in empty.stderr.decode()
+    assert empty.returncode == 3 and "standard input: it is empty" in empty.stderr.decode()
+
+
+def test_from_log_starts_from_the_error_lines_explain_did_not_explain(tmp_path):
+    # a log with a gated model's 401 (hf-gated-model names it) and vLLM's undefined symbol (no
+    # entry does): the lesson is the undefined symbol, never the 401 again (a team signature on
+    # the 401 line would outrank the built-in entry; a hostile pass)
+    gated = RUNBOOKS / "hf-gated-model" / "dinov3-401-gated-repo-modly-issue1.log"
+    log = tmp_path / "incident.log"
+    log.write_text(gated.read_text() + UNDEFINED_SYMBOL.read_text())
+    draft = draft_from_log(str(log), load_library().entries)
+    assert "hf-gated-model" in [i for i, _ in draft.explained_by]
+    texts = [text for _, _, text in draft.salient]
+    assert any("undefined symbol" in t for t in texts)
+    assert not any("401" in t for t in texts)
+    assert draft.signatures and all("undefined symbol" in s for s in draft.signatures)

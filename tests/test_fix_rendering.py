@@ -359,3 +359,17 @@ def test_the_reports_do_now_is_the_step_for_the_rooted_findings_wording():
     render_terminal(report, Console(file=out, width=200, color_system=None))
     (do_now,) = [line for line in out.getvalue().splitlines() if line.startswith("Do now")]
     assert "FP8 e4m3 needs CC ≥ 8.9" in do_now and "--dtype half" not in do_now
+
+
+def test_a_build_that_refuses_the_architecture_leads_with_the_build_step():
+    # nvcc's and ptxas's refusals (tests/fixtures/gpu-faults-h200) are fixed in the build's
+    # architecture list, not by another image; the runtime's "no kernel image" keeps step 1
+    entry = ENTRIES["no-kernel-image"]
+    for line in (
+        "nvcc fatal   : Unsupported gpu architecture 'sm_70'",
+        "ptxas /tmp/tmpxft_00000200_00000000-6_wgmma.ptx, line 26; error   : Instruction "
+        "'wgmma.fence' not supported on .target 'sm_80'",
+    ):
+        assert _numbers(fix_text.fix_steps(entry, lines=[line]))[0] == "3", line
+    runtime = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    assert _numbers(fix_text.fix_steps(entry, lines=[runtime]))[0] == "1"

@@ -169,3 +169,24 @@ def test_json_names_each_explaining_finding_once():
     data = to_json(node_after_faults())
     xid43 = next(f for f in data["findings"] if f["summary"].startswith("Xid 43"))
     assert xid43["explained_by"] == [{"check": "xid", "subject": "GPU 0 (0000:00:06.0)"}]
+
+
+def test_a_consequences_own_traceback_header_is_no_likely_cause_of_it(entries):
+    # the H200's real `invalid device ordinal`, logged as vLLM's worker logs a failed start
+    # (the header and frames of tests/fixtures/explain_fresh/round12/fabric-manager-not-running/
+    # r12-c6-hfjobs-h200-802.log): "WorkerProc failed to start." heads the very traceback that
+    # ends in the error; it is no error before it (a hostile pass: "Likely cause: … WorkerProc
+    # failed to start.")
+    tag = "(Worker pid=1332) ERROR 04-20 11:52:25 [multiproc_executor.py:870] "
+    torch_lines = (FAULTS / "fault-bad-ordinal.log").read_text().splitlines()[1:8]
+    frames = [
+        "WorkerProc failed to start.",
+        "Traceback (most recent call last):",
+        '  File ".../vllm/v1/executor/multiproc_executor.py", line 837, in worker_main',
+        "    worker = WorkerProc(*args, **kwargs)",
+        *torch_lines[1:],
+    ]
+    text = "".join(f"{tag}{line}\n" for line in frames)
+    result = explain(TextSource.from_text("worker.log", text), entries)
+    assert result.matches[0].id == "gpu-not-visible"
+    assert result.likely_cause is None

@@ -385,6 +385,9 @@ class Explanation:
     # still starting (`told_at_startup`); a bigger file is read again for `Match.resumed` only
     # (`_phase_lines`), a stream never
     read_whole: bool = True
+    # the error lines no confident match quotes (the last ones read): what the retro loop
+    # (`wiki add --from-log`) starts a new entry from when explain names part of the log
+    unexplained: list[Evidence] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -1144,7 +1147,13 @@ def decide(
         empty=reading.text is not None and not reading.text.strip(),
         error_lines=reading.error_lines,
         read_whole=reading.text is not None,
+        unexplained=_unexplained(reading.salient, confident),
     )
+
+
+def _unexplained(salient: list[Evidence], confident: list[Match]) -> list[Evidence]:
+    quoted = {e.line for m in confident for e in m.evidence}
+    return [e for e in salient if e.line not in quoted]
 
 
 def told_at_startup(
@@ -1434,10 +1443,11 @@ def likely_cause(
         )
         for e in m.evidence
     }
+    own = _own_traceback(reading, before)
     lines = [
         e
         for e in _error_lines(reading, before)
-        if e.line < before and e.line not in downstream and _says_why(e.text)
+        if e.line < (own or before) and e.line not in downstream and _says_why(e.text)
     ]
     first = next((e for e in lines if ERROR_LINE.search(e.text) and not _below_error(e.text)), None)
     if first is None:
@@ -1466,6 +1476,33 @@ def _message(text: str) -> str:
     """A line without its logger prefix and process tag: what the program itself printed."""
     message = text[m.end() + 1 :] if (m := LOG_PREFIX.match(text)) else text
     return message[m.end() :] if (m := PROCESS_TAG.match(message)) else message
+
+
+# what a logger puts before each line of one traceback it dumps: vLLM's `(VllmWorker rank=2
+# pid=125) ERROR 06-05 06:18:13 [multiproc_executor.py:470] `, the same on every line of it
+TRACEBACK_KEY = re.compile(r"^.{0,120}?\[[A-Za-z0-9_.-]+\.py:[0-9]+\] ")
+
+
+def _own_traceback(reading: _Reading, line: int) -> int | None:
+    """The first line of the traceback that input line `line` ends, when a logger dumped it with
+    one prefix on every line: its `Traceback (most recent call last):` and the message just
+    above it (vLLM's `WorkerProc failed to start.`). That header is the error's own wrapper,
+    never its cause. None when the line ends no such traceback or the input was not kept.
+    """
+    if reading.text is None:
+        return None
+    texts, numbers = reading.text.split("\n"), reading.numbers
+    at = next((i for i, n in enumerate(numbers) if n == line), None)
+    key = TRACEBACK_KEY.match(texts[at]) if at is not None and at < len(texts) else None
+    if key is None:
+        return None
+    i = at
+    while i > 0 and texts[i - 1].startswith(key.group()):
+        i -= 1
+        if texts[i][key.end() :].startswith("Traceback (most recent call last)"):
+            header = i > 0 and texts[i - 1].startswith(key.group())
+            return numbers[i - 1] if header else numbers[i]
+    return None
 
 
 def _failed_statement(reading: _Reading, error: Evidence) -> Evidence | None:

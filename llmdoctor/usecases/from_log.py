@@ -82,7 +82,8 @@ class LogDraft:
     def symptom(self) -> str:
         shown = self.salient[-MAX_SYMPTOM_LINES:]
         lines = "\n".join(text for _, _, text in shown)
-        return f"Seen in `{Path(self.source).name}` (lines explain judged salient):\n\n```\n{lines}\n```"
+        seen = "standard input" if self.source == "-" else f"`{Path(self.source).name}`"
+        return f"Seen in {seen} (lines explain judged salient):\n\n```\n{lines}\n```"
 
     def keep_examples(self, folder: Path, text: str) -> Path | None:
         """Once the entry (`text`) is written in `folder`: its examples beside it."""
@@ -267,13 +268,21 @@ def draft_from_log(path: str, entries: dict, stdin=None) -> LogDraft:
     from llmdoctor.wiki.lint import healthy_corpus
 
     draft = LogDraft(source=path)
+    empty = True
     for name, file in log_sources(path):
         result, source = _explain_log(name, file, entries, stdin)
+        empty = empty and result.empty
         draft.explained_by += [(m.id, m.confidence) for m in result.matches]
-        # explain names entries: their evidence lines are the salient ones, each once (two
-        # entries often quote one line) and in the log's order
-        salient = result.salient or sorted(
-            {e.line: e for m in result.matches for e in m.evidence}.values(), key=lambda e: e.line
+        # explain names entries: the error lines none of them quotes are the new lesson; when
+        # there are none, their evidence lines are the salient ones, each once (two entries
+        # often quote one line) and in the log's order
+        salient = (
+            result.salient
+            or result.unexplained
+            or sorted(
+                {e.line: e for m in result.matches for e in m.evidence}.values(),
+                key=lambda e: e.line,
+            )
         )
         originals = _original_lines(source, {e.line for e in salient})
         for e in salient:
@@ -284,10 +293,9 @@ def draft_from_log(path: str, entries: dict, stdin=None) -> LogDraft:
             # its signatures or the notes printed about them
             draft.salient.append((name, e.line, redact_text(original)))
     if not draft.salient:
-        raise BadInput(
-            f"--from-log {path}: no line in it looks like an error, so there is nothing to "
-            "start an entry from"
-        )
+        shown = "standard input" if path == "-" else path
+        what = "it is empty" if empty else "no line in it looks like an error"
+        raise BadInput(f"--from-log {shown}: {what}, so there is nothing to start an entry from")
     exceptions = [s for s in draft.salient if _looks_like_exception(message_of(s[2]))]
     candidates = list(reversed(exceptions or draft.salient))
     healthy = healthy_corpus()
