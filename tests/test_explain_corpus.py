@@ -247,10 +247,11 @@ def assert_held(
 # 24 of 30 uncovered abstained. Then tuning data: `ruled_out_by` lines (a 404 `Invalid URL`, a
 # mangled C++ undefined symbol, a schema's `Field required`, a client's unreachable inference
 # API) and cudaErrorContained's NVLink wording, proven on other reports, raised it to top-1
-# 80.6 %, confident and right 68.8 %, precision 92.8 %, 30 of 30 uncovered abstained. Held there.
+# 80.6 %, confident and right 68.8 %, precision 92.8 %, 30 of 30 uncovered abstained; then
+# (2026-12-04, later) llama.cpp's ARCHS line in no-kernel-image's symptom: top-1 81.7 %. Held there.
 def test_fresh_round7_is_held_at_its_blind_measurement():
     assert_held(
-        fresh_round(7), top1=0.8064, top3=0.8602, confident=0.6881, precision=0.927, abstained=0.99
+        fresh_round(7), top1=0.8172, top3=0.8602, confident=0.6881, precision=0.927, abstained=0.99
     )
 
 
@@ -303,14 +304,15 @@ def test_fresh_round9_is_held_at_the_level_reached():
 # to top-1 80.0 %, top-3 89.2 % (wiki search 76.9 / 86.2 %), confident and right 70.8 %,
 # precision 93.9 %. Then (2026-12-04) ptxas refusing a bf16 Triton kernel before Ampere and a
 # pod cgroup's OOM report cut before its kill line: top-1 83.1 %, confident and right 73.8 %,
-# precision 94.1 %. Held there.
+# precision 94.1 %. Then (2026-12-04, later) vLLM's 404 body with a backticked model name that
+# holds spaces: top-1 84.6 %, confident and right 75.4 %, precision 94.2 %. Held there.
 def test_fresh_round10_is_held_at_the_level_reached():
     assert_held(
         fresh_round(10),
-        top1=0.8307,
+        top1=0.8461,
         top3=0.8923,
-        confident=0.7384,
-        precision=0.9411,
+        confident=0.7538,
+        precision=0.9423,
         abstained=0.9230,
         most_wrong=1,
     )
@@ -324,16 +326,17 @@ def test_fresh_round10_is_held_at_the_level_reached():
 # AMD wordings; 2026-12-03) and, the session after, an OOM before the server served read as a
 # start-up that does not fit (cuda-oom-runtime's at_startup): top-1 73.3 %, top-3 83.3 %,
 # confident and right 66.7 %, precision 83.3 %, 0 alarms; then (2026-12-04) ptxas's bf16
-# refusal: top-1 75.0 %, confident and right 68.3 %, precision 83.7 %. Held there.
+# refusal: top-1 75.0 %, confident and right 68.3 %, precision 83.7 %; then (2026-12-04, later)
+# one confident and wrong answer fewer, precision 85.4 %. Held there.
 def test_fresh_round11_is_held_at_the_level_reached():
     assert_held(
         fresh_round(11),
         top1=0.75,
         top3=0.833,
         confident=0.683,
-        precision=0.836,
+        precision=0.854,
         abstained=0.75,
-        most_wrong=3,
+        most_wrong=2,
     )
 
 
