@@ -1483,6 +1483,11 @@ def _message(text: str) -> str:
 TRACEBACK_KEY = re.compile(r"^.{0,120}?\[[A-Za-z0-9_.-]+\.py:[0-9]+\] ")
 
 
+def _position(reading: _Reading, line: int) -> int | None:
+    """Where input line `line` sits in the kept text's lines (`reading.numbers`), or None."""
+    return next((i for i, n in enumerate(reading.numbers) if n == line), None)
+
+
 def _own_traceback(reading: _Reading, line: int) -> int | None:
     """The first line of the traceback that input line `line` ends, when a logger dumped it with
     one prefix on every line: its `Traceback (most recent call last):` and the message just
@@ -1492,7 +1497,7 @@ def _own_traceback(reading: _Reading, line: int) -> int | None:
     if reading.text is None:
         return None
     texts, numbers = reading.text.split("\n"), reading.numbers
-    at = next((i for i, n in enumerate(numbers) if n == line), None)
+    at = _position(reading, line)
     key = TRACEBACK_KEY.match(texts[at]) if at is not None and at < len(texts) else None
     if key is None:
         return None
@@ -1512,9 +1517,9 @@ def _failed_statement(reading: _Reading, error: Evidence) -> Evidence | None:
     """
     if reading.text is None or not BARE_EXCEPTION.match(_message(error.text).strip()):
         return None
-    at = next((i for i, n in enumerate(reading.numbers) if n == error.line), 0)
+    at = _position(reading, error.line)
     texts = reading.text.split("\n")
-    if not 0 < at <= len(texts):
+    if at is None or not 0 < at <= len(texts):
         return None
     above = texts[at - 1]
     code = _message(above)

@@ -82,7 +82,7 @@ class LogDraft:
     def symptom(self) -> str:
         shown = self.salient[-MAX_SYMPTOM_LINES:]
         lines = "\n".join(text for _, _, text in shown)
-        seen = "standard input" if self.source == "-" else f"`{Path(self.source).name}`"
+        seen = log_name(self.source) if self.source == "-" else f"`{Path(self.source).name}`"
         return f"Seen in {seen} (lines explain judged salient):\n\n```\n{lines}\n```"
 
     def keep_examples(self, folder: Path, text: str) -> Path | None:
@@ -178,6 +178,11 @@ def prove(signature: str, line: str, healthy: list[tuple[str, int, str]]) -> str
         return "it does not fire on the line it was made from"
     problems = evidence_problems([(0, signature)], None, healthy)
     return problems[0][1] if problems else None
+
+
+def log_name(path: str) -> str:
+    """The log as the messages name it: `-` is standard input."""
+    return "standard input" if path == "-" else path
 
 
 def log_sources(path: str) -> Iterator[tuple[str, str]]:
@@ -293,9 +298,10 @@ def draft_from_log(path: str, entries: dict, stdin=None) -> LogDraft:
             # its signatures or the notes printed about them
             draft.salient.append((name, e.line, redact_text(original)))
     if not draft.salient:
-        shown = "standard input" if path == "-" else path
         what = "it is empty" if empty else "no line in it looks like an error"
-        raise BadInput(f"--from-log {shown}: {what}, so there is nothing to start an entry from")
+        raise BadInput(
+            f"--from-log {log_name(path)}: {what}, so there is nothing to start an entry from"
+        )
     exceptions = [s for s in draft.salient if _looks_like_exception(message_of(s[2]))]
     candidates = list(reversed(exceptions or draft.salient))
     healthy = healthy_corpus()
@@ -395,8 +401,10 @@ def prefill(path: str, given: dict, wiki_dirs: list[str] | None, stdin=None) -> 
     if given.get("symptom"):
         print("the symptom is yours (--symptom); the log's salient lines are not added", file=out)
     else:
-        shown = "standard input" if path == "-" else path
-        print(f"{len(draft.salient)} salient line(s) from {shown} go into the symptom", file=out)
+        print(
+            f"{len(draft.salient)} salient line(s) from {log_name(path)} go into the symptom",
+            file=out,
+        )
     for signature in [] if given.get("signatures") else draft.signatures:
         print(f"proposed signature (fires on the log, on no healthy line): {signature}", file=out)
     for signature, why in draft.rejected:
