@@ -347,9 +347,10 @@ def test_drill_prompt_over_context_gets_a_400_that_explain_names(server, kit, ca
 
 
 def test_drill_client_mistakes_get_answers_that_explain_names(server, kit, capsys):
-    """What a client gets for a model name the server does not serve (404) and for a chat
-    request to a model without a chat template (the tiny model has none): the bodies a user
-    pastes, each named by explain, and the server log of both calls no engine failure."""
+    """What a client gets for a model name the server does not serve (404), for a chat request
+    to a model without a chat template (the tiny model has none) and for a token id past the
+    vocabulary: the bodies a user pastes, each named by explain, and the server log of the calls
+    no engine failure."""
     folder = drill_folder(kit["save"], "client-mistakes")
     start = server.log_size()
     served = requests.get(f"{server.url}/v1/models", timeout=10).json()["data"][0]["id"]
@@ -364,6 +365,12 @@ def test_drill_client_mistakes_get_answers_that_explain_names(server, kit, capsy
             {"model": served, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8},
             "chat-template-missing",
         ),
+        # token ids from another tokenizer (a client that tokenizes for itself)
+        "error-400-token-id.json": (
+            "/v1/completions",
+            {"model": served, "prompt": [999999], "max_tokens": 8},
+            "token-id-out-of-vocab",
+        ),
     }
     answers = {}
     for name, (path, body, _) in calls.items():
@@ -374,6 +381,7 @@ def test_drill_client_mistakes_get_answers_that_explain_names(server, kit, capsy
     (folder / "server.log").write_text(server.log_text(start), encoding="utf-8")
     assert answers["error-404-model.json"]["status"] == 404, answers
     assert answers["error-400-chat-template.json"]["status"] == 400, answers
+    assert answers["error-400-token-id.json"]["status"] == 400, answers
     verdicts = {}
     for name, (_, _, expected) in calls.items():
         code, result = run_json(capsys, "explain", str(folder / name))

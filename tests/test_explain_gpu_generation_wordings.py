@@ -3,7 +3,8 @@ first), each now a signature proven on real excerpts of other reports (tests/fix
 SOURCES.md there): a Triton kernel in bf16 refused by ptxas before Ampere, ROCm builds without
 the AMD GPU's gfx target, a pod cgroup's OOM report cut before its kill line, a Triton kernel's
 own out of memory; and those the H200 fault capture showed missing (a Triton kernel too big for
-the GPU's shared memory, a device ordinal past the GPUs seen, nvcc or ptxas refusing the target)."""
+the GPU's shared memory, a device ordinal past the GPUs seen, nvcc or ptxas refusing the target,
+an embedding lookup past its rows) and round 14 (the GPU Operator's toolkit validation)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,17 @@ NEW_EXCERPTS = [
     ("no-kernel-image", "xla-issue6523-h100-wgmma-sm90.log"),
     ("no-kernel-image", "sageattention-issue291-rtx5090-wgmma-sm120.log"),
     ("no-kernel-image", "lmdeploy-issue3806-rtx5090-tensormap-sm120.log"),
+    # an id past the embedding table: vLLM's refusal (a real vLLM 0.32's 400 among them,
+    # tests/test_drills_real_vllm.py), PyTorch's assert (the H200's among them)
+    ("token-id-out-of-vocab", "vllm032-cpu-completions-400-capture.json"),
+    ("token-id-out-of-vocab", "vllm-issue26797-validate-model-input.log"),
+    ("token-id-out-of-vocab", "rl-factory-issue45-qwen3-rollout.log"),
+    ("embedding-index-out-of-range", "h200-embedding-assert-capture.log"),
+    ("embedding-index-out-of-range", "langchain-issue27266-vllm-openaiembeddings.log"),
+    ("embedding-index-out-of-range", "lit-llama-issue306-64k-tokenizer-vocab.log"),
+    ("embedding-index-out-of-range", "garak-issue199-long-inputs-position.log"),
+    # round 14's wrong answer: the GPU Operator's toolkit validation
+    ("nvidia-container-toolkit", "gpu-operator-issue265-toolkit-validation.log"),
 ]
 
 # an Ada GPU's FP8 refused by an older ptxas (`requires .target sm_90`, `PTX ISA .version 8.1`):
@@ -55,6 +67,7 @@ ROUND_EXCERPTS = [
     "round12/no-kernel-image/r12-c6-rocm-890m-gfx1150-rocblas.log",
     "round10/k8s-oomkilled/r10-c6-triton-pod-memcg-limit-128mi-oom.log",
     "round12/cuda-oom-runtime/r12-c4-qwen35-triton-autotune-oom.log",
+    "round14/nvidia-container-toolkit/r14-c2-operator-toolkit-validation-ldconfig.log",
 ]
 
 

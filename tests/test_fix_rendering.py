@@ -180,7 +180,8 @@ def test_a_code_span_in_the_prose_is_never_split_over_two_lines():
     steps = fix_text.leading_steps(fix_text.fix_steps(ENTRIES["vllm-startup-memory-insufficient"]))
     lines = fix_text.display_lines(steps, 60)
     command = (
-        "`llmdoctor capacity --model-config config.json --gpu-memory 80GiB --max-model-len 8192`"
+        "`llmdoctor capacity --model-config config.json --gpu-memory <the GPU's memory> "
+        "--max-model-len <the context you serve>`"
     )
     assert any(command in line for line in lines)
     assert all(line.count("`") % 2 == 0 for line in lines), lines
@@ -315,6 +316,18 @@ def test_the_step_written_for_the_incidents_own_wording_comes_first():
     assert ordered[:3] == ["5", "1", "2"]  # the FP8 step, then the Fix in its own order
     bf16 = "ptxas /tmp/x.ptx, line 31; error   : Feature '.bf16' requires .target sm_80 or higher"
     assert _numbers(fix_text.fix_steps(entry, lines=[bf16]))[:2] == ["1", "2"]
+
+
+def test_the_toolkit_validators_own_step_leads_not_the_hosts_driver_check():
+    # the GPU Operator's validator checked the driver before the toolkit: step 1 (nvidia-smi on
+    # the host) would send the reader after a driver the operator may keep off the host's PATH
+    entry = ENTRIES["nvidia-container-toolkit"]
+    line = (
+        'time="2021-10-07T15:16:34Z" level=info msg="Error: error validating toolkit '
+        'installation: exec: \\"nvidia-smi\\": executable file not found in $PATH"'
+    )  # tests/fixtures/runbooks/nvidia-container-toolkit/gpu-operator-issue265-toolkit-validation.log
+    assert _numbers(fix_text.fix_steps(entry, lines=[line]))[0] == "4"
+    assert _numbers(fix_text.fix_steps(entry))[0] == "1"
 
 
 def test_a_setting_or_a_flag_quoted_by_a_step_is_no_wording_to_lead_with():

@@ -193,6 +193,33 @@ def test_vllms_startup_refusal_gives_the_share_that_is_free(line, share):
     assert fix_values("gpu-memory-taken-by-other-process", [line]) == expected
 
 
+@pytest.mark.parametrize(
+    ("line", "gib"),
+    [
+        # the shipped crash loop's OOM (examples/bundles/crashloop-cuda-oom): a 7.75 GiB GPU, not
+        # the 80 GiB a stock command would have sized
+        (
+            "ERROR 03-13 09:00:43 [core.py:330] torch.OutOfMemoryError: CUDA out of memory. "
+            "Tried to allocate 1.16 GiB. GPU 0 has a total capacity of 7.75 GiB of which 1.17 GiB "
+            "is free.",
+            7.75,
+        ),
+        ("GPU 0 has a total capacity of 79.19 GiB of which 4.50 MiB is free.", 79.19),
+        # a mangled number gives nothing rather than a wrong one
+        ("GPU 0 has a total capacity of nan GiB of which 0 bytes is free.", None),
+        ("GPU 0 has a total capacity of 123456789012345 GiB of which", None),
+    ],
+)
+def test_pytorchs_oom_gives_the_gpus_memory_for_the_sizing_step(line, gib):
+    from llmdoctor.parsers.fix_values import fix_values
+    from llmdoctor.wiki.fix_params import fill
+
+    found = fix_values("vllm-startup-memory-insufficient", [line])
+    assert found == ({} if gib is None else {"gpu_memory": gib})
+    text = fill("--gpu-memory {gpu_memory}", found)
+    assert text == (f"--gpu-memory {gib:g}GiB" if gib else "--gpu-memory <the GPU's memory>")
+
+
 PENDING_POD = FIXTURES / "k8s/pod-vllm-1-pending-aks.json"
 
 

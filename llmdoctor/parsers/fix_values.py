@@ -11,7 +11,8 @@ and V0 gives the tokens that fit::
     The model's max seq len (29000) is larger than the maximum number of tokens that can be
     stored in KV cache (23648). Try increasing `gpu_memory_utilization` ...
 
-and vLLM's refusal to start beside another tenant gives the share that is free::
+vLLM's refusal to start beside another tenant gives the share that is free, and PyTorch's OOM
+the GPU's size ("GPU 0 has a total capacity of 7.75 GiB")::
 
     ValueError: Free memory on device (31.44/47.38 GiB) on startup is less than desired GPU
     memory utilization (0.95, 45.01 GiB). Decrease GPU memory utilization or reduce GPU memory
@@ -28,6 +29,8 @@ from collections.abc import Iterable
 KV_TOO_SMALL = "kv-cache-too-small-for-max-model-len"
 TAKEN = "gpu-memory-taken-by-other-process"
 FREE_ON_DEVICE = "Free memory on device ("
+STARTUP_MEMORY = "vllm-startup-memory-insufficient"
+TOTAL_CAPACITY = " has a total capacity of "  # PyTorch's OOM message
 MAX_NUMBER_CHARS = 12
 # (the words just before the number, the characters between them and the number)
 MAX_LEN_SOURCES = (
@@ -86,10 +89,26 @@ def free_share(lines: Iterable[str]) -> float | None:
     return None
 
 
+def gpu_total_gib(lines: Iterable[str]) -> float | None:
+    """The GPU's memory as PyTorch's OOM states it ("GPU 0 has a total capacity of 7.75 GiB")."""
+    for text in lines:
+        at = text.find(TOTAL_CAPACITY)
+        if at == -1:
+            continue
+        start = at + len(TOTAL_CAPACITY)
+        end = text.find(" GiB", start, start + MAX_NUMBER_CHARS + 1)
+        value = _decimal(text[start:end]) if end != -1 else None
+        if value:
+            return value
+    return None
+
+
 def fix_values(entry_id: str, lines: Iterable[str]) -> dict[str, int | float]:
     """The Fix parameters of `entry_id` that its matched lines give (often none)."""
     if entry_id == KV_TOO_SMALL and (value := max_model_len(lines)) is not None:
         return {"max_model_len": value}
     if entry_id == TAKEN and (share := free_share(lines)) is not None:
         return {"gpu_memory_utilization": share}
+    if entry_id == STARTUP_MEMORY and (total := gpu_total_gib(lines)) is not None:
+        return {"gpu_memory": total}
     return {}

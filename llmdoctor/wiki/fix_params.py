@@ -23,6 +23,7 @@ PARAMETERS: dict[str, tuple[str, str]] = {
     "max_model_len": ("the estimated maximum model length in vLLM's error", "int"),
     "gpu_memory_utilization": ("a fraction that fits the GPU memory free at startup", "fraction"),
     "pid": ("the pid holding the memory", "int"),
+    "gpu_memory": ("the GPU's memory", "gib"),  # PyTorch's OOM: 'a total capacity of'
 }
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 SUBJECT_KINDS = ("pod", "node")  # a pod and the server in it; a machine and its GPUs
@@ -82,6 +83,8 @@ def format_value(name: str, value: object) -> str | None:
         return str(int(value)) if value == int(value) and value > 0 else None
     if kind == "fraction":
         return f"{value:.2f}" if 0 < value <= 1 else None
+    if kind == "gib":
+        return f"{value:g}GiB" if 0 < value < 100_000 else None
     return None
 
 
