@@ -75,10 +75,12 @@ def log_signatures(facts: Facts) -> list[Finding]:
     if not readable:
         raise FactMissing(keys[0], "; ".join(f"{k} {why}" for k, why in unreadable))
     hits = scan_logs(facts, [k for k, _ in readable], signatures)
-    findings: list[Finding] = [
-        info("log-signatures", f"{key} was not scanned: it {why}", [evidence(why, source=key)])
-        for key, why in unreadable
-    ]
+    # a log that was wanted and not collected (the previous container's, refused by the API) or
+    # not text was not looked at: said, so that no signature found is not read as none there
+    not_read = {key: f"it {why}" for key, why in unreadable}
+    not_read.update(facts.missing_under("logs/"))
+    not_read_items = [evidence(f"not read: {why}", source=key) for key, why in not_read.items()]
+    findings: list[Finding] = []
     if signatures.invalid:  # a team signature that cannot be matched is said, never dropped
         findings.append(
             warning(
@@ -89,8 +91,15 @@ def log_signatures(facts: Facts) -> list[Finding]:
         )
     if not hits:
         names = ", ".join(k for k, _ in readable)
-        findings.append(ok("log-signatures", f"no known error signature in {names}"))
+        if not_read:
+            summary = f"no known error signature in {names}; not read: {', '.join(not_read)}"
+            findings.append(info("log-signatures", summary, not_read_items))
+        else:
+            findings.append(ok("log-signatures", f"no known error signature in {names}"))
         return findings
+    if not_read:
+        summary = f"not read: {', '.join(not_read)}"
+        findings.append(info("log-signatures", summary, not_read_items))
     _fragmentation_ruled_out(hits)
     retold = _retold_at_startup(facts, entries, hits)
     explained_by = CauseGraph.from_entries(entries).consequences(hits)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.findings import Finding, critical, evidence, ok, warning
 from llmdoctor.engine.registry import check
+from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.fix_values import fix_values
 from llmdoctor.parsers.k8s_pod import (
     container_named,
@@ -18,6 +19,7 @@ from llmdoctor.parsers.k8s_pod import (
     number,
     require_pod,
 )
+from llmdoctor.parsers.xid import not_text_reason
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.server_phase import retold_at_startup
 from llmdoctor.wiki.signatures import SignatureSet
@@ -60,6 +62,18 @@ def _log_causes(facts: Facts, log_key: str) -> tuple[list[str], list[str], list[
     retold = retold_at_startup(entries, first_lines, log.lines)
     causes = list(dict.fromkeys(retold.get(i, i) for i in strong))
     return causes, list(hinted), [*strong.values(), *hinted.values()]
+
+
+def _no_cause(facts: Facts, log_key: str) -> str:
+    """What a crash loop's summary says when the previous log names no cause: that it was not
+    there to read (and why), not text, or read without a known signature."""
+    log = facts.get(log_key)
+    if log is None:
+        return f"; the previous log was not read ({facts.missing_reason(log_key)})"
+    why = not_text_reason(log, "a text log", empty=True) if isinstance(log, TextSource) else None
+    if why:
+        return f"; the previous log was not read: it {why}"
+    return "; no known signature in the previous log (read its last lines: kubectl logs --previous)"
 
 
 def _fix_params(causes: list[str], lines: list[dict]) -> dict:
@@ -177,7 +191,7 @@ def pod_restarts(facts: Facts) -> list[Finding]:
             )
         elif waiting == "CrashLoopBackOff":
             last = _describe(term) if term else "no termination recorded"
-            hint = cause_text or "; no known signature in the previous log (see its tail)"
+            hint = cause_text or _no_cause(facts, log_key)
             findings.append(
                 critical(
                     "pod-restarts",

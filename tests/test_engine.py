@@ -324,7 +324,7 @@ def test_crashloop_bundle_exits_2_and_names_the_oom_with_its_lines():
     proc = run_cli("diagnose", "--bundle", str(EXAMPLES / "crashloop-cuda-oom"), "--json")
     assert proc.returncode == 2, proc.stderr
     out = json.loads(proc.stdout)
-    assert set(out) == {"schema", "target", "status", "findings", "skipped", "errors"}
+    assert set(out) == {"schema", "target", "status", "findings", "skipped", "errors", "stories"}
     assert out["schema"] == "llmdoctor/2" and out["status"] == "critical"
     oom = [f for f in out["findings"] if "cuda-oom-runtime" in f["runbooks"]]
     assert oom, out["findings"]
@@ -459,9 +459,34 @@ def test_a_binary_log_is_said_to_be_unscanned_not_clean(tmp_path):
     (folder / "logs" / "sidecar.log").write_bytes(os.urandom(4096))
     proc = run_cli("diagnose", "--bundle", str(folder), "--json", "--only", "log-signatures")
     out = json.loads(proc.stdout)
-    summaries = [f["summary"] for f in out["findings"]]
-    assert any("logs/sidecar.log was not scanned" in s for s in summaries)
-    assert any(s == "no known error signature in logs/vllm.log" for s in summaries)
+    (finding,) = out["findings"]
+    # one note: what was read and found clean, and what was not read (never "fine" alone)
+    assert finding["severity"] == "info"
+    assert finding["summary"] == (
+        "no known error signature in logs/vllm.log; not read: logs/sidecar.log"
+    )
+    assert "is binary data" in finding["evidence"][0]["text"]
+
+
+def test_a_previous_log_the_api_refused_is_said_not_read_not_clean(tmp_path):
+    # `kubectl logs --previous` refused (403): the crash loop says why it names no cause, and
+    # the log checks list the log as not read instead of calling the pod's logs fine
+    folder = tmp_path / "b"
+    shutil.copytree(EXAMPLES / "crashloop-cuda-oom", folder)
+    (folder / "logs" / "vllm.previous.log").unlink()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["missing"] = {"logs/vllm.previous.log": "403 forbidden: cannot get pods/log"}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    proc = run_cli("diagnose", "--bundle", str(folder), "--json")
+    by_check = {}
+    for f in json.loads(proc.stdout)["findings"]:
+        by_check.setdefault(f["check"], []).append(f)
+    (restarts,) = by_check["pod-restarts"]
+    assert "the previous log was not read (403 forbidden" in restarts["summary"]
+    for check in ("log-signatures", "memory-fragmentation"):
+        (finding,) = by_check[check]
+        assert finding["severity"] == "info", finding
+        assert "logs/vllm.previous.log" in finding["summary"], finding
 
 
 def test_a_consequence_in_the_same_logs_is_demoted_below_its_cause(tmp_path):

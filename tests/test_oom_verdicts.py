@@ -70,7 +70,8 @@ def test_binary_and_text_logs_together_say_which_was_not_read(tmp_path):
     blob = tmp_path / "blob.log"
     blob.write_bytes(bytes(range(256)) * 64)
     (f,), _ = fragmentation({"vllm": HEALTHY, "sidecar": blob})
-    assert f.severity == "ok"
+    # the binary log may hold the OOM: a note, never among the checks called fine
+    assert f.severity == "info"
     assert "in 1 log(s)" in f.summary and "1 not read: empty or not text" in f.summary
     assert "logs/sidecar.log is binary data" in f.evidence[0]["text"]
 

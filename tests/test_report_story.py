@@ -549,3 +549,47 @@ def test_an_info_names_its_runbook_and_prescribes_nothing():
     assert "runbook admission-control-rejecting" in chapter
     assert "more: llmdoctor wiki show admission-control-rejecting" in chapter
     assert "Fix:" not in chapter and "Add replicas" not in chapter
+
+
+ERROR_802 = (
+    "(EngineCore_0 pid=1802) ERROR 09-04 01:02:41 [core.py:700] RuntimeError: Unexpected error "
+    "from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() "
+    "that might have already set an error? Error 802: system not yet initialized\n"
+)  # tests/fixtures/runbooks/fabric-manager-not-running (PyTorch's wording)
+
+
+def _crash_loop_failing_anew(tmp_path: Path) -> Path:
+    """The shipped crash loop (its previous run died of CUDA OOM) whose running container now
+    fails another way: the fabric manager's error 802."""
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/crashloop-cuda-oom"), bundle)
+    with (bundle / "logs/vllm.log").open("a") as log:
+        log.write(ERROR_802)
+    return bundle
+
+
+def test_the_running_containers_own_failure_leads_the_previous_runs_crash(tmp_path):
+    # what kills the running container this time is the root cause shown, and the OOM is the
+    # previous run's story beside it, said to be
+    text = _terminal(_report(_crash_loop_failing_anew(tmp_path)), width=200)
+    (root,) = [line for line in text.splitlines() if line.startswith("Root cause")]
+    (also,) = [line for line in text.splitlines() if line.startswith("Also")]
+    assert "fabric-manager-not-running" in root and "previous run" not in root
+    assert "vllm-startup-memory-insufficient" in also and "(previous run)" in also
+    # the shipped crash loop alone: its only story is the previous run's, and says so
+    alone = _terminal(_report(_bundle("examples/bundles/crashloop-cuda-oom")), width=200)
+    (root,) = [line for line in alone.splitlines() if line.startswith("Root cause")]
+    assert "(previous run) (runbook vllm-startup-memory-insufficient)" in root
+
+
+def test_json_stories_lead_with_what_the_terminal_leads_with(tmp_path):
+    # a client reading JSON acts on the first story, as the on-call reads the verdict: the
+    # running container's failure, the previous run's crash marked as such
+    data = to_json(_report(_crash_loop_failing_anew(tmp_path)))
+    first, second = data["stories"][:2]
+    assert first["runbook"] == "fabric-manager-not-running" and "previous_run" not in first
+    assert second["runbook"] == "vllm-startup-memory-insufficient"
+    assert second["previous_run"] is True and second["check"] == "pod-restarts"
+    assert {"check": "pod-readiness", "subject": "container vllm"} in second["folded"]
+    # a healthy pod has no stories
+    assert "stories" not in to_json(_report(_bundle("examples/bundles/healthy-vllm-7b")))

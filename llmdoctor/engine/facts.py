@@ -88,5 +88,10 @@ class Facts:
     def missing(self) -> dict[str, str]:
         return dict(self._missing)
 
+    def missing_under(self, prefix: str) -> dict[str, str]:
+        """The keys under `prefix` that were wanted and not collected, with why (a previous
+        container's log the API refused); not the prefix's own "nothing there" mark."""
+        return {k: why for k, why in self._missing.items() if k.startswith(prefix) and k != prefix}
+
     def items(self):
         return self._values.items()

@@ -206,6 +206,13 @@ def _seen_now(finding: Finding) -> bool:
     return False
 
 
+def previous_run_only(finding: Finding) -> bool:
+    """Whether the finding's log evidence is the previous container's log alone (a crash that
+    restarted), with nothing from the running container or a live request."""
+    sources = [str(item.get("source") or "") for item in finding.evidence if isinstance(item, dict)]
+    return any(s.endswith(".previous.log") for s in sources) and not _seen_now(finding)
+
+
 def root_of(finding: Finding) -> Finding:
     """The finding at the start of the first chain of causes."""
     seen = set()
@@ -235,7 +242,9 @@ def root_runbook(chapter: Chapter, graph: CauseGraph) -> str | None:
 
 def chapters(findings: list[Finding], entries: Mapping | None = None) -> list[Chapter]:
     """The problems as stories: each root with what it explains, worst story first (in the
-    findings' own order within a severity); `entries` (the wiki) names each story's runbook."""
+    findings' own order within a severity, except that a story told by the previous container's
+    log alone comes after one the running container shows: the pod fails now for that one);
+    `entries` (the wiki) names each story's runbook."""
     problems = [f for f in findings if f.severity is not Severity.OK]
     order = [Chapter(f) for f in problems if root_of(f) is f]
     by_root = {id(c.root): c for c in order}
@@ -246,4 +255,4 @@ def chapters(findings: list[Finding], entries: Mapping | None = None) -> list[Ch
     graph = CauseGraph.from_entries(entries or {})
     for chapter in order:
         chapter.runbook = root_runbook(chapter, graph)
-    return sorted(order, key=lambda c: -c.severity.rank)
+    return sorted(order, key=lambda c: (-c.severity.rank, previous_run_only(c.root)))

@@ -8,7 +8,7 @@ from typing import Any
 
 from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.report import Report
-from llmdoctor.engine.story import Chapter, chapters
+from llmdoctor.engine.story import Chapter, chapters, previous_run_only
 from llmdoctor.exit_codes import ExitCode
 from llmdoctor.render.fix_text import CodeBlock, display_lines
 from llmdoctor.render.verdict import Verdict, blind_spots, shown_steps, verdicts
@@ -52,6 +52,9 @@ def to_json(report: Report) -> dict[str, Any]:
         "skipped": report.skipped,
         "errors": report.errors,
     }
+    stories = _stories_json(report)
+    if stories:
+        out["stories"] = stories
     found = timeline_view.histories(report)
     if found:
         out["timeline"] = timeline_view.timeline_json(found[0][1])
@@ -60,6 +63,22 @@ def to_json(report: Report) -> dict[str, Any]:
             str(facts.get("target")): timeline_view.timeline_json(timeline)
             for facts, timeline, _ in found
         }
+    return out
+
+
+def _stories_json(report: Report) -> list[dict[str, Any]]:
+    """The independent problems in the order the reports tell them (the first is the verdict's
+    root cause), each with its root finding's name, its runbook and what is folded under it."""
+    out = []
+    for chapter in chapters(report.findings, _entries(report)):
+        root = chapter.root
+        story: dict[str, Any] = {"severity": str(chapter.severity), **root.ref()}
+        story["runbook"] = chapter.runbook
+        story["summary"] = root.summary
+        if previous_run_only(root):
+            story["previous_run"] = True
+        story["folded"] = [f.ref() for f in chapter.folded]
+        out.append(story)
     return out
 
 
@@ -118,6 +137,12 @@ def headline(report: Report) -> str:
 
 def _subject(f: Finding) -> str:
     return f" [{f.subject}]" if f.subject else ""
+
+
+def _verdict_subject(f: Finding) -> str:
+    """A verdict's subject, and "(previous run)" for a story only the restarted container's
+    log tells: the running container is not (yet) failing that way."""
+    return _subject(f) + (" (previous run)" if previous_run_only(f) else "")
 
 
 _LIST_MARKER = re.compile(r"^(?:[-*+]|[0-9]{1,3}[.)]) +")  # "1. " before the step's first line
@@ -249,7 +274,7 @@ def _print_verdict(screen: _Screen, report: Report) -> None:
     for n, v in enumerate(found):
         if n == 0:
             book = f" (runbook {v.runbook})" if v.runbook else ""
-            screen.line("[bold]Root cause[/]  ", f"{v.title}{_subject(v.root)}{book}")
+            screen.line("[bold]Root cause[/]  ", f"{v.title}{_verdict_subject(v.root)}{book}")
             step = _step_lines(v)
             for m, (kind, text) in enumerate(step):
                 label = "[bold]Do now[/]      " if m == 0 else "            "
@@ -266,7 +291,7 @@ def _print_verdict(screen: _Screen, report: Report) -> None:
         label = "[bold]Also[/]        " if n == 1 else "            "
         book = f" (runbook {v.runbook})" if v.runbook else ""
         sev = str(v.severity).upper()
-        screen.line(label, f"{sev}: {v.title}{_subject(v.root)}{book}")
+        screen.line(label, f"{sev}: {v.title}{_verdict_subject(v.root)}{book}")
     for n, why in enumerate(blind):
         label = "[bold]Blind spot[/]  " if n == 0 else "            "
         screen.line(label, why, style="yellow")
@@ -452,7 +477,7 @@ def _markdown_verdict(report: Report) -> list[str]:
     out: list[str] = []
     for n, verdict in enumerate(verdicts(report)):
         book = f" (runbook `{v(verdict.runbook)}`)" if verdict.runbook else ""
-        subject = v(_subject(verdict.root))
+        subject = v(_verdict_subject(verdict.root))
         if n > 0:
             label = "**Also:** " if n == 1 else ""
             sev = str(verdict.severity).upper()

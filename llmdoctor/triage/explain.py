@@ -1447,7 +1447,10 @@ def likely_cause(
     lines = [
         e
         for e in _error_lines(reading, before)
-        if e.line < (own or before) and e.line not in downstream and _says_why(e.text)
+        if e.line < (own or before)
+        and e.line not in downstream
+        and _says_why(e.text)
+        and not SERVING_LAYER.search(e.text)
     ]
     first = next((e for e in lines if ERROR_LINE.search(e.text) and not _below_error(e.text)), None)
     if first is None:
@@ -1464,6 +1467,10 @@ def likely_cause(
     return LikelyCause(consequence.id, first.line, first.text.strip(), entry_id)
 
 
+# vLLM's OpenAI-serving layer logs what went wrong with one request (`[serving_chat.py:222] Error
+# in preprocessing prompt inputs` and the refused request's traceback, a stream cut by the dead
+# engine): the server answered it and went on; never the cause of an engine's failure
+SERVING_LAYER = re.compile(r"\[serving_[a-z_]{1,40}\.py:[0-9]{1,6}\]")
 # an exception raised with no message (`AssertionError`, `(VllmWorker rank=0 pid=4360)
 # AssertionError`): Python printed the failed statement on the line above it
 BARE_EXCEPTION = re.compile(r"^[A-Z][A-Za-z0-9_.]*(Error|Exception):?\s*$")
