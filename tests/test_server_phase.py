@@ -15,6 +15,7 @@ from llmdoctor.engine.textsource import TextSource
 from llmdoctor.wiki.library import load_library
 from llmdoctor.wiki.server_phase import (
     AFTER,
+    MAX_SAID,
     PHASE_WORDS,
     SERVING_LINE,
     STARTING_LINE,
@@ -197,3 +198,20 @@ def test_an_oom_as_pytorch_ends_a_cuda_graph_capture_is_at_start_up():
     text = path.read_text()
     line = next(n for n, t in numbered(text) if "CUDA error: out of memory" in t)
     assert "in capture_end" in text and during_startup(numbered(text), line)
+
+
+def test_a_long_run_of_stats_lines_is_read_once_per_distinct_line_and_decides_nothing():
+    # a 300 MB previous log of idle stats lines made three checks read it for minutes (each line
+    # through the phase regexes); each distinct line is now judged once, and the phase is the
+    # same: idle stats say neither up nor starting, more distinct lines than are remembered too
+    idle = (
+        "(APIServer pid=1671) INFO 09-04 01:02:21 [loggers.py:123] Engine 000: Avg prompt "
+        "throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, "
+        "Waiting: {} reqs"
+    )
+    for repeats in (1, 20_000):
+        for tail in ("Loading weights took 14.20 GiB", "Application startup complete."):
+            distinct = [idle.format(n % (MAX_SAID + 50)) for n in range(repeats)]
+            text = [tail, *distinct, "torch.OutOfMemoryError: CUDA out of memory."]
+            expected = tail.startswith("Loading")
+            assert during_startup(enumerate(text, 1), len(text)) is expected, (repeats, tail)

@@ -60,6 +60,7 @@ PHASE_WORDS = (
 # how far after the line a start-up failure's words may come and still be its own (the traceback
 # that names `load_model`, a worker's `while processing method load_model`)
 AFTER = 50
+MAX_SAID = 4096  # distinct lines whose phase is kept while one log is read
 
 
 def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
@@ -72,14 +73,22 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
     """
     phase = None  # "starting" or "up": the last word before the line
     near_startup = near_serving = False  # traceback words within AFTER lines of it
+    said: dict[str, str | None] = {}  # a line's phase, once per distinct line (idle stats lines)
     for number, text in lines:
         if number > line + AFTER:
             break
         if number < line and any(word in text for word in PHASE_WORDS):
-            if SERVING_LINE.search(text):
-                phase = "up"
-            elif STARTING_LINE.search(text):
-                phase = "starting"
+            if text in said:
+                word = said[text]
+            else:
+                word = (
+                    "up"
+                    if SERVING_LINE.search(text)
+                    else ("starting" if STARTING_LINE.search(text) else None)
+                )
+                if len(said) < MAX_SAID:
+                    said[text] = word
+            phase = word or phase
         if number >= line - AFTER:
             near_startup = near_startup or bool(STARTUP_FAILURE.search(text))
             near_serving = near_serving or bool(SERVING_FRAME.search(text))
