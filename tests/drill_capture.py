@@ -82,6 +82,10 @@ def machine_state() -> str:
     with contextlib.suppress(OSError):
         meminfo = Path("/proc/meminfo").read_text().splitlines()
         parts += [line for line in meminfo if line.startswith(("MemAvailable", "SwapFree"))]
+    for kind in ("cpu", "io", "memory"):  # the share of time tasks stalled on each (PSI)
+        with contextlib.suppress(OSError):
+            some = Path(f"/proc/pressure/{kind}").read_text().splitlines()[0]
+            parts.append(f"{kind} pressure {some}")
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         top = subprocess.run(
             ["ps", "-eo", "pid,ni,stat,pcpu,rss,args", "--sort=-pcpu"],
@@ -91,6 +95,23 @@ def machine_state() -> str:
         ).stdout.splitlines()[:8]
         parts.append("\n".join(line[:160] for line in top))
     return "; ".join(parts)
+
+
+def process_state(pid: int) -> str:
+    """The process's scheduler state and where in the kernel it waits (/proc/PID/stat, wchan)."""
+    parts = []
+    with contextlib.suppress(OSError, IndexError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        parts.append("state " + stat.rsplit(")", 1)[1].split()[0])
+    with contextlib.suppress(OSError):
+        parts.append("waiting in " + (Path(f"/proc/{pid}/wchan").read_text() or "user space"))
+    with contextlib.suppress(OSError):
+        threads = [
+            (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            for task in Path(f"/proc/{pid}/task").iterdir()
+        ]
+        parts.append(f"threads {''.join(sorted(threads))}")
+    return ", ".join(parts) or "gone"
 
 
 class Collector:
@@ -121,11 +142,17 @@ class Collector:
         try:
             out, _ = self.process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            # a child that prints no threads on SIGUSR1 and outlives SIGKILL was in the kernel
+            # (state D: a disk or memory stall), not stuck in llmdoctor
+            state = process_state(self.process.pid)
             self.process.send_signal(signal.SIGUSR1)
             time.sleep(2)
             self.process.kill()
             out, _ = self.process.communicate()
-            out = f"still collecting after {timeout:.0f} s; {machine_state()}\nits threads then:\n{out}"
+            out = (
+                f"still collecting after {timeout:.0f} s ({state}); {machine_state()}\n"
+                f"its threads then:\n{out}"
+            )
         Collector.unfinished.remove(self)
         took = time.monotonic() - started
         assert self.process.returncode == 0, f"exit {self.process.returncode} ({took:.0f} s): {out}"

@@ -110,15 +110,52 @@ def _no_collector_or_client_left():
     Clients.stop_all()
 
 
+class ServedModel:
+    """The module's `vllm serve`, started again for the next drill when one left it dead (on a
+    slow CI machine a drill that overran once let the server reach its hard deadline, and the
+    five drills after it failed on a refused connection, saying nothing of their own)."""
+
+    def __init__(self, kit):
+        self.kit = kit
+        self.current: VllmServer | None = None
+        self.deaths: list[str] = []
+
+    def live(self) -> VllmServer:
+        if self.current is not None and self.current.process.poll() is None:
+            return self.current
+        if self.current is not None:
+            self.deaths.append(
+                f"exit {self.current.process.returncode} after "
+                f"{time.monotonic() - self.current.started_at:.0f} s:\n{self.current.log_tail(15)}"
+            )
+            self.current.stop()
+        log = self.kit["root"] / f"serve-{len(self.deaths)}.log"
+        self.current = VllmServer(self.kit["model"], self.kit["meta"], log, RUNTIME_ARGS).start()
+        self.current.ready_s = self.current.wait_ready()
+        return self.current
+
+    def stop(self) -> None:
+        if self.current is not None:
+            self.current.stop()
+
+
 @pytest.fixture(scope="module")
-def server(kit):
-    started = VllmServer(kit["model"], kit["meta"], kit["root"] / "serve.log", RUNTIME_ARGS)
-    started.start()
+def served(kit):
+    model = ServedModel(kit)
     try:
-        started.ready_s = started.wait_ready()
-        yield started
+        yield model
     finally:
-        started.stop()
+        model.stop()
+
+
+@pytest.fixture
+def server(served):
+    """A live server for each drill; the death of the one before is printed, not hidden."""
+    dead_before = len(served.deaths)
+    live = served.live()
+    if len(served.deaths) > dead_before:
+        print(f"the server had died before this drill ({served.deaths[-1]}); started again")
+    return live
 
 
 class Clients:
