@@ -593,3 +593,47 @@ def test_json_stories_lead_with_what_the_terminal_leads_with(tmp_path):
     assert {"check": "pod-readiness", "subject": "container vllm"} in second["folded"]
     # a healthy pod has no stories
     assert "stories" not in to_json(_report(_bundle("examples/bundles/healthy-vllm-7b")))
+
+
+def test_a_failure_of_the_running_container_explains_nothing_before_the_restart(tmp_path):
+    # the previous run's engine died of something its log does not name; the running container
+    # now meets the fabric manager's error 802 (which explains dead engines). The 802 came
+    # after the restart: it is not why the previous engine died
+    bundle = _crash_loop_failing_anew(tmp_path)
+    previous = bundle / "logs/vllm.previous.log"
+    kept = [line for line in previous.read_text().splitlines() if "OutOfMemory" not in line]
+    died = (
+        "ERROR 09-04 01:03:09 [core_client.py:564] Engine core proc EngineCore_0 died "
+        "unexpectedly, shutting down client."
+    )
+    previous.write_text("\n".join([*kept, died]) + "\n")
+    report = _report(bundle)
+    (dead,) = [f for f in report.findings if "engine-dead" in f.runbooks[:1]]
+    (fabric,) = [f for f in report.findings if "fabric-manager-not-running" in f.runbooks[:1]]
+    assert dead not in fabric.explains and fabric not in dead.explained_by
+    # the restarted container's log alone tells of the dead engine: a story of the previous run
+    assert "(previous run)" in _terminal(report, width=200)
+
+
+def test_a_do_now_that_names_later_steps_says_which_are_not_printed():
+    # the sizing step's Do now ends "2-4 when the weights fit, 5-7 when they do not"; the
+    # chapter prints what fits in its lines: the reader is told which steps `wiki show` has
+    report = _report(_bundle("examples/bundles/crashloop-cuda-oom"))
+    text = _terminal(report, width=200)
+    assert "2-4 when the weights fit, 5-7 when they do not" in " ".join(text.split())
+    assert "2. The weights fit but the KV budget" in text
+    assert "more (steps 3-7): llmdoctor wiki show vllm-startup-memory-insufficient" in text
+    markdown = render_markdown(report)
+    assert "(steps 3-7: `llmdoctor wiki show vllm-startup-memory-insufficient`)" in markdown
+
+
+def test_the_numbers_of_steps_left_out_are_ranges_of_numbered_steps_only():
+    from llmdoctor.render.fix_text import numbers_left_out, steps_of
+
+    steps = steps_of("1. a\n2. b\n3. c\n4. d\n5. e\n6. f\n")
+    assert [s.number for s in steps] == [1, 2, 3, 4, 5, 6]
+    assert numbers_left_out(steps, steps[:2]) == "3-6"
+    assert numbers_left_out(steps, [steps[0], steps[2], steps[3]]) == "2, 5-6"
+    assert numbers_left_out(steps, steps) == ""
+    bullets = steps_of("- a\n- b\n")
+    assert numbers_left_out(bullets, bullets[:1]) == ""

@@ -12,7 +12,8 @@ target) and one of these holds:
   the latency percentiles of one saturated server); the first in report order tells it.
 
 A cause dated after its effect, both on one clock (`Finding.began`: the Xid lines' kernel-log
-times), explains nothing: an Xid 79 at 19:03 is not why an application faulted at 18:45.
+times), explains nothing: an Xid 79 at 19:03 is not why an application faulted at 18:45. Nor
+does a cause the running container logged explain what only the run before the restart logged.
 
 The same check naming the same runbook on several subjects (one SXid per NVSwitch, one Xid 45
 per GPU, one crash loop per replica) is one problem too, whatever the subjects.
@@ -93,7 +94,7 @@ def _tie(graph: CauseGraph, cause: Finding, effect: Finding, cause_first: bool) 
         return _SAME_CHECK if cause_first else None
     if not same_subject(cause.subject, effect.subject):
         return None
-    if _began_after(cause, effect):
+    if _began_after(cause, effect) or _later_run(cause, effect):
         return None
     if _follows(effect.check, cause.check):
         return _DECLARED
@@ -116,6 +117,24 @@ def _began_after(cause: Finding, effect: Finding) -> bool:
     if cause.began is None or effect.began is None or cause.began[0] != effect.began[0]:
         return False
     return cause.began[1] > effect.began[1] + LATE_CAUSE_S
+
+
+def _log_runs(finding: Finding) -> set[str]:
+    """Which runs of the container the finding's log lines come from: "previous" (the log of
+    the run before the restart), "current"."""
+    sources = (str(item.get("source") or "") for item in finding.evidence if isinstance(item, dict))
+    return {
+        "previous" if source.endswith(".previous.log") else "current"
+        for source in sources
+        if source.startswith("logs/")
+    }
+
+
+def _later_run(cause: Finding, effect: Finding) -> bool:
+    """Whether `cause` was logged only by the running container and `effect` only by the run
+    before it: what fails now did not end the previous run (fabric manager's error 802 in
+    today's log explains no engine that died before the restart)."""
+    return _log_runs(cause) == {"current"} and _log_runs(effect) == {"previous"}
 
 
 def _reaches(start: Finding, goal: Finding, parents: dict[int, list[Finding]]) -> bool:

@@ -64,6 +64,13 @@ class FixStep:
         )
         return _drop_marker(words)
 
+    @property
+    def number(self) -> int | None:
+        """The step's number in its Fix (`5.` → 5); None for a bullet or unnumbered step."""
+        first = next((p.lines[0] for p in self.parts if isinstance(p, Prose) and p.lines), "")
+        head = first.lstrip().partition(" ")[0]
+        return int(head[:-1]) if is_list_marker(head) and head[:-1].isdigit() else None
+
     def lines(self, code_indent: str = "    ") -> list[str]:
         """The step as display lines: prose as written, code with `code_indent` before each
         line and its own indentation kept."""
@@ -346,6 +353,20 @@ def leading_steps(steps: list[FixStep], max_lines: int = MAX_FIX_LINES) -> list[
         kept.add(n)
         used += size
     return [step for n, step in enumerate(steps) if n in kept]
+
+
+def numbers_left_out(steps: list[FixStep], shown: list[FixStep]) -> str:
+    """The numbers of the steps not shown, as ranges ("4-7", "2, 5-6"); "" when every step is
+    shown or those left out are not numbered. A step that says "then 5-7" names steps the
+    reader must know are not printed."""
+    numbers = sorted(n for s in steps if s not in shown and (n := s.number) is not None)
+    ranges: list[list[int]] = []
+    for n in numbers:
+        if ranges and n == ranges[-1][1] + 1:
+            ranges[-1][1] = n
+        else:
+            ranges.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
 
 
 def terminal_lines(

@@ -11,7 +11,7 @@ from llmdoctor.engine.report import Report
 from llmdoctor.engine.story import Chapter, chapters, previous_run_only
 from llmdoctor.exit_codes import ExitCode
 from llmdoctor.render.fix_text import CodeBlock, display_lines
-from llmdoctor.render.verdict import Verdict, blind_spots, shown_steps, verdicts
+from llmdoctor.render.verdict import Verdict, blind_spots, shown_steps, steps_not_shown, verdicts
 from llmdoctor.terminal_text import visible
 from llmdoctor.wiki.links import page_url
 
@@ -374,7 +374,9 @@ def _print_runbook(
     for n, line in enumerate(display_lines(steps, width)):
         label = "[dim]Fix: [/]" if n == 0 and not lead else "     "
         screen.verbatim(f"      {label}", line)
-    screen.console.print(f"      [dim]more: llmdoctor wiki show {escape(rid)}[/]")
+    rest = steps_not_shown(chapter, entry)
+    more = f"more (steps {rest})" if rest else "more"
+    screen.console.print(f"      [dim]{more}: llmdoctor wiki show {escape(rid)}[/]")
 
 
 def _print_fine(screen: _Screen, report: Report, verbose: bool) -> None:
@@ -544,6 +546,8 @@ def _markdown_chapter(
                 steps = steps[1:]
                 out.append("    > (the first step is **Do now** above)")
             out += [f"    > {v(line)}" for line in _markdown_steps(steps)]
+            if rest := steps_not_shown(chapter, entry):
+                out.append(f"    > (steps {rest}: `llmdoctor wiki show {v(rid)}`)")
     if chapter.folded:
         out.append(f"  - follows from it ({len(chapter.folded)}):")
     for folded in chapter.folded:

@@ -14,7 +14,13 @@ from typing import Any
 from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.report import Report
 from llmdoctor.engine.story import Chapter, chapters
-from llmdoctor.render.fix_text import FixStep, evidence_texts, fix_steps, leading_steps
+from llmdoctor.render.fix_text import (
+    FixStep,
+    evidence_texts,
+    fix_steps,
+    leading_steps,
+    numbers_left_out,
+)
 
 # what makes a skipped check a blind spot worth naming beside the headline: llmdoctor was
 # refused or could not reach a source, so a problem there would go unseen (as opposed to a
@@ -74,10 +80,20 @@ def story_params(chapter: Chapter) -> dict[str, Any]:
     return {k: v for f in (*chapter.folded, chapter.root) for k, v in f.params.items()}
 
 
+def _story_steps(chapter: Chapter, entry) -> list[FixStep]:
+    """`entry`'s Fix for this story: every step, filled, those its lines name first."""
+    return fix_steps(entry, params=story_params(chapter), lines=evidence_texts(chapter.root))
+
+
 def shown_steps(chapter: Chapter, entry) -> list[FixStep]:
     """The whole leading steps of `entry`'s Fix a report shows for this story, filled."""
-    lines = evidence_texts(chapter.root)
-    return leading_steps(fix_steps(entry, params=story_params(chapter), lines=lines))
+    return leading_steps(_story_steps(chapter, entry))
+
+
+def steps_not_shown(chapter: Chapter, entry) -> str:
+    """The numbers of the Fix's steps the report leaves to `wiki show` ("4-7"), or ""."""
+    steps = _story_steps(chapter, entry)
+    return numbers_left_out(steps, leading_steps(steps))
 
 
 def verdicts(report: Report) -> list[Verdict]:
