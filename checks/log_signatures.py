@@ -13,7 +13,7 @@ from llmdoctor.engine.registry import check
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.fix_values import fix_values
 from llmdoctor.parsers.torch_oom import FRAGMENTATION_ENTRY, short_not_fragmented
-from llmdoctor.parsers.xid import not_text_reason
+from llmdoctor.parsers.xid import not_text_reason, read_for_lines
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.server_phase import retold_at_startup
 from llmdoctor.wiki.signatures import LineMatch, SignatureSet
@@ -71,10 +71,14 @@ def log_signatures(facts: Facts) -> list[Finding]:
             if isinstance(log, TextSource)
             else None
         )
-        (unreadable if why else readable).append((key, why))
+        (readable if read_for_lines(why) else unreadable).append((key, why))
+    hits = scan_logs(facts, [k for k, _ in readable], signatures)
+    # a binary log in which no signature matched was not read for what it may hold
+    matched = {source for h in hits.values() for source in h.sources}
+    unreadable += [(key, why) for key, why in readable if why and key not in matched]
+    readable = [(key, why) for key, why in readable if not why or key in matched]
     if not readable:
         raise FactMissing(keys[0], "; ".join(f"{k} {why}" for k, why in unreadable))
-    hits = scan_logs(facts, [k for k, _ in readable], signatures)
     # a log that was wanted and not collected (the previous container's, refused by the API) or
     # not text was not looked at: said, so that no signature found is not read as none there
     not_read = {key: f"it {why}" for key, why in unreadable}

@@ -17,7 +17,7 @@ from llmdoctor.engine.registry import check
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.serving_settings import versions_doc
 from llmdoctor.parsers.torch_oom import TorchOom, parse_torch_oom
-from llmdoctor.parsers.xid import not_text_reason
+from llmdoctor.parsers.xid import not_text_reason, read_for_lines
 from llmdoctor.wiki.server_phase import retold_at_startup
 
 CHECK = "memory-fragmentation"
@@ -59,19 +59,18 @@ def memory_fragmentation(facts: Facts) -> list[Finding]:
         why = (
             not_text_reason(log, "a text log", empty=True) if isinstance(log, TextSource) else None
         )
-        if why:
-            unread.append(f"{key} {why.split(';')[0].split(', not ')[0]}")
-            hidden += 0 if why.startswith("is empty") else 1  # not text: it may hold an OOM
-            continue
         ooms: list[tuple[int, str, TorchOom]] = []
-        for n, line in enumerate(log.lines(), start=1):
+        for n, line in enumerate(log.lines() if read_for_lines(why) else (), start=1):
             if "out of memory" not in line:
                 continue
             oom = parse_torch_oom(line)
             if oom is not None:
                 ooms.append((n, line.strip(), oom))
-        if ooms:
+        if ooms:  # (a binary log's text lines too: as pod-restarts and log-signatures read it)
             findings.append(_verdict(facts, key, ooms))
+        elif why:
+            unread.append(f"{key} {why.split(';')[0].split(', not ')[0]}")
+            hidden += 0 if why.startswith("is empty") else 1  # not text: it may hold an OOM
     if findings:
         return findings
     if unread and len(unread) == len(keys):

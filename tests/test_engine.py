@@ -468,6 +468,27 @@ def test_a_binary_log_is_said_to_be_unscanned_not_clean(tmp_path):
     assert "is binary data" in finding["evidence"][0]["text"]
 
 
+def test_a_binary_log_is_read_for_the_text_it_holds(tmp_path):
+    # a previous log of bytes a dying process dumped around its real error: the crash loop
+    # named the OOM from it while log-signatures and memory-fragmentation refused it as binary
+    # ("not read"); every check now reads its text lines, and says "not read" only of a
+    # binary log where nothing matched
+    folder = tmp_path / "b"
+    shutil.copytree(EXAMPLES / "crashloop-cuda-oom", folder)
+    previous = folder / "logs" / "vllm.previous.log"
+    noise = bytes(b % 32 for b in os.urandom(80_000) if b % 32 not in (9, 10, 13, 27))
+    previous.write_bytes(noise + b"\n" + previous.read_bytes() + noise[:2000])
+    checks = ("log-signatures", "memory-fragmentation", "pod-restarts")
+    proc = run_cli("diagnose", "--bundle", str(folder), "--json", "--only", ",".join(checks))
+    findings = json.loads(proc.stdout)["findings"]
+    restarts = next(f for f in findings if f["check"] == "pod-restarts")
+    assert "CUDA out of memory" in " ".join(e["text"] for e in restarts["evidence"])
+    fragmentation = next(f for f in findings if f["check"] == "memory-fragmentation")
+    assert fragmentation["severity"] == "critical", fragmentation
+    # (log-signatures' OOM lines are the two checks' above: superseded, never "not read")
+    assert not [f for f in findings if "not read" in f["summary"]], findings
+
+
 def test_a_previous_log_the_api_refused_is_said_not_read_not_clean(tmp_path):
     # `kubectl logs --previous` refused (403): the crash loop says why it names no cause, and
     # the log checks list the log as not read instead of calling the pod's logs fine

@@ -56,8 +56,13 @@ Timeout = Annotated[
         show_default=True,
     ),
 ]
-Only = Annotated[list[str] | None, typer.Option("--only", help="Run only this check (repeatable).")]
-Skip = Annotated[list[str] | None, typer.Option("--skip", help="Skip this check (repeatable).")]
+Only = Annotated[
+    list[str] | None,
+    typer.Option("--only", help="Run only this check (repeatable, or CHECK,CHECK)."),
+]
+Skip = Annotated[
+    list[str] | None, typer.Option("--skip", help="Skip this check (repeatable, or CHECK,CHECK).")
+]
 Verbose = Annotated[
     bool, typer.Option("-v", "--verbose", help="Show evidence of passing checks too.")
 ]

@@ -313,8 +313,18 @@ def not_text_reason(
     control = sum(1 for b in head if b < 32 and b not in (9, 10, 13, 27))
     undecodable = head.decode("utf-8", errors="replace").count("\ufffd")
     if (control + undecodable) / len(head) > MAX_BINARY_SHARE:
-        return f"is binary data, not {text}"
+        return f"{BINARY_DATA}, not {text}"
     return None
+
+
+BINARY_DATA = "is binary data"
+
+
+def read_for_lines(why: str | None) -> bool:
+    """Whether a log `not_text_reason` judged `why` is still read for its text lines: binary
+    noise around text (a process dumping bytes to stdout before its error) is, and is said
+    not read only when nothing matched in it; a compressed or empty log is not read at all."""
+    return why is None or why.startswith(BINARY_DATA)
 
 
 @derived_fact("node/xid", needs=("node/kernel.log",))

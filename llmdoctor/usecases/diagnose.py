@@ -163,6 +163,13 @@ def gather(target: Target, ctx: CollectContext) -> list[Facts]:
     return result
 
 
+def _check_names(given: list[str] | None) -> list[str] | None:
+    """--only/--skip as given, each value also split at commas (`--only xid,pod-restarts`)."""
+    if given is None:
+        return None
+    return [name.strip() for value in given for name in value.split(",") if name.strip()]
+
+
 def check_facts(
     facts_list: list[Facts],
     target: str,
@@ -188,6 +195,7 @@ def check_facts(
         load_checks_dir(d)
     checks = checks_for_scopes(scopes)
     known = {c.id for c in checks}
+    only, skip = _check_names(only), _check_names(skip)
     for option, names in (("--only", only), ("--skip", skip)):
         unknown = sorted(set(names or []) - known)
         if unknown:
