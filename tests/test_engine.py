@@ -382,6 +382,14 @@ def test_only_and_skip_select_checks():
     assert {f["check"] for f in out["findings"]} == {"pod-restarts"}
     proc = run_cli("diagnose", "--bundle", str(EXAMPLES / "crashloop-cuda-oom"), "--only", "nope")
     assert proc.returncode == 3 and "unknown check" in proc.stderr
+    # a list as an SRE types it: commas, and repeated
+    bundle = str(EXAMPLES / "crashloop-cuda-oom")
+    only = ["--only", "pod-restarts, pod-shm", "--only", "pod-probes"]
+    proc = run_cli("diagnose", "--bundle", bundle, "--json", *only)
+    checks = {f["check"] for f in json.loads(proc.stdout)["findings"]}
+    assert checks == {"pod-restarts", "pod-shm", "pod-probes"}
+    proc = run_cli("diagnose", "--bundle", bundle, "--only", "pod-shm,nope")
+    assert proc.returncode == 3 and "unknown check(s): nope " in proc.stderr
 
 
 def test_site_checks_dir_adds_a_check(tmp_path):
