@@ -144,6 +144,11 @@ class Collector:
         except subprocess.TimeoutExpired:
             # a child that prints no threads on SIGUSR1 and outlives SIGKILL was in the kernel
             # (state D: a disk or memory stall), not stuck in llmdoctor
+            out = self._held_by_the_kernel(started + 3 * timeout)
+            if out is not None:
+                Collector.unfinished.remove(self)
+                assert self.process.returncode == 0, f"exit {self.process.returncode}: {out}"
+                return
             state = process_state(self.process.pid)
             self.process.send_signal(signal.SIGUSR1)
             time.sleep(2)
@@ -156,6 +161,20 @@ class Collector:
         Collector.unfinished.remove(self)
         took = time.monotonic() - started
         assert self.process.returncode == 0, f"exit {self.process.returncode} ({took:.0f} s): {out}"
+
+    def _held_by_the_kernel(self, until: float, grace: float = 30) -> str | None:
+        """The child's output when it ends while it keeps waiting in the kernel (state D, seen
+        within the last `grace` seconds: a disk or memory stall of the machine, not
+        llmdoctor's doing) before `until`; None when it runs or sleeps in llmdoctor instead."""
+        last_held = None
+        while time.monotonic() < until:
+            if process_state(self.process.pid).startswith("state D"):
+                last_held = time.monotonic()
+            if last_held is None or time.monotonic() - last_held > grace:
+                return None
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                return self.process.communicate(timeout=2)[0]
+        return None
 
     @classmethod
     def reap_all(cls) -> None:
