@@ -411,14 +411,40 @@ def test_fresh_round14_is_held_at_the_level_reached():
 # (8 of 14), precision 66.7 % (one confident and wrong: NVML's `Unknown Error` fields on an A10G
 # whose open driver's GSP failed, read as the container toolkit's; three uncovered errors named:
 # a DDP barrier's NCCL timeout, a stale device-plugin manifest's exec error, a TensorRT engine
-# built on another GPU), 0 alarms on 12 healthy logs, 2 of 5 uncovered abstained. Not tuned on.
-def test_fresh_round15_is_held_at_its_blind_measurement():
+# built on another GPU), 0 alarms on 12 healthy logs, 2 of 5 uncovered abstained. Tuned on in
+# the next session, after round 16 was gathered: two wordings with a second report each (Rust's
+# `No space left on device (os error 28)`, the open kernel modules a Blackwell GPU requires):
+# top-1 78.6 %, confident and right 71.4 % (10 of 14), precision 71.4 %.
+def test_fresh_round15_is_held_where_it_was_tuned():
     assert_held(
         fresh_round(15),
-        top1=0.714,
+        top1=0.785,
         top3=0.857,
-        confident=0.571,
-        precision=0.666,
+        confident=0.714,
+        precision=0.714,
         abstained=0.40,
         most_wrong=1,
+    )
+
+
+# Round 16 (issue 26 §5): 29 excerpts (15 covered failures, 9 healthy, 5 uncovered), four
+# collectors, round 11's protocol (SOURCES-round16.md): serving stacks other than vLLM, cluster
+# GPU operations, fine-tuning libraries, forums. Measured once, with the session's starting tree
+# (main cd9493e) and at assembly, the same answers: top-1 93.3 %, top-3 93.3 % (wiki search
+# 93.3 / 93.3 %), confident and right 80.0 % (12 of 15), no confident and wrong, precision 92.3 %
+# (an uncovered attention-kernel bug whose `no kernel image is available` is the no-kernel-image
+# entry's wording, named), 0 alarms on 9 healthy logs, 4 of 5 uncovered abstained. The misses:
+# nvidia-smi's `Unknown Error` fields of a GSP failure, a device plugin in Init:CrashLoopBackOff
+# whose cause is containerd's default runtime, a bf16 refusal on a V100 ranked first but weak.
+# Then tuned on, one wording with reports of its own (transformers' `Your setup doesn't support
+# bf16/gpu`, Unsloth#2783, LMFlow#251): confident and right 86.7 % (13 of 15), precision 92.9 %.
+def test_fresh_round16_is_held_where_it_was_tuned():
+    assert_held(
+        fresh_round(16),
+        top1=0.933,
+        top3=0.933,
+        confident=0.866,
+        precision=0.928,
+        abstained=0.80,
+        most_wrong=0,
     )

@@ -287,7 +287,23 @@ def test_a_fix_step_tagged_for_pods_is_left_out_under_a_node_finding_and_back():
     )
     # a finding of unknown kind keeps every step, each tag shown so the reader sees it
     every = fix_steps(entry)
-    assert len(every) == 7 and every[0].lines()[0].startswith("1. [pod] ")
+    assert len(every) == 8 and every[0].lines()[0].startswith("1. [pod] ")
+    # a node's step written for a wording leads where the kernel log carries it
+    blackwell = critical(
+        "log-signatures",
+        "The container cannot see a GPU",
+        [
+            {
+                "source": "node/kernel.log",
+                "line": 3,
+                "text": "NVRM: installed in this system requires use of the NVIDIA open kernel "
+                "modules.",
+            }
+        ],
+        ["gpu-not-visible"],
+    )
+    assert first_step(entry, blackwell).text.startswith("[node] `requires use of the NVIDIA open")
+    assert "open kernel modules" not in pod_text
 
 
 @pytest.mark.parametrize(

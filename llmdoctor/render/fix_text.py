@@ -289,8 +289,11 @@ MIN_WORDING = 10  # shorter spans (`/health`, `--tp`) are names and flags, not a
 def step_wordings(step: FixStep) -> list[str]:
     """The wordings a step is written for: the code spans of a lead that opens with one and ends
     at the step's first colon (`` `invalid device ordinal`: make the GPUs asked for… ``); a
-    setting (`NAME=1`) or a flag (`--x`) is no wording."""
+    setting (`NAME=1`) or a flag (`--x`) is no wording. A subject tag before the lead
+    (`[node] `…`: `) is passed over."""
     text = step.text
+    if step.applies_to and text.startswith(f"[{step.applies_to}] "):
+        text = text[len(step.applies_to) + 3 :]
     if not text.startswith("`"):
         return []
     inside, end = False, len(text)
