@@ -18,7 +18,8 @@ from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.server_phase import retold_at_startup
 from llmdoctor.wiki.signatures import LineMatch, SignatureSet
 
-LOG_PREFIXES = ("logs/", "node/kernel.log")
+NODE_LOG = "node/kernel.log"
+LOG_PREFIXES = ("logs/", NODE_LOG)
 FIRST, LAST = 6, 4
 SEVERITY = {"critical": Severity.CRITICAL, "warning": Severity.WARNING, "info": Severity.INFO}
 
@@ -106,7 +107,7 @@ def log_signatures(facts: Facts) -> list[Finding]:
         findings.append(info("log-signatures", summary, not_read_items))
     _fragmentation_ruled_out(hits)
     retold = _retold_at_startup(facts, entries, hits)
-    explained_by = CauseGraph.from_entries(entries).consequences(hits)
+    explained_by = _consequences_in_one_log(CauseGraph.from_entries(entries), hits)
     for entry_id, h in hits.items():
         entry = entries[entry_id]
         severity = SEVERITY.get(entry.severity, Severity.WARNING)
@@ -147,6 +148,19 @@ def log_signatures(facts: Facts) -> list[Finding]:
             )
         )
     return findings
+
+
+def _consequences_in_one_log(graph: CauseGraph, hits: dict[str, EntryHits]) -> dict[str, list[str]]:
+    """For each matched entry another one explains: the causes seen in a log where it was seen,
+    or in the node's kernel log. A cause only the previous run logged did not end the running
+    container (a disk full before the restart is not why today's engine died)."""
+    found: dict[str, list[str]] = {}
+    for effect, causes in graph.consequences(hits).items():
+        where = set(hits[effect].sources)
+        kept = [c for c in causes if where & set(hits[c].sources) or NODE_LOG in hits[c].sources]
+        if kept:
+            found[effect] = kept
+    return found
 
 
 def _fragmentation_ruled_out(hits: dict[str, EntryHits]) -> None:

@@ -15,6 +15,7 @@ from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.engine.findings import Finding, critical, evidence, info, ok
 from llmdoctor.engine.registry import check
 from llmdoctor.engine.textsource import TextSource
+from llmdoctor.parsers.fix_values import fix_values
 from llmdoctor.parsers.serving_settings import versions_doc
 from llmdoctor.parsers.torch_oom import TorchOom, parse_torch_oom
 from llmdoctor.parsers.xid import not_text_reason, read_for_lines
@@ -67,7 +68,10 @@ def memory_fragmentation(facts: Facts) -> list[Finding]:
             if oom is not None:
                 ooms.append((n, line.strip(), oom))
         if ooms:  # (a binary log's text lines too: as pod-restarts and log-signatures read it)
-            findings.append(_verdict(facts, key, ooms))
+            finding = _verdict(facts, key, ooms)
+            for runbook in finding.runbooks:  # the GPU's memory for the sizing step's Do now
+                finding.params.update(fix_values(runbook, (line for _, line, _ in ooms)))
+            findings.append(finding)
         elif why:
             unread.append(f"{key} {why.split(';')[0].split(', not ')[0]}")
             hidden += 0 if why.startswith("is empty") else 1  # not text: it may hold an OOM
@@ -79,7 +83,10 @@ def memory_fragmentation(facts: Facts) -> list[Finding]:
     unseen = facts.missing_under("logs/")
     items = [evidence(f"not read: {u}") for u in unread]
     items += [evidence(f"not read: {why}", source=key) for key, why in unseen.items()]
-    not_read = f" ({len(unread)} not read: empty or not text)" if unread else ""
+    # an empty log was read and held nothing: said as such, not as a log not read
+    said = [f"{hidden} not read: not text"] if hidden else []
+    said += [f"{len(unread) - hidden} empty"] if len(unread) > hidden else []
+    not_read = f" ({'; '.join(said)})" if said else ""
     if unseen:
         not_read += f"; not collected: {', '.join(unseen)}"
     # a log not read (not text, or not collected) may hold the OOM: said, not listed among the

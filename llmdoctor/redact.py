@@ -72,7 +72,13 @@ _BEARER = r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"
 # --name VALUE and --name=VALUE; the name decides (see is_secret_name)
 _FLAG = r"(--([A-Za-z0-9][A-Za-z0-9_-]*)(?:=|[ \t]+))('[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-][^\s'\"]*)"
 # NAME=VALUE, NAME='VALUE' (Python reprs, env files, query strings)
-_ASSIGN = r"(\b([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*)('[^'\n]*'|\"[^\"\n]*\"|[^\s'\",;&)}\]]+)"
+# (a value may itself be NAME='quoted', or a chain of them: `A= hf_token='…'`, looked into by
+# _assigned; without that first branch A's value stopped at the quote, hf_token's never seen)
+_ASSIGN = (
+    r"(\b([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*)"
+    r"((?:[A-Za-z_][A-Za-z0-9_.-]*[ \t]*=[ \t]*)+(?:'[^'\n]*'|\"[^\"\n]*\")"
+    r"|'[^'\n]*'|\"[^\"\n]*\"|[^\s'\",;&)}\]]+)"
+)
 # an X- header naming a key, token or secret (X-Api-Key: …, X-Auth-Token: …)
 _X_HEADER = r"(?i)\b(x-[a-z0-9-]*(?:key|token|secret|auth)[a-z0-9-]*[ \t]*:[ \t]*)[^\s'\",]+"
 # a Cookie header's whole value (its names are the site's own: session=…, sid=…)

@@ -390,6 +390,11 @@ def test_only_and_skip_select_checks():
     assert checks == {"pod-restarts", "pod-shm", "pod-probes"}
     proc = run_cli("diagnose", "--bundle", bundle, "--only", "pod-shm,nope")
     assert proc.returncode == 3 and "unknown check(s): nope " in proc.stderr
+    for empty in ("", " ", ","):  # `--only "$CHECKS"` with the variable empty: never all checks
+        proc = run_cli("diagnose", "--bundle", bundle, "--only", empty)
+        assert proc.returncode == 3 and "--only names no check" in proc.stderr, empty
+    proc = run_cli("diagnose", "--bundle", bundle, "--skip", "")
+    assert proc.returncode == 3 and "--skip names no check" in proc.stderr
 
 
 def test_site_checks_dir_adds_a_check(tmp_path):
@@ -476,6 +481,17 @@ def test_a_binary_log_is_said_to_be_unscanned_not_clean(tmp_path):
     assert "is binary data" in finding["evidence"][0]["text"]
 
 
+def test_a_manifest_target_that_is_no_string_is_refused(tmp_path):
+    folder = tmp_path / "b"
+    shutil.copytree(EXAMPLES / "healthy-vllm-7b", folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["target"] = ["pod/x"]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    proc = run_cli("diagnose", "--bundle", str(folder))
+    assert proc.returncode == 3 and "'target' must be a string" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_a_binary_log_is_read_for_the_text_it_holds(tmp_path):
     # a previous log of bytes a dying process dumped around its real error: the crash loop
     # named the OOM from it while log-signatures and memory-fragmentation refused it as binary
@@ -497,6 +513,46 @@ def test_a_binary_log_is_read_for_the_text_it_holds(tmp_path):
     assert not [f for f in findings if "not read" in f["summary"]], findings
 
 
+def test_a_line_is_numbered_as_grep_numbers_it_by_every_check_and_explain(tmp_path):
+    # a progress bar's `\r` redraws (in nearly every start-up log) and 20 KB of random bytes
+    # (form feeds, `\x1c`-`\x1e`) before the text: checks that read lines with str.splitlines
+    # put the OOM at :99 where grep says :32, and the start-up phase read off those numbers
+    # flipped the crash loop's verdict to "CUDA out of memory while serving"
+    import random
+
+    rng = random.Random(16)
+    folder = tmp_path / "b"
+    shutil.copytree(EXAMPLES / "crashloop-cuda-oom", folder)
+    previous = folder / "logs" / "vllm.previous.log"
+    text = previous.read_bytes()
+    bar = b"".join(b"\rLoading safetensors shards: %d%%|" % n for n in range(0, 100, 10))
+    noise = bytes(rng.randrange(256) for _ in range(20_000)).replace(b"\n", b" ")
+    previous.write_bytes(noise + b"\n" + bar + b"\n" + text)
+    wanted = next(
+        n
+        for n, line in enumerate(previous.read_bytes().split(b"\n"), 1)
+        if b"OutOfMemoryError" in line
+    )
+    proc = run_cli("diagnose", "--bundle", str(folder), "--json")
+    report = json.loads(proc.stdout)
+    cited = {
+        (f["check"], e["line"])
+        for f in report["findings"]
+        for e in f["evidence"]
+        if "OutOfMemoryError" in (e.get("text") or "") and e.get("line")
+    }
+    assert cited and {line for _, line in cited} == {wanted}, cited
+    assert report["stories"][0]["runbook"] == "vllm-startup-memory-insufficient"
+    # explain numbers a pasted log's lines as grep does too (the noise alone it refuses, and
+    # says how to keep the text: `strings`)
+    refused = run_cli("explain", str(previous))
+    assert refused.returncode == 3 and "strings FILE | llmdoctor explain -" in refused.stderr
+    previous.write_bytes(bar + b"\n" + text)
+    explained = run_cli("explain", str(previous), "--json")
+    lines = {e["line"] for m in json.loads(explained.stdout)["matches"] for e in m["evidence"]}
+    assert wanted - 1 in lines and max(lines) <= wanted + 4, lines
+
+
 def test_a_previous_log_the_api_refused_is_said_not_read_not_clean(tmp_path):
     # `kubectl logs --previous` refused (403): the crash loop says why it names no cause, and
     # the log checks list the log as not read instead of calling the pod's logs fine
@@ -516,6 +572,17 @@ def test_a_previous_log_the_api_refused_is_said_not_read_not_clean(tmp_path):
         (finding,) = by_check[check]
         assert finding["severity"] == "info", finding
         assert "logs/vllm.previous.log" in finding["summary"], finding
+    # a bundle without the file and without a word on it in the manifest (made by hand, cut
+    # down): the pod restarted, so its previous log was wanted, and the same is said
+    del manifest["missing"]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    proc = run_cli("diagnose", "--bundle", str(folder), "--json")
+    findings = json.loads(proc.stdout)["findings"]
+    for check in ("log-signatures", "memory-fragmentation"):
+        (finding,) = [f for f in findings if f["check"] == check]
+        assert finding["severity"] == "info" and "vllm.previous.log" in finding["summary"]
+    (restarts,) = [f for f in findings if f["check"] == "pod-restarts"]
+    assert "not in the bundle, though the container restarted" in restarts["summary"]
 
 
 def test_a_consequence_in_the_same_logs_is_demoted_below_its_cause(tmp_path):

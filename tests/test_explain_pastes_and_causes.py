@@ -307,6 +307,43 @@ def test_a_guess_that_rounds_to_zero_is_not_shown_as_too_weak_to_name():
     assert "(0.00)" not in result.stdout
 
 
+def test_a_paste_folded_at_a_narrow_width_is_joined_back(entries):
+    # a phone's or a narrow pane's copy folds at 40-59 columns: before, only folds of 60 or
+    # more were joined (corpus folded at 45 columns: 647 of 865 first answers kept, now 835)
+    text = fixture("cuda-oom-runtime/vllm-v1-tp-worker-oom-issue17835.log")
+    clean = run_text(text, entries).matches[0]
+    for width in (42, 45, 55):
+        folded = [
+            line[i : i + width] or ""
+            for line in text.splitlines()
+            for i in range(0, max(len(line), 1), width)
+        ]
+        matches = run_text("\n".join(folded) + "\n", entries).matches
+        assert matches and matches[0].id == clean.id == "cuda-oom-runtime", width
+        assert matches[0].confidence >= clean.confidence - 0.05, width
+
+
+def test_one_line_folded_once_or_twice_is_read_joined_beside_its_pieces(entries):
+    # the usual 3 a.m. paste: the one error line, copied from a narrow pane, cut through a word
+    # or just before a space; too few lines of the fold's width to prove a wrap
+    line = (
+        "2025-09-04T01:00:01Z ERROR model_loader: failed to write shard: No space left on "
+        "device (os error 28)"
+    )  # Rust's io::Error as hf-hub prints it (hf-hub#9), with a log prefix
+    for width in (40, 45, 50, 55, 60, 70, 80):
+        folded = "\n".join(line[i : i + width] for i in range(0, len(line), width)) + "\n"
+        result = run_text(folded, entries)
+        assert [m.id for m in result.matches][:1] == ["disk-full"], width
+        assert result.matches[0].evidence[0].line == 1
+    # two lines of their own, the first the longest, are not read as one
+    text = "ERROR Warming up the model weights and the cache: it failed!\nmodel load failed\n"
+    assert all(
+        e.text != text.replace("\n", "", 1).strip()
+        for m in run_text(text, entries).matches
+        for e in m.evidence
+    )
+
+
 def test_one_error_repeated_with_changing_numbers_is_no_hard_wrap(entries):
     # a crash loop's OOM line with its numbers changing: many lines of one longest length, but
     # all of one shape; joined as a "wrap" they became 6,982 matches where grep counts 28,000

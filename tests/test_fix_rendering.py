@@ -281,7 +281,8 @@ def test_the_step_filled_from_the_log_is_shown_and_other_steps_give_way():
     assert "`--gpu-memory-utilization 0.66`" in text
     assert "1. Stale processes" in text and "5. Lowering the share" in text
     assert "3. Intentional sharing" not in text
-    assert "more: llmdoctor wiki show gpu-memory-taken-by-other-process" in text
+    # the steps between, left to wiki show, are named
+    assert "more (steps 3-4): llmdoctor wiki show gpu-memory-taken-by-other-process" in text
 
 
 def test_a_filled_step_is_in_the_report_even_when_the_first_steps_fill_the_budget():

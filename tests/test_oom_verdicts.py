@@ -72,7 +72,7 @@ def test_binary_and_text_logs_together_say_which_was_not_read(tmp_path):
     (f,), _ = fragmentation({"vllm": HEALTHY, "sidecar": blob})
     # the binary log may hold the OOM: a note, never among the checks called fine
     assert f.severity == "info"
-    assert "in 1 log(s)" in f.summary and "1 not read: empty or not text" in f.summary
+    assert "in 1 log(s)" in f.summary and "(1 not read: not text)" in f.summary
     assert "logs/sidecar.log is binary data" in f.evidence[0]["text"]
 
 
@@ -87,6 +87,7 @@ def test_an_empty_log_is_not_a_log_without_oom(tmp_path):
     (f,), _ = fragmentation({"vllm": HEALTHY, "sidecar": empty})
     assert f.severity == "ok" and "in 1 log(s)" in f.summary
     assert "logs/sidecar.log is empty" in f.evidence[0]["text"]
+    assert "(1 empty)" in f.summary and "not read" not in f.summary  # never "not read" by a ✓
     # and a container log's binary data is not called a kernel log
     blob = tmp_path / "blob.log"
     blob.write_bytes(bytes(range(256)) * 64)

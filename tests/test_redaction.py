@@ -54,6 +54,7 @@ AROUND = st.text(string.printable.replace("\r", ""), max_size=40)
 @settings(max_examples=300, deadline=None)
 @given(secret=SECRET, shape=st.sampled_from(SHAPES), before=AROUND, after=AROUND)
 @example(secret="hunter2hunter2", shape="http://admin:{}@vllm.serving:8000/v1", before="", after="")
+@example(secret="000000000000", shape="hf_token='{}'", before="A=", after="")  # a seed found it
 def test_no_shape_of_secret_survives_redaction_in_any_context(secret, shape, before, after):
     # whatever text surrounds it, a secret in a known shape is gone and redacting twice is a no-op
     assume(secret not in before + after + shape)

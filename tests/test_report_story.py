@@ -625,6 +625,10 @@ def test_a_do_now_that_names_later_steps_says_which_are_not_printed():
     assert "more (steps 3-7): llmdoctor wiki show vllm-startup-memory-insufficient" in text
     markdown = render_markdown(report)
     assert "(steps 3-7: `llmdoctor wiki show vllm-startup-memory-insufficient`)" in markdown
+    # and explain on the same log
+    log = ROOT / "examples/bundles/crashloop-cuda-oom/logs/vllm.previous.log"
+    said = CliRunner().invoke(app, ["explain", str(log), "--no-color"]).stdout
+    assert "more (steps 3-7): llmdoctor wiki show vllm-startup-memory-insufficient" in said
 
 
 def test_the_numbers_of_steps_left_out_are_ranges_of_numbered_steps_only():
@@ -637,3 +641,38 @@ def test_the_numbers_of_steps_left_out_are_ranges_of_numbered_steps_only():
     assert numbers_left_out(steps, steps) == ""
     bullets = steps_of("- a\n- b\n")
     assert numbers_left_out(bullets, bullets[:1]) == ""
+
+
+def test_a_failure_of_the_run_before_the_restart_is_no_cause_of_todays(tmp_path):
+    # the previous run could not write a shard (the disk), the running container dies of the
+    # start-up OOM: the OOM's engine death follows from the OOM alone, the disk is the
+    # previous run's story, and the sizing step is given the GPU's memory from the OOM line
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/crashloop-cuda-oom"), bundle)
+    logs = bundle / "logs"
+    oom = (logs / "vllm.previous.log").read_text()
+    disk = (  # Rust's io::Error as hf-hub prints it (hf-hub#9)
+        "(APIServer pid=1671) ERROR 09-04 01:02:40 [api_server.py:1900] Error: failed to persist "
+        "shard: No space left on device (os error 28)\n"
+    )
+    (logs / "vllm.previous.log").write_text((logs / "vllm.log").read_text() + disk)
+    (logs / "vllm.log").write_text(oom)
+    report = _report(bundle)
+    dead = [f for f in report.findings if f.runbooks[:1] == ["engine-dead"]]
+    assert dead and all("disk-full" not in f.summary for f in dead), [f.summary for f in dead]
+    text = _terminal(report, width=200)
+    (root,) = [line for line in text.splitlines() if line.startswith("Root cause")]
+    assert "vllm-startup-memory-insufficient" in root and "previous run" not in root
+    assert "--gpu-memory 7.75GiB" in " ".join(text.split())
+    (also,) = [line for line in text.splitlines() if line.startswith("Also")]
+    assert "disk-full" in also and also.count("(previous run)") == 1
+
+
+def test_the_previous_run_is_said_once_when_the_subject_says_it(tmp_path):
+    # pod.json unreadable: memory-fragmentation's subject "container vllm (previous run)" leads
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/crashloop-cuda-oom"), bundle)
+    (bundle / "k8s/pod.json").write_text("{not json")
+    text = _terminal(_report(bundle), width=200)
+    (root,) = [line for line in text.splitlines() if line.startswith("Root cause")]
+    assert root.count("(previous run)") == 1, root

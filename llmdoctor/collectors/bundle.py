@@ -22,6 +22,7 @@ from typing import Any
 from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.errors import BadBundle
+from llmdoctor.parsers.k8s_pod import previous_logs_wanted
 from llmdoctor.redact import redact_json, redact_text
 
 FORMAT = "llmdoctor-bundle/1"
@@ -279,10 +280,17 @@ class Bundle:
             facts.collector_errors[str(key)] = str(why)
         for key, why in (self.manifest.get("missing") or {}).items():
             facts.mark_missing(str(key), str(why))
+        # a restarted container's previous log is wanted: its absence is said, not taken as a
+        # log without errors (a bundle made by hand, or cut down)
+        for key in previous_logs_wanted(facts.get("k8s/pod.json")):
+            if facts.get(key) is None and key not in facts.missing():
+                facts.mark_missing(key, "not in the bundle, though the container restarted")
         now = _parse_time(self.manifest.get("collected_at"))
         facts.set("time/now", now if now is not None else self.root.stat().st_mtime)
         target = self.manifest.get("target")
-        facts.set("target", str(target) if target else str(self.path))
+        if target is not None and not isinstance(target, str):
+            raise BadBundle(f"{self.path}/manifest.json: 'target' must be a string")
+        facts.set("target", target or str(self.path))
         for key in ("k8s/", "logs/", "vllm/", "node/"):
             facts.mark_missing(key, "not in the bundle")
         return facts

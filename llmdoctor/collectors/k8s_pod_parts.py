@@ -14,6 +14,7 @@ from llmdoctor.collectors.k8s_exec import exec_in_container
 from llmdoctor.engine.deadline import map_abandonable, submit_abandonable
 from llmdoctor.engine.facts import Missing
 from llmdoctor.engine.textsource import TextSource
+from llmdoctor.parsers.k8s_pod import restarted
 from llmdoctor.parsers.serving_args import parse_serving_args
 
 DEFAULT_WINDOW = 5.0
@@ -55,7 +56,7 @@ def collect_logs(conn: KubeConnection, pod: dict, tail: int) -> dict[str, Any]:
             result[f"logs/{cname}.log"] = Missing(f"container {cname} has not started{why}")
             continue
         wanted.append((f"logs/{cname}.log", cname, False))
-        if int(status.get("restartCount") or 0) > 0:
+        if restarted(status):
             wanted.append((f"logs/{cname}.previous.log", cname, True))
 
     def read(item: tuple[str, str, bool]) -> tuple[str, Any]:

@@ -267,7 +267,8 @@ def render(result, console) -> None:
         for i, fix in enumerate(shown):
             label = "Fix: " if i == 0 else "     "
             console.print(f"   [cyan]{label}[/]{escape(fix)}", soft_wrap=True)
-        console.print(f"   [dim]more: llmdoctor wiki show {escape(m.id)}[/]")
+        more = f"more (steps {m.fix_left_out})" if m.fix_left_out else "more"
+        console.print(f"   [dim]{more}: llmdoctor wiki show {escape(m.id)}[/]")
         if url := page_url(m.id):
             console.print(f"   [dim]page:[/] {escape(url)}", soft_wrap=True)
     if result.notes:

@@ -9,6 +9,17 @@ from pathlib import Path
 MAX_LINE_CHARS = 1024 * 1024  # lines() cuts a longer line here
 
 
+def split_log_lines(text: str) -> list[str]:
+    """A log's lines as `grep -n` and the block scanner count them: broken at `\n` only, each
+    without its trailing `\r`. A lone `\r` (a progress bar's redraw, in nearly every start-up
+    log) or a form feed inside binary noise is part of its line, so line numbers point at the
+    input for every check alike (`str.splitlines` breaks at eleven characters)."""
+    lines = text.split("\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
 @dataclass(frozen=True)
 class TextSource:
     """A log held either in memory (`text`) or in a file (`path`), read lazily.
@@ -30,17 +41,18 @@ class TextSource:
         return cls(name=name, path=Path(path))
 
     def lines(self) -> Iterator[str]:
+        """The lines as `split_log_lines` breaks them (at `\n` only)."""
         if self.text is not None:
-            yield from self.text.splitlines()
+            yield from split_log_lines(self.text)
             return
         assert self.path is not None
-        with open(self.path, encoding="utf-8", errors="replace", newline="") as fh:
+        with open(self.path, "rb") as fh:
             while raw := fh.readline(MAX_LINE_CHARS):
-                if len(raw) == MAX_LINE_CHARS and not raw.endswith(("\n", "\r")):
+                if len(raw) == MAX_LINE_CHARS and not raw.endswith(b"\n"):
                     # an over-long line is cut here; its rest is skipped, never held whole
-                    while (rest := fh.readline(MAX_LINE_CHARS)) and not rest.endswith(("\n", "\r")):
+                    while (rest := fh.readline(MAX_LINE_CHARS)) and not rest.endswith(b"\n"):
                         pass
-                yield raw.rstrip("\r\n")
+                yield raw.decode("utf-8", "replace").rstrip("\r\n")
 
     def open_binary(self):
         """A binary file object over the text, for chunked scanners."""

@@ -166,6 +166,20 @@ def container_statuses(pod: dict) -> list[dict]:
     return dicts(status.get("initContainerStatuses")) + dicts(status.get("containerStatuses"))
 
 
+def restarted(status: dict) -> bool:
+    """Whether a container status says it restarted: its previous run's log is wanted."""
+    return number(status.get("restartCount"), 0) > 0
+
+
+def previous_logs_wanted(pod: Any) -> list[str]:
+    """logs/<c>.previous.log of every container that restarted (a pod.json of any shape)."""
+    return [
+        f"logs/{cs.get('name')}.previous.log"
+        for cs in container_statuses(pod)
+        if isinstance(cs.get("name"), str) and restarted(cs)
+    ]
+
+
 def container_named(pod: dict, name: str | None) -> dict | None:
     for c in containers(pod):
         if c.get("name") == name:

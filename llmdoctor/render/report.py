@@ -142,7 +142,8 @@ def _subject(f: Finding) -> str:
 def _verdict_subject(f: Finding) -> str:
     """A verdict's subject, and "(previous run)" for a story only the restarted container's
     log tells: the running container is not (yet) failing that way."""
-    return _subject(f) + (" (previous run)" if previous_run_only(f) else "")
+    said = "(previous run)" in (f.subject or "")  # memory-fragmentation's subject says it
+    return _subject(f) + (" (previous run)" if previous_run_only(f) and not said else "")
 
 
 _LIST_MARKER = re.compile(r"^(?:[-*+]|[0-9]{1,3}[.)]) +")  # "1. " before the step's first line

@@ -41,7 +41,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO
 
-from llmdoctor.engine.textsource import TextSource
+from llmdoctor.engine.textsource import TextSource, split_log_lines
 from llmdoctor.lazy_regex import compiled
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
@@ -297,6 +297,7 @@ class Match:
     # the same steps as render.fix_text.FixStep (prose and code apart): a terminal re-flows the
     # prose to its width; `fix` is what JSON gives
     fix_steps: list = field(default_factory=list, repr=False, compare=False)
+    fix_left_out: str = field(default="", repr=False, compare=False)  # "3-7": for wiki show
     snippet: str = ""
     path: str = ""
     # a critical entry's lines, then tokens generated again after its last one: it happened and
@@ -1039,7 +1040,7 @@ def explain(
     for m in (*result.matches, *result.notes, *result.below_threshold):
         entry = entries.get(m.id)
         if entry is not None:
-            m.fix_steps = shown_fix_steps(entry, (e.text for e in m.evidence))
+            m.fix_steps, m.fix_left_out = shown_fix_steps(entry, (e.text for e in m.evidence))
             m.fix = display_lines(m.fix_steps, None)
     return result
 
@@ -1259,7 +1260,7 @@ def ruled_out_guesses(
     undefined C++ symbol in a compiled extension shares its words with the driver entry, yet no
     driver entry point is a mangled C++ name). A signature match is never held back by it.
     """
-    lines = [e.text for e in reading.salient] + (reading.text or "").splitlines()
+    lines = [e.text for e in reading.salient] + split_log_lines(reading.text or "")
     for m in ranked:
         if m.how != "search" or m.confidence < fusion.confident:
             continue
@@ -1836,15 +1837,17 @@ def _vocabulary(entries: dict) -> dict[str, frozenset[str]]:
     return {entry_id: _STEMS[key] for entry_id, key in keys.items()}
 
 
-def shown_fix_steps(entry, matched: Iterable[str] = ()) -> list:
+def shown_fix_steps(entry, matched: Iterable[str] = ()) -> tuple[list, str]:
     """The leading whole steps of an entry's Fix (code kept as written), its parameters
     filled from the lines that matched (vLLM's "estimated maximum model length is 5632"), the
-    step written for their wording first."""
+    step written for their wording first; and the numbers of the steps left out ("3-7")."""
     from llmdoctor.parsers.fix_values import fix_values
-    from llmdoctor.render.fix_text import fix_steps, leading_steps
+    from llmdoctor.render.fix_text import fix_steps, leading_steps, numbers_left_out
 
     matched = list(matched)
-    return leading_steps(fix_steps(entry, params=fix_values(entry.id, matched), lines=matched))
+    steps = fix_steps(entry, params=fix_values(entry.id, matched), lines=matched)
+    shown = leading_steps(steps)
+    return shown, numbers_left_out(steps, shown)
 
 
 def _beyond_access_errors(salient: list[Evidence]) -> bool:

@@ -136,7 +136,12 @@ class LogStream:
             first = self._decode(first)
         elif looks_binary(first):
             self.close()
-            raise BadInput(f"{name}: looks like binary data, not a text log")
+            # text among binary bytes (a crashed process's dump before its error): `strings`
+            # keeps the text; `diagnose` reads such a log's text lines itself
+            raise BadInput(
+                f"{name}: looks like binary data, not a text log "
+                f"(text among binary bytes: strings FILE | llmdoctor explain -)"
+            )
         self._pending = first
 
     # -- reading -----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import html
 import json
 import re
 
+from llmdoctor.engine.textsource import split_log_lines
 from llmdoctor.wiki.digit_blind import TEXT_DIGITS_TO_ZERO
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b[=>]")
@@ -36,8 +37,11 @@ MESSAGE_FIELDS = ("log", "message", "msg", "MESSAGE", "textPayload")
 # a record's fields that say why, added after its message
 ERROR_FIELDS = ("error", "err", "exception", "exc_info", "stack_trace", "stacktrace")
 MAX_RECORD_CHARS = 64 * 1024  # a longer line is kept as it is, never parsed
-MIN_WRAP_WIDTH = 60
+# a narrow pane or a phone folds at 40-59 columns too (the corpus unfolded: the same answers)
+MIN_WRAP_WIDTH = 40
 MIN_WRAPPED_LINES = 3
+MAX_FOLDED_ONCE_LINES = 40  # a paste this short may be one or two lines folded (folded_once)
+RECORD_START = 8
 FENCE = "```"
 # kubectl describe's Events header, and its rows: Type, Reason, Age, From, Message (columns
 # two or more spaces apart; the Age column holds single spaces: `2m (x10 over 5m)`)
@@ -172,6 +176,49 @@ def wrap_width(lines: list[str]) -> int | None:
     return width
 
 
+def folded_once(raw: list[str], width: int | None) -> dict[int, str]:
+    """In a short paste with no wrap found (`width` None), each line as long as the longest one
+    (at least MIN_WRAP_WIDTH) that a fold cut mid-word, with the lines after it: {its number:
+    the pieces joined}. One or two long lines folded at a narrow width leave too few lines of
+    that width to prove a wrap; the joined text is read beside the pieces, never instead."""
+    if width is not None or len(raw) > MAX_FOLDED_ONCE_LINES:
+        return {}
+    lengths = [len(line) for line in raw]
+    longest = max(lengths, default=0)
+    if longest < MIN_WRAP_WIDTH:
+        return {}
+    joined: dict[int, str] = {}
+    for i, length in enumerate(lengths[:-1]):
+        if length != longest or not raw[i + 1].strip() or (i and lengths[i - 1] == longest):
+            continue
+        if not _cut_by_fold(raw[i], raw[i + 1]):
+            continue
+        if _record_start(raw[i]) == _record_start(raw[i + 1]):
+            continue  # the next line opens a record as this one does (its time, its level)
+        j, text = i + 1, raw[i] + raw[i + 1]
+        while lengths[j] == longest and j + 1 < len(raw) and raw[j + 1].strip():
+            j += 1
+            text += raw[j]
+        joined[i + 1] = text
+    return joined
+
+
+def _cut_by_fold(line: str, following: str) -> bool:
+    """Whether `following` may be the rest of `line`, cut at a fixed width: through a word,
+    or just before or after one space (a line of its own ends a sentence or is indented)."""
+    if line[-1:].isalnum() and following[:1].isalnum():
+        return True
+    if following[:1] == " " and following[1:2] not in (" ", ""):
+        return line[-1:] not in (" ", "")
+    return line[-1:] == " " and line[-2:-1] not in (" ", "") and following[:1].isalnum()
+
+
+def _record_start(line: str) -> str:
+    """A line's first characters, digits blind: two records of one log start alike
+    (`11月 15 14:15:47`, `INFO 09-04`), a folded line's next piece mid-text does not."""
+    return line[:RECORD_START].translate(TEXT_DIGITS_TO_ZERO)
+
+
 def code_pieces(line: str) -> list[str]:
     """A line holding a Markdown code fence, as its pieces on either side of each fence (a
     fence's language tag dropped): `see ```KeyError: x``` here` -> ["see", "KeyError: x",
@@ -221,9 +268,10 @@ def clean_lines(text: str) -> list[tuple[int, str]]:
 
 def _joined_lines(text: str) -> list[tuple[int, str]]:
     """(number of the line in the input, cleaned text) for every line, wrapped lines joined."""
-    raw = text.splitlines()
+    raw = split_log_lines(text)
     lines = [clean_line(line) for line in raw]
-    width = wrap_width([line.rstrip("\r") for line in raw])
+    width = wrap_width(raw)
+    maybe = folded_once([_without_compose_prefix(line) for line in raw], width)
     out: list[tuple[int, str]] = []
     joining = False
     for number, (original, line) in enumerate(zip(raw, lines, strict=True), 1):
@@ -238,5 +286,7 @@ def _joined_lines(text: str) -> list[tuple[int, str]]:
             out[-1] = (first, joined + line)
         else:
             out.append((number, line))
-        joining = width is not None and len(original.rstrip("\r")) == width
+        if number in maybe:
+            out.append((number, clean_line(maybe[number])))
+        joining = width is not None and len(original) == width
     return out

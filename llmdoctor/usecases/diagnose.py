@@ -164,8 +164,9 @@ def gather(target: Target, ctx: CollectContext) -> list[Facts]:
 
 
 def _check_names(given: list[str] | None) -> list[str] | None:
-    """--only/--skip as given, each value also split at commas (`--only xid,pod-restarts`)."""
-    if given is None:
+    """--only/--skip as given, each value also split at commas (`--only xid,pod-restarts`); None
+    when the option was not given, [] when every value given was empty (`--only ""`)."""
+    if not given:
         return None
     return [name.strip() for value in given for name in value.split(",") if name.strip()]
 
@@ -198,9 +199,11 @@ def check_facts(
     only, skip = _check_names(only), _check_names(skip)
     for option, names in (("--only", only), ("--skip", skip)):
         unknown = sorted(set(names or []) - known)
-        if unknown:
+        if names == [] or unknown:
             from llmdoctor.errors import BadInput
 
+            if not unknown:  # `--only ""` (an empty variable in a script) must not run all
+                raise BadInput(f"{option} names no check (checks here: {', '.join(sorted(known))})")
             raise BadInput(
                 f"{option} names unknown check(s): {', '.join(unknown)} "
                 f"(checks here: {', '.join(sorted(known))})"

@@ -235,7 +235,7 @@ def _original_lines(source, numbers: set[int]) -> dict[int, str]:
     read again line by line and only up to the last line wanted. Only a TextSource (a plain
     UTF-8 file whose lines open_log found of sane length) is read again; a stream cannot be.
     """
-    from llmdoctor.engine.textsource import TextSource
+    from llmdoctor.engine.textsource import TextSource, split_log_lines
     from llmdoctor.triage.explain import CLEAN_BYTES
 
     if not numbers or not isinstance(source, TextSource):
@@ -244,9 +244,9 @@ def _original_lines(source, numbers: set[int]) -> dict[int, str]:
     found: dict[int, str] = {}
     try:
         if source.text is not None:
-            lines = source.text.splitlines()
+            lines = split_log_lines(source.text)
         elif source.path is not None and source.size_bytes() <= CLEAN_BYTES:
-            lines = source.path.read_bytes().decode("utf-8", "replace").splitlines()
+            lines = split_log_lines(source.path.read_bytes().decode("utf-8", "replace"))
         elif source.path is not None:
             with open(source.path, "rb") as fh:
                 for n, raw in enumerate(fh, 1):
