@@ -543,10 +543,10 @@ def read_input(
     blocks come grouped (SignatureSet.scan); False reads every line one by one, the reference
     the grouped reading is held to.
     """
-    text, numbers, rest = _small_text(source)
     scanner = SignatureSet(
         [*entries.values(), _salient_entry()], tail_ids=[SALIENT_ID], tail_keep=SALIENT_KEPT
     )
+    text, numbers, rest = _small_text(source, _heals(scanner))
     scanned = ScanStats()
     if text is not None:
         text = without_cut_word(text, entries)
@@ -937,7 +937,18 @@ def _negative(text: str, field: re.Pattern = NEGATIVE_FIELD) -> bool:
     return NCCL_INFO in text or ((":" in text or "<" in text) and bool(field.match(text)))
 
 
-def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:
+def _heals(scanner: SignatureSet):
+    """Whether a signature (not a hint) matches a joined text that matches none of its pieces:
+    the fold split what proves a cause (pasted.folded_once)."""
+
+    def heals(joined: str, pieces: list[str]) -> bool:
+        found = scanner.strong_ids(scanner.matching(joined)) - {SALIENT_ID}
+        return bool(found - {i for p in pieces for i in scanner.strong_ids(scanner.matching(p))})
+
+    return heals
+
+
+def _small_text(source, heals=None) -> tuple[str | None, list[int], BinaryIO | None]:
     """A paste, a small file or a short stream (stdin) as text cleaned by pasted.clean_lines,
     with each line's number in the input; a big file as (None, [], None) and a long stream as
     (None, [], the whole stream again), both scanned as they are, except that a big log of
@@ -965,7 +976,7 @@ def _small_text(source) -> tuple[str | None, list[int], BinaryIO | None]:
             rejoined = _Rejoined(head, source)
             return None, [], RecordLines(rejoined) if looks_like_records(head[:SNIFF]) else rejoined
         raw = head.decode("utf-8", errors="replace")
-    pairs = clean_lines(raw)
+    pairs = clean_lines(raw, heals)
     text = "\n".join(t for _, t in pairs)
     if raw and not raw.endswith("\n"):  # the paste may stop mid-word: without_cut_word says
         text += CUT_MARK

@@ -8,7 +8,9 @@
   line with a ``message`` / ``msg`` / ``MESSAGE`` / ``textPayload`` field, as log shippers and
   cloud consoles export them) is replaced by its message, one line per line of the message;
 * lines a terminal or a web form wrapped at a fixed width (several lines of exactly the same,
-  longest length) are joined back, so a signature split by the wrap matches again;
+  longest length) are joined back, so a signature split by the wrap matches again; in a short
+  paste, one or two lines folded once are read joined beside their pieces where that heals a
+  signature the fold split (`folded_once`);
 * a Markdown code span or block inside a sentence (``I get ```RuntimeError: ...``` when``) is
   read as its own line, so a signature anchored at the line's start matches it;
 * a row of `kubectl describe`'s Events table is followed by its Message column alone;
@@ -24,6 +26,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Callable
 
 from llmdoctor.engine.textsource import split_log_lines
 from llmdoctor.wiki.digit_blind import TEXT_DIGITS_TO_ZERO
@@ -176,12 +179,15 @@ def wrap_width(lines: list[str]) -> int | None:
     return width
 
 
-def folded_once(raw: list[str], width: int | None) -> dict[int, str]:
+def folded_once(
+    raw: list[str], width: int | None, heals: Callable[[str, list[str]], bool] | None
+) -> dict[int, str]:
     """In a short paste with no wrap found (`width` None), each line as long as the longest one
-    (at least MIN_WRAP_WIDTH) that a fold cut mid-word, with the lines after it: {its number:
-    the pieces joined}. One or two long lines folded at a narrow width leave too few lines of
-    that width to prove a wrap; the joined text is read beside the pieces, never instead."""
-    if width is not None or len(raw) > MAX_FOLDED_ONCE_LINES:
+    (at least MIN_WRAP_WIDTH) that a fold may have cut, with the lines after it, where `heals`
+    says the joined text matches what its pieces do not (a signature the fold split): {its
+    number: the pieces joined}. One or two long lines folded at a narrow width leave too few
+    lines of that width to prove a wrap; the joined text is read beside the pieces."""
+    if heals is None or width is not None or len(raw) > MAX_FOLDED_ONCE_LINES:
         return {}
     lengths = [len(line) for line in raw]
     longest = max(lengths, default=0)
@@ -195,11 +201,12 @@ def folded_once(raw: list[str], width: int | None) -> dict[int, str]:
             continue
         if _record_start(raw[i]) == _record_start(raw[i + 1]):
             continue  # the next line opens a record as this one does (its time, its level)
-        j, text = i + 1, raw[i] + raw[i + 1]
+        j = i + 1
         while lengths[j] == longest and j + 1 < len(raw) and raw[j + 1].strip():
             j += 1
-            text += raw[j]
-        joined[i + 1] = text
+        pieces = raw[i : j + 1]
+        if heals("".join(pieces), pieces):
+            joined[i + 1] = "".join(pieces)
     return joined
 
 
@@ -251,12 +258,15 @@ def body_messages(line: str) -> list[str]:
     return out
 
 
-def clean_lines(text: str) -> list[tuple[int, str]]:
+def clean_lines(
+    text: str, heals: Callable[[str, list[str]], bool] | None = None
+) -> list[tuple[int, str]]:
     """(number of the line in the input, cleaned text) for every line, wrapped lines joined,
-    code spans, Events messages and error bodies read as lines of their own."""
+    code spans, Events messages and error bodies read as lines of their own; `heals`: see
+    folded_once."""
     out: list[tuple[int, str]] = []
     in_events = False
-    for number, line in _joined_lines(text):
+    for number, line in _joined_lines(text, heals):
         in_events = bool(EVENTS_HEADER.match(line)) or (in_events and bool(line.strip()))
         for piece in code_pieces(line):
             out.append((number, piece))
@@ -266,12 +276,14 @@ def clean_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _joined_lines(text: str) -> list[tuple[int, str]]:
+def _joined_lines(
+    text: str, heals: Callable[[str, list[str]], bool] | None
+) -> list[tuple[int, str]]:
     """(number of the line in the input, cleaned text) for every line, wrapped lines joined."""
     raw = split_log_lines(text)
     lines = [clean_line(line) for line in raw]
     width = wrap_width(raw)
-    maybe = folded_once([_without_compose_prefix(line) for line in raw], width)
+    maybe = folded_once([clean_line(_without_compose_prefix(line)) for line in raw], width, heals)
     out: list[tuple[int, str]] = []
     joining = False
     for number, (original, line) in enumerate(zip(raw, lines, strict=True), 1):
