@@ -18,7 +18,7 @@ from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.fix_values import fix_values
 from llmdoctor.parsers.serving_settings import versions_doc
 from llmdoctor.parsers.torch_oom import TorchOom, parse_torch_oom
-from llmdoctor.parsers.xid import not_text_reason, read_for_lines
+from llmdoctor.parsers.xid import EMPTY_LOG, not_text_reason, read_for_lines
 from llmdoctor.wiki.server_phase import retold_at_startup
 
 CHECK = "memory-fragmentation"
@@ -74,7 +74,7 @@ def memory_fragmentation(facts: Facts) -> list[Finding]:
             findings.append(finding)
         elif why:
             unread.append(f"{key} {why.split(';')[0].split(', not ')[0]}")
-            hidden += 0 if why.startswith("is empty") else 1  # not text: it may hold an OOM
+            hidden += 0 if why.startswith(EMPTY_LOG) else 1  # not text: it may hold an OOM
     if findings:
         return findings
     if unread and len(unread) == len(keys):

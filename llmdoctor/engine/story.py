@@ -119,13 +119,17 @@ def _began_after(cause: Finding, effect: Finding) -> bool:
     return cause.began[1] > effect.began[1] + LATE_CAUSE_S
 
 
+def _sources(finding: Finding) -> list[str]:
+    """Where the finding's evidence was read (`logs/vllm.previous.log`, `vllm/metrics.txt`)."""
+    return [str(item.get("source") or "") for item in finding.evidence if isinstance(item, dict)]
+
+
 def _log_runs(finding: Finding) -> set[str]:
     """Which runs of the container the finding's log lines come from: "previous" (the log of
     the run before the restart), "current"."""
-    sources = (str(item.get("source") or "") for item in finding.evidence if isinstance(item, dict))
     return {
         "previous" if source.endswith(".previous.log") else "current"
-        for source in sources
+        for source in _sources(finding)
         if source.startswith("logs/")
     }
 
@@ -216,20 +220,14 @@ def _contradicts(problem: Finding, fine: Finding, graph: CauseGraph) -> bool:
 def _seen_now(finding: Finding) -> bool:
     """Whether the finding quotes the running container's log or a live request to vLLM (not
     a previous run's log, the cluster's record of a past restart, or history)."""
-    for item in finding.evidence:
-        source = str(item.get("source") or "") if isinstance(item, dict) else ""
-        if source.startswith("vllm/"):
-            return True
-        if source.startswith("logs/") and not source.endswith(".previous.log"):
-            return True
-    return False
+    runs = _log_runs(finding)
+    return "current" in runs or any(s.startswith("vllm/") for s in _sources(finding))
 
 
 def previous_run_only(finding: Finding) -> bool:
     """Whether the finding's log evidence is the previous container's log alone (a crash that
     restarted), with nothing from the running container or a live request."""
-    sources = [str(item.get("source") or "") for item in finding.evidence if isinstance(item, dict)]
-    return any(s.endswith(".previous.log") for s in sources) and not _seen_now(finding)
+    return "previous" in _log_runs(finding) and not _seen_now(finding)
 
 
 def root_of(finding: Finding) -> Finding:

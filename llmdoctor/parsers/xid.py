@@ -295,6 +295,10 @@ MAX_BINARY_SHARE = 0.3
 KERNEL_LOG_TEXT = "kernel log text (dmesg -T, journalctl -k or /var/log/kern.log)"
 
 
+BINARY_DATA = "is binary data"
+EMPTY_LOG = "is empty"
+
+
 def not_text_reason(
     log: TextSource, text: str = KERNEL_LOG_TEXT, empty: bool = False
 ) -> str | None:
@@ -304,7 +308,7 @@ def not_text_reason(
     with log.open_binary() as fh:
         head = fh.read(SNIFF_BYTES)
         if empty and not head.strip() and not fh.read(1):
-            return "is empty: there was nothing in it to read"
+            return f"{EMPTY_LOG}: there was nothing in it to read"
     if not head:
         return None
     for magic, (kind, cat) in COMPRESSED.items():
@@ -315,9 +319,6 @@ def not_text_reason(
     if (control + undecodable) / len(head) > MAX_BINARY_SHARE:
         return f"{BINARY_DATA}, not {text}"
     return None
-
-
-BINARY_DATA = "is binary data"
 
 
 def read_for_lines(why: str | None) -> bool:

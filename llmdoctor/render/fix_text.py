@@ -358,6 +358,13 @@ def leading_steps(steps: list[FixStep], max_lines: int = MAX_FIX_LINES) -> list[
     return [step for n, step in enumerate(steps) if n in kept]
 
 
+def shown_and_left_out(steps: list[FixStep]) -> tuple[list[FixStep], str]:
+    """The leading steps a report or explain shows, and the numbers of those it leaves to
+    `wiki show` ("3-7", or "")."""
+    shown = leading_steps(steps)
+    return shown, numbers_left_out(steps, shown)
+
+
 def numbers_left_out(steps: list[FixStep], shown: list[FixStep]) -> str:
     """The numbers of the steps not shown, as ranges ("4-7", "2, 5-6"); "" when every step is
     shown or those left out are not numbered. A step that says "then 5-7" names steps the

@@ -11,7 +11,7 @@ from llmdoctor.engine.report import Report
 from llmdoctor.engine.story import Chapter, chapters, previous_run_only
 from llmdoctor.exit_codes import ExitCode
 from llmdoctor.render.fix_text import CodeBlock, display_lines
-from llmdoctor.render.verdict import Verdict, blind_spots, shown_steps, steps_not_shown, verdicts
+from llmdoctor.render.verdict import Verdict, blind_spots, shown_steps, verdicts
 from llmdoctor.terminal_text import visible
 from llmdoctor.wiki.links import page_url
 
@@ -366,7 +366,7 @@ def _print_runbook(
         screen.console.print(f"      [dim]more: llmdoctor wiki show {escape(rid)}[/]")
         return
     fixes_shown.add(rid)
-    steps = shown_steps(chapter, entry)
+    steps, rest = shown_steps(chapter, entry)
     if lead and steps:
         steps = steps[1:]
         screen.console.print("      [dim]Fix: the first step is 'Do now' above[/]")
@@ -375,7 +375,6 @@ def _print_runbook(
     for n, line in enumerate(display_lines(steps, width)):
         label = "[dim]Fix: [/]" if n == 0 and not lead else "     "
         screen.verbatim(f"      {label}", line)
-    rest = steps_not_shown(chapter, entry)
     more = f"more (steps {rest})" if rest else "more"
     screen.console.print(f"      [dim]{more}: llmdoctor wiki show {escape(rid)}[/]")
 
@@ -542,12 +541,12 @@ def _markdown_chapter(
         )
         if entry and rid == chapter.runbook and rid not in fixes_shown:
             fixes_shown.add(rid)
-            steps = shown_steps(chapter, entry)
+            steps, rest = shown_steps(chapter, entry)
             if lead and steps:  # the first step is the verdict's "Do now"
                 steps = steps[1:]
                 out.append("    > (the first step is **Do now** above)")
             out += [f"    > {v(line)}" for line in _markdown_steps(steps)]
-            if rest := steps_not_shown(chapter, entry):
+            if rest:
                 out.append(f"    > (steps {rest}: `llmdoctor wiki show {v(rid)}`)")
     if chapter.folded:
         out.append(f"  - follows from it ({len(chapter.folded)}):")

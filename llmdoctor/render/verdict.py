@@ -14,13 +14,7 @@ from typing import Any
 from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.report import Report
 from llmdoctor.engine.story import Chapter, chapters
-from llmdoctor.render.fix_text import (
-    FixStep,
-    evidence_texts,
-    fix_steps,
-    leading_steps,
-    numbers_left_out,
-)
+from llmdoctor.render.fix_text import FixStep, evidence_texts, fix_steps, shown_and_left_out
 
 # what makes a skipped check a blind spot worth naming beside the headline: llmdoctor was
 # refused or could not reach a source, so a problem there would go unseen (as opposed to a
@@ -80,20 +74,11 @@ def story_params(chapter: Chapter) -> dict[str, Any]:
     return {k: v for f in (*chapter.folded, chapter.root) for k, v in f.params.items()}
 
 
-def _story_steps(chapter: Chapter, entry) -> list[FixStep]:
-    """`entry`'s Fix for this story: every step, filled, those its lines name first."""
-    return fix_steps(entry, params=story_params(chapter), lines=evidence_texts(chapter.root))
-
-
-def shown_steps(chapter: Chapter, entry) -> list[FixStep]:
-    """The whole leading steps of `entry`'s Fix a report shows for this story, filled."""
-    return leading_steps(_story_steps(chapter, entry))
-
-
-def steps_not_shown(chapter: Chapter, entry) -> str:
-    """The numbers of the Fix's steps the report leaves to `wiki show` ("4-7"), or ""."""
-    steps = _story_steps(chapter, entry)
-    return numbers_left_out(steps, leading_steps(steps))
+def shown_steps(chapter: Chapter, entry) -> tuple[list[FixStep], str]:
+    """The whole leading steps of `entry`'s Fix a report shows for this story, filled (those
+    its lines name first), and the numbers of the steps left to `wiki show` ("4-7", or "")."""
+    lines = evidence_texts(chapter.root)
+    return shown_and_left_out(fix_steps(entry, params=story_params(chapter), lines=lines))
 
 
 def verdicts(report: Report) -> list[Verdict]:
@@ -107,7 +92,7 @@ def verdicts(report: Report) -> list[Verdict]:
         entry = entries.get(rid) if rid else None
         root = chapter.root
         title = entry.title if entry is not None else root.summary
-        steps = shown_steps(chapter, entry) if entry is not None else []
+        steps = shown_steps(chapter, entry)[0] if entry is not None else []
         out.append(Verdict(chapter, rid, title, steps[0] if steps else None, proof_line(root)))
     return out
 

@@ -1853,12 +1853,10 @@ def shown_fix_steps(entry, matched: Iterable[str] = ()) -> tuple[list, str]:
     filled from the lines that matched (vLLM's "estimated maximum model length is 5632"), the
     step written for their wording first; and the numbers of the steps left out ("3-7")."""
     from llmdoctor.parsers.fix_values import fix_values
-    from llmdoctor.render.fix_text import fix_steps, leading_steps, numbers_left_out
+    from llmdoctor.render.fix_text import fix_steps, shown_and_left_out
 
     matched = list(matched)
-    steps = fix_steps(entry, params=fix_values(entry.id, matched), lines=matched)
-    shown = leading_steps(steps)
-    return shown, numbers_left_out(steps, shown)
+    return shown_and_left_out(fix_steps(entry, params=fix_values(entry.id, matched), lines=matched))
 
 
 def _beyond_access_errors(salient: list[Evidence]) -> bool:

@@ -283,7 +283,7 @@ def _joined_lines(
     raw = split_log_lines(text)
     lines = [clean_line(line) for line in raw]
     width = wrap_width(raw)
-    maybe = folded_once([clean_line(_without_compose_prefix(line)) for line in raw], width, heals)
+    maybe = folded_once(lines, width, heals)
     out: list[tuple[int, str]] = []
     joining = False
     for number, (original, line) in enumerate(zip(raw, lines, strict=True), 1):
@@ -299,6 +299,6 @@ def _joined_lines(
         else:
             out.append((number, line))
         if number in maybe:
-            out.append((number, clean_line(maybe[number])))
+            out.append((number, maybe[number]))  # (pieces of lines cleaned already)
         joining = width is not None and len(original) == width
     return out
