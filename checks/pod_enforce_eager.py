@@ -32,6 +32,7 @@ def _from_logs(facts: Facts) -> tuple[bool, dict] | None:
     scope="k8s",
     needs=("serving/args",),
     runbooks=("enforce-eager-in-production",),
+    before_start=True,
 )
 def pod_enforce_eager(facts: Facts) -> Finding:
     args = facts.require("serving/args")

@@ -21,6 +21,7 @@ NO_DEVICES = {"", "void", "none"}
     scope="k8s",
     needs=("k8s/pod.json", "serving/args"),
     runbooks=("gpu-not-visible",),
+    before_start=True,
 )
 def pod_gpu_request(facts: Facts) -> Finding:
     _, args, container = serving_container(facts)

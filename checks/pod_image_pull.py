@@ -65,6 +65,7 @@ def _status_failures(pod: dict, events: list[dict]) -> list[Finding]:
     scope="k8s",
     needs=("k8s/pod.json",),
     runbooks=("image-pull-slow",),
+    before_start=True,
 )
 def pod_image_pull(facts: Facts) -> list[Finding]:
     pod = require_pod(facts)

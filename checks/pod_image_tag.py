@@ -18,6 +18,7 @@ from llmdoctor.parsers.k8s_pod import container_status, containers, image_tag, r
     scope="k8s",
     needs=("k8s/pod.json",),
     runbooks=("image-pull-slow",),
+    before_start=True,
 )
 def pod_image_tag(facts: Facts) -> list[Finding]:
     pod = require_pod(facts)

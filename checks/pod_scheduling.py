@@ -82,6 +82,7 @@ def _node_summary(facts: Facts, requested: int) -> tuple[str, list[dict]]:
     scope="k8s",
     needs=("k8s/pod.json",),
     runbooks=("k8s-gpu-unschedulable",),
+    before_start=True,
 )
 def pod_scheduling(facts: Facts) -> Finding:
     pod = require_pod(facts)

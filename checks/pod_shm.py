@@ -32,6 +32,7 @@ def _shm_volume(pod: dict, container: dict) -> tuple[dict | None, dict | None]:
     scope="k8s",
     needs=("k8s/pod.json", "serving/args"),
     runbooks=("shm-too-small",),
+    before_start=True,
 )
 def pod_shm(facts: Facts) -> Finding:
     pod, args, container = serving_container(facts)

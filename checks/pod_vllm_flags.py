@@ -37,6 +37,7 @@ def _at_least(version: str, floor: str) -> bool | None:
     scope="k8s",
     needs=("serving/args",),
     runbooks=(RUNBOOK,),
+    before_start=True,
 )
 def vllm_flags(facts: Facts) -> Finding | list[Finding] | None:
     args = facts.require("serving/args")

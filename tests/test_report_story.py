@@ -392,6 +392,26 @@ def test_a_ready_pod_whose_running_engine_died_is_not_called_ready(tmp_path):
     assert "✓ pod-readiness" not in text and "? pod-readiness" in text
 
 
+def test_a_full_model_cache_in_the_running_log_doubts_no_image_check(tmp_path):
+    # disk-full explains slow or failed image pulls, but this container's image was pulled and
+    # it ran: the pull and the pinned tag were settled before the disk filled (a hostile pass:
+    # two "? cannot tell" lines for image checks under a full Hugging Face cache)
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/healthy-vllm-7b"), bundle)
+    with (bundle / "logs/vllm.log").open("a") as log:
+        # tests/fixtures/runbooks/disk-full/diffusers-tempfile-oserror-errno-28.log's error line
+        log.write("OSError: [Errno 28] No space left on device\n")
+    report = _report(bundle)
+    data = to_json(report)
+    assert any(f["runbooks"] == ["disk-full"] for f in data["findings"])
+    for check in ("pod-image-pull", "pod-image-tag", "pod-scheduling"):
+        (fine,) = [f for f in data["findings"] if f["check"] == check]
+        assert fine["severity"] == "ok" and "contradicted_by" not in fine, check
+    # what the container does now still may be doubted: the readiness it reports
+    text = _terminal(report, verbose=True)
+    assert "✓ pod-image-pull" in text and "? pod-image-pull" not in text
+
+
 def test_a_dead_engine_beside_a_cause_only_a_hint_names_stays_critical(tmp_path):
     # `unspecified launch failure` is only a hint of illegal-memory-access (Xid 13/43 hardware
     # faults and driver trouble print it too): the engine it killed is still dead, exit 2, as

@@ -32,6 +32,7 @@ class CheckSpec:
     supersedes: tuple[str, ...] = ()
     kind: str = "cause"
     follows: tuple[str, ...] = ()
+    before_start: bool = False
 
 
 _CHECKS: dict[str, CheckSpec] = {}
@@ -60,6 +61,7 @@ def check(
     supersedes: tuple[str, ...] | list[str] = (),
     kind: str = "cause",
     follows: tuple[str, ...] | list[str] = (),
+    before_start: bool = False,
 ):
     """Register a check.
 
@@ -73,6 +75,9 @@ def check(
     `follows` names checks whose problem, on the same subject, explains this check's finding
     (pod-readiness follows pod-restarts: a crash loop is why the pod is not Ready); the report
     folds the finding under that cause and never puts a check mark beside it.
+    `before_start` says that what the check watches is settled before the container starts (its
+    spec, its image, its scheduling): a failure the running container logs comes after it and
+    cannot put its check mark in doubt (a full model cache says nothing of the image pull).
     The function returns a Finding, a list of Findings, or None (= ok, nothing found).
     """
     if scope not in SCOPES:
@@ -100,6 +105,7 @@ def check(
             tuple(supersedes),
             kind,
             tuple(follows),
+            before_start,
         )
         return fn
 
