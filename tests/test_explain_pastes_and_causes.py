@@ -380,3 +380,57 @@ def test_the_same_error_on_two_input_lines_is_still_quoted_twice(entries):
     body = client_400_line()
     result = explain(TextSource.from_text("paste", f"{body}\n{body}\n"), entries)
     assert [e.line for e in result.matches[0].evidence] == [1, 2]
+
+
+# --- a paste that stops inside a traceback -----------------------------------------------------
+
+ROUND17 = FIXTURES / "explain_fresh" / "round17"
+# vllm PR 29431's "before" run as its page shows it: the engine's traceback header is the last line
+SCOUT_CUT = (
+    ROUND17 / "kv-cache-too-small-for-max-model-len" / "r17-c4-llama4-scout-autofit-before.log"
+)
+
+
+def test_a_traceback_without_its_exception_is_cut_and_a_whole_one_is_not():
+    from llmdoctor.triage.cut_traceback import ends_inside_traceback
+
+    scout = SCOUT_CUT.read_text().rstrip().split("\n")
+    assert ends_inside_traceback(scout) == 3
+    # a docker compose prefix on every line, frames and source lines after the header
+    compose = CORPUS / "_unknown" / "redis-connection-refused-compose-service-startup.log"
+    lines = compose.read_text().rstrip().split("\n")
+    header = ends_inside_traceback(lines)
+    assert header is not None and "Traceback" in lines[header] and "|" in lines[header]
+    # the same traceback with its exception after it, prefixed alike: whole
+    assert (
+        ends_inside_traceback(
+            [
+                *lines,
+                lines[header].replace(
+                    "Traceback (most recent call last):",
+                    "ConnectionError: Error 111 connecting to redis",
+                ),
+            ]
+        )
+        is None
+    )
+    # a whole traceback, then the chained one cut: the last one decides
+    oom = fixture("cuda-oom-runtime/vllm-v1-tp-worker-oom-issue17835.log").rstrip().split("\n")
+    assert ends_inside_traceback(oom) is None
+    assert ends_inside_traceback([*oom, "", "Traceback (most recent call last):"]) == len(oom) + 1
+    assert ends_inside_traceback(["no traceback here"]) is None
+
+
+def test_explain_says_the_paste_stops_before_the_exception():
+    result = runner.invoke(app, ["explain", str(SCOUT_CUT), "--no-color"])
+    text = " ".join(result.stdout.split())
+    assert "stops inside the traceback at line 4" in text and "Paste the lines after it" in text
+    doc = json.loads(runner.invoke(app, ["explain", str(SCOUT_CUT), "--json"]).stdout)
+    assert doc["cut_traceback"]["line"] == 4 and "Traceback" in doc["cut_traceback"]["text"]
+    # a whole traceback says nothing of the kind
+    whole = RUNBOOK_FIXTURES / "cuda-oom-runtime" / "vllm-v1-tp-worker-oom-issue17835.log"
+    assert (
+        json.loads(runner.invoke(app, ["explain", str(whole), "--json"]).stdout)["cut_traceback"]
+        is None
+    )
+    assert "stops inside" not in runner.invoke(app, ["explain", str(whole)]).stdout

@@ -200,6 +200,22 @@ def test_an_oom_as_pytorch_ends_a_cuda_graph_capture_is_at_start_up():
     assert "in capture_end" in text and during_startup(numbered(text), line)
 
 
+def test_an_oom_allocating_the_kv_cache_is_at_start_up():
+    # round 17's V1 traceback cut to its last frame: `_allocate_kv_cache_tensors` runs once, as
+    # the engine sizes its KV cache at start (vllm PR 48593: a default max_model_len of 262144);
+    # V0's CacheEngine allocates in `_allocate_kv_cache` the same way
+    path = FRESH / "round17" / STORY / "r17-c5-kv-alloc-oom-default-maxlen.log"
+    text = path.read_text()
+    assert "in _allocate_kv_cache_tensors" in text
+    assert during_startup(numbered(text), oom_line(text))
+    v0 = [
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/worker/cache_engine.py", line 93, '
+        "in _allocate_kv_cache",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.02 GiB.",
+    ]
+    assert _at_startup(v0)
+
+
 def test_a_long_run_of_stats_lines_is_read_once_per_distinct_line_and_decides_nothing():
     # a 300 MB previous log of idle stats lines made three checks read it for minutes (each line
     # through the phase regexes); each distinct line is now judged once, and the phase is the

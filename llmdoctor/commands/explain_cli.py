@@ -135,6 +135,7 @@ def render(result, console) -> None:
     weak = [m for m in result.below_threshold if m.confidence >= 0.005]
     if result.how == "none":
         console.print(f"[bold]No entry explains[/] {escape(result.source)}.")
+        _render_cut_traceback(result, console, escape)
         _render_notes(result, console, escape)
         if result.salient:
             kept = len(result.salient)
@@ -274,6 +275,21 @@ def render(result, console) -> None:
     if result.notes:
         console.print()
         _render_notes(result, console, escape)
+    if result.cut_traceback:
+        console.print()
+        _render_cut_traceback(result, console, escape)
+
+
+def _render_cut_traceback(result, console, escape) -> None:
+    """The input stops inside a traceback: what names the error was never read."""
+    if (header := result.cut_traceback) is None:
+        return
+    console.print(
+        f"[{STYLE['warning']}]The input stops inside the traceback at line {header.line}[/]: "
+        "its last line, the exception that says what failed, is not in it. Paste the lines "
+        "after it too (`tail -n 200` of the log, or the whole traceback).",
+        soft_wrap=True,
+    )
 
 
 SHOWN_ERROR_LINES = 10

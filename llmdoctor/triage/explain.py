@@ -43,6 +43,7 @@ from typing import Any, BinaryIO
 
 from llmdoctor.engine.textsource import TextSource, split_log_lines
 from llmdoctor.lazy_regex import compiled
+from llmdoctor.triage.cut_traceback import ends_inside_traceback
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.links import page_url
@@ -389,6 +390,9 @@ class Explanation:
     # the error lines no confident match quotes (the last ones read): what the retro loop
     # (`wiki add --from-log`) starts a new entry from when explain names part of the log
     unexplained: list[Evidence] = field(default_factory=list)
+    # the header of a traceback the input stops inside (its exception, the error itself, was not
+    # in what was read: a paste cut short), from an input read whole
+    cut_traceback: Evidence | None = None
 
     @property
     def exit_code(self) -> int:
@@ -410,6 +414,7 @@ class Explanation:
             "salient": [e.to_json() for e in self.salient],
             "warnings": self.warnings,
             "read_whole": self.read_whole,
+            "cut_traceback": self.cut_traceback.to_json() if self.cut_traceback else None,
             # the closest entries below the threshold (named, never asserted)
             "below_threshold": [
                 {"id": m.id, "confidence": m.confidence, "how": m.how} for m in self.below_threshold
@@ -1160,7 +1165,19 @@ def decide(
         error_lines=reading.error_lines,
         read_whole=reading.text is not None,
         unexplained=_unexplained(reading.salient, confident),
+        cut_traceback=_cut_traceback(reading),
     )
+
+
+def _cut_traceback(reading: _Reading) -> Evidence | None:
+    """The header of the traceback the kept text stops inside, or None."""
+    if reading.text is None:
+        return None
+    texts = reading.text.rstrip().split("\n")
+    at = ends_inside_traceback(texts)
+    if at is None:
+        return None
+    return Evidence(reading.numbers[at] if reading.numbers else at + 1, texts[at][:MAX_TEXT])
 
 
 def _unexplained(salient: list[Evidence], confident: list[Match]) -> list[Evidence]:

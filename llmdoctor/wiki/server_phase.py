@@ -23,7 +23,9 @@ STARTING_LINE = re.compile(
 STARTUP_FAILURE = re.compile(
     r"\bin (load_model|load_weights|profile_run|_dummy_run|_dummy_sampler_run"
     r"|determine_available_memory|determine_num_available_blocks|initialize_kv_cache"
-    r"|_initialize_kv_caches|initialize_from_config|capture_model|capture_end)\b"
+    r"|_initialize_kv_caches|initialize_from_config|capture_model|capture_end"
+    r"|initialize_kv_cache_tensors|_allocate_kv_cache_tensors|_allocate_kv_cache"
+    r"|_init_cache_engine)\b"
     r"|while processing method (load_model|determine_num_available_blocks|initialize_cache"
     r"|determine_available_memory|compile_or_warm_up_model)"
     r"|Engine core initialization failed|Engine process failed to start|EngineCore failed to start"
