@@ -434,3 +434,20 @@ def test_explain_says_the_paste_stops_before_the_exception():
         is None
     )
     assert "stops inside" not in runner.invoke(app, ["explain", str(whole)]).stdout
+
+
+def test_a_consequence_guessed_from_words_stays_a_guess_when_the_cause_was_cut(entries):
+    # `EngineCore failed to start.` and the traceback's header, nothing after: engine-dead was
+    # named at 0.32 from those words alone (round 17, measured fresh: confidently wrong); the
+    # exception that would say why is what the paste lost
+    text = SCOUT_CUT.read_text()
+    result = run_text(text, entries)
+    assert result.matches == [] and result.cut_traceback is not None
+    assert result.below_threshold[0].id == "engine-dead"
+    # the same paste with the exception vLLM 0.32 raised there (our real start-up drill's line,
+    # tests/fixtures/real-vllm-0.32/startup-kv-too-small/server.log:60) names the cause
+    real = FIXTURES / "real-vllm-0.32" / "startup-kv-too-small" / "server.log"
+    error = real.read_text().splitlines()[59]
+    whole = run_text(text.rstrip("\n") + "\n" + error + "\n", entries)
+    assert whole.cut_traceback is None
+    assert whole.matches[0].id == "kv-cache-too-small-for-max-model-len"

@@ -1115,6 +1115,8 @@ def decide(
                 m.score = round(100 * fusion.no_error_guess, 1)
     other_status_guesses(ranked, reading.text or query, entries, fusion)
     unnamed_guesses(ranked, gathered.searched or query, entries, fusion)
+    cut = _cut_traceback(reading)
+    cut_before_the_cause(ranked, cut, graph, fusion)
     ruled_out_guesses(ranked, reading, entries, fusion)
     fragmentation_ruled_out(ranked, fusion)
     one_stalled_interval(ranked, reading)
@@ -1165,7 +1167,7 @@ def decide(
         error_lines=reading.error_lines,
         read_whole=reading.text is not None,
         unexplained=_unexplained(reading.salient, confident),
-        cut_traceback=_cut_traceback(reading),
+        cut_traceback=cut,
     )
 
 
@@ -1368,6 +1370,20 @@ def unnamed_guesses(ranked: list[Match], text: str, entries: dict, fusion: Fusio
             continue
         named = naming.get(m.id, frozenset())
         if named and not words & named:
+            m.confidence = min(m.confidence, fusion.weak_ceiling)
+            m.score = round(100 * m.confidence, 1)
+
+
+def cut_before_the_cause(
+    ranked: list[Match], cut: Evidence | None, graph: CauseGraph, fusion: Fusion
+) -> None:
+    """A consequence (engine-dead, a pod not ready …) guessed from words alone stays a guess in
+    an input that stops inside a traceback: the lines it read say what followed, the exception
+    that says why was cut away (`EngineCore failed to start.` and a traceback's header)."""
+    if cut is None:
+        return
+    for m in ranked:
+        if m.how == "search" and graph.is_consequence(m.id) and m.confidence >= fusion.confident:
             m.confidence = min(m.confidence, fusion.weak_ceiling)
             m.score = round(100 * m.confidence, 1)
 
