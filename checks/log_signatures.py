@@ -15,6 +15,7 @@ from llmdoctor.parsers.fix_values import fix_values
 from llmdoctor.parsers.torch_oom import FRAGMENTATION_ENTRY, short_not_fragmented
 from llmdoctor.parsers.xid import not_text_reason, read_for_lines
 from llmdoctor.wiki.cause_graph import CauseGraph
+from llmdoctor.wiki.request_log import request_log
 from llmdoctor.wiki.server_phase import retold_at_startup
 from llmdoctor.wiki.signatures import LineMatch, SignatureSet
 
@@ -47,6 +48,8 @@ def scan_logs(facts: Facts, keys: list[str], signatures: SignatureSet) -> dict[s
     hits: dict[str, EntryHits] = {}
     for key in keys:
         for m in signatures.scan(facts.require(key)):
+            if request_log(m.text):  # a prompt that quotes an error is no error
+                continue
             strong = signatures.strong_ids(signatures.matching(m.text))
             for entry_id in m.entry_ids:
                 hits.setdefault(entry_id, EntryHits()).add(key, m, entry_id in strong)

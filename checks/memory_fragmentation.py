@@ -19,6 +19,7 @@ from llmdoctor.parsers.fix_values import fix_values
 from llmdoctor.parsers.serving_settings import versions_doc
 from llmdoctor.parsers.torch_oom import TorchOom, parse_torch_oom
 from llmdoctor.parsers.xid import EMPTY_LOG, not_text_reason, read_for_lines
+from llmdoctor.wiki.request_log import request_log
 from llmdoctor.wiki.server_phase import retold_at_startup
 
 CHECK = "memory-fragmentation"
@@ -62,7 +63,7 @@ def memory_fragmentation(facts: Facts) -> list[Finding]:
         )
         ooms: list[tuple[int, str, TorchOom]] = []
         for n, line in enumerate(log.lines() if read_for_lines(why) else (), start=1):
-            if "out of memory" not in line:
+            if "out of memory" not in line or request_log(line):
                 continue
             oom = parse_torch_oom(line)
             if oom is not None:

@@ -21,6 +21,7 @@ from llmdoctor.parsers.k8s_pod import (
 )
 from llmdoctor.parsers.xid import not_text_reason
 from llmdoctor.wiki.cause_graph import CauseGraph
+from llmdoctor.wiki.request_log import request_log
 from llmdoctor.wiki.server_phase import retold_at_startup
 from llmdoctor.wiki.signatures import SignatureSet
 
@@ -50,6 +51,8 @@ def _log_causes(facts: Facts, log_key: str) -> tuple[list[str], list[str], list[
     strong: dict[str, dict] = {}  # entry id -> its first line a signature matched
     weak: dict[str, dict] = {}  # ... a hint matched (kept only if no signature ever does)
     for m in signatures.scan(log):
+        if request_log(m.text):  # a prompt that quotes an error is no error
+            continue
         fired = signatures.strong_ids(signatures.matching(m.text))
         for entry_id in m.entry_ids:
             first = strong if entry_id in fired else weak

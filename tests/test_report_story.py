@@ -412,6 +412,27 @@ def test_a_full_model_cache_in_the_running_log_doubts_no_image_check(tmp_path):
     assert "✓ pod-image-pull" in text and "? pod-image-pull" not in text
 
 
+def test_a_prompt_that_quotes_an_error_is_no_finding_of_diagnose(tmp_path):
+    # a hostile pass: one request logged with its prompt (vLLM's request logger, 0.32's and the
+    # older wording) made diagnose say CRITICAL, "Root cause: CUDA OOM caused by fragmentation",
+    # with a Do now that changes the pod; explain already passed such lines over
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/healthy-vllm-7b"), bundle)
+    with (bundle / "logs/vllm.log").open("a") as log:
+        log.write(
+            "(APIServer pid=1671) DEBUG 12-03 03:10:01 [request_logger.py:55] Request "
+            "chatcmpl-9a1 details: prompt: 'Summarise: torch.OutOfMemoryError: CUDA out of "
+            "memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of "
+            "which 1.00 GiB is free.', prompt_token_ids: [1, 2, 3], prompt_embeds shape: None.\n"
+            "INFO 09-04 01:10:02 [logger.py:41] Received request cmpl-9f1: prompt: 'why does "
+            "it say OSError: [Errno 28] No space left on device', params: SamplingParams(n=1)\n"
+        )
+    data = to_json(_report(bundle))
+    assert data["status"] == "ok", [f["summary"] for f in data["findings"] if f["severity"] != "ok"]
+    (fragmentation,) = [f for f in data["findings"] if f["check"] == "memory-fragmentation"]
+    assert fragmentation["severity"] == "ok"
+
+
 def test_a_dead_engine_beside_a_cause_only_a_hint_names_stays_critical(tmp_path):
     # `unspecified launch failure` is only a hint of illegal-memory-access (Xid 13/43 hardware
     # faults and driver trouble print it too): the engine it killed is still dead, exit 2, as

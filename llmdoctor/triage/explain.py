@@ -47,6 +47,7 @@ from llmdoctor.triage.cut_traceback import ends_inside_traceback
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.links import page_url
+from llmdoctor.wiki.request_log import request_log
 from llmdoctor.wiki.server_phase import (
     PHASE_WORDS,
     PROGRESS_LINE,
@@ -673,7 +674,7 @@ def _last_progress(block: bytes, skip: int, first: int) -> list[tuple[int, str]]
         begin = block.rfind(b"\n", skip, at) + 1 or skip
         stop = block.find(b"\n", at)
         line = block[begin : stop if stop >= 0 else len(block)].decode("utf-8", "replace")
-        if PROGRESS_LINE.search(line) and not _request_log(line):
+        if PROGRESS_LINE.search(line) and not request_log(line):
             found.append((begin, line))
         end = begin
     numbered, line_no, counted = [], first, skip  # newlines counted once, first line first
@@ -702,7 +703,7 @@ def _progress_lines(text: str, numbers: list[int]) -> tuple[list[tuple[int, str]
     progress, starts = [], []
     for i, line in enumerate(text.split("\n"), 1):
         number = numbers[i - 1] if numbers and i <= len(numbers) else i
-        if "throughput" in line and PROGRESS_LINE.search(line) and not _request_log(line):
+        if "throughput" in line and PROGRESS_LINE.search(line) and not request_log(line):
             progress.append((number, line))
         elif any(w in line for w in PHASE_WORDS) and (
             STARTING_LINE.search(line) or UP_LINE.search(line)
@@ -835,7 +836,7 @@ class _LineGroups:
 
     def add(self, m: LineMatch) -> None:
         """One matching line."""
-        if _request_log(m.text):
+        if request_log(m.text):
             return
         line = self.numbers[m.line - 1] if self.numbers else m.line
         is_salient = False
@@ -857,7 +858,7 @@ class _LineGroups:
         for kind in block.kinds:
             if (
                 SALIENT_ID in kind.entry_ids and _negative(kind.sample, MAYBE_NEGATIVE_FIELD)
-            ) or _request_log(kind.sample):
+            ) or request_log(kind.sample):
                 for m in block.line_matches():
                     self.add(m)
                 return
@@ -908,26 +909,6 @@ class _LineGroups:
             entry_ids = tuple(i for i in m.entry_ids if i != SALIENT_ID)
             group = self.groups[m.fired, salient] = (hits, entry_ids, scanner.strong_ids(fired))
         return group
-
-
-# a server's log of a request it received or answered (vLLM's `--enable-log-requests` /
-# `--enable-log-outputs`, entrypoints/serve/utils/request_logger.py of 0.32: `Request … details:
-# prompt: '…'`, `Received request …: params: …`, `Generated response … (streaming complete):
-# output: '…'`; older: `Received request …: prompt: '…'`; SGLang's `--log-requests`: `Receive:
-# obj=GenerateReqInput(text='…')`): the rest of the line is what a user wrote or the model said,
-# never what the server did; no evidence
-REQUEST_LOG = re.compile(
-    r"\b(Received request|Generated response|Request) [^\s:]{1,128}( \(streaming [a-z]+\))?"
-    r"( details)?: (prompt|output|params)\b"
-    r"|\bRequest [^\s:]{1,128} JSON body: "
-    r"|\b(Receive|Finish): obj=[A-Za-z]*ReqInput\("
-)
-
-
-def _request_log(text: str) -> bool:
-    return ("equest" in text or "esponse" in text or "obj=" in text) and bool(
-        REQUEST_LOG.search(text)
-    )
 
 
 # NCCL's own INFO lines say how it set itself up (`NET/Plugin : dlerror=libnccl-net.so: cannot
@@ -1612,7 +1593,7 @@ def _error_lines(reading: _Reading, before: int) -> list[Evidence]:
             break
         if text.lstrip().startswith("Traceback") or not _salient_set().match_line(text):
             continue
-        if _request_log(text):
+        if request_log(text):
             continue
         if ("f you" in text and ADVICE.search(text)) or _negative(text):
             continue
