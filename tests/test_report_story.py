@@ -392,6 +392,26 @@ def test_a_ready_pod_whose_running_engine_died_is_not_called_ready(tmp_path):
     assert "✓ pod-readiness" not in text and "? pod-readiness" in text
 
 
+def test_a_ready_pod_whose_engine_died_of_a_cause_in_the_log_is_not_called_ready(tmp_path):
+    # a hostile pass: with the death's cause logged before it (the fuller, more common log), the
+    # engine-dead finding is folded under that cause as a warning, and readiness got its ✓ back
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/healthy-vllm-7b"), bundle)
+    with (bundle / "logs/vllm.log").open("a") as log:
+        log.write(
+            "(EngineCore_DP0 pid=1812) ERROR 12-17 09:16:12 [core.py:700] RuntimeError: CUDA "
+            "error: an illegal memory access was encountered\n" + ENGINE_DIED
+        )
+    report = _report(bundle)
+    data = to_json(report)
+    (dead,) = [f for f in data["findings"] if f["runbooks"] == ["engine-dead"]]
+    assert dead["severity"] == "warning" and dead["explained_by"]  # folded under its cause
+    (readiness,) = [f for f in data["findings"] if f["check"] == "pod-readiness"]
+    assert readiness["severity"] == "ok" and readiness["contradicted_by"]
+    text = _terminal(report, verbose=True)
+    assert "✓ pod-readiness" not in text and "? pod-readiness" in text
+
+
 def test_a_full_model_cache_in_the_running_log_doubts_no_image_check(tmp_path):
     # disk-full explains slow or failed image pulls, but this container's image was pulled and
     # it ran: the pull and the pinned tag were settled before the disk filled (a hostile pass:

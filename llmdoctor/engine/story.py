@@ -211,10 +211,15 @@ def _contradicts(problem: Finding, fine: Finding, graph: CauseGraph) -> bool:
     # directly causes what the check watches: "the pod is Ready" beside an engine that died in
     # the current log was read before the kubelet noticed, or the probe does not look
     # (proven causes only: a slow first token's "places to look" prove nothing)
-    # (never of what was settled before the container started: its image, its scheduling)
+    # (never of what was settled before the container started: its image, its scheduling); a
+    # consequence made milder because its cause was found is as much a failure seen now (the
+    # engine died of an illegal memory access: still dead)
     if spec.before_start:
         return False
-    if problem.severity is not Severity.CRITICAL or problem.runbooks_unproven:
+    failed = problem.severity is Severity.CRITICAL or any(
+        cause.severity is Severity.CRITICAL for cause in problem.explained_by
+    )
+    if not failed or problem.runbooks_unproven:
         return False
     direct = any(spec.runbooks[0] in graph.effects(r) for r in problem.runbooks)
     return direct and _seen_now(problem)
