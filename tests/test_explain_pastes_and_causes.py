@@ -421,6 +421,41 @@ def test_a_traceback_without_its_exception_is_cut_and_a_whole_one_is_not():
     assert ends_inside_traceback(["no traceback here"]) is None
 
 
+def test_a_cut_traceback_is_found_under_prefixes_of_varying_width_and_other_writers():
+    from llmdoctor.triage.cut_traceback import ends_inside_traceback
+
+    # round 12's vLLM 0.6.2 log: worker 2144911's traceback, worker 2144910's lines between
+    # its frames, the paste ends in 2144911's frames (a hostile pass: another process's line
+    # after a cut traceback hid the cut)
+    interleaved = (
+        FIXTURES
+        / "explain_fresh"
+        / "round12"
+        / "kv-cache-too-small-for-max-model-len"
+        / "r12-c8-vllm062-131072-vs-86432.log"
+    )
+    lines = interleaved.read_text().rstrip().split("\n")
+    header = ends_inside_traceback(lines)
+    assert header is not None and "pid=2144911" in lines[header]
+    # `kubectl logs --timestamps` drops a fraction's trailing zeros: the prefix's width varies
+    scout = SCOUT_CUT.read_text().rstrip().split("\n")
+    stamped = [f"2025-11-25T18:39:23.{'1' * (n % 4 + 1)}Z {line}" for n, line in enumerate(scout)]
+    frame = '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 833'
+    stamped += ["2025-11-25T18:39:23.12Z " + frame, "2025-11-25T18:39:23.9Z     raise e"]
+    assert ends_inside_traceback(stamped) == 3
+    # a logger that prefixes only a record's first line (`logger.error(traceback.format_exc())`)
+    # and Ray's exception with its cause in parentheses: whole
+    first_only = [
+        "2024-05-01 10:00:00,123 ERROR Traceback (most recent call last):",
+        '  File "serve.py", line 3, in <module>',
+        "    main()",
+        "ValueError: max_model_len too large",
+    ]
+    assert ends_inside_traceback(first_only) is None
+    ray = (CORPUS / "ray-worker-lost" / "search-r1-grpo-main-task-actor-died.log").read_text()
+    assert ends_inside_traceback(ray.rstrip().split("\n")) is None
+
+
 def test_explain_says_the_paste_stops_before_the_exception():
     result = runner.invoke(app, ["explain", str(SCOUT_CUT), "--no-color"])
     text = " ".join(result.stdout.split())
@@ -447,7 +482,8 @@ def test_a_consequence_guessed_from_words_stays_a_guess_when_the_cause_was_cut(e
     # the same paste with the exception vLLM 0.32 raised there (our real start-up drill's line,
     # tests/fixtures/real-vllm-0.32/startup-kv-too-small/server.log:60) names the cause
     real = FIXTURES / "real-vllm-0.32" / "startup-kv-too-small" / "server.log"
-    error = real.read_text().splitlines()[59]
-    whole = run_text(text.rstrip("\n") + "\n" + error + "\n", entries)
+    error = real.read_text().splitlines()[59].split("] ", 1)[1]
+    prefix = text.splitlines()[-1].split("Traceback")[0]  # the engine's own prefix
+    whole = run_text(text.rstrip("\n") + "\n" + prefix + error + "\n", entries)
     assert whole.cut_traceback is None
     assert whole.matches[0].id == "kv-cache-too-small-for-max-model-len"

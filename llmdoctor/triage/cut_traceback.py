@@ -9,10 +9,18 @@ from __future__ import annotations
 import re
 
 HEADER = "Traceback (most recent call last):"
-# what a traceback holds between its header and its exception: frames, their source lines (indented)
-# and PyTorch/Python 3.11's carets; a line with its own log prefix is read after that prefix
+# what a traceback holds between its header and its exception: frames and their source lines
+# (indented), Python 3.11's carets
 _FRAME = re.compile(r'^\s*File "[^"]*", line [0-9]+')
-_DIGITS = re.compile(r"[0-9]")
+# how an exception line begins: its (dotted) class name, Ray's cause in parentheses
+# (`RayTaskError(ActorDiedError)`), then `:` or nothing
+_EXCEPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(\([A-Za-z0-9_.]*\))?(:|$)")
+# how another writer's log line begins: a process tag (`(APIServer pid=1)`), a bracket
+# (`[pod/x/c]`, `[rank1]:`), a timestamp, a level, a compose service's `name  | `
+_OTHER_WRITER = re.compile(
+    r"^(\(|\[|[0-9]{2}|(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b|[A-Za-z0-9_.-]+ +\| )"
+)
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def _inside(content: str) -> bool:
@@ -22,9 +30,22 @@ def _inside(content: str) -> bool:
     return bool(_FRAME.match(content)) or content[:1] in (" ", "\t")
 
 
+def _prefix_pattern(prefix: str) -> re.Pattern | None:
+    """The shape of the prefix a logger writes before each line of the traceback (vLLM's `ERROR
+    11-25 18:39:23 [core.py:842] `, a worker's `(VllmWorker rank=0 pid=2445155) `, kubectl's
+    `2025-01-01T10:00:23.1Z `): its text, any run of digits for each run of digits (a timestamp's
+    fraction loses its trailing zeros). Literals and digit runs alone: matched in linear time."""
+    if not prefix:
+        return None
+    pieces = _DIGITS.split(prefix)
+    return re.compile("[0-9]+".join(re.escape(piece) for piece in pieces))
+
+
 def ends_inside_traceback(lines: list[str]) -> int | None:
     """The index in `lines` of the last traceback header when every line after it is a frame, a
-    source line or blank (the exception that ends it never came); None otherwise."""
+    source line or blank (the exception that ends it never came); None otherwise. Under a
+    prefixed header, a line with a log prefix of another shape is another writer's (a second
+    process logging between its lines) and passed over; any other line may be the exception."""
     header = None
     for n in range(len(lines) - 1, -1, -1):
         if HEADER in lines[n]:
@@ -32,14 +53,14 @@ def ends_inside_traceback(lines: list[str]) -> int | None:
             break
     if header is None:
         return None
-    at = lines[header].index(HEADER)
-    # the prefix a logger writes before each line of the traceback (vLLM's `ERROR 11-25 18:39:23
-    # [core.py:842] `, a worker's `(VllmWorker rank=0 pid=2445155) `): the same shape, digits aside
-    prefix = _DIGITS.sub("0", lines[header][:at])
+    own = _prefix_pattern(lines[header][: lines[header].index(HEADER)])
     for line in lines[header + 1 :]:
-        content = line
-        if at and _DIGITS.sub("0", line[:at]) == prefix:
-            content = line[at:]
-        if not _inside(content):
-            return None
+        if own is not None and (m := own.match(line)) is not None:
+            if not _inside(line[m.end() :]):
+                return None  # its exception, logged with its prefix
+            continue
+        if _inside(line):
+            continue
+        if own is None or _EXCEPTION.match(line) or not _OTHER_WRITER.match(line):
+            return None  # the exception, or a line nothing tells from one
     return header
