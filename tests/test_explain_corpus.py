@@ -484,7 +484,7 @@ def test_fresh_round17_is_held_where_it_was_tuned():
 # 81.2 %, top-3 81.2 % (wiki search 81.2 / 81.2 %), confident and right 75.0 % (12 of 16), none
 # confident and wrong, precision 92.3 % (an SGLang decode OOM from a page-counting bug named
 # cuda-oom-runtime), 0 alarms on 9 healthy logs, 2 of 3 uncovered abstained. Then tuned on:
-# Rust hf-hub's and reqwest's 401/403 wordings (candle#424 and three reports of their own):
+# Rust hf-hub's and reqwest's 401/403 wordings (candle#424 and two reports of their own):
 # confident and right 81.2 % (13 of 16), precision 92.9 %.
 def test_fresh_round18_is_held_where_it_was_tuned():
     assert_held(
