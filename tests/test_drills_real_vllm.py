@@ -177,23 +177,25 @@ class Clients:
         sustained: bool = False,
     ):
         Clients.unjoined.append(self)
+        # the model's name asked once, not by each client: on a loaded machine n asks at once
+        # timed out and those clients never sent (an admission drill saw no 503 in 30 s)
+        model = _model_name(url)
         self.answers: list[dict] = [{} for _ in range(n)]
         self.sent = [0] * n
         self.sustained = sustained
         self.stopping = threading.Event()
         self.threads = [
             threading.Thread(
-                target=self._send, args=(i, url, prompt, max_tokens, timeout), daemon=True
+                target=self._send, args=(i, url, model, prompt, max_tokens, timeout), daemon=True
             )
             for i in range(n)
         ]
         for thread in self.threads:
             thread.start()
 
-    def _send(self, i, url, prompt, max_tokens, timeout) -> None:
+    def _send(self, i, url, model, prompt, max_tokens, timeout) -> None:
         body = {"prompt": prompt, "max_tokens": max_tokens, "ignore_eos": True}
         try:
-            model = requests.get(f"{url}/v1/models", timeout=10).json()["data"][0]["id"]
             while True:
                 r = requests.post(
                     f"{url}/v1/completions", json={"model": model, **body}, timeout=timeout
@@ -220,6 +222,19 @@ class Clients:
         """Join the clients of drills that failed before they did."""
         for clients in list(cls.unjoined):
             clients.join(timeout)
+
+
+def _model_name(url: str, timeout: float = 120) -> str:
+    """The served model's name, asked until the server answers (a slow machine's first ask may
+    time out)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return requests.get(f"{url}/v1/models", timeout=30).json()["data"][0]["id"]
+        except requests.RequestException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
 
 
 def wait_for(predicate, timeout: float, step: float = 0.5) -> bool:
@@ -501,7 +516,13 @@ def test_drill_admission_control_turns_away_the_excess(server, kit, capsys):
     # are long (the first to finish takes ~10 s, so the probe meets a full queue) and their
     # clients give up after 15 s, which makes vLLM abort them
     clients = Clients(server.url, MAX_QUEUED_REQS + 8, "the quick brown fox", 600, timeout=15)
-    assert wait_for(lambda: any(a.get("status") == 503 for a in clients.answers), 30)
+    turned_away = wait_for(lambda: any(a.get("status") == 503 for a in clients.answers), 60)
+    assert turned_away, (
+        gauges(server.url),
+        clients.sent,
+        clients.answers,
+        server.log_text(start)[-3000:],
+    )
     seen = live_verdicts(capsys, server, folder, start, collector)
     answers = clients.join(60)
     write_json(folder / "responses.json", answers)
