@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -454,6 +455,13 @@ def test_a_cut_traceback_is_found_under_prefixes_of_varying_width_and_other_writ
     assert ends_inside_traceback(first_only) is None
     ray = (CORPUS / "ray-worker-lost" / "search-r1-grpo-main-task-actor-died.log").read_text()
     assert ends_inside_traceback(ray.rstrip().split("\n")) is None
+    # a header a megabyte into its line is read as one without a prefix, at once: its text is
+    # not compiled into a pattern of that size (4.8 s before the bound)
+    long_line = "ab1 " * 250_000 + "Traceback (most recent call last):"
+    started = time.perf_counter()
+    assert ends_inside_traceback([long_line, '  File "x.py", line 1']) == 0
+    assert ends_inside_traceback([long_line, '  File "x.py", line 1', "ValueError: x"]) is None
+    assert time.perf_counter() - started < 0.5
 
 
 def test_explain_says_the_paste_stops_before_the_exception():

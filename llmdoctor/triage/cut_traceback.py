@@ -21,6 +21,9 @@ _OTHER_WRITER = re.compile(
     r"^(\(|\[|[0-9]{2}|(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b|[A-Za-z0-9_.-]+ +\| )"
 )
 _DIGITS = re.compile(r"[0-9]+")
+# a logger's prefix, with the message a V0 worker puts before its header (~400 characters), is
+# short; a header further into its line is no prefix (its pattern would cost seconds to build)
+MAX_PREFIX = 1024
 
 
 def _inside(content: str) -> bool:
@@ -35,7 +38,7 @@ def _prefix_pattern(prefix: str) -> re.Pattern | None:
     11-25 18:39:23 [core.py:842] `, a worker's `(VllmWorker rank=0 pid=2445155) `, kubectl's
     `2025-01-01T10:00:23.1Z `): its text, any run of digits for each run of digits (a timestamp's
     fraction loses its trailing zeros). Literals and digit runs alone: matched in linear time."""
-    if not prefix:
+    if not prefix or len(prefix) > MAX_PREFIX:
         return None
     pieces = _DIGITS.split(prefix)
     return re.compile("[0-9]+".join(re.escape(piece) for piece in pieces))
