@@ -376,51 +376,54 @@ ENGINE_DIED = (
 )  # tests/fixtures/runbooks/engine-dead (vLLM V1's wording)
 
 
+def _healthy_with(tmp_path: Path, text: str, log: str = "vllm.log") -> Path:
+    """A copy of the shipped healthy bundle with `text` appended to one of its logs (a log it
+    lacks is made)."""
+    bundle = tmp_path / "b"
+    shutil.copytree(_bundle("examples/bundles/healthy-vllm-7b"), bundle)
+    with (bundle / "logs" / log).open("a") as out:
+        out.write(text)
+    return bundle
+
+
+def _readiness_doubted(report) -> list[str]:
+    """The checks whose problems put the pod's Ready under "Cannot tell", after checking that it
+    is listed there and never with a ✓."""
+    (readiness,) = [f for f in to_json(report)["findings"] if f["check"] == "pod-readiness"]
+    assert readiness["severity"] == "ok"
+    text = _terminal(report, verbose=True)
+    assert "✓ pod-readiness" not in text and "? pod-readiness" in text
+    return [c["check"] for c in readiness.get("contradicted_by", [])]
+
+
 def test_a_ready_pod_whose_running_engine_died_is_not_called_ready(tmp_path):
     # the healthy example with vLLM's engine death at the end of the running container's log:
     # the Ready condition was read before the kubelet noticed (or no probe looks at /health)
-    bundle = tmp_path / "b"
-    shutil.copytree(_bundle("examples/bundles/healthy-vllm-7b"), bundle)
-    with (bundle / "logs/vllm.log").open("a") as log:
-        log.write(ENGINE_DIED)
-    report = _report(bundle)
-    data = to_json(report)
-    (readiness,) = [f for f in data["findings"] if f["check"] == "pod-readiness"]
-    assert readiness["severity"] == "ok"
-    assert [c["check"] for c in readiness["contradicted_by"]] == ["log-signatures"]
-    text = _terminal(report, verbose=True)
-    assert "✓ pod-readiness" not in text and "? pod-readiness" in text
+    report = _report(_healthy_with(tmp_path, ENGINE_DIED))
+    assert _readiness_doubted(report) == ["log-signatures"]
 
 
 def test_a_ready_pod_whose_engine_died_of_a_cause_in_the_log_is_not_called_ready(tmp_path):
     # a hostile pass: with the death's cause logged before it (the fuller, more common log), the
     # engine-dead finding is folded under that cause as a warning, and readiness got its ✓ back
-    bundle = tmp_path / "b"
-    shutil.copytree(_bundle("examples/bundles/healthy-vllm-7b"), bundle)
-    with (bundle / "logs/vllm.log").open("a") as log:
-        log.write(
-            "(EngineCore_DP0 pid=1812) ERROR 12-17 09:16:12 [core.py:700] RuntimeError: CUDA "
-            "error: an illegal memory access was encountered\n" + ENGINE_DIED
-        )
+    bundle = _healthy_with(
+        tmp_path,
+        "(EngineCore_DP0 pid=1812) ERROR 12-17 09:16:12 [core.py:700] RuntimeError: CUDA "
+        "error: an illegal memory access was encountered\n" + ENGINE_DIED,
+    )
     report = _report(bundle)
     data = to_json(report)
     (dead,) = [f for f in data["findings"] if f["runbooks"] == ["engine-dead"]]
     assert dead["severity"] == "warning" and dead["explained_by"]  # folded under its cause
-    (readiness,) = [f for f in data["findings"] if f["check"] == "pod-readiness"]
-    assert readiness["severity"] == "ok" and readiness["contradicted_by"]
-    text = _terminal(report, verbose=True)
-    assert "✓ pod-readiness" not in text and "? pod-readiness" in text
+    assert _readiness_doubted(report)
 
 
 def test_a_full_model_cache_in_the_running_log_doubts_no_image_check(tmp_path):
     # disk-full explains slow or failed image pulls, but this container's image was pulled and
     # it ran: the pull and the pinned tag were settled before the disk filled (a hostile pass:
     # two "? cannot tell" lines for image checks under a full Hugging Face cache)
-    bundle = tmp_path / "b"
-    shutil.copytree(_bundle("examples/bundles/healthy-vllm-7b"), bundle)
-    with (bundle / "logs/vllm.log").open("a") as log:
-        # tests/fixtures/runbooks/disk-full/diffusers-tempfile-oserror-errno-28.log's error line
-        log.write("OSError: [Errno 28] No space left on device\n")
+    # tests/fixtures/runbooks/disk-full/diffusers-tempfile-oserror-errno-28.log's error line
+    bundle = _healthy_with(tmp_path, "OSError: [Errno 28] No space left on device\n")
     report = _report(bundle)
     data = to_json(report)
     assert any(f["runbooks"] == ["disk-full"] for f in data["findings"])
@@ -436,17 +439,15 @@ def test_a_prompt_that_quotes_an_error_is_no_finding_of_diagnose(tmp_path):
     # a hostile pass: one request logged with its prompt (vLLM's request logger, 0.32's and the
     # older wording) made diagnose say CRITICAL, "Root cause: CUDA OOM caused by fragmentation",
     # with a Do now that changes the pod; explain already passed such lines over
-    bundle = tmp_path / "b"
-    shutil.copytree(_bundle("examples/bundles/healthy-vllm-7b"), bundle)
-    with (bundle / "logs/vllm.log").open("a") as log:
-        log.write(
-            "(APIServer pid=1671) DEBUG 12-03 03:10:01 [request_logger.py:55] Request "
-            "chatcmpl-9a1 details: prompt: 'Summarise: torch.OutOfMemoryError: CUDA out of "
-            "memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of "
-            "which 1.00 GiB is free.', prompt_token_ids: [1, 2, 3], prompt_embeds shape: None.\n"
-            "INFO 09-04 01:10:02 [logger.py:41] Received request cmpl-9f1: prompt: 'why does "
-            "it say OSError: [Errno 28] No space left on device', params: SamplingParams(n=1)\n"
-        )
+    bundle = _healthy_with(
+        tmp_path,
+        "(APIServer pid=1671) DEBUG 12-03 03:10:01 [request_logger.py:55] Request "
+        "chatcmpl-9a1 details: prompt: 'Summarise: torch.OutOfMemoryError: CUDA out of "
+        "memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of "
+        "which 1.00 GiB is free.', prompt_token_ids: [1, 2, 3], prompt_embeds shape: None.\n"
+        "INFO 09-04 01:10:02 [logger.py:41] Received request cmpl-9f1: prompt: 'why does "
+        "it say OSError: [Errno 28] No space left on device', params: SamplingParams(n=1)\n",
+    )
     data = to_json(_report(bundle))
     assert data["status"] == "ok", [f["summary"] for f in data["findings"] if f["severity"] != "ok"]
     (fragmentation,) = [f for f in data["findings"] if f["check"] == "memory-fragmentation"]
@@ -457,13 +458,11 @@ def test_a_dead_engine_beside_a_cause_only_a_hint_names_stays_critical(tmp_path)
     # `unspecified launch failure` is only a hint of illegal-memory-access (Xid 13/43 hardware
     # faults and driver trouble print it too): the engine it killed is still dead, exit 2, as
     # with the death alone (a hostile pass: more evidence in the log made the report milder)
-    bundle = tmp_path / "b"
-    shutil.copytree(_bundle("examples/bundles/healthy-vllm-7b"), bundle)
-    with (bundle / "logs/vllm.log").open("a") as log:
-        log.write(
-            "(VllmWorker rank=1 pid=402) ERROR 06-05 09:00:04 [multiproc_executor.py:527] "
-            "RuntimeError: CUDA error: unspecified launch failure\n" + ENGINE_DIED
-        )
+    bundle = _healthy_with(
+        tmp_path,
+        "(VllmWorker rank=1 pid=402) ERROR 06-05 09:00:04 [multiproc_executor.py:527] "
+        "RuntimeError: CUDA error: unspecified launch failure\n" + ENGINE_DIED,
+    )
     data = to_json(_report(bundle))
     assert data["status"] == "critical"
     (dead,) = [f for f in data["findings"] if f["runbooks"] == ["engine-dead"]]
@@ -472,9 +471,7 @@ def test_a_dead_engine_beside_a_cause_only_a_hint_names_stays_critical(tmp_path)
 
 def test_an_engine_death_in_the_previous_runs_log_leaves_a_ready_pod_ready(tmp_path):
     # the container restarted after it and is Ready again: that death is over
-    bundle = tmp_path / "b"
-    shutil.copytree(_bundle("examples/bundles/healthy-vllm-7b"), bundle)
-    (bundle / "logs/vllm.previous.log").write_text(ENGINE_DIED)
+    bundle = _healthy_with(tmp_path, ENGINE_DIED, log="vllm.previous.log")
     data = to_json(_report(bundle))
     assert any("engine-dead" in f["runbooks"] for f in data["findings"])  # the death was read
     (readiness,) = [f for f in data["findings"] if f["check"] == "pod-readiness"]

@@ -310,6 +310,11 @@ class Match:
     # `at_startup`: an OOM before the server served is a start-up that does not fit)
     lines_of: str = ""
 
+    def hold_at(self, ceiling: float) -> None:
+        """At most `ceiling` sure (below CONFIDENT: a guess), its score with it."""
+        self.confidence = min(self.confidence, ceiling)
+        self.score = round(100 * self.confidence, 1)
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "id": self.id,
@@ -1053,6 +1058,7 @@ class Gathered:
     results: list  # the wiki search's results, best first
     wiki_dirs: list[str] | None = None
     cause_searches: dict[str, list] = field(default_factory=dict)  # error lines -> results
+    cut_traceback: Evidence | None = None  # the header of a traceback the input stops inside
 
 
 def gather(
@@ -1068,7 +1074,9 @@ def gather(
     query = _query(reading)
     searched = _search_text(reading, query)
     results = _search(searched, max(limit, 10) * 2, wiki_dirs) if searched else []
-    return Gathered(reading, query, searched, results, wiki_dirs)
+    return Gathered(
+        reading, query, searched, results, wiki_dirs, cut_traceback=_cut_traceback(reading)
+    )
 
 
 def decide(
@@ -1092,12 +1100,10 @@ def decide(
         # `one_stalled_interval` holds a guess): text alone names guesses only
         for m in ranked:
             if m.how == "search" and m.confidence > fusion.no_error_guess:
-                m.confidence = fusion.no_error_guess
-                m.score = round(100 * fusion.no_error_guess, 1)
+                m.hold_at(fusion.no_error_guess)
     other_status_guesses(ranked, reading.text or query, entries, fusion)
     unnamed_guesses(ranked, gathered.searched or query, entries, fusion)
-    cut = _cut_traceback(reading)
-    cut_before_the_cause(ranked, cut, graph, fusion)
+    cut_before_the_cause(ranked, gathered.cut_traceback, graph, fusion)
     ruled_out_guesses(ranked, reading, entries, fusion)
     fragmentation_ruled_out(ranked, fusion)
     one_stalled_interval(ranked, reading)
@@ -1148,7 +1154,7 @@ def decide(
         error_lines=reading.error_lines,
         read_whole=reading.text is not None,
         unexplained=_unexplained(reading.salient, confident),
-        cut_traceback=cut,
+        cut_traceback=gathered.cut_traceback,
     )
 
 
@@ -1259,8 +1265,7 @@ def other_status_guesses(ranked: list[Match], text: str, entries: dict, fusion: 
             continue
         named = set(TITLE_STATUS.findall(getattr(entries.get(m.id), "title", "")))
         if named and not named & stated:
-            m.confidence = min(m.confidence, fusion.weak_ceiling)
-            m.score = round(100 * m.confidence, 1)
+            m.hold_at(fusion.weak_ceiling)
 
 
 def ruled_out_guesses(
@@ -1277,8 +1282,7 @@ def ruled_out_guesses(
             continue
         patterns = _ruled_out_patterns(entries.get(m.id))
         if any(p.search(line) for p in patterns for line in lines):
-            m.confidence = min(m.confidence, fusion.weak_ceiling)
-            m.score = round(100 * m.confidence, 1)
+            m.hold_at(fusion.weak_ceiling)
 
 
 def fragmentation_ruled_out(ranked: list[Match], fusion: Fusion) -> None:
@@ -1290,8 +1294,7 @@ def fragmentation_ruled_out(ranked: list[Match], fusion: Fusion) -> None:
 
     for m in ranked:
         if m.id == FRAGMENTATION_ENTRY and short_not_fragmented(e.text for e in m.evidence):
-            m.confidence = min(m.confidence, fusion.weak_ceiling)
-            m.score = round(100 * m.confidence, 1)
+            m.hold_at(fusion.weak_ceiling)
             for other in ranked:  # no longer what explains the OOM
                 other.explained_by = [e for e in other.explained_by if e != m.id]
 
@@ -1351,8 +1354,7 @@ def unnamed_guesses(ranked: list[Match], text: str, entries: dict, fusion: Fusio
             continue
         named = naming.get(m.id, frozenset())
         if named and not words & named:
-            m.confidence = min(m.confidence, fusion.weak_ceiling)
-            m.score = round(100 * m.confidence, 1)
+            m.hold_at(fusion.weak_ceiling)
 
 
 def cut_before_the_cause(
@@ -1365,8 +1367,7 @@ def cut_before_the_cause(
         return
     for m in ranked:
         if m.how == "search" and graph.is_consequence(m.id) and m.confidence >= fusion.confident:
-            m.confidence = min(m.confidence, fusion.weak_ceiling)
-            m.score = round(100 * m.confidence, 1)
+            m.hold_at(fusion.weak_ceiling)
 
 
 _NAMING: dict[tuple, dict[str, frozenset[str]]] = {}
