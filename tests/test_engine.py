@@ -19,7 +19,7 @@ from llmdoctor.cli import run as cli_run
 from llmdoctor.collectors.bundle import Bundle, write_bundle
 from llmdoctor.engine.collect import CollectContext, Collector, run_collectors
 from llmdoctor.engine.facts import Facts, Missing
-from llmdoctor.engine.findings import Severity
+from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.registry import CheckSpec
 from llmdoctor.engine.runner import run_checks
 from llmdoctor.engine.target import parse_target
@@ -750,8 +750,38 @@ def test_a_parser_stuck_on_a_document_times_out_like_a_check():
     finally:
         derive._DERIVATIONS.remove(stuck)
         release.set()
-    assert facts.missing_reason("fuzz/stuck").startswith("parsing timed out after 0.3s")
+    # waiting uses no CPU: stopped by the limit on the clock, three times the budget
+    reason = facts.missing_reason("fuzz/stuck")
+    assert reason.startswith("parsing timed out: no result after 0.9s") or reason.startswith(
+        "parsing timed out: no result after 1."
+    ), reason
     assert "parse fuzz/stuck" in facts.collector_errors
+
+
+def test_a_check_is_timed_by_the_cpu_it_uses_not_by_a_busy_machine():
+    import threading
+
+    release = threading.Event()
+
+    def loops(facts):
+        while not release.is_set():
+            pass
+
+    def waits_for_a_core(facts):  # off the CPU for twice its budget, as on an overloaded node
+        time.sleep(0.6)
+        return Finding("slow", Severity.WARNING, "finished")
+
+    started = time.monotonic()
+    try:
+        checks = [spec("loops", loops), spec("slow", waits_for_a_core)]
+        report = run_checks(Facts(), checks, "t", timeout=0.3)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 5
+    assert [f.summary for f in report.findings] == ["finished"]
+    assert report.errors == [
+        {"check": "loops", "message": "timed out after 0.3s (a longer --timeout gives it more)"}
+    ]
 
 
 def test_a_bundle_that_is_a_device_or_fifo_is_refused_at_once(capsys, tmp_path):

@@ -1,7 +1,7 @@
 """Run a function on a daemon thread and wait for it until a deadline, never longer.
 
 The one way llmdoctor bounds work it cannot interrupt: checks and derived facts
-(engine/runner.py), collectors (engine/collect.py), the vLLM endpoint's requests
+(engine/runner.py, by the CPU time they use: `run_with_cpu_budget`), collectors (engine/collect.py), the vLLM endpoint's requests
 (collectors/vllm_endpoint.py), the local tokenizer probe, shell completion's cluster lookup, and
 the Kubernetes and Prometheus collectors' parallel requests (submit_abandonable). A thread that
 overruns is abandoned: it is a daemon, so neither a deadline nor a Ctrl-C waits for it (a
@@ -10,6 +10,7 @@ ThreadPoolExecutor's workers are joined when the interpreter exits).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import weakref
@@ -87,3 +88,57 @@ class Background:
 def run_with_deadline(fn: Callable[[], Any], seconds: float, name: str) -> Outcome:
     """fn() on a daemon thread, waited for `seconds` at most."""
     return Background(fn, name).wait(time.monotonic() + seconds)
+
+
+# how much longer than its CPU budget a computation may take on the clock, waiting for a core
+WALL_PER_CPU_SECOND = 3.0
+
+
+@dataclass(frozen=True)
+class Budgeted:
+    """What a computation came to under a CPU budget: its Outcome, and what it had used."""
+
+    outcome: Outcome
+    cpu_s: float
+    wall_s: float
+
+
+def run_with_cpu_budget(fn: Callable[[], Any], seconds: float, name: str) -> Budgeted:
+    """fn() on a daemon thread, waited for until it has worked `seconds` of CPU time, and never
+    longer than WALL_PER_CPU_SECOND × `seconds` on the clock.
+
+    For pure computation (a check, a parser): its deadline guards against an input that makes
+    it loop, not against a machine too busy to run it. On an overloaded node, or beside a
+    saturated CPU server, a 60 ms parse once took more than 20 s of wall time (the real
+    saturation drill on CI) and the report called /metrics unusable. Where a thread's CPU clock
+    cannot be read, wall time counts as its CPU time (the plain deadline).
+    """
+    clock: list[int] = []
+
+    def work() -> Any:
+        with contextlib.suppress(AttributeError, OSError):  # no per-thread CPU clocks here
+            clock.append(time.pthread_getcpuclockid(threading.get_ident()))
+        return fn()
+
+    task = Background(work, name)
+    cap = task.started + WALL_PER_CPU_SECOND * seconds
+
+    def used() -> float:
+        if clock:
+            try:
+                return time.clock_gettime(clock[0])
+            except OSError:  # the thread ended between the wait and this read
+                pass
+        return time.monotonic() - task.started
+
+    while True:
+        now = time.monotonic()
+        left = seconds - used()
+        if left <= 0 or now >= cap:
+            outcome = Outcome(done=False)
+            break
+        # one thread works at most one CPU second per second: waiting `left` cannot overshoot
+        outcome = task.wait(min(cap, now + left))
+        if outcome.done:
+            break
+    return Budgeted(outcome, used(), time.monotonic() - task.started)

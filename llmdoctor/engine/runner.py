@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from llmdoctor.engine.collect import one_line, valid_timeout
-from llmdoctor.engine.deadline import run_with_deadline
+from llmdoctor.engine.deadline import run_with_cpu_budget
 from llmdoctor.engine.facts import FactMissing, Facts
 from llmdoctor.engine.findings import Finding, Severity
 from llmdoctor.engine.registry import CheckSpec
@@ -42,11 +42,19 @@ def call_with_deadline(fn: Callable, arg: Any, seconds: float, name: str):
     """fn(arg) on a daemon thread; its result, its exception re-raised, or CheckTimedOut.
 
     A check is a pure function, but a pathological input (a regex on a huge line, a parser
-    loop) can still take forever; the thread is abandoned so the report completes.
+    loop) can still take forever; the thread is abandoned so the report completes. `seconds`
+    is CPU time: a busy machine slows a check down without making it time out (up to
+    run_with_cpu_budget's limit on the clock).
     """
-    outcome = run_with_deadline(lambda: fn(arg), seconds, f"check-{name}")
-    if not outcome.done:
+    budgeted = run_with_cpu_budget(lambda: fn(arg), seconds, f"check-{name}")
+    outcome = budgeted.outcome
+    if not outcome.done and budgeted.cpu_s >= seconds:
         raise CheckTimedOut(f"timed out after {seconds:g}s (a longer --timeout gives it more)")
+    if not outcome.done:
+        raise CheckTimedOut(
+            f"timed out: no result after {budgeted.wall_s:.1f}s, {budgeted.cpu_s:.1f}s of them "
+            "working (a busy machine, or waiting on something; a longer --timeout gives it more)"
+        )
     if outcome.error is not None:
         raise outcome.error
     return outcome.value
