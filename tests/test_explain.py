@@ -294,6 +294,20 @@ def test_killed_exit_137_is_a_host_oom_kill_never_a_driver_mismatch(entries):
     assert "driver-cuda-mismatch" not in [m.id for m in result.matches]
 
 
+def test_fastchats_stderr_logger_level_is_not_an_error(entries):
+    # FastChat logs whatever reaches stderr (uvicorn's start-up) at level ERROR: a normal start
+    # has no error line, while a real error behind the same prefix stays one
+    for name in (
+        "fastchat-controller-start-stderr-logger-fastchat369.log",
+        "fastchat-controller-worker-registered-fastchat2502.log",
+    ):
+        result = run_text(fixture_text(CASES / name), entries)
+        assert result.matches == [] and result.salient == [] and result.exit_code == 0, name
+    refused = fixture_text(CASES / "fastchat-worker-register-refused-fastchat1535.log")
+    reading, _ = read_input(TextSource.from_text("paste", refused), entries)
+    assert any(e.text.startswith("ConnectionError: HTTPConnectionPool") for e in reading.salient)
+
+
 def test_kill_and_exit_code_lines_are_salient(entries):
     text = fixture_text(CASES / "compose-killed-exit-137-scalellm38.log")
     reading, _ = read_input(TextSource.from_text("paste", text), entries)

@@ -287,7 +287,7 @@ def test_a_fix_step_tagged_for_pods_is_left_out_under_a_node_finding_and_back():
     )
     # a finding of unknown kind keeps every step, each tag shown so the reader sees it
     every = fix_steps(entry)
-    assert len(every) == 8 and every[0].lines()[0].startswith("1. [pod] ")
+    assert len(every) == 10 and every[0].lines()[0].startswith("1. [pod] ")
     # a node's step written for a wording leads where the kernel log carries it
     blackwell = critical(
         "log-signatures",

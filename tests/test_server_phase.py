@@ -231,3 +231,26 @@ def test_a_long_run_of_stats_lines_is_read_once_per_distinct_line_and_decides_no
             text = [tail, *distinct, "torch.OutOfMemoryError: CUDA out of memory."]
             expected = tail.startswith("Loading")
             assert during_startup(enumerate(text, 1), len(text)) is expected, (repeats, tail)
+
+
+def test_an_oom_in_the_offline_llm_constructor_is_at_start_up():
+    # `LLM(...)` builds the engine (loads, profiles, sizes the cache) before any request: a
+    # worker's OOM, then the script's traceback through vLLM's constructor frames, as they print
+    oom = (
+        "(VllmWorkerProcess pid=42) ERROR 08-04 16:54:59 [multiproc_worker_utils.py:238] "
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.69 GiB."
+    )
+    constructor = [
+        "[rank0]: Traceback (most recent call last):",
+        '[rank0]:   File "/srv/run.py", line 31, in <module>',
+        "[rank0]:     llm = LLM(",
+        '[rank0]:   File "/opt/venv/lib/python3.10/site-packages/vllm/entrypoints/llm.py", line '
+        "253, in __init__",
+        "[rank0]:     self.llm_engine = LLMEngine.from_engine_args(",
+    ]
+    assert during_startup(numbered("\n".join([oom, *constructor])), 1)
+    engine_built = ['  File "/opt/vllm/engine/llm_engine.py", line 521, in from_engine_args']
+    assert during_startup(numbered("\n".join([oom, *engine_built])), 1)
+    # a script's own `__init__` is not vLLM's constructor
+    own = ['  File "/srv/app/llm.py", line 12, in __init__']
+    assert not during_startup(numbered("\n".join([oom, *own])), 1)

@@ -33,6 +33,13 @@ from llmdoctor.wiki.digit_blind import TEXT_DIGITS_TO_ZERO
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b[=>]")
 COMPOSE_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(?:[-_][0-9]+)? {1,40}\| ")
+# FastChat's servers hand everything written to stderr (uvicorn's start-up, warnings, tracebacks)
+# to a logger named `stderr` at level ERROR, stdout to `stdout` at INFO (fastchat/utils.py
+# build_logger): the level says where a line was written, not how bad it is; the line is what
+# follows
+STREAM_LOGGER_PREFIX = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} \| (ERROR|INFO) \| (stderr|stdout) \| "
+)
 ENTITY = re.compile(r"&(?:quot|amp|lt|gt|apos|nbsp|#[0-9]{1,6}|#x[0-9a-fA-F]{1,5});")
 # the fields that hold the message in Docker's json-file, journald's JSON export, Fluent Bit /
 # Vector / Loki records and Cloud Logging (GKE) exports, in that order of preference
@@ -63,7 +70,8 @@ ESCAPE = re.compile(r"\\(.)")
 
 
 def clean_line(line: str) -> str:
-    """One line without colour codes, HTML entities or a docker-compose prefix."""
+    """One line without colour codes, HTML entities, a docker-compose prefix or FastChat's
+    stream-logger prefix."""
     if "\x1b" in line:
         line = ANSI.sub("", line)
     if "&" in line and ENTITY.search(line):
@@ -72,7 +80,9 @@ def clean_line(line: str) -> str:
 
 
 def _without_compose_prefix(line: str) -> str:
-    return COMPOSE_PREFIX.sub("", line, count=1) if " | " in line[:60] else line
+    if " | " not in line[:60]:
+        return line
+    return STREAM_LOGGER_PREFIX.sub("", COMPOSE_PREFIX.sub("", line, count=1), count=1)
 
 
 def record_message(line: str) -> str | None:

@@ -19,13 +19,15 @@ STARTING_LINE = re.compile(
 )
 # ... and what a start-up failure's traceback and wrappers say, before the line or just after it:
 # the start-up calls it passes through (PyTorch's `capture_end`: a CUDA graph captured, which
-# engines do as they start), the wrappers' words
+# engines do as they start; `from_engine_args`: the engine being built), the wrappers' words
 STARTUP_FAILURE = re.compile(
     r"\bin (load_model|load_weights|profile_run|_dummy_run|_dummy_sampler_run"
     r"|determine_available_memory|determine_num_available_blocks|initialize_kv_cache"
     r"|_initialize_kv_caches|initialize_from_config|capture_model|capture_end"
     r"|initialize_kv_cache_tensors|_allocate_kv_cache_tensors|_allocate_kv_cache"
-    r"|_init_cache_engine)\b"
+    r"|_init_cache_engine|from_engine_args|from_vllm_config)\b"
+    # the offline `LLM(...)` constructor builds the engine: loads, profiles, sizes the cache
+    r"|vllm/entrypoints/llm\.py\", line [0-9]+, in __init__"
     r"|while processing method (load_model|determine_num_available_blocks|initialize_cache"
     r"|determine_available_memory|compile_or_warm_up_model)"
     r"|Engine core initialization failed|Engine process failed to start|EngineCore failed to start"
