@@ -104,15 +104,23 @@ def _verdict(facts: Facts, key: str, ooms: list[tuple[int, str, TorchOom]]) -> F
     items = [evidence(line, source=key, line=n)]
     if len(ooms) > 1:
         items.append(evidence(f"{len(ooms)} CUDA out-of-memory messages in {key}"))
+    # before the server served, an OOM is a start-up that does not fit (the runbook's
+    # `at_startup`, as log-signatures and pod-restarts tell it)
+    entries = facts.get("wiki/entries") or {}
+    story = retold_at_startup(entries, {"cuda-oom-runtime": ooms[0][0]}, facts.require(key).lines)
+    when = ", at start-up" if story else ""
     if not oom.has_numbers:
         asked = f" (tried {_gib(oom.tried)})" if oom.tried is not None else ""
+        # the OOM is what is known: a headline that named fragmentation (the runbook that
+        # explains an OOM) would state what this message cannot show
         return critical(
             CHECK,
-            f"CUDA out of memory{asked}: the message does not say how much was free and "
-            "reserved by PyTorch, so fragmentation cannot be told from a real shortage; look "
-            "for PyTorch's full 'CUDA out of memory. Tried to allocate ...' line",
+            f"CUDA out of memory{asked}{when}: the message does not say how much PyTorch "
+            "reserved but left unallocated, so fragmentation (gpu-memory-fragmentation) cannot "
+            "be told from a real shortage; look for PyTorch's full 'CUDA out of memory. Tried "
+            "to allocate ...' line",
             items,
-            ["cuda-oom-runtime", "gpu-memory-fragmentation"],
+            [*story.values(), "cuda-oom-runtime"],
             _subject(key),
         )
     numbers = (
@@ -135,12 +143,6 @@ def _verdict(facts: Facts, key: str, ooms: list[tuple[int, str, TorchOom]]) -> F
             _subject(key),
         )
     full = " (what is free is barely the request: the GPU is full)" if oom.free >= oom.tried else ""
-    # before the server served, a shortage is a start-up that does not fit (the runbook's
-    # `at_startup`, as log-signatures and pod-restarts tell it)
-    entries = facts.get("wiki/entries") or {}
-    first = ooms[0][0]
-    story = retold_at_startup(entries, {"cuda-oom-runtime": first}, facts.require(key).lines)
-    when = ", at start-up" if story else ""
     return critical(
         CHECK,
         f"CUDA out of memory: {numbers}{full} - a real shortage{when}, not fragmentation",

@@ -303,6 +303,16 @@ def test_fastchats_stderr_logger_level_is_not_an_error(entries):
     ):
         result = run_text(fixture_text(CASES / name), entries)
         assert result.matches == [] and result.salient == [] and result.exit_code == 0, name
+    # ... also behind what kubectl (--timestamps, --prefix) or journald puts in front
+    start = fixture_text(CASES / "fastchat-controller-start-stderr-logger-fastchat369.log")
+    for outer in (
+        "2023-04-11T21:56:33.123456789Z ",
+        "[pod/fastchat-controller-0/controller] 2023-04-11T21:56:33.123456789Z ",
+        "Apr 11 21:56:33 gpu-node-3 fastchat[1234]: ",
+    ):
+        wrapped = "".join(outer + line + "\n" for line in start.splitlines())
+        result = run_text(wrapped, entries)
+        assert result.salient == [] and result.exit_code == 0, outer
     refused = fixture_text(CASES / "fastchat-worker-register-refused-fastchat1535.log")
     reading, _ = read_input(TextSource.from_text("paste", refused), entries)
     assert any(e.text.startswith("ConnectionError: HTTPConnectionPool") for e in reading.salient)

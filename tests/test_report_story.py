@@ -262,6 +262,22 @@ def test_blind_spots_that_matter_sit_beside_the_headline(tmp_path):
     assert "pod-not-ready" not in "\n".join(lines[:blind])
 
 
+def test_checks_that_timed_out_are_a_blind_spot_beside_the_headline():
+    # under load with a tiny --timeout, pod-restarts and log-signatures did not finish and the
+    # root cause read pod-not-ready: the verdict says which checks its story lacks
+    from llmdoctor.render.verdict import blind_spots
+
+    report = _report(_bundle("examples/bundles/crashloop-cuda-oom"))
+    report.errors.extend(
+        {"check": name, "message": "timed out after 0.1s (a longer --timeout gives it more)"}
+        for name in ("pod-restarts", "log-signatures")
+    )
+    report.errors.append({"check": "pod-shm", "message": "KeyError: 'spec'"})  # not a timeout
+    (said,) = [line for line in blind_spots(report) if "timed out" in line]
+    assert "pod-restarts, log-signatures" in said and "pod-shm" not in said
+    assert "--timeout" in said
+
+
 def test_a_counter_that_went_down_on_a_pod_that_never_restarted_is_not_a_restart(tmp_path):
     # the two scrapes of the saturated server, in reverse order: every counter goes down,
     # yet the pod's restartCount is 0, so "the server restarted" would be untrue

@@ -254,3 +254,61 @@ def test_an_oom_in_the_offline_llm_constructor_is_at_start_up():
     # a script's own `__init__` is not vLLM's constructor
     own = ['  File "/srv/app/llm.py", line 12, in __init__']
     assert not during_startup(numbered("\n".join([oom, *own])), 1)
+
+
+OFFLINE_START = [
+    "INFO 03-01 10:00:00 llm_engine.py:98] Initializing an LLM engine (v0.5.4) with config: m",
+    "INFO 03-01 10:00:30 model_runner.py:732] Loading model weights took 24.2835 GB",
+    "INFO 03-01 10:00:35 gpu_executor.py:102] # GPU blocks: 827, # CPU blocks: 327",
+]
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB."
+
+
+def test_an_oom_in_an_offline_scripts_generate_is_not_at_start_up():
+    # the hostile pass: after the constructor, `llm.generate(...)` OOMs; read as a start-up, the
+    # advice raised --gpu-memory-utilization, the wrong way for a request that does not fit
+    generate = [
+        "Traceback (most recent call last):",
+        '  File "/home/user/run_batch.py", line 20, in <module>',
+        "    outputs = llm.generate(prompts, sampling_params)",
+        '  File "/usr/lib/python3/dist-packages/vllm/entrypoints/llm.py", line 353, in generate',
+        "    outputs = self._run_engine(use_tqdm=use_tqdm)",
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/model_executor/layers/sampler.py", '
+        "line 88, in forward",
+        "    logits = torch.softmax(logits, dim=-1)",
+        OOM,
+    ]
+    text = "\n".join([*OFFLINE_START, *generate])
+    assert not during_startup(numbered(text), len(OFFLINE_START) + len(generate))
+    # V1 says its start is over, and the progress bar that prompts were answered
+    v1_done = "INFO 06-01 10:00:40 [core.py:159] init engine (profile, create kv cache, warmup model) took 20.00 seconds"
+    progress = "Processed prompts:   3%|▎         | 60/2000 [00:09<05:07,  6.5it/s]"
+    for said in (v1_done, progress):
+        assert SERVING_LINE.search(said)
+        text = "\n".join([*OFFLINE_START, said, OOM])
+        assert not during_startup(numbered(text), len(OFFLINE_START) + 2)
+    assert not SERVING_LINE.search("Processed prompts:   0%|          | 0/500 [00:00<?, ?it/s]")
+
+
+def test_a_second_engine_built_after_one_served_is_at_start_up_by_its_own_traceback():
+    served = "Processed prompts: 100%|██████████| 500/500 [01:10<00:00,  7.1it/s]"
+    second = [
+        "Traceback (most recent call last):",
+        '  File "/home/user/eval.py", line 30, in <module>',
+        '    judge = LLM(model="meta-llama/Llama-2-13b-hf")',
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/entrypoints/llm.py", line 177, in '
+        "__init__",
+        "    self.llm_engine = LLMEngine.from_engine_args(",
+        OOM,
+    ]
+    text = "\n".join([*OFFLINE_START, served, *second])
+    assert during_startup(numbered(text), len(OFFLINE_START) + 1 + len(second))
+    # a script's own `from_engine_args` after it served is its own call, not vLLM's start
+    own = [
+        "Traceback (most recent call last):",
+        '  File "/app/myproj/engine.py", line 10, in from_engine_args',
+        "    return cls(args).run(prompt)",
+        OOM,
+    ]
+    text = "\n".join([*OFFLINE_START, served, *own])
+    assert not during_startup(numbered(text), len(OFFLINE_START) + 1 + len(own))

@@ -52,7 +52,8 @@ Timeout = Annotated[
         "--timeout",
         min=0.1,
         callback=finite,
-        help="Seconds each collector may take.",
+        help="Seconds each collector may take (0.1 to 86400); each check and parser gets as "
+        "much CPU time, three times as long on the clock at most.",
         show_default=True,
     ),
 ]

@@ -119,6 +119,14 @@ def blind_spots(report: Report, most: int = 3) -> list[str]:
     for e in report.errors:
         if "collector" in e and _BLIND.search(e["message"]):
             lines.append(f"collector {e['collector']}: {e['message']}")
+    # a check that did not finish may hold the cause of what is named above (a busy node, a
+    # huge log: pod-restarts and log-signatures timed out, the root cause read pod-not-ready)
+    unfinished = [e["check"] for e in report.errors if "check" in e and "timed out" in e["message"]]
+    if unfinished:
+        lines.append(
+            f"timed out, their findings missing from the story: {', '.join(unfinished)} "
+            "(a longer --timeout gives them more)"
+        )
     if len(lines) > most:
         lines = [*lines[: most - 1], f"and {len(lines) - most + 1} more (see 'Not checked')"]
     return lines

@@ -38,8 +38,10 @@ COMPOSE_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(?:[-_][0-9]+)? {1,40}\
 # build_logger): the level says where a line was written, not how bad it is; the line is what
 # follows
 STREAM_LOGGER_PREFIX = re.compile(
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} \| (ERROR|INFO) \| (stderr|stdout) \| "
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} \| (ERROR|INFO) \| (stderr|stdout) \| "
 )
+# ... behind what kubectl (`--timestamps`, `--prefix`), journald or a collector puts in front
+STREAM_LOGGER_WITHIN = 240
 ENTITY = re.compile(r"&(?:quot|amp|lt|gt|apos|nbsp|#[0-9]{1,6}|#x[0-9a-fA-F]{1,5});")
 # the fields that hold the message in Docker's json-file, journald's JSON export, Fluent Bit /
 # Vector / Loki records and Cloud Logging (GKE) exports, in that order of preference
@@ -80,9 +82,14 @@ def clean_line(line: str) -> str:
 
 
 def _without_compose_prefix(line: str) -> str:
-    if " | " not in line[:60]:
-        return line
-    return STREAM_LOGGER_PREFIX.sub("", COMPOSE_PREFIX.sub("", line, count=1), count=1)
+    if " | " in line[:60]:
+        line = COMPOSE_PREFIX.sub("", line, count=1)
+    head = line[:STREAM_LOGGER_WITHIN]
+    if "| stderr | " in head or "| stdout | " in head:
+        found = STREAM_LOGGER_PREFIX.search(line, 0, STREAM_LOGGER_WITHIN)
+        if found:
+            line = line[: found.start()] + line[found.end() :]
+    return line
 
 
 def record_message(line: str) -> str | None:

@@ -34,7 +34,11 @@ STARTUP_FAILURE = re.compile(
 )
 # a traceback through the engine's serving loop: a step over requests, not a start
 SERVING_FRAME = re.compile(
-    r"\bin (execute_model|step|step_with_batch_queue|run_busy_loop|_process_engine_step)\b"
+    r"\bin (execute_model|step|step_with_batch_queue|run_busy_loop|_process_engine_step"
+    r"|_run_engine)\b"
+    # the offline `LLM`'s calls that run requests (its constructor is a start: STARTUP_FAILURE)
+    r"|vllm/entrypoints/llm\.py\", line [0-9]+, in (generate|chat|encode|embed|classify|score"
+    r"|reward|beam_search)\b"
 )
 # an engine's stats line that says tokens were generated, as its logger prints it: vLLM V0/V1
 # (`metrics.py:351] Avg prompt throughput: … Avg generation throughput: 77.3 tokens/s`, older
@@ -49,17 +53,23 @@ PROGRESS_LINE = re.compile(
 # a server announcing that it is up and listening (the end of a start, as against a request served)
 UP_LINE = re.compile(
     r"Application startup complete|Uvicorn running on|Starting vLLM API server [0-9 ]*on https?://"
+    # V1's engine core, its start done (offline `LLM` as well as a server)
+    r"|init engine \(profile, create kv cache, warmup model\) took"
 )
 SERVING_LINE = re.compile(
     UP_LINE.pattern + r"|Available routes are"
     r"|\"POST /[^ \"]{1,200} HTTP/[0-9.]+\" [0-9]{3}|Received request|Added request"
-    r"|Avg prompt throughput: ([1-9]|0\.[0-9]*[1-9])|" + PROGRESS_LINE.pattern
+    r"|Avg prompt throughput: ([1-9]|0\.[0-9]*[1-9])|"
+    + PROGRESS_LINE.pattern
+    # the offline `LLM`'s progress bar once a prompt is done (`Processed prompts:   3%|▎ | 60/2000`)
+    + r"|Processed prompts: +[0-9]+%[^|]{0,40}\|[^|]{0,40}\| *[1-9][0-9]*/[0-9]+"
 )
 # a word of every line SERVING_LINE or STARTING_LINE matches (most lines of a log have none: read
 # at the speed of `in`, not of the regexes)
 PHASE_WORDS = (
     "startup complete", "Uvicorn", "Available routes", "API server", "POST /", "Received request",
     "Added request", "throughput", "oad", "profiling", "Capturing", "Initializing", "vllm",
+    "init engine", "Processed prompts",
 )  # fmt: skip
 # how far after the line a start-up failure's words may come and still be its own (the traceback
 # that names `load_model`, a worker's `while processing method load_model`)
@@ -70,17 +80,30 @@ MAX_SAID = 4096  # distinct lines whose phase is kept while one log is read
 def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
     """Whether input line `line` comes while the server starts. The last word before it decides
     (a start-up line: starting; a line that says it is up or served: up); while starting, a
-    traceback through the serving loop near it and no start-up call says up after all; with no
-    word before it, a start-up failure's words near it (a worker's `while processing method
-    load_model`, `Engine core initialization failed`) say starting. `lines` are (number, text)
-    in order; read only as far as the answer needs.
+    traceback through the serving loop near it and no start-up call says up after all; once up,
+    only the line's own traceback through a start-up call and no serving call (an engine built
+    again) says starting; with no word before it, a start-up failure's words near it (a
+    worker's `while processing method load_model`, `Engine core initialization failed`) say
+    starting. `lines` are (number, text) in order; read only as far as the answer needs.
     """
     phase = None  # "starting" or "up": the last word before the line
     near_startup = near_serving = False  # traceback words within AFTER lines of it
+    # the calls of the traceback that ends at the line (Python prints the frames, then the
+    # exception): a new engine being built after one served (a second `LLM(...)` in a script)
+    own_startup = own_serving = False
     said: dict[str, str | None] = {}  # a line's phase, once per distinct line (idle stats lines)
     for number, text in lines:
         if number > line + AFTER:
             break
+        if number <= line:
+            if "Traceback (most recent call last)" in text:
+                own_startup = own_serving = False
+            elif line - number <= AFTER and "File " in text:
+                # vLLM's own calls: a script's `from_engine_args` after it served is its own
+                own_startup = own_startup or (
+                    "vllm/" in text and bool(STARTUP_FAILURE.search(text))
+                )
+                own_serving = own_serving or bool(SERVING_FRAME.search(text))
         if number < line and any(word in text for word in PHASE_WORDS):
             if text in said:
                 word = said[text]
@@ -97,7 +120,7 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
             near_startup = near_startup or bool(STARTUP_FAILURE.search(text))
             near_serving = near_serving or bool(SERVING_FRAME.search(text))
     if phase == "up":
-        return False
+        return own_startup and not own_serving
     if phase == "starting":
         return near_startup or not near_serving
     return near_startup and not near_serving
