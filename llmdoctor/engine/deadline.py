@@ -1,11 +1,12 @@
 """Run a function on a daemon thread and wait for it until a deadline, never longer.
 
 The one way llmdoctor bounds work it cannot interrupt: checks and derived facts
-(engine/runner.py, by the CPU time they use: `run_with_cpu_budget`), collectors (engine/collect.py), the vLLM endpoint's requests
-(collectors/vllm_endpoint.py), the local tokenizer probe, shell completion's cluster lookup, and
-the Kubernetes and Prometheus collectors' parallel requests (submit_abandonable). A thread that
-overruns is abandoned: it is a daemon, so neither a deadline nor a Ctrl-C waits for it (a
-ThreadPoolExecutor's workers are joined when the interpreter exits).
+(engine/runner.py, by the CPU time they use: `run_with_cpu_budget`), collectors
+(engine/collect.py), the vLLM endpoint's requests (collectors/vllm_endpoint.py), the local
+tokenizer probe, shell completion's cluster lookup, and the Kubernetes and Prometheus
+collectors' parallel requests (submit_abandonable). A thread that overruns is abandoned: it is
+a daemon, so neither a deadline nor a Ctrl-C waits for it (a ThreadPoolExecutor's workers are
+joined when the interpreter exits).
 """
 
 from __future__ import annotations
@@ -133,9 +134,11 @@ def run_with_cpu_budget(fn: Callable[[], Any], seconds: float, name: str) -> Bud
 
     while True:
         now = time.monotonic()
+        outcome = task.wait(now)  # done already: a thread that has ended has no clock to read
+        if outcome.done:
+            break
         left = seconds - used()
         if left <= 0 or now >= cap:
-            outcome = Outcome(done=False)
             break
         # one thread works at most one CPU second per second: waiting `left` cannot overshoot
         outcome = task.wait(min(cap, now + left))
