@@ -105,9 +105,15 @@ def _verdict(facts: Facts, key: str, ooms: list[tuple[int, str, TorchOom]]) -> F
     if len(ooms) > 1:
         items.append(evidence(f"{len(ooms)} CUDA out-of-memory messages in {key}"))
     # before the server served, an OOM is a start-up that does not fit (the runbook's
-    # `at_startup`, as log-signatures and pod-restarts tell it)
+    # `at_startup`, as log-signatures and pod-restarts tell it); fragmentation's verdict has
+    # no use for it, so its log is not read again
     entries = facts.get("wiki/entries") or {}
-    story = retold_at_startup(entries, {"cuda-oom-runtime": ooms[0][0]}, facts.require(key).lines)
+    first = ooms[0][0]
+    story = (
+        {}
+        if fragmented
+        else retold_at_startup(entries, {"cuda-oom-runtime": first}, facts.require(key).lines)
+    )
     when = ", at start-up" if story else ""
     if not oom.has_numbers:
         asked = f" (tried {_gib(oom.tried)})" if oom.tried is not None else ""

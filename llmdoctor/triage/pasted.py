@@ -78,18 +78,24 @@ def clean_line(line: str) -> str:
         line = ANSI.sub("", line)
     if "&" in line and ENTITY.search(line):
         line = html.unescape(line)
-    return _without_compose_prefix(line).rstrip("\r")
+    return _without_prefixes(line).rstrip("\r")
+
+
+def _without_prefixes(line: str) -> str:
+    """The line without a docker-compose prefix and FastChat's stream-logger prefix."""
+    return _without_stream_logger_prefix(_without_compose_prefix(line))
 
 
 def _without_compose_prefix(line: str) -> str:
-    if " | " in line[:60]:
-        line = COMPOSE_PREFIX.sub("", line, count=1)
+    return COMPOSE_PREFIX.sub("", line, count=1) if " | " in line[:60] else line
+
+
+def _without_stream_logger_prefix(line: str) -> str:
     head = line[:STREAM_LOGGER_WITHIN]
-    if "| stderr | " in head or "| stdout | " in head:
-        found = STREAM_LOGGER_PREFIX.search(line, 0, STREAM_LOGGER_WITHIN)
-        if found:
-            line = line[: found.start()] + line[found.end() :]
-    return line
+    if "| stderr | " not in head and "| stdout | " not in head:
+        return line
+    found = STREAM_LOGGER_PREFIX.search(line, 0, STREAM_LOGGER_WITHIN)
+    return line[: found.start()] + line[found.end() :] if found else line
 
 
 def record_message(line: str) -> str | None:
@@ -304,7 +310,7 @@ def _joined_lines(
     out: list[tuple[int, str]] = []
     joining = False
     for number, (original, line) in enumerate(zip(raw, lines, strict=True), 1):
-        record = _without_compose_prefix(original)
+        record = _without_prefixes(original)
         message = record_message(record) if record.lstrip()[:1] == "{" else None
         if message is not None:  # a record keeps its line number for each of its lines
             out.extend((number, clean_line(piece)) for piece in message.split("\n"))

@@ -95,15 +95,6 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
     for number, text in lines:
         if number > line + AFTER:
             break
-        if number <= line:
-            if "Traceback (most recent call last)" in text:
-                own_startup = own_serving = False
-            elif line - number <= AFTER and "File " in text:
-                # vLLM's own calls: a script's `from_engine_args` after it served is its own
-                own_startup = own_startup or (
-                    "vllm/" in text and bool(STARTUP_FAILURE.search(text))
-                )
-                own_serving = own_serving or bool(SERVING_FRAME.search(text))
         if number < line and any(word in text for word in PHASE_WORDS):
             if text in said:
                 word = said[text]
@@ -117,8 +108,17 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
                     said[text] = word
             phase = word or phase
         if number >= line - AFTER:
-            near_startup = near_startup or bool(STARTUP_FAILURE.search(text))
-            near_serving = near_serving or bool(SERVING_FRAME.search(text))
+            starts, serves = bool(STARTUP_FAILURE.search(text)), bool(SERVING_FRAME.search(text))
+            near_startup = near_startup or starts
+            near_serving = near_serving or serves
+            if number > line:
+                continue
+            if "Traceback (most recent call last)" in text:
+                own_startup = own_serving = False
+            elif "File " in text:
+                # vLLM's own calls: a script's `from_engine_args` after it served is its own
+                own_startup = own_startup or (starts and "vllm/" in text)
+                own_serving = own_serving or serves
     if phase == "up":
         return own_startup and not own_serving
     if phase == "starting":
