@@ -139,9 +139,11 @@ def test_odd_collection_options_are_usage_errors(capsys, args):
     [
         (
             ("diagnose", "--bundle", str(EXAMPLES / "healthy-vllm-7b"), "--timeout", "inf"),
-            "--timeout inf",
+            "--timeout 'inf'",
         ),
-        (("probe", "http://127.0.0.1:9", "--timeout", "inf"), "--timeout inf"),
+        (("probe", "http://127.0.0.1:9", "--timeout", "inf"), "--timeout 'inf'"),
+        (("probe", "http://127.0.0.1:9", "--timeout", "0.05"), "must be 0.1 to 86400 seconds"),
+        (("probe", "http://127.0.0.1:9", "--timeout", "2d"), "must be 0.1 to 86400 seconds"),
         (("probe", "http://[::1"), "not a valid URL"),
     ],
 )
@@ -151,6 +153,14 @@ def test_impossible_values_are_one_line_errors(capsys, args, says):
     err = capsys.readouterr().err
     assert done.value.code == 3
     assert says in err and "internal error" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("given", "seconds"), [("10", 10.0), ("10s", 10.0), ("1.5m", 90.0)])
+def test_timeout_takes_a_duration_as_sre_tools_write_it(given, seconds):
+    # `--timeout 10s` (kubectl's and curl's habit) was refused as "not a valid float range"
+    from llmdoctor.commands.options import timeout_seconds
+
+    assert timeout_seconds(given) == seconds
 
 
 def test_credentials_in_a_probe_url_are_never_printed(capsys):

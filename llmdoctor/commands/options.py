@@ -50,10 +50,10 @@ Timeout = Annotated[
     float,
     typer.Option(
         "--timeout",
-        min=0.1,
-        callback=finite,
-        help="Seconds each collector may take (0.1 to 86400); each check and parser gets as "
-        "much CPU time, three times as long on the clock at most.",
+        parser=lambda text: timeout_seconds(text),
+        metavar="SECONDS",
+        help="Seconds each collector may take (0.1 to 86400; 30s, 2m and 1h also work); each "
+        "check and parser gets as much CPU time, three times as long on the clock at most.",
         show_default=True,
     ),
 ]
@@ -375,15 +375,37 @@ _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_SINCE = 366 * 86400.0  # a year; past it a start time can leave what the clock can represent
 
 
-def parse_duration(text: str) -> float:
-    """'24h' -> 86400.0; '90m', '7d', '3600s', '3600' also work. BadInput otherwise."""
+MIN_TIMEOUT = 0.1
+
+
+def _seconds(text: str, option: str, example: str) -> float:
     from llmdoctor.errors import BadInput
     from llmdoctor.lazy_regex import compiled
 
-    m = compiled(_DURATION).match(text or "")
+    m = compiled(_DURATION).match(str(text or ""))
     if not m or float(m.group(1)) <= 0:
-        raise BadInput(f"--since {text!r}: expected a duration such as 24h, 90m, 7d")
-    seconds = float(m.group(1)) * _SECONDS[m.group(2)]
+        raise BadInput(f"{option} {text!r}: expected a duration such as {example}")
+    return float(m.group(1)) * _SECONDS[m.group(2)]
+
+
+def parse_duration(text: str) -> float:
+    """'24h' -> 86400.0; '90m', '7d', '3600s', '3600' also work. BadInput otherwise."""
+    from llmdoctor.errors import BadInput
+
+    seconds = _seconds(text, "--since", "24h, 90m, 7d")
     if seconds > MAX_SINCE:
         raise BadInput(f"--since {text!r}: at most {MAX_SINCE // 86400:g}d of history")
+    return seconds
+
+
+def timeout_seconds(text: str) -> float:
+    """--timeout: '10' and '10s' -> 10.0, '2m' -> 120.0; 0.1 s to a day. BadInput otherwise."""
+    from llmdoctor.engine.collect import MAX_TIMEOUT
+    from llmdoctor.errors import BadInput
+
+    if isinstance(text, int | float):  # the default, given as a number
+        return float(text)
+    seconds = _seconds(text, "--timeout", "10, 30s, 2m")
+    if not MIN_TIMEOUT <= seconds <= MAX_TIMEOUT:
+        raise BadInput(f"--timeout {text!r}: must be {MIN_TIMEOUT:g} to {MAX_TIMEOUT:g} seconds")
     return seconds
