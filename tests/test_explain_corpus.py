@@ -32,7 +32,7 @@ from explain_accuracy import (  # noqa: E402
 REQUIRED = 60
 # Issue 14's bars. Where a half does not reach one, the test holds it at the level reached (no
 # slack) and docs/explain.md says so: held-out top-3 is 96.2 % (97.7 % on the whole
-# corpus, 99.0 % on the tune half); 6 of the 107 failures no entry covers are named (all
+# corpus, 99.0 % on the tune half); 6 of the 107 failures no entry covers were named (3 since text alone names none, 2026-12-05) (all
 # warnings: text-only MAYBEs or hinted guesses, among them vLLM's bare "Engine process failed
 # to start" wrapper as engine-dead, and 2 LiteLLM "LLM Provider NOT provided" excerpts that
 # model-name-not-found covers since its scope was widened, kept as labelled). Explain ranks at
@@ -47,8 +47,13 @@ BEHIND_SEARCH = {"tune": (0, 0), "heldout": (0, 0)}  # excerpts, top-1 and top-3
 # tune one excerpt lower than it was (0.9003): a healthy V1 start-up with enforce_eager and its
 # own `Enforce eager set` WARNING is now a configuration note, as the INFO-level line always was
 # (enforce-eager-in-production/vllm-v1-non-default-args-enforce-eager-lmcache.log)
-CONFIDENT_TOP1 = {"tune": 0.8973, "heldout": 0.8654}
-NOT_ABSTAINED = 6  # uncovered failures named (never critical), at the level reached (bar: 0)
+# (0.8973 / 0.8654 until 2026-12-05)
+# 2026-12-05: an error's words alone no longer name an entry (triage.explain.TEXT_ONLY, chosen on
+# the blind rounds: the calibration gate's precision 93.5 -> 95.6 %); the text-only answers that
+# were right on the corpus are now its closest guesses (tune 88.5 % confident and right, held-out
+# 83.7 %), and the uncovered failures named fell from 6 to 3
+CONFIDENT_TOP1 = {"tune": 0.8844, "heldout": 0.8365}
+NOT_ABSTAINED = 3  # uncovered failures named (never critical), at the level reached (bar: 0)
 INDEPENDENT_TOP1 = {"tune": 0.90, "heldout": 0.9145}
 HELDOUT_GAP = 0.05
 
@@ -157,14 +162,16 @@ def test_an_excerpt_of_a_runbook_source_report_is_not_counted_as_independent(rep
 # logs); abstention: uncovered errors with no confident answer. Held at the levels reached (the
 # held-out half, never used to choose, reaches the precision bar too: 95.6 %).
 GATE_PRECISION = 0.95
-INDEPENDENT_COVERAGE = {"tune": 0.8982, "heldout": 0.8618}  # tune: the eager note (above)
-INDEPENDENT_PRECISION = {"tune": GATE_PRECISION, "heldout": GATE_PRECISION}
+# 2026-12-05 (TEXT_ONLY, above): coverage fell (tune 89.8 -> 88.8 %, held-out 86.2 -> 83.1 %),
+# precision and abstention rose; held at the new levels
+INDEPENDENT_COVERAGE = {"tune": 0.888, "heldout": 0.831}
+INDEPENDENT_PRECISION = {"tune": 0.9768, "heldout": 0.9804}
 # held-out abstention 36/39: vLLM's xgrammar refusal of a tool schema was relabelled from
 # _unknown to guided-decoding-grammar-error (added after that excerpt was collected), so one fewer
 # uncovered excerpt with the same three answered (37/40 before)
 # tune one lower than it was (0.9375): hint_stated_floor names vLLM's bare `Engine process failed
 # to start` wrapper engine-dead as a MAYBE (labelled uncovered: the wrapper hides its cause)
-INDEPENDENT_ABSTAINED = {"tune": 0.9218, "heldout": 0.923}
+INDEPENDENT_ABSTAINED = {"tune": 0.953, "heldout": 1.0}
 
 
 def test_confident_answers_on_independent_tune_excerpts_are_right_95_percent_of_the_time(report):
@@ -200,7 +207,8 @@ def fresh():
 def test_fresh_round6_failures_are_ranked_at_the_level_reached(fresh):
     covered = fresh["all"]
     assert covered["top3"] >= 0.9166 and covered["top1"] >= 0.8333
-    assert covered["confident_top1"] >= 0.7083
+    assert covered["confident_top1"] >= 0.68
+    assert covered["precision"] >= 0.96 and covered["abstained"] >= 0.937
 
 
 def test_fresh_round6_healthy_logs_raise_no_alarm(fresh):
@@ -239,6 +247,16 @@ def assert_held(
     assert covered["abstained"] >= abstained
 
 
+# Since 2026-12-05 every round is held at the levels reached after an error's words alone stopped
+# naming an entry (triage.explain.TEXT_ONLY, chosen on the blind rounds): confident coverage fell
+# by 0-6 points where text-only answers had been right, precision and abstention rose where they
+# had been wrong (rounds 14-21 together: precision 85.8 -> 89.9 %, uncovered abstained 74 -> 85 %,
+# coverage 79.2 -> 75.4 %). Round 7 holds one more confident wrong answer: nccl-tests' `Test NCCL
+# failure common.cu:777 'unhandled system error'` now names nccl-failure by signature (its
+# thread found /dev/shm too small: shm-too-small, which explains nccl-failure; the excerpt does
+# not show it).
+
+
 # Round 7 (issue 26 §5): 150 excerpts from 100+ reports that no project file cited, labelled by
 # three collectors who read neither the runbooks, the code nor the earlier rounds; measured once
 # after this session's knowledge work (before it, on main at 035b3f3: top-1 78.5 %, top-3 86.0 %,
@@ -251,7 +269,13 @@ def assert_held(
 # (2026-12-04, later) llama.cpp's ARCHS line in no-kernel-image's symptom: top-1 81.7 %. Held there.
 def test_fresh_round7_is_held_at_its_blind_measurement():
     assert_held(
-        fresh_round(7), top1=0.8172, top3=0.8602, confident=0.6881, precision=0.927, abstained=0.99
+        fresh_round(7),
+        top1=0.817,
+        top3=0.881,
+        confident=0.645,
+        precision=0.923,
+        abstained=1.0,
+        most_wrong=5,
     )
 
 
@@ -268,7 +292,13 @@ def test_fresh_round7_is_held_at_its_blind_measurement():
 # 98.1 %, 24 of 24 uncovered abstained. Held there.
 def test_fresh_round8_is_held_at_its_blind_measurement():
     assert_held(
-        fresh_round(8), top1=0.9047, top3=0.9365, confident=0.8095, precision=0.9807, abstained=0.99
+        fresh_round(8),
+        top1=0.952,
+        top3=0.984,
+        confident=0.793,
+        precision=0.98,
+        abstained=1.0,
+        most_wrong=1,
     )
 
 
@@ -285,11 +315,11 @@ def test_fresh_round8_is_held_at_its_blind_measurement():
 def test_fresh_round9_is_held_at_the_level_reached():
     assert_held(
         fresh_round(9),
-        top1=0.8550,
-        top3=0.9565,
-        confident=0.8115,
-        precision=0.9818,
-        abstained=0.964,
+        top1=0.884,
+        top3=0.956,
+        confident=0.797,
+        precision=1.0,
+        abstained=1.0,
         most_wrong=0,
     )
 
@@ -309,11 +339,11 @@ def test_fresh_round9_is_held_at_the_level_reached():
 def test_fresh_round10_is_held_at_the_level_reached():
     assert_held(
         fresh_round(10),
-        top1=0.8461,
-        top3=0.8923,
-        confident=0.7538,
-        precision=0.9423,
-        abstained=0.9230,
+        top1=0.861,
+        top3=0.892,
+        confident=0.723,
+        precision=0.959,
+        abstained=0.961,
         most_wrong=1,
     )
 
@@ -331,12 +361,12 @@ def test_fresh_round10_is_held_at_the_level_reached():
 def test_fresh_round11_is_held_at_the_level_reached():
     assert_held(
         fresh_round(11),
-        top1=0.75,
+        top1=0.766,
         top3=0.833,
         confident=0.683,
-        precision=0.854,
-        abstained=0.75,
-        most_wrong=2,
+        precision=0.911,
+        abstained=0.85,
+        most_wrong=1,
     )
 
 
@@ -355,10 +385,10 @@ def test_fresh_round12_is_held_at_the_level_reached():
     assert_held(
         fresh_round(12),
         top1=0.776,
-        top3=0.820,
-        confident=0.641,
-        precision=0.843,
-        abstained=0.76,
+        top3=0.82,
+        confident=0.597,
+        precision=0.952,
+        abstained=1.0,
         most_wrong=2,
     )
 
@@ -377,8 +407,8 @@ def test_fresh_round13_is_held_at_the_level_reached():
         top1=0.571,
         top3=0.571,
         confident=0.428,
-        precision=0.75,
-        abstained=0.66,
+        precision=1.0,
+        abstained=1.0,
         most_wrong=0,
     )
 
@@ -397,9 +427,9 @@ def test_fresh_round14_is_held_at_the_level_reached():
         fresh_round(14),
         top1=0.809,
         top3=0.857,
-        confident=0.761,
-        precision=0.888,
-        abstained=0.71,
+        confident=0.714,
+        precision=0.937,
+        abstained=0.857,
         most_wrong=0,
     )
 
@@ -421,8 +451,8 @@ def test_fresh_round15_is_held_where_it_was_tuned():
         top1=0.785,
         top3=0.857,
         confident=0.714,
-        precision=0.714,
-        abstained=0.40,
+        precision=0.833,
+        abstained=0.8,
         most_wrong=1,
     )
 
@@ -445,7 +475,7 @@ def test_fresh_round16_is_held_where_it_was_tuned():
         top3=0.933,
         confident=0.866,
         precision=0.928,
-        abstained=0.80,
+        abstained=0.8,
         most_wrong=0,
     )
 
@@ -468,11 +498,11 @@ def test_fresh_round16_is_held_where_it_was_tuned():
 def test_fresh_round17_is_held_where_it_was_tuned():
     assert_held(
         fresh_round(17),
-        top1=0.730,
+        top1=0.73,
         top3=0.846,
         confident=0.692,
         precision=0.857,
-        abstained=0.81,
+        abstained=0.818,
         most_wrong=1,
     )
 
@@ -489,11 +519,11 @@ def test_fresh_round17_is_held_where_it_was_tuned():
 def test_fresh_round18_is_held_where_it_was_tuned():
     assert_held(
         fresh_round(18),
-        top1=0.875,
-        top3=0.875,
-        confident=0.812,
-        precision=0.928,
-        abstained=0.66,
+        top1=0.937,
+        top3=0.937,
+        confident=0.687,
+        precision=1.0,
+        abstained=1.0,
         most_wrong=0,
     )
 
@@ -515,8 +545,8 @@ def test_fresh_round19_is_held_where_it_was_tuned():
         top1=0.937,
         top3=0.937,
         confident=0.937,
-        precision=0.789,
-        abstained=0.55,
+        precision=0.882,
+        abstained=0.777,
         most_wrong=0,
     )
 
@@ -535,9 +565,30 @@ def test_fresh_round20_is_held_where_it_was_tuned():
     assert_held(
         fresh_round(20),
         top1=0.733,
-        top3=0.80,
-        confident=0.733,
-        precision=0.916,
-        abstained=0.99,
+        top3=0.8,
+        confident=0.666,
+        precision=0.909,
+        abstained=1.0,
         most_wrong=1,
+    )
+
+
+# Round 21 (issue 26 §5): 26 excerpts (7 covered failures, 11 healthy, 8 uncovered), five
+# collectors gathering after round 20 was tuned on (SOURCES-round21.md): Kubernetes stacks and
+# the GPU Operator; quantized model loading; multi-node and disaggregated inference; self-hosted
+# servers; hosted platforms. Measured once on the tree as round 20 had tuned it (main 4558bc6):
+# top-1 71.4 %, top-3 85.7 % (wiki search 57.1 / 85.7 %), confident and right 71.4 % (5 of 7), none
+# confident and wrong, precision 83.3 %, 0 alarms on 11 healthy logs, 7 of 8 uncovered abstained
+# (vLLM's Quark config bug reads exactly as trust-remote-code). Then tuned on: Triton's own
+# `raise OutOfResources(…, "shared memory")` frame names triton-shared-memory-exceeded in a paste
+# cut before its exception line (MonkeyOCR#86, sglang#2384): confident and right 85.7 % (6 of 7).
+def test_fresh_round21_is_held_where_it_was_tuned():
+    assert_held(
+        fresh_round(21),
+        top1=0.857,
+        top3=1.0,
+        confident=0.857,
+        precision=0.857,
+        abstained=0.875,
+        most_wrong=0,
     )

@@ -30,6 +30,7 @@ NEW_EXCERPTS = [
     ("triton-shared-memory-exceeded", "freetoken-issue246-rtx2080ti-smem.log"),
     ("triton-shared-memory-exceeded", "sglang-issue2384-mi300-smem.log"),
     ("triton-shared-memory-exceeded", "lmdeploy-issue3495-mxc500-smem.log"),
+    ("triton-shared-memory-exceeded", "monkeyocr-issue86-smem.log"),
     ("gpu-not-visible", "llama-issue946-nproc8-one-3090.log"),
     ("gpu-not-visible", "llama3-issue164-nproc8-4xA800.log"),
     ("gpu-not-visible", "modded-nanogpt-issue61-nproc8-4gpus.log"),
@@ -68,6 +69,7 @@ ROUND_EXCERPTS = [
     "round10/k8s-oomkilled/r10-c6-triton-pod-memcg-limit-128mi-oom.log",
     "round12/cuda-oom-runtime/r12-c4-qwen35-triton-autotune-oom.log",
     "round14/nvidia-container-toolkit/r14-c2-operator-toolkit-validation-ldconfig.log",
+    "round21/triton-shared-memory-exceeded/r21-quant-sglang-epmoe-l40s-smem.log",
 ]
 
 
@@ -96,6 +98,16 @@ def test_the_round_excerpt_that_showed_the_gap_is_named_right(entries, relative)
 
 def run_text(text: str, entries):
     return explain(TextSource.from_text("paste", text), entries)
+
+
+@pytest.mark.parametrize("name", ["monkeyocr-issue86-smem.log", "sglang-issue2384-mi300-smem.log"])
+def test_a_triton_traceback_cut_before_its_exception_line_is_named_by_tritons_raise(entries, name):
+    # round 21's SGLang excerpt ended at Triton's own `raise OutOfResources(…, "shared
+    # memory")`: that frame is raised only when the kernel's shared memory exceeds the GPU's
+    lines = (RUNBOOKS / "triton-shared-memory-exceeded" / name).read_text().splitlines()
+    cut = "\n".join(lines[: 1 + next(i for i, t in enumerate(lines) if "raise OutOf" in t)])
+    (first, *_) = run_text(cut + "\n", entries).matches
+    assert (first.id, first.how) == ("triton-shared-memory-exceeded", "signature")
 
 
 def test_ptxas_refusing_fp8_before_ada_is_this_entry_and_an_old_toolchain_is_not(entries):

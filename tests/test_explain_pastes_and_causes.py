@@ -127,6 +127,31 @@ def test_no_likely_cause_when_only_traceback_frames_come_before_the_consequence(
     assert result.likely_cause is None
 
 
+def test_a_servers_wrapper_line_above_the_traceback_is_no_likely_cause(entries):
+    # uvicorn's `ERROR:    Exception in ASGI application` is the header of the very traceback
+    # the consequence ends (round 7's vLLM#1380 paste, frames unindented as pasted; its bare
+    # AssertionError replaced by the AsyncEngineDeadError line of a corpus excerpt): it was shown
+    # as the likely cause, "fits ray-worker-lost"
+    lines = (
+        FIXTURES / "explain_fresh/round7/engine-dead/r7-vllm-1380-task-finished-unexpectedly.log"
+    )
+    dead = next(
+        t
+        for p in sorted((CORPUS / "engine-dead").glob("*.log"))
+        for t in p.read_text().splitlines()
+        if t.startswith("vllm.engine.async_llm_engine.AsyncEngineDeadError: Task finished")
+    )
+    text = "\n".join([*lines.read_text().splitlines()[:13], dead]) + "\n"
+    result = run_text(text, entries)
+    assert result.matches[0].id == "engine-dead"
+    assert result.likely_cause is None
+    # behind kubectl's --timestamps prefix too
+    stamped = "".join(
+        f"2024-05-01T10:00:{i:02d}.000000000Z {t}\n" for i, t in enumerate(text.splitlines())
+    )
+    assert run_text(stamped, entries).likely_cause is None
+
+
 def test_no_likely_cause_when_the_first_entry_is_a_root_cause(entries):
     # trust-remote-code is explained by no entry: its answer is already the cause
     text = fixture("trust-remote-code/worker-vllm-eoferror-custom-code-prompt-runpod-issue43.log")
@@ -306,6 +331,24 @@ def test_a_guess_that_rounds_to_zero_is_not_shown_as_too_weak_to_name():
     text = "ERROR zzqx\n"  # no entry shares a word with it: every guess is 0.00
     result = CliRunner().invoke(app, ["explain", "-", "--no-color"], input=text)
     assert "(0.00)" not in result.stdout
+
+
+def test_guesses_the_error_s_words_alone_back_say_so():
+    # an error's words alone never name an entry (TEXT_ONLY): the closest guesses are listed, and
+    # the reader is told that no signature or hint backs them (a lower-cased vLLM error, corpus)
+    from typer.testing import CliRunner
+
+    from llmdoctor.cli import app
+
+    path = CORPUS / "trust-remote-code/lowercased-internvl2-vllm9531.log"
+    out = CliRunner().invoke(app, ["explain", str(path), "--no-color"]).stdout
+    assert (
+        "Too weak to name (confidence < 0.3, by the error's words alone): trust-remote-code" in out
+    )
+    # a guess a hint backs is not said to rest on words alone
+    hinted = "Traceback (most recent call last):\nKilled\n"
+    out = CliRunner().invoke(app, ["explain", "-", "--no-color"], input=hinted).stdout
+    assert "Too weak to name" in out and "words alone" not in out
 
 
 def test_a_paste_folded_at_a_narrow_width_is_joined_back(entries):

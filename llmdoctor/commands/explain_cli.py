@@ -154,7 +154,14 @@ def render(result, console) -> None:
                 console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
             if weak:
                 guesses = ", ".join(f"{m.id} ({m.confidence:.2f})" for m in weak[:3])
-                console.print(f"[dim]Too weak to name (confidence < {CONFIDENT}): {guesses}[/]")
+                words = (
+                    ", by the error's words alone"
+                    if all(m.how == "search" and not m.count for m in weak[:3])
+                    else ""
+                )
+                console.print(
+                    f"[dim]Too weak to name (confidence < {CONFIDENT}{words}): {guesses}[/]"
+                )
             console.print(
                 "Once the cause is known, record it: "
                 f"[bold]llmdoctor wiki add --from-log {escape(result.source)}[/]"
