@@ -144,6 +144,11 @@ def test_odd_collection_options_are_usage_errors(capsys, args):
         (("probe", "http://127.0.0.1:9", "--timeout", "inf"), "--timeout 'inf'"),
         (("probe", "http://127.0.0.1:9", "--timeout", "0.05"), "must be 0.1 to 86400 seconds"),
         (("probe", "http://127.0.0.1:9", "--timeout", "2d"), "must be 0.1 to 86400 seconds"),
+        (("probe", "http://127.0.0.1:9", "--timeout", "0s"), "must be 0.1 to 86400 seconds"),
+        # digits of other scripts are no duration a shell user means (Python's float reads them)
+        (("probe", "http://127.0.0.1:9", "--timeout", "\u0663s"), "expected a duration"),
+        # a pasted blob is repeated cut short, not whole
+        (("probe", "http://127.0.0.1:9", "--timeout", "9" * 5000), "'" + "9" * 40 + "…'"),
         (("probe", "http://[::1"), "not a valid URL"),
     ],
 )
@@ -155,7 +160,9 @@ def test_impossible_values_are_one_line_errors(capsys, args, says):
     assert says in err and "internal error" not in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize(("given", "seconds"), [("10", 10.0), ("10s", 10.0), ("1.5m", 90.0)])
+@pytest.mark.parametrize(
+    ("given", "seconds"), [("10", 10.0), ("10s", 10.0), ("1.5m", 90.0), (".5", 0.5), ("5.", 5.0)]
+)
 def test_timeout_takes_a_duration_as_sre_tools_write_it(given, seconds):
     # `--timeout 10s` (kubectl's and curl's habit) was refused as "not a valid float range"
     from llmdoctor.commands.options import timeout_seconds

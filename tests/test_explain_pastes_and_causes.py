@@ -150,6 +150,40 @@ def test_a_servers_wrapper_line_above_the_traceback_is_no_likely_cause(entries):
         f"2024-05-01T10:00:{i:02d}.000000000Z {t}\n" for i, t in enumerate(text.splitlines())
     )
     assert run_text(stamped, entries).likely_cause is None
+    # behind vLLM's process tag (every line of a 0.10+ API server's log)
+    tagged = "".join(f"(APIServer pid=1) {t}\n" for t in text.splitlines())
+    assert run_text(tagged, entries).likely_cause is None
+
+
+def test_in_a_chain_of_exceptions_the_first_one_is_the_likely_cause_not_the_wrapper(entries):
+    # the same paste with its own exception kept (vLLM#1380's bare AssertionError from `assert
+    # output == other_output`) and the engine's death chained after it, as Python prints a
+    # chain: the wrapper above the first traceback was shown as the likely cause
+    lines = (
+        (FIXTURES / "explain_fresh/round7/engine-dead/r7-vllm-1380-task-finished-unexpectedly.log")
+        .read_text()
+        .splitlines()
+    )
+    dead = next(
+        t
+        for p in sorted((CORPUS / "engine-dead").glob("*.log"))
+        for t in p.read_text().splitlines()
+        if t.startswith("vllm.engine.async_llm_engine.AsyncEngineDeadError: Task finished")
+    )
+    chain = "\n".join(
+        [
+            *lines[:14],
+            "",
+            "During handling of the above exception, another exception occurred:",
+            "",
+            "Traceback (most recent call last):",
+            *lines[3:5],
+            dead,
+        ]
+    )
+    for text in (chain, "".join(f"(APIServer pid=1) {t}\n" for t in chain.splitlines())):
+        cause = run_text(text + "\n", entries).likely_cause
+        assert cause is not None and cause.line == 14 and cause.text.endswith("AssertionError")
 
 
 def test_no_likely_cause_when_the_first_entry_is_a_root_cause(entries):
@@ -498,6 +532,16 @@ def test_a_cut_traceback_is_found_under_prefixes_of_varying_width_and_other_writ
     assert ends_inside_traceback(first_only) is None
     ray = (CORPUS / "ray-worker-lost" / "search-r1-grpo-main-task-actor-died.log").read_text()
     assert ends_inside_traceback(ray.rstrip().split("\n")) is None
+    # V1's `EngineCore hit an exception: Traceback …` (round 12's vLLM log, its first line's
+    # prefix as its other lines carry it): the message before the header is on that line only,
+    # so the frames' prefix is the logger's; with its exception after the frames it is whole
+    # (a hostile pass: it was read as cut, and an engine that died was "explained by nothing")
+    core = FIXTURES / "explain_fresh/round12/_unknown/r12-c1-ray-241-v1-tp-pp-compiled-dag.log"
+    lines = core.read_text().rstrip().split("\n")
+    prefix = "ERROR 02-18 01:08:08 core.py:283] "
+    lines[0] = prefix + lines[0]
+    assert ends_inside_traceback(lines) == 0
+    assert ends_inside_traceback([*lines, prefix + "RuntimeError: boom"]) is None
     # a header a megabyte into its line is read as one without a prefix, at once: its text is
     # not compiled into a pattern of that size (4.8 s before the bound)
     long_line = "ab1 " * 250_000 + "Traceback (most recent call last):"

@@ -83,6 +83,9 @@ def test_what_the_cli_refuses_is_a_tool_error_with_its_one_line_reason():
             ("diagnose", {"bundle": "/nonexistent/bundle"}),
             ("diagnose", {"target": "--force"}),
             ("diagnose", {}),
+            # out of range: "timeout is too large", and 1e-9 written as `1e-09` the CLI refused
+            ("diagnose", {"target": "http://127.0.0.1:9", "timeout": 1e9}),
+            ("diagnose", {"target": "http://127.0.0.1:9", "timeout": 1e-9}),
         ]
     )
     assert all(r.isError for r in results)
@@ -91,6 +94,7 @@ def test_what_the_cli_refuses_is_a_tool_error_with_its_one_line_reason():
     assert "/nonexistent/bundle" in texts[1]
     assert "must not start with '-'" in texts[2]
     assert "give a target" in texts[3]
+    assert all("must be 0.1 to 86400 seconds" in t for t in texts[4:6])
 
 
 def test_the_capacity_tool_takes_the_config_path_by_a_name_that_says_so():
@@ -187,3 +191,12 @@ def test_the_api_key_goes_only_to_urls_named_for_it(tmp_path):
         srv.authorizations.clear()
         calls({"LLMDOCTOR_MCP_API_KEY_TARGETS": "127.0.0.0/8"})
         assert set(srv.authorizations) == {f"Bearer {key}"}
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), True])
+def test_a_timeout_that_is_no_number_of_seconds_is_a_one_line_reason(bad):
+    # a NaN reached the subprocess deadline before: "cannot convert float NaN to integer"
+    from llmdoctor.fleet.mcp_server import ToolFailed, diagnose
+
+    with pytest.raises(ToolFailed, match=r"must be a number of seconds, 0\.1 to 86400"):
+        diagnose(target="http://127.0.0.1:9", timeout=bad)

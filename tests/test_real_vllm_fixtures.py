@@ -223,6 +223,23 @@ def test_a_kill_the_monitor_saw_as_exit_code_none_is_the_likely_cause(capsys):
     assert "it explains engine-dead" in text and "fits cuda-oom-runtime" not in text
 
 
+def test_the_exception_an_engine_core_died_of_is_its_likely_cause(tmp_path, capsys):
+    # the dead drill's crash alone (lines 14-57: V1's `EngineCore encountered a fatal error.`,
+    # its traceback, the API server's EngineDeadError), as a paste that begins at the crash
+    # shows it: nothing comes before the first engine-dead line, so the likely cause is the
+    # exception that ends the traceback that line opens (it had none)
+    lines = (FIXTURES / "dead" / "server.log").read_text().splitlines()[13:57]
+    assert lines[0].endswith("EngineCore encountered a fatal error.")
+    paste = tmp_path / "crash.log"
+    paste.write_text("\n".join(lines) + "\n")
+    _, result = run_json(capsys, "explain", str(paste))
+    assert result["matches"][0]["id"] == "engine-dead"
+    cause = result["likely_cause"]
+    assert cause["line"] == 36 and cause["text"].endswith("RuntimeError: cancelled")
+    text = cli_text(capsys, "explain", str(paste))
+    assert "Likely cause: the exception in the traceback of engine-dead" in text
+
+
 def test_a_worker_killed_with_exit_code_9_is_named_before_the_dead_engine(capsys):
     # the same drill in a run where vLLM printed the exit code (runbook excerpt, real capture)
     path = FIXTURES.parent / "runbooks" / "vllm-worker-killed"

@@ -206,10 +206,12 @@ def render(result, console) -> None:
         )
     if cause := result.likely_cause:
         named = f" (fits [bold]{escape(cause.entry_id)}[/])" if cause.entry_id else ""
-        console.print(
-            f"Likely cause: the first error before {escape(cause.consequence)}{named}:",
-            soft_wrap=True,
+        after = any(  # the exception ending the traceback the consequence's first line opens
+            m.id == cause.consequence and m.evidence and cause.line > m.evidence[0].line
+            for m in result.matches
         )
+        where = "the exception in the traceback of" if after else "the first error before"
+        console.print(f"Likely cause: {where} {escape(cause.consequence)}{named}:", soft_wrap=True)
         console.print(f"  [dim]{cause.line}:[/] {escape(_cut(cause.text))}", soft_wrap=True)
     likely = result.likely_cause
     hinted = likely.entry_id if likely is not None and likely.named_first else None

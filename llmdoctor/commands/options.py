@@ -370,12 +370,15 @@ def grouped(**groups: type):
     return decorate
 
 
-_DURATION = r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$"
+_DURATION = r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([smhd]?)\s*$"  # ASCII digits only
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_SINCE = 366 * 86400.0  # a year; past it a start time can leave what the clock can represent
 
 
-MIN_TIMEOUT = 0.1
+def _shown(text: str) -> str:
+    """The value as the error repeats it: quoted, and cut short when long."""
+    text = str(text)
+    return repr(text if len(text) <= 40 else text[:40] + "…")
 
 
 def _seconds(text: str, option: str, example: str) -> float:
@@ -383,8 +386,8 @@ def _seconds(text: str, option: str, example: str) -> float:
     from llmdoctor.lazy_regex import compiled
 
     m = compiled(_DURATION).match(str(text or ""))
-    if not m or float(m.group(1)) <= 0:
-        raise BadInput(f"{option} {text!r}: expected a duration such as {example}")
+    if not m:
+        raise BadInput(f"{option} {_shown(text)}: expected a duration such as {example}")
     return float(m.group(1)) * _SECONDS[m.group(2)]
 
 
@@ -393,19 +396,23 @@ def parse_duration(text: str) -> float:
     from llmdoctor.errors import BadInput
 
     seconds = _seconds(text, "--since", "24h, 90m, 7d")
+    if seconds <= 0:
+        raise BadInput(f"--since {_shown(text)}: expected a duration such as 24h, 90m, 7d")
     if seconds > MAX_SINCE:
-        raise BadInput(f"--since {text!r}: at most {MAX_SINCE // 86400:g}d of history")
+        raise BadInput(f"--since {_shown(text)}: at most {MAX_SINCE // 86400:g}d of history")
     return seconds
 
 
 def timeout_seconds(text: str) -> float:
     """--timeout: '10' and '10s' -> 10.0, '2m' -> 120.0; 0.1 s to a day. BadInput otherwise."""
-    from llmdoctor.engine.collect import MAX_TIMEOUT
+    from llmdoctor.engine.collect import MAX_TIMEOUT, MIN_TIMEOUT
     from llmdoctor.errors import BadInput
 
     if isinstance(text, int | float):  # the default, given as a number
         return float(text)
     seconds = _seconds(text, "--timeout", "10, 30s, 2m")
     if not MIN_TIMEOUT <= seconds <= MAX_TIMEOUT:
-        raise BadInput(f"--timeout {text!r}: must be {MIN_TIMEOUT:g} to {MAX_TIMEOUT:g} seconds")
+        raise BadInput(
+            f"--timeout {_shown(text)}: must be {MIN_TIMEOUT:g} to {MAX_TIMEOUT:g} seconds"
+        )
     return seconds

@@ -89,6 +89,7 @@ class CollectContext:
             raise BadInput(f"--window {window}: must be 0 to {MAX_WINDOW:g} seconds")
 
 
+MIN_TIMEOUT = 0.1  # the shortest --timeout: below it no collector or check can do anything
 MAX_TIMEOUT = 24 * 3600.0
 MAX_WINDOW = 3600.0  # seconds between two /metrics scrapes (the --window of every command)
 

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from typing import Any
 
+from llmdoctor.engine.collect import MAX_TIMEOUT, MAX_WINDOW, MIN_TIMEOUT
+
 INSTRUCTIONS = """llmdoctor diagnoses vLLM inference servers on NVIDIA GPUs and Kubernetes.
 Start with `diagnose` (a pod, deployment, statefulset, node, vLLM URL or saved bundle): it returns
 a status (ok / warning / critical / unknown), findings worst first with evidence and runbook ids,
@@ -30,6 +32,18 @@ RESULT_CODES = (0, 1, 2)
 
 class ToolFailed(RuntimeError):
     """llmdoctor could not run the command (bad target, bad input, nothing checked)."""
+
+
+def _seconds(name: str, value: Any, low: float, high: float) -> float:
+    """A number of seconds the CLI takes, or the CLI's kind of one-line reason: a NaN or an
+    infinity reached the subprocess's own deadline before (`cannot convert float NaN`)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ToolFailed(f"{name} {value!r}: must be a number of seconds, {low:g} to {high:g}")
+    if not low <= value <= high:
+        raise ToolFailed(f"{name} {value:g}: must be {low:g} to {high:g} seconds")
+    return float(value)
 
 
 def _plain(name: str, value: str | None) -> str | None:
@@ -105,7 +119,9 @@ def diagnose(
     machine) or http(s)://HOST:PORT; or give selector (a label selector) or bundle (a saved
     incident bundle path). Returns the llmdoctor/2 report: status, findings (check, severity,
     summary, evidence, runbooks, subject), skipped checks with reasons, collector errors."""
-    args = ["diagnose", "--json", "--timeout", str(timeout), "--window", str(window)]
+    timeout = _seconds("timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT)
+    window = _seconds("window", window, 0.0, MAX_WINDOW)
+    args = ["diagnose", "--json", "--timeout", f"{timeout:g}", "--window", f"{window:g}"]
     if bundle:
         args += ["--bundle", _plain("bundle", bundle)]
     elif target:

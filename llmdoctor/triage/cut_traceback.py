@@ -21,6 +21,9 @@ _OTHER_WRITER = re.compile(
     r"^(\(|\[|[0-9]{2}|(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b|[A-Za-z0-9_.-]+ +\| )"
 )
 _DIGITS = re.compile(r"[0-9]+")
+# a Python logger's prefix up to its `file.py:line]` (vLLM's `ERROR 03-13 09:00:43 [core.py:330] `,
+# V0's `… multiproc_worker_utils.py:226] `)
+_LOGGER = re.compile(r"^[^\n]{0,300}?\b[A-Za-z0-9_.-]+\.py:[0-9]+\] ")
 # a logger's prefix, with the message a V0 worker puts before its header (~400 characters), is
 # short; a header further into its line is no prefix (its pattern would cost seconds to build)
 MAX_PREFIX = 1024
@@ -56,7 +59,12 @@ def ends_inside_traceback(lines: list[str]) -> int | None:
             break
     if header is None:
         return None
-    own = _prefix_pattern(lines[header][: lines[header].index(HEADER)])
+    before = lines[header][: lines[header].index(HEADER)]
+    # a message the logger wrote before the header (V1's `EngineCore hit an exception: `) is on
+    # the header's line only: the traceback's other lines carry the logger's prefix alone
+    if (logger := _LOGGER.match(before[:MAX_PREFIX])) is not None:
+        before = before[: logger.end()]
+    own = _prefix_pattern(before)
     for line in lines[header + 1 :]:
         if own is not None and (m := own.match(line)) is not None:
             if not _inside(line[m.end() :]):

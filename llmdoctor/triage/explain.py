@@ -1481,17 +1481,25 @@ def likely_cause(
         for e in m.evidence
     }
     own = _own_traceback(reading, before)
+    wrappers = _wrapper_headers(reading, before)
     lines = [
         e
         for e in _error_lines(reading, before)
         if e.line < (own or before)
         and e.line not in downstream
+        and e.line not in wrappers
         and _says_why(e.text)
         and not SERVING_LAYER.search(e.text)
+        and not CANCELLED.match(_bare(e.text).strip())
     ]
     first = next((e for e in lines if ERROR_LINE.search(e.text) and not _below_error(e.text)), None)
     if first is None:
-        return None
+        # nothing before it: the consequence's own first line may open the traceback of what it
+        # died of (V1's `EngineCore encountered a fatal error.` over a `ValueError: …`)
+        first = _opened_exception(reading, before, {e.line for e in consequence.evidence})
+        if first is None:
+            return None
+        lines = [first]
     rest = lines[lines.index(first) :]
     if statement := _failed_statement(reading, first):
         first, rest = statement, [statement, *rest]  # the bare exception says no more than it
@@ -1502,6 +1510,11 @@ def likely_cause(
     top = results[0].id if results else None
     entry_id = top if top and graph.explains(top, consequence.id) else None
     return LikelyCause(consequence.id, first.line, first.text.strip(), entry_id)
+
+
+# a task cancelled because what it waited on went away (an engine that died under a request):
+# an effect, never the cause
+CANCELLED = re.compile(r"(asyncio\.(exceptions\.)?|concurrent\.futures\._base\.)?CancelledError\b")
 
 
 # vLLM's OpenAI-serving layer logs what went wrong with one request (`[serving_chat.py:222] Error
@@ -1570,28 +1583,91 @@ KUBECTL_PREFIX = re.compile(
 )
 
 
-def _bare_traceback(texts: list[str], numbers: list[int], at: int) -> int | None:
-    """The first line of a traceback printed with no logger prefix (or only kubectl's) that line
-    `at` ends: its `Traceback (most recent call last):`, or a server's wrapper line just above
-    it."""
+# a traceback's first line: Python's, and an exception group's as Starlette prints it
+TRACEBACK_START = re.compile(r"^ *(\+ )?(Exception Group )?Traceback \(most recent call last\)")
 
-    def bare(i: int) -> str:
-        return texts[i][KUBECTL_PREFIX.match(texts[i]).end() :]
+
+def _bare(text: str) -> str:
+    """A line without kubectl's prefix, a process tag (vLLM's `(APIServer pid=1) `) or a logger's
+    prefix: what the program printed, its indent kept."""
+    return _message(text[KUBECTL_PREFIX.match(text).end() :])
+
+
+def _bare_traceback(texts: list[str], numbers: list[int], at: int) -> int | None:
+    """The first line of a traceback printed with no logger prefix of its own on each line that
+    line `at` ends: its `Traceback (most recent call last):`, or a server's wrapper line just
+    above it."""
 
     def frame(i: int) -> bool:  # a frame or its code line (some pastes lose the indent)
         return (
-            bare(i)[:1] in (" ", "\t")
-            or bare(i).startswith('File "')
-            or (i > 0 and bare(i - 1).lstrip().startswith('File "'))
+            _bare(texts[i])[:1] in (" ", "\t")
+            or _bare(texts[i]).startswith('File "')
+            or (i > 0 and _bare(texts[i - 1]).lstrip().startswith('File "'))
         )
 
     i = at
     while i > 0 and frame(i - 1):
         i -= 1
-    if i == 0 or not bare(i - 1).startswith("Traceback (most recent call last)"):
+    if i == 0 or not TRACEBACK_START.match(_bare(texts[i - 1])):
         return None
     i -= 1
     return numbers[i - 1] if i > 0 and TRACEBACK_WRAPPER.search(texts[i - 1]) else numbers[i]
+
+
+def _wrapper_headers(reading: _Reading, before: int) -> set[int]:
+    """The input lines before `before` that are a server's wrapper line just above a traceback
+    (uvicorn's `Exception in ASGI application`): the header of the error the traceback ends,
+    whichever exception of a chain that is, never a cause of its own."""
+    if reading.text is None:
+        return set()
+    texts, numbers = reading.text.split("\n"), reading.numbers
+    end = min(len(texts), len(numbers))
+    out = set()
+    for i in range(end - 1):
+        if numbers[i] >= before:
+            break
+        if not TRACEBACK_WRAPPER.search(texts[i]):
+            continue
+        below = [_bare(t) for t in texts[i + 1 : min(i + 3, end)]]
+        if TRACEBACK_START.match(below[0]):
+            out.add(numbers[i])
+        elif (
+            below[0].startswith("handle: <") and len(below) > 1 and TRACEBACK_START.match(below[1])
+        ):
+            out |= {numbers[i], numbers[i + 1]}  # asyncio names the callback's handle between
+    return out
+
+
+MAX_TRACEBACK_LINES = 400  # how far a traceback is followed to its exception
+
+
+def _opened_exception(reading: _Reading, line: int, taken: set[int]) -> Evidence | None:
+    """The exception that ends the traceback input line `line` opens, logged with that line's
+    prefix on each of its lines (the header on the line itself, `EngineCore hit an exception:
+    Traceback …`, or on the next), when it is no line of the consequence (`taken`); None when the
+    line opens no such traceback or the input was not kept."""
+    if reading.text is None:
+        return None
+    texts, numbers = reading.text.split("\n"), reading.numbers
+    at = _position(reading, line)
+    key = TRACEBACK_KEY.match(texts[at]) if at is not None and at < len(texts) else None
+    if key is None:
+        return None
+    prefix, start = key.group(), at + 1
+    if "Traceback (most recent call last)" not in texts[at]:
+        if start >= len(texts) or not texts[start][len(prefix) :].startswith("Traceback"):
+            return None
+        start += 1
+    for j in range(start, min(len(texts), len(numbers), at + MAX_TRACEBACK_LINES)):
+        if not texts[j].startswith(prefix):
+            return None
+        message = texts[j][len(prefix) :]
+        if message[:1] in (" ", "\t", "^", "~") or not message.strip():
+            continue
+        if numbers[j] in taken or not ERROR_LINE.search(message):
+            return None
+        return Evidence(numbers[j], texts[j][:MAX_TEXT])
+    return None
 
 
 def _failed_statement(reading: _Reading, error: Evidence) -> Evidence | None:
