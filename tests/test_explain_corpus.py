@@ -49,7 +49,7 @@ BEHIND_SEARCH = {"tune": (0, 0), "heldout": (0, 0)}  # excerpts, top-1 and top-3
 # (enforce-eager-in-production/vllm-v1-non-default-args-enforce-eager-lmcache.log)
 # (0.8973 / 0.8654 until 2026-12-05)
 # 2026-12-05: an error's words alone no longer name an entry (triage.explain.TEXT_ONLY, chosen on
-# the blind rounds: the calibration gate's precision 93.5 -> 95.6 %); the text-only answers that
+# the blind rounds: the calibration gate's precision 93.5 -> 95.4 %); the text-only answers that
 # were right on the corpus are now its closest guesses (tune 88.5 % confident and right, held-out
 # 83.7 %), and the uncovered failures named fell from 6 to 3
 CONFIDENT_TOP1 = {"tune": 0.8844, "heldout": 0.8365}

@@ -50,7 +50,7 @@ Timeout = Annotated[
     float,
     typer.Option(
         "--timeout",
-        parser=lambda text: timeout_seconds(text),
+        parser=lambda text: timeout_seconds(text),  # defined further down
         metavar="SECONDS",
         help="Seconds each collector may take (0.1 to 86400; 30s, 2m and 1h also work); each "
         "check and parser gets as much CPU time, three times as long on the clock at most.",

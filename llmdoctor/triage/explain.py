@@ -189,8 +189,8 @@ RECENCY = 0.05  # the later of two otherwise equal entries ranks first
 # never name an entry; a hint on an error line that agrees with them can (HINT_TEXT_FLOOR). On
 # the blind rounds since 14 (gathered from reports no project file cites) text-only answers had
 # been right 6 times in 14; with this ceiling the pooled independent gate of
-# benchmarks/explain_calibrate.py reaches 95.6 % precision (was 93.5 %) and 95 % abstention on
-# uncovered errors (89 %), for 75.7 % coverage (79.4 %): the closest guess is still shown, as
+# benchmarks/explain_calibrate.py reaches 95.4 % precision (was 93.5 %) and 94 % abstention on
+# uncovered errors (89 %), for 76.2 % coverage (79.4 %): the closest guess is still shown, as
 # too weak to be sure of (benchmarks/README.md, 2026-12-05).
 TEXT_ONLY = 0.29
 # How sure a text-only match is, within that ceiling: the entry holds most of the error's
