@@ -39,6 +39,7 @@ import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO
@@ -555,6 +556,12 @@ class _Reading:
     # stats lines after the outage, `_phase_lines`): a stall or an outage ends by them, never by
     # lines not read
     kept_only: bool = False
+
+    @cached_property
+    def lines(self) -> list[str]:
+        """`text` split into its lines, once for every helper that walks them ([] when the input
+        was not kept)."""
+        return self.text.split("\n") if self.text is not None else []
 
 
 def read_input(
@@ -1198,7 +1205,7 @@ def told_at_startup(
     story_id = startup_story(entries, first.id)
     if story_id is None or not first.evidence:
         return None
-    lines = reading.text.split("\n")
+    lines = reading.lines
     numbered = zip(reading.numbers or range(1, len(lines) + 1), lines, strict=False)
     if not during_startup(numbered, min(e.line for e in first.evidence)):
         return None
@@ -1553,7 +1560,7 @@ def _own_traceback(reading: _Reading, line: int) -> int | None:
     """
     if reading.text is None:
         return None
-    texts, numbers = reading.text.split("\n"), reading.numbers
+    texts, numbers = reading.lines, reading.numbers
     at = _position(reading, line)
     if at is None or at >= len(texts):
         return None
@@ -1599,9 +1606,10 @@ def _bare_traceback(texts: list[str], numbers: list[int], at: int) -> int | None
     above it."""
 
     def frame(i: int) -> bool:  # a frame or its code line (some pastes lose the indent)
+        bare = _bare(texts[i])
         return (
-            _bare(texts[i])[:1] in (" ", "\t")
-            or _bare(texts[i]).startswith('File "')
+            bare[:1] in (" ", "\t")
+            or bare.startswith('File "')
             or (i > 0 and _bare(texts[i - 1]).lstrip().startswith('File "'))
         )
 
@@ -1620,7 +1628,7 @@ def _wrapper_headers(reading: _Reading, before: int) -> set[int]:
     whichever exception of a chain that is, never a cause of its own."""
     if reading.text is None:
         return set()
-    texts, numbers = reading.text.split("\n"), reading.numbers
+    texts, numbers = reading.lines, reading.numbers
     end = min(len(texts), len(numbers))
     out = set()
     for i in range(end - 1):
@@ -1648,7 +1656,7 @@ def _opened_exception(reading: _Reading, line: int, taken: set[int]) -> Evidence
     line opens no such traceback or the input was not kept."""
     if reading.text is None:
         return None
-    texts, numbers = reading.text.split("\n"), reading.numbers
+    texts, numbers = reading.lines, reading.numbers
     at = _position(reading, line)
     key = TRACEBACK_KEY.match(texts[at]) if at is not None and at < len(texts) else None
     if key is None:
@@ -1678,7 +1686,7 @@ def _failed_statement(reading: _Reading, error: Evidence) -> Evidence | None:
     if reading.text is None or not BARE_EXCEPTION.match(_message(error.text).strip()):
         return None
     at = _position(reading, error.line)
-    texts = reading.text.split("\n")
+    texts = reading.lines
     if at is None or not 0 < at <= len(texts):
         return None
     above = texts[at - 1]
@@ -1715,7 +1723,7 @@ def _error_lines(reading: _Reading, before: int) -> list[Evidence]:
     if reading.text is None:
         return list(reading.salient)
     out = []
-    for n, text in zip(reading.numbers, reading.text.split("\n"), strict=False):
+    for n, text in zip(reading.numbers, reading.lines, strict=False):
         if n >= before:
             break
         if text.lstrip().startswith("Traceback") or not _salient_set().match_line(text):
