@@ -295,6 +295,20 @@ def test_killed_exit_137_is_a_host_oom_kill_never_a_driver_mismatch(entries):
     assert "driver-cuda-mismatch" not in [m.id for m in result.matches]
 
 
+def test_serdes_untagged_enum_error_names_a_tokenizer_only_for_the_tokenizers_enums(entries):
+    # serde says "data did not match any variant of untagged enum X" of any Rust server's JSON
+    # body (qdrant's QueryInterface): only the tokenizers library's enums are tokenizer.json's
+    result = run_text(
+        fixture_text(CASES / "qdrant-pr5546-json-body-untagged-enum-query-interface.log"), entries
+    )
+    assert "tokenizer-problem" not in [m.id for m in result.matches]
+    enum = "data did not match any variant of untagged enum {} at line 1251003 column 3"
+    for name in ("ModelWrapper", "PyPreTokenizerTypeWrapper", "DecoderUntagged"):
+        assert run_text(f"Exception: {enum.format(name)}", entries).matches[0].id == (
+            "tokenizer-problem"
+        )
+
+
 def test_fastchats_stderr_logger_level_is_not_an_error(entries):
     # FastChat logs whatever reaches stderr (uvicorn's start-up) at level ERROR: a normal start
     # has no error line, while a real error behind the same prefix stays one

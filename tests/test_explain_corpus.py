@@ -592,3 +592,49 @@ def test_fresh_round21_is_held_where_it_was_tuned():
         abstained=0.875,
         most_wrong=0,
     )
+
+
+# Round 22 (issue 26 §5): 42 excerpts (18 covered failures, 14 healthy, 10 uncovered), five
+# collectors gathering after round 21 was tuned on (SOURCES-round22.md): GPU apps other than LLM
+# servers (ComfyUI, stable-diffusion-webui, faster-whisper); Kubernetes GPU sharing (HAMi);
+# clients and UIs in front of self-hosted servers; notebooks and notebook clouds; multimodal and
+# embedding serving. Measured once on the session's starting tree (main 921f2d8) and on the tree
+# at assembly, the same answers: top-1 83.3 %, top-3 83.3 % (wiki search 77.8 / 77.8 %),
+# confident and right 50.0 % (9 of 18), one confident and wrong, 0 alarms on 14 healthy logs, 9 of
+# 10 uncovered abstained (serde's `data did not match any variant of untagged enum` of a Rust
+# API's JSON body read as tokenizer.json's). Then tuned on, each proven on other reports:
+# tokenizers' own enums only (qdrant#5546, huggingface/tokenizers#1599); ComfyUI's cut
+# `torch.OutOfMemoryError: Allocation on device` (ComfyUI_ACE-Step#14, ComfyUI#4936); ENOSPC's
+# `[Errno 28]` in any language (InkyPi#446); Ollama's `truncating input prompt` named at
+# warning (ollama#10368, paperless-ai#284, karakeep#1593); llama.cpp's `Failed to parse input at
+# pos N` (llama.cpp#20761): confident and right 72.2 % (13 of 18), precision 92.9 %.
+def test_fresh_round22_is_held_where_it_was_tuned():
+    assert_held(
+        fresh_round(22),
+        top1=0.833,
+        top3=0.833,
+        confident=0.722,
+        precision=0.928,
+        abstained=1.0,
+        most_wrong=1,
+    )
+
+
+# Round 23 (issue 26 §5): 30 excerpts (13 covered failures, 13 healthy, 4 uncovered), five
+# collectors gathering after round 22 was tuned on (SOURCES-round23.md): engines other than vLLM
+# in their own trackers; Chinese-language deployment communities; fine-tuning and RL stacks; the
+# GPU host; operating vLLM in 2025-2026. Measured once on the tree round 22 had tuned and on the
+# session's starting tree (main 921f2d8), the same answers: top-1 84.6 %, top-3 84.6 % (wiki
+# search 69.2 / 84.6 %), confident and right 69.2 % (9 of 13), none confident and wrong,
+# precision 90.0 %, 0 alarms on 13 healthy logs, 3 of 4 uncovered abstained (a container image
+# with its own NVIDIA driver reads exactly as the NVML mismatch). Not tuned on.
+def test_fresh_round23_is_held_at_its_blind_measurement():
+    assert_held(
+        fresh_round(23),
+        top1=0.846,
+        top3=0.846,
+        confident=0.692,
+        precision=0.9,
+        abstained=0.75,
+        most_wrong=0,
+    )
