@@ -170,6 +170,30 @@ def test_timeout_takes_a_duration_as_sre_tools_write_it(given, seconds):
     assert timeout_seconds(given) == seconds
 
 
+def test_window_takes_the_same_durations_as_timeout(capsys):
+    # `--timeout 5s --window 5s` was half refused: "'5s' is not a valid float range"
+    with pytest.raises(SystemExit) as done:
+        cli_run(["probe", "http://127.0.0.1:9", "--timeout", "1s", "--window", "0s", "--json"])
+    assert done.value.code != 3, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["probe", "http://127.0.0.1:9", "--window", "2h"], "--window '2h': must be 0 to 3600"),
+        (["exporter", "--window", "5 s?"], "--window '5 s?': expected a duration"),
+        (["exporter", "--timeout", "0s"], "--timeout '0s': must be 0.1 to 86400"),
+        (["exporter", "--request-timeout", "2h"], "--request-timeout '2h': must be 0.5 to 3600"),
+        (["exporter", "--queue-wait", "2h"], "--queue-wait '2h': must be 0 to 3600"),
+    ],
+)
+def test_every_duration_option_answers_in_the_same_words(capsys, args, says):
+    with pytest.raises(SystemExit) as done:
+        cli_run(args)
+    err = capsys.readouterr().err
+    assert done.value.code == 3 and says in err and len(err.strip().splitlines()) == 1
+
+
 def test_credentials_in_a_probe_url_are_never_printed(capsys):
     with pytest.raises(SystemExit):
         cli_run(["probe", "http://admin:hunter2@127.0.0.1:9", "--timeout", "1", "--window", "0"])

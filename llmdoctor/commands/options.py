@@ -110,11 +110,10 @@ Window = Annotated[
     float | None,
     typer.Option(
         "--window",
-        min=0.0,
-        max=MAX_WINDOW,
-        callback=finite,
+        parser=lambda text: seconds_between("--window", 0.0, MAX_WINDOW, "5, 30s, 1m")(text),
+        metavar="SECONDS",
         help="Seconds between the two vLLM /metrics scrapes (0: one scrape; default 5, "
-        "0 with --prometheus).",
+        "0 with --prometheus; 30s and 1m also work).",
         show_default=False,
     ),
 ]
@@ -403,16 +402,25 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
+def seconds_between(option: str, low: float, high: float, example: str = "10, 30s, 2m"):
+    """A parser for a duration option: '10' and '10s' -> 10.0, '2m' -> 120.0, within [low,
+    high]; a one-line BadInput otherwise (typer's own says "not a valid float range")."""
+
+    def parse(text: str | float) -> float:
+        from llmdoctor.errors import BadInput
+
+        if isinstance(text, int | float):  # the default, given as a number
+            return float(text)
+        seconds = _seconds(text, option, example)
+        if not low <= seconds <= high:
+            raise BadInput(f"{option} {_shown(text)}: must be {low:g} to {high:g} seconds")
+        return seconds
+
+    return parse
+
+
 def timeout_seconds(text: str) -> float:
     """--timeout: '10' and '10s' -> 10.0, '2m' -> 120.0; 0.1 s to a day. BadInput otherwise."""
     from llmdoctor.engine.collect import MAX_TIMEOUT, MIN_TIMEOUT
-    from llmdoctor.errors import BadInput
 
-    if isinstance(text, int | float):  # the default, given as a number
-        return float(text)
-    seconds = _seconds(text, "--timeout", "10, 30s, 2m")
-    if not MIN_TIMEOUT <= seconds <= MAX_TIMEOUT:
-        raise BadInput(
-            f"--timeout {_shown(text)}: must be {MIN_TIMEOUT:g} to {MAX_TIMEOUT:g} seconds"
-        )
-    return seconds
+    return seconds_between("--timeout", MIN_TIMEOUT, MAX_TIMEOUT)(text)

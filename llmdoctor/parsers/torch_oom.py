@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-_SIZE = r"([\d.]+) ?(B|bytes|KiB|MiB|GiB|TiB)"
+_SIZE = r"(?<![\d.])(\d+(?:\.\d+)?) ?(B|bytes|KiB|MiB|GiB|TiB)"  # a whole number: "0.0.31" is none
 _UNIT_MIB = {
     "B": 1 / 2**20,
     "bytes": 1 / 2**20,

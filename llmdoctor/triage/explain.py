@@ -50,7 +50,7 @@ from llmdoctor.triage.cut_traceback import ends_inside_traceback
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.links import page_url
-from llmdoctor.wiki.request_log import request_log
+from llmdoctor.wiki.request_log import not_server_output, request_log
 from llmdoctor.wiki.server_phase import (
     PHASE_WORDS,
     PROGRESS_LINE,
@@ -304,6 +304,7 @@ class Match:
     score: float = 0.0
     confidence: float = 0.0
     count: int = 0  # matching lines
+    hint_lines: int = 0  # of those, the lines only a hint matched (a named entry's)
     evidence: list[Evidence] = field(default_factory=list)
     explained_by: list[str] = field(default_factory=list)
     fix: list[str] = field(default_factory=list)
@@ -339,6 +340,8 @@ class Match:
             "explained_by": self.explained_by,
             "fix": self.fix,
         }
+        if self.hint_lines:
+            out["hint_lines"] = self.hint_lines
         if self.snippet:
             out["snippet"] = self.snippet
         if self.resumed is not None:
@@ -451,6 +454,7 @@ class _Hits:
     last_line: int = 0
     weight: int = 0  # literal characters of the most specific signature that fired
     strong: bool = False  # a signature other than a weak one (SignatureSet.weak) fired
+    strong_count: int = 0  # how many of its lines such a signature matched (the rest: hints)
     on_error_line: bool = False  # one of its lines is also a salient (error) line
     error_lines: int = 0  # how many of its lines are salient (error) lines
 
@@ -480,6 +484,7 @@ class _Hits:
         is among them): the count, and the first and last lines of both.
         """
         self.count += other.count
+        self.strong_count += other.count if strong else 0
         self.error_lines += other.error_lines
         self.last_line = max(self.last_line, other.last_line)
         self.weight = max(self.weight, other.weight)
@@ -603,7 +608,9 @@ def read_input(
         extra, extra_strong = _lines_read_twice(text, numbers, scanner)
         for entry_id, n in extra.items():
             if entry_id in hits:
-                hits[entry_id].count = max(1, hits[entry_id].count - n)
+                h = hits[entry_id]
+                h.count = max(1, h.count - n)
+                h.strong_count = min(h.strong_count, h.count)
         matched_lines = max(min(matched_lines, 1), matched_lines - extra_strong)
     progress, starts, kept_only = None, [], False
     if text is not None:
@@ -858,7 +865,7 @@ class _LineGroups:
 
     def add(self, m: LineMatch) -> None:
         """One matching line."""
-        if request_log(m.text):
+        if not_server_output(m.text):
             return
         line = self.numbers[m.line - 1] if self.numbers else m.line
         is_salient = False
@@ -880,7 +887,7 @@ class _LineGroups:
         for kind in block.kinds:
             if (
                 SALIENT_ID in kind.entry_ids and _negative(kind.sample, MAYBE_NEGATIVE_FIELD)
-            ) or request_log(kind.sample):
+            ) or not_server_output(kind.sample):
                 for m in block.line_matches():
                     self.add(m)
                 return
@@ -1728,7 +1735,7 @@ def _error_lines(reading: _Reading, before: int) -> list[Evidence]:
             break
         if text.lstrip().startswith("Traceback") or not _salient_set().match_line(text):
             continue
-        if request_log(text):
+        if not_server_output(text):
             continue
         if ("f you" in text and ADVICE.search(text)) or _negative(text):
             continue
@@ -1824,6 +1831,7 @@ def fuse(
                 how=how,
                 confidence=round(min(confidence, 1.0), 3),
                 count=h.count if h else 0,
+                hint_lines=h.count - h.strong_count if h is not None and h.strong else 0,
                 evidence=h.evidence(entry) if h else [],
                 snippet="" if h is not None and h.strong else snippets.get(entry_id, ""),
                 path=getattr(entry, "path", ""),

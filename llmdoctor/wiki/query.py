@@ -212,12 +212,30 @@ STOPWORDS = frozenset(
     "were will with we you your please keeps keep "
     "high low very too really so".split()  # qualifiers: "high latency" is about latency
 )
+# Words of a question or a sentence typed as a query ("what does Xid 79 mean", "the GPU ran out
+# of memory", "the log says Xid 79"): dropped from a short query only, where every term must be
+# held by the entries ranked first and "ran" alone put nccl-failure ("ran for 600027
+# milliseconds") above cuda-oom-runtime; "fix" put gsp-timeout above nccl-failure for "how do I
+# fix NCCL timeout" (every entry is about a fix). A pasted log keeps them: they can be its words.
+TYPED_FILLER = frozenset(
+    "what which who does do did doing done mean means meaning how why when where ran runs got "  # noqa: SIM905
+    "get gets getting our my me us they them there any some about cause causes caused fix fixes "
+    "fixing solve resolve troubleshoot debug help issue log logs says said saying shows showed "
+    "showing see seeing saw state status can could would should t s doesn don didn isn won".split()
+)
+# A Kubernetes state named in a typed query is what is asked about: a hang word beside it ("pod
+# stuck in Pending", "hung in ContainerCreating") is how people say it, not an engine hang.
+POD_STATES = frozenset(
+    "pending containercreating terminating crashloopbackoff imagepullbackoff errimagepull "  # noqa: SIM905
+    "podinitializing evicted unschedulable".split()
+)
+HANG_WORDS = frozenset(("stuck", "hung", "hang", "hanging", "frozen"))
 
 
 class Query:
     """A user's search text, cut into the terms the index is searched with."""
 
-    __slots__ = ("alternatives", "cjk_runs", "grams", "phrase", "short", "text", "words")
+    __slots__ = ("alternatives", "cjk_runs", "grams", "named", "phrase", "short", "text", "words")
 
     def __init__(self, text: str):
         self.text = text
@@ -226,6 +244,9 @@ class Query:
         self.grams: list[str] = []  # their bigrams, as indexed
         self.short = False  # a few words on one line, typed rather than pasted
         self.phrase: list[str] = []  # a short query's words in order, stopwords too
+        # a short query as the names are compared (exact_name); with its filler dropped, also
+        # without its stopwords ("how to fix OOM" is "OOM")
+        self.named: tuple[str, ...] = ()
         self.alternatives: dict[str, tuple[str, ...]] = {}  # word -> SYMPTOMS
 
     @property
@@ -321,11 +342,21 @@ def parse_query(text: str) -> Query:
 
     words = [w for w in latin if keep(w)]
     query.short = short
+    filler = _filler(words) if short else frozenset()
     if short:
-        query.phrase = list(words)
-    meaningful = [w for w in words if w not in STOPWORDS]
+        query.phrase = [w for w in words if w not in filler]
+        named = words_in(text.lower())
+        query.named = (" ".join(named),)
+        if filler and not filler.isdisjoint(named):
+            query.named = (
+                " ".join(w for w in named if w not in filler),
+                " ".join(w for w in named if w not in filler and w not in STOPWORDS),
+            )
+    meaningful = [w for w in words if w not in STOPWORDS and w not in filler]
     if meaningful:
         words = meaningful
+    elif filler and all(w in STOPWORDS or w in filler for w in words):
+        words = []  # only the words of a question ("what does it mean"): nothing to look for
     seen: set[str] = set()
     budget = MAX_TERMS
     for token in tokens:
@@ -349,6 +380,14 @@ def parse_query(text: str) -> Query:
             if short and word in SYMPTOMS:
                 query.alternatives[word] = SYMPTOMS[word]
     return query
+
+
+def _filler(words: list[str]) -> frozenset[str]:
+    """The words of a short typed query that name nothing: TYPED_FILLER, and the hang words
+    beside a pod state (POD_STATES)."""
+    if POD_STATES.isdisjoint(words):
+        return TYPED_FILLER
+    return TYPED_FILLER | HANG_WORDS
 
 
 def exact_name(text: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from llmdoctor.wiki.cjk import run_grams
 from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS, index_problems, with_index
-from llmdoctor.wiki.query import Query, exact_name, parse_query
+from llmdoctor.wiki.query import Query, parse_query
 from llmdoctor.wiki.signature_text import literal_words, plain_text, required_texts
 
 TYPE_CHECKING = False
@@ -123,11 +123,12 @@ def _rank(
         return []
     signatures = [(docs[c.rowid][0], docs[c.rowid][4] or "") for c in ranked]
     matched = _signature_matches(query, signatures)
-    typed = exact_name(query.text) if query.short else ""
+    typed = query.named if query.short else ()
     for c in ranked:
         c.signature_matched = docs[c.rowid][0] in matched
         if typed:
-            c.exact = typed in (docs[c.rowid][5] or "").split("\n")
+            names = (docs[c.rowid][5] or "").split("\n")
+            c.exact = any(name in names for name in typed)
     ranked.sort(key=lambda c: docs[c.rowid][0])  # equals stay in id order: the sorts are stable
     ranked.sort(key=lambda c: (c.tier, c.relevance), reverse=True)
     # the score keeps that order: each tier above the lowest adds more than any relevance

@@ -18,7 +18,7 @@ import sqlite3
 from collections import defaultdict
 
 from llmdoctor.wiki.index import FTS_COLUMNS, FTS_WEIGHTS, TOKENIZER
-from llmdoctor.wiki.query import STOPWORDS, SYMPTOMS
+from llmdoctor.wiki.query import HANG_WORDS, POD_STATES, STOPWORDS, SYMPTOMS, TYPED_FILLER
 from llmdoctor.wiki.site_regex import signature_program
 
 HEAD_COLUMNS = ("name", "title", "aliases", "tags", "cjk_title")
@@ -84,6 +84,9 @@ def build_search_data(conn: sqlite3.Connection, published: set[str] | None = Non
         "names": names,
         "symptoms": {word: list(spellings) for word, spellings in SYMPTOMS.items()},
         "stopwords": sorted(STOPWORDS),
+        "typed_filler": sorted(TYPED_FILLER),
+        "pod_states": sorted(POD_STATES),
+        "hang_words": sorted(HANG_WORDS),
     }
 
 

@@ -28,8 +28,12 @@
   const WORD_RE = /[\p{L}\p{N}]+/gu;
   const ERRORISH =
     /error|exception|fail|fatal|critical|killed|refused|time[ds]? ?out|denied|invalid|cannot|unable|not found|xid|panic/i;
-  // llmdoctor/wiki/query.py's STOPWORDS, copied into the index when the site is built
+  // llmdoctor/wiki/query.py's STOPWORDS and TYPED_FILLER, copied into the index when the site
+  // is built
   let STOPWORDS = new Set();
+  let TYPED_FILLER = new Set();
+  let POD_STATES = new Set();
+  let HANG_WORDS = new Set();
   const LITERAL_WORD = /[A-Za-z]{4,}/g;
   // typed symptom words -> the words runbooks use (llmdoctor/wiki/query.py SYMPTOMS, copied into
   // the index when the site is built, so there is one table)
@@ -227,7 +231,9 @@
 
   function parseQuery(raw) {
     const text = (raw || "").slice(-MAX_QUERY_CHARS);
-    const q = { text, words: [], cjkRuns: [], grams: [], short: false, phrase: [], alternatives: {} };
+    const q = {
+      text, words: [], cjkRuns: [], grams: [], short: false, phrase: [], named: [], alternatives: {},
+    };
     const tokens = [];
     for (let line of candidateLines(text)) {
       line = line.replace(URL_RE, " ").replace(PATH_RE, " ");
@@ -248,9 +254,24 @@
     };
     let words = latin.filter(keep);
     q.short = short;
-    if (short) q.phrase = words.slice();
-    const meaningful = words.filter((w) => !STOPWORDS.has(w));
+    // a typed question's words ("what does Xid 79 mean"), and a hang word beside a pod state
+    // ("stuck in Pending"): llmdoctor/wiki/query.py _filler
+    const podState = words.some((w) => POD_STATES.has(w));
+    const filler = (w) => short && (TYPED_FILLER.has(w) || (podState && HANG_WORDS.has(w)));
+    if (short) {
+      q.phrase = words.filter((w) => !filler(w));
+      const named = (text.toLowerCase().match(WORD_RE) || []);
+      q.named = [named.join(" ")];
+      if (named.some(filler)) {
+        q.named = [
+          named.filter((w) => !filler(w)).join(" "),
+          named.filter((w) => !filler(w) && !STOPWORDS.has(w)).join(" "),
+        ];
+      }
+    }
+    const meaningful = words.filter((w) => !STOPWORDS.has(w) && !filler(w));
     if (meaningful.length) words = meaningful;
+    else if (words.some(filler) && words.every((w) => STOPWORDS.has(w) || filler(w))) words = [];
     const seen = new Set();
     let budget = MAX_TERMS;
     for (const token of tokens) {
@@ -279,11 +300,6 @@
     }
     q.terms = q.words.concat(q.grams);
     return q;
-  }
-
-  // a name as compared with a typed query: its words, lower case ("CUDA-OOM" = "cuda oom")
-  function exactName(text) {
-    return (text.toLowerCase().match(WORD_RE) || []).join(" ");
   }
 
   function queryLines(text, limit = 2000) {
@@ -368,6 +384,9 @@
   function makeIndex(data) {
     SYMPTOMS = data.symptoms || {};
     STOPWORDS = new Set(data.stopwords || []);
+    TYPED_FILLER = new Set(data.typed_filler || []);
+    POD_STATES = new Set(data.pod_states || []);
+    HANG_WORDS = new Set(data.hang_words || []);
     const postings = data.postings; // stemmed term -> [doc, weighted freq, doc, freq, ...]
     const phrases = data.phrases || {}; // a symptom spelling of several words -> the same
     const docs = data.docs; // [id, title, severity, snippet]
@@ -520,8 +539,8 @@
           : rankAllWords(q, wanted);
       if (!cands.length) return { query: q, results: [] };
       signatureMatches(q, cands);
-      const typed = q.short ? exactName(q.text) : "";
-      for (const c of cands) c.exact = typed !== "" && data.names[c.d].includes(typed);
+      const typed = q.short ? q.named : [];
+      for (const c of cands) c.exact = typed.some((name) => data.names[c.d].includes(name));
       const tier = (c) =>
         (c.sig ? 1e6 : 0) + (c.coversAll ? 1e4 : 0) + (c.exact ? 1e2 : 0) + c.names;
       cands.sort((a, b) => (docs[a.d][0] < docs[b.d][0] ? -1 : docs[a.d][0] > docs[b.d][0] ? 1 : 0));
