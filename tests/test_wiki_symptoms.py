@@ -64,6 +64,7 @@ def test_pasted_logs_are_not_expanded():
         ("what is OOM", "cuda-oom-runtime"),
         ("why can't the container see the GPU", "nvidia-container-toolkit"),
         ("requests stuck in running", "engine-wedged"),  # no pod state: still a hang
+        ("ran out of disk space", "disk-full"),  # its alias, once "ran" is dropped
     ],
 )
 def test_a_question_typed_as_a_query_finds_what_its_words_ask_about(query, entry_id):
