@@ -52,15 +52,23 @@ def run_json(capsys, *args: str) -> tuple[int, dict]:
     return code, json.loads(out)
 
 
-# the child imports what `collect` needs, says so, and collects when told: the import takes
-# seconds on a loaded machine, and the bundle must see the same moment as the probe beside it
+# the child loads what `collect` needs, says so, and collects when told: loading takes seconds
+# on a loaded machine, and the bundle must see the same moment as the probe beside it. It loads
+# by collecting once from a port nothing listens on (refused at once, the bundle thrown away):
+# importing the command's modules left ~200 more (requests, ssl, re2 ...) to the first collect,
+# and on CI, their files read from a disk the drill install had just filled, a collector held in
+# the kernel (state D) for minutes after its go
 _COLLECT_WHEN_TOLD = """
-import faulthandler, signal, sys
+import contextlib, faulthandler, io, signal, sys, tempfile
 faulthandler.register(signal.SIGUSR1)  # a child past its time shows where it waits
-import llmdoctor.collectors.bundle, llmdoctor.commands.collect, llmdoctor.commands.diagnose
-import llmdoctor.usecases.diagnose
 from llmdoctor.__main__ import end_process
 from llmdoctor.cli import run
+with tempfile.TemporaryDirectory() as scratch:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            run(["collect", "http://127.0.0.1:9", "-o", scratch + "/b", "--timeout", "1"])
+        except SystemExit:
+            pass
 print("ready", flush=True)
 if sys.stdin.readline():  # "" when the test run closed the pipe (or died): nothing to collect
     # ended as `llmdoctor` ends: a request abandoned at its deadline may still be reading, and
@@ -95,6 +103,15 @@ def machine_state() -> str:
         ).stdout.splitlines()[:8]
         parts.append("\n".join(line[:160] for line in top))
     return "; ".join(parts)
+
+
+def cpu_seconds(pid: int) -> float:
+    """The user and system CPU time the process has had (/proc/PID/stat), 0 when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def process_state(pid: int) -> str:
@@ -142,39 +159,41 @@ class Collector:
         try:
             out, _ = self.process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            # a child that prints no threads on SIGUSR1 and outlives SIGKILL was in the kernel
-            # (state D: a disk or memory stall), not stuck in llmdoctor
-            out = self._held_by_the_kernel(started + 3 * timeout)
-            if out is not None:
-                Collector.unfinished.remove(self)
-                assert self.process.returncode == 0, f"exit {self.process.returncode}: {out}"
-                return
-            state = process_state(self.process.pid)
-            self.process.send_signal(signal.SIGUSR1)
-            time.sleep(2)
-            self.process.kill()
-            out, _ = self.process.communicate()
-            out = (
-                f"still collecting after {timeout:.0f} s ({state}); {machine_state()}\n"
-                f"its threads then:\n{out}"
-            )
+            out, seen = self._held_by_the_machine(started + 3 * timeout)
+            if out is None:
+                state = process_state(self.process.pid)
+                self.process.send_signal(signal.SIGUSR1)
+                time.sleep(2)
+                self.process.kill()
+                out, _ = self.process.communicate()
+                out = (
+                    f"still collecting after {time.monotonic() - started:.0f} s ({state}; {seen});"
+                    f" {machine_state()}\nits threads then:\n{out}"
+                )
         Collector.unfinished.remove(self)
         took = time.monotonic() - started
         assert self.process.returncode == 0, f"exit {self.process.returncode} ({took:.0f} s): {out}"
 
-    def _held_by_the_kernel(self, until: float, grace: float = 30) -> str | None:
-        """The child's output when it ends while it keeps waiting in the kernel (state D, seen
-        within the last `grace` seconds: a disk or memory stall of the machine, not
-        llmdoctor's doing) before `until`; None when it runs or sleeps in llmdoctor instead."""
-        last_held = None
+    def _held_by_the_machine(self, until: float, span: float = 10) -> tuple[str | None, str]:
+        """The child's output when it ends before `until` while the machine holds it: waiting
+        in the kernel (state D: a disk or memory stall) or runnable without getting a core
+        (state R on less than half a core's time), span after span. None, with what the last
+        span saw, as soon as a span finds it sleeping (state S: waiting in llmdoctor) or
+        computing (half a core or more): that is llmdoctor's own slowness."""
+        seen = "not sampled"
         while time.monotonic() < until:
-            if process_state(self.process.pid).startswith("state D"):
-                last_held = time.monotonic()
-            if last_held is None or time.monotonic() - last_held > grace:
-                return None
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                return self.process.communicate(timeout=2)[0]
-        return None
+            states: dict[str, int] = {}
+            cpu_before, span_start = cpu_seconds(self.process.pid), time.monotonic()
+            while time.monotonic() - span_start < span:
+                state = process_state(self.process.pid)[6:7] or "gone"
+                states[state] = states.get(state, 0) + 1
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    return self.process.communicate(timeout=0.5)[0], seen
+            share = (cpu_seconds(self.process.pid) - cpu_before) / (time.monotonic() - span_start)
+            seen = f"the last {span:.0f} s: states {states}, {share:.0%} of a core"
+            if states.get("S", 0) * 2 >= sum(states.values()) or share >= 0.5:
+                return None, seen
+        return None, seen
 
     @classmethod
     def reap_all(cls) -> None:
