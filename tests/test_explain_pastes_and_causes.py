@@ -474,6 +474,43 @@ def test_one_error_repeated_with_changing_numbers_is_no_hard_wrap(entries):
     )
 
 
+def test_records_of_one_length_are_no_hard_wrap_of_the_records_after_them(entries):
+    # V1 logs `Request <id> failed (engine dead).` for each request in flight, every id as long
+    # as the next, each line followed by uvicorn's 500: read as a hard wrap, every quote was the
+    # two records glued (`…(engine dead).INFO:     10.0.0.1:…`); the hostile pass of 2026-12-05
+    rng = random.Random(24)
+    lines = []
+    for n in range(300):
+        request = "".join(rng.choice("0123456789abcdef") for _ in range(32))
+        lines.append(
+            f"INFO 09-03 07:51:00 [async_llm.py:342] Request chatcmpl-{request} failed "
+            "(engine dead)."
+        )
+        lines.append(
+            f'INFO:     10.0.0.{n % 200}:{50000 + n} - "POST /v1/chat/completions '
+            'HTTP/1.1" 500 Internal Server Error'
+        )
+    result = run_text("\n".join(lines) + "\n", entries)
+    assert result.matches[0].id == "engine-dead" and result.matches[0].count == 300
+    assert all(e.text.endswith("failed (engine dead).") for e in result.matches[0].evidence)
+    # a real wrap still joins where its cut falls after a dot (`torch.` | `cuda.OutOfMemory…`)
+    head = "ERROR 09-03 07:51:00 [model_runner.py:1] RuntimeError: torch."
+    text = head + "cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB." * 3
+    wrapped = [text[k : k + len(head)] for k in range(0, len(text), len(head))]
+    result = run_text("\n".join(wrapped) + "\n", entries)
+    assert result.matches[0].id == "cuda-oom-runtime"
+    assert "torch.cuda.OutOfMemoryError" in result.matches[0].evidence[0].text
+
+
+def test_vllm_source_quoting_the_engine_dead_line_is_no_engine_death(entries):
+    # a grep of vLLM's source (`%s`) or its V0 f-string (`{request_id}`) names no death
+    for line in (
+        'vllm/v1/engine/async_llm.py:344:    logger.info("Request %s failed (engine dead).", rid)',
+        'vllm/engine/async_llm_engine.py:1:    logger.info(f"Request {request_id} failed (engine dead)")',
+    ):
+        assert "engine-dead" not in [m.id for m in run_text(line + "\n", entries).matches], line
+
+
 REAL_VLLM = Path(__file__).parent / "fixtures" / "real-vllm-0.32"
 
 

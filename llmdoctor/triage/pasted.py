@@ -54,6 +54,12 @@ MIN_WRAP_WIDTH = 40
 MIN_WRAPPED_LINES = 3
 MAX_FOLDED_ONCE_LINES = 40  # a paste this short may be one or two lines folded (folded_once)
 RECORD_START = 8
+# a line that opens a log record: a level word, a date or a time first (`INFO:     10.0.0.1`,
+# `ERROR 09-03 …`, `2025-03-24 18:30:59`, `[2026-04-13 19:52:24]`)
+RECORD_OPENING = re.compile(
+    r"^\[?(?:(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b"
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{2}:[0-9]{2}:[0-9]{2})"
+)
 FENCE = "```"
 # kubectl describe's Events header, and its rows: Type, Reason, Age, From, Message (columns
 # two or more spaces apart; the Age column holds single spaces: `2m (x10 over 5m)`)
@@ -316,7 +322,7 @@ def _joined_lines(
             out.extend((number, clean_line(piece)) for piece in message.split("\n"))
             joining = False
             continue
-        if joining and out:
+        if joining and out and not _opens_a_record(lines[number - 2], line):
             first, joined = out[-1]
             out[-1] = (first, joined + line)
         else:
@@ -325,3 +331,11 @@ def _joined_lines(
             out.append((number, maybe[number]))  # (pieces of lines cleaned already)
         joining = width is not None and len(original) == width
     return out
+
+
+def _opens_a_record(line: str, following: str) -> bool:
+    """Whether `following`, after a line as long as a wrap's width, is a record of its own and
+    no piece of that line: it opens as a record does (its level, its date or time) where the
+    line ends as no fold cuts (V1's `Request chatcmpl-… failed (engine dead).` lines, all one
+    length, had each swallowed the access log's `INFO:     … 500` line after it)."""
+    return not _cut_by_fold(line, following) and RECORD_OPENING.match(following) is not None
