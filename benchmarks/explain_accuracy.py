@@ -86,7 +86,8 @@ def extra_files() -> list[tuple[str, Path]]:
     ]
 
 
-def _reports(text: str) -> set[tuple[str, ...]]:
+def reports(text: str) -> set[tuple[str, ...]]:
+    """The reports (a GitHub issue by repository and number, a file, a page) `text` links to."""
     keys: set[tuple[str, ...]] = set()
     for url in URL.findall(text):
         url = url.rstrip(".,;:").split("#")[0].split("?")[0].rstrip("/")
@@ -99,18 +100,24 @@ def _reports(text: str) -> set[tuple[str, ...]]:
     return keys
 
 
+def runbook_reports() -> set[tuple[str, ...]]:
+    """Every report (or page) the runbooks were written from: the links of RUNBOOK_SOURCES."""
+    known: set[tuple[str, ...]] = set()
+    for path in RUNBOOK_SOURCES:
+        if path.is_file():
+            known |= reports(path.read_text(encoding="utf-8"))
+    return known
+
+
 def shared_excerpts(corpus: Path = CORPUS) -> set[str]:
     """`<folder>/<name>` of the corpus excerpts whose source report (or page) is also a
     runbook source."""
-    known: set[tuple[str, str]] = set()
-    for path in RUNBOOK_SOURCES:
-        if path.is_file():
-            known |= _reports(path.read_text(encoding="utf-8"))
+    known = runbook_reports()
     shared = set()
     for sources in sorted(corpus.glob("SOURCES*.md")):
         for line in sources.read_text(encoding="utf-8").splitlines():
             cells = [c.strip() for c in line.split("|")]
-            if len(cells) > 3 and cells[1].endswith((".log", ".txt")) and _reports(line) & known:
+            if len(cells) > 3 and cells[1].endswith((".log", ".txt")) and reports(line) & known:
                 shared.add(cells[1])
     return shared
 

@@ -105,26 +105,38 @@ def machine_state() -> str:
     return "; ".join(parts)
 
 
+def _stat_fields(stat: Path) -> list[str]:
+    """The fields of a /proc `stat` file after the command's name (state first), [] when the
+    process or thread is gone."""
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
 def cpu_seconds(pid: int) -> float:
     """The user and system CPU time the process has had (/proc/PID/stat), 0 when it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+    fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+    if len(fields) < 13:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def scheduler_state(pid: int) -> str:
+    """The process's scheduler state (R, S, D, T …), "" when it is gone."""
+    return next(iter(_stat_fields(Path(f"/proc/{pid}/stat"))), "")
 
 
 def process_state(pid: int) -> str:
     """The process's scheduler state and where in the kernel it waits (/proc/PID/stat, wchan)."""
     parts = []
-    with contextlib.suppress(OSError, IndexError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        parts.append("state " + stat.rsplit(")", 1)[1].split()[0])
+    if state := scheduler_state(pid):
+        parts.append("state " + state)
     with contextlib.suppress(OSError):
         parts.append("waiting in " + (Path(f"/proc/{pid}/wchan").read_text() or "user space"))
     with contextlib.suppress(OSError):
         threads = [
-            (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            next(iter(_stat_fields(task / "stat")), "")
             for task in Path(f"/proc/{pid}/task").iterdir()
         ]
         parts.append(f"threads {''.join(sorted(threads))}")
@@ -185,7 +197,7 @@ class Collector:
             states: dict[str, int] = {}
             cpu_before, span_start = cpu_seconds(self.process.pid), time.monotonic()
             while time.monotonic() - span_start < span:
-                state = process_state(self.process.pid)[6:7] or "gone"
+                state = scheduler_state(self.process.pid) or "gone"
                 states[state] = states.get(state, 0) + 1
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     return self.process.communicate(timeout=0.5)[0], seen

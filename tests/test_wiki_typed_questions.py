@@ -4,7 +4,7 @@ explains each thread's conclusion among the first results, held at its first mea
 from __future__ import annotations
 
 import csv
-import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,9 @@ from llmdoctor.wiki.search import search
 HERE = Path(__file__).resolve().parent
 QUESTIONS = HERE / "fixtures" / "typed_questions" / "questions.tsv"
 RUNBOOKS = HERE.parent / "runbooks"
-ISSUE = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/([0-9]+)")
+sys.path.insert(0, str(HERE.parent / "benchmarks"))
+
+from explain_accuracy import reports, runbook_reports  # noqa: E402
 
 
 def questions() -> list[dict]:
@@ -33,15 +35,10 @@ def test_every_row_names_an_entry_or_none_and_a_thread():
 
 def test_no_runbook_cites_a_thread_of_the_set():
     # a thread the knowledge was written from measures recall, not what a new question gets
-    sources = [*RUNBOOKS.glob("*.md"), *(HERE / "fixtures" / "runbooks").glob("*/SOURCES.md")]
-    cited = {
-        (repo.lower(), number)
-        for path in sources
-        for repo, number in ISSUE.findall(path.read_text(encoding="utf-8"))
-    }
+    # (the runbook sources and report identity of benchmarks/explain_accuracy.py's independence)
+    cited = runbook_reports()
     for row in questions():
-        for repo, number in ISSUE.findall(row["url"]):
-            assert (repo.lower(), number) not in cited, row["url"]
+        assert not reports(row["url"]) & cited, row["url"]
 
 
 @pytest.fixture(scope="module")
