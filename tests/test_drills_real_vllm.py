@@ -687,6 +687,54 @@ def test_drill_startup_unknown_flag(kit, capsys):
     assert explain_ids(result)[:1] == ["vllm-flag-removed-on-upgrade"], explained(result)
 
 
+# -- stopped from outside: SIGTERM to `vllm serve` with requests running, each its own server --
+
+
+def sigterm_drill(kit, capsys, drill: str, max_tokens: int, *args: str) -> tuple[dict, list, str]:
+    """Start a server, run MAX_NUM_SEQS requests, send SIGTERM to the API server alone (as the
+    kubelet and `docker stop` signal the container's first process), keep what it logged and
+    what the clients got; explain's reading of the log."""
+    folder = drill_folder(kit["save"], drill)
+    log = kit["root"] / f"{drill}.log"
+    server = VllmServer(kit["model"], kit["meta"], log, (*RUNTIME_ARGS, *args)).start()
+    try:
+        server.wait_ready()
+        clients = Clients(server.url, MAX_NUM_SEQS, "the quick brown fox", max_tokens, timeout=400)
+        wait_running(server, clients, 0)
+        os.kill(server.processes()["api-server"], signal.SIGTERM)
+        exited = server.process.wait(360)
+        answers = clients.join(60)
+    finally:
+        server.stop()
+    (folder / "server.log").write_text(server.log_text(), encoding="utf-8")
+    code, result = run_json(capsys, "explain", str(folder / "server.log"))
+    write_json(folder / "responses.json", answers)
+    write_json(
+        folder / "verdicts.json",
+        {"server_exit": exited, "explain": {"exit": code, "matches": explained(result)}},
+    )
+    # a stop is no crash: nothing it explains is named critical (exit 2)
+    assert explain_ids(result)[:1] == ["server-stopped-by-signal"], explained(result)
+    assert code != 2, explained(result)
+    return result, answers, server.log_text()
+
+
+def test_drill_sigterm_aborts_the_running_requests_and_reads_as_a_stop(kit, capsys):
+    # vLLM's default, --shutdown-timeout 0: the requests running get 500, and the engine's
+    # teardown logs EngineDeadError, which is the stop's doing (no first error to look for)
+    result, answers, _ = sigterm_drill(kit, capsys, "sigterm-abort", 600)
+    assert any(a.get("status") == 500 or "error" in a for a in answers), answers
+    named = explain_ids(result)
+    assert "engine-dead" not in named or named.index("engine-dead") > 0, explained(result)
+
+
+def test_drill_sigterm_with_a_shutdown_timeout_drains_the_running_requests(kit, capsys):
+    # the runbook's fix, proven: with --shutdown-timeout the requests running finish (200)
+    _, answers, text = sigterm_drill(kit, capsys, "sigterm-drain", 200, "--shutdown-timeout", "300")
+    assert [a.get("status") for a in answers] == [200] * MAX_NUM_SEQS, answers
+    assert "stopping engine client mode=drain timeout=300s" in text, text[-3000:]
+
+
 # -- the elastic-EP scaling pause: vLLM's own middleware, served as the API server serves it --
 
 

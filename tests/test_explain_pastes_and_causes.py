@@ -456,6 +456,30 @@ def test_one_line_folded_once_or_twice_is_read_joined_beside_its_pieces(entries)
     )
 
 
+def test_a_sentence_wrapped_at_a_word_is_read_whole_where_that_names_the_cause(entries):
+    # round 25's Ray excerpt, as a pull request pasted it: Ray's OutOfMemoryError wrapped at
+    # words, no two lines of one width (a fold needs those), the signature across the break
+    text = (ROUND8.parent / "round25" / "host-oom-killer").glob("*.log")
+    real = next(text).read_text(encoding="utf-8")
+    assert "the node\nrunning low on memory" in real
+    result = run_text(real, entries)
+    assert [m.id for m in result.matches][:1] == ["host-oom-killer"]
+    assert "the node running low on memory" in result.matches[0].evidence[0].text
+    # the same words on lines that do not go on in lower case are two lines, not one sentence
+    apart = real.replace("\nrunning low", "\nRunning low")
+    assert "host-oom-killer" not in [m.id for m in run_text(apart, entries).matches]
+    # a status report is no wrapped log record, whatever its joined words would match
+    report = "Weekly GPU report: 0 uncorrectable ECC error\nencountered this week; all healthy\n"
+    assert run_text(report, entries).matches == []
+    # and two unrelated lines are never glued where no signature comes of it
+    prose = "the GPU was fine until the\nnode was drained for a kernel upgrade\n"
+    assert all(
+        "the node was drained" not in e.text
+        for m in run_text(prose, entries).matches + run_text(prose, entries).below_threshold
+        for e in m.evidence
+    )
+
+
 def test_one_error_repeated_with_changing_numbers_is_no_hard_wrap(entries):
     # a crash loop's OOM line with its numbers changing: many lines of one longest length, but
     # all of one shape; joined as a "wrap" they became 6,982 matches where grep counts 28,000

@@ -390,3 +390,78 @@ def test_the_error_lines_shown_keep_the_first_and_say_what_is_left_out(tmp_path,
     many.write_text((lines[0] + "\n") * 500)
     text = cli_text(capsys, "explain", str(many))
     assert "The lines it read as errors (the last 40 kept: more came before them):" in text
+
+
+# -- stopped from outside: SIGTERM to `vllm serve` (the sigterm-* drills) ---------------------
+
+
+def explained(capsys, path: Path) -> tuple[int, dict]:
+    code, result = run_json(capsys, "explain", str(path))
+    return code, {m["id"]: m for m in result["matches"]}
+
+
+@pytest.mark.parametrize(
+    "drill", ["sigterm-abort", "sigterm-drain", "sigterm-drain-whole-group", "sigterm-idle"]
+)
+def test_a_stop_sent_from_outside_is_named_first_and_its_teardown_is_no_crash(capsys, drill):
+    # a stop may log an EngineDeadError traceback after `shutdown triggered` (the requests
+    # aborted, or vLLM's shutdown race, vllm#48745): the stop is the story, not a dead engine
+    code, named = explained(capsys, FIXTURES / drill / "server.log")
+    assert list(named)[:1] == ["server-stopped-by-signal"], named
+    if drill != "sigterm-drain":  # the race did not happen in this run
+        assert named["engine-dead"]["explained_by"] == ["server-stopped-by-signal"]
+    assert {m["severity"] for m in named.values()} == {"warning"} and code == 1, named
+
+
+def test_a_stop_that_drains_lets_the_running_requests_finish():
+    # the runbook's fix on the real engine: SIGTERM to the API server alone, --shutdown-timeout
+    log = (FIXTURES / "sigterm-drain" / "server.log").read_text()
+    answers = json.loads((FIXTURES / "sigterm-drain" / "responses.json").read_text())
+    assert "EngineCore: draining in-flight requests count=" in log
+    assert {a["status"] for a in answers} == {200} and '" 500 ' not in log
+
+
+def test_a_stop_sent_to_the_whole_group_fails_the_drain():
+    # Ctrl-C, systemd's KillMode=control-group, `timeout`: the worker gets the signal too and
+    # exits, and the requests the drain was waiting for fail (the runbook's Verify)
+    log = (FIXTURES / "sigterm-drain-whole-group" / "server.log").read_text()
+    assert "mode=drain timeout=120s" in log and "died unexpectedly (exit code: 0)" in log
+    assert '" 500 Internal Server Error' in log
+
+
+def test_a_crash_before_the_stop_keeps_its_severity(tmp_path, capsys):
+    # an engine that died of a killed worker, then the server restarted by hand: the death came
+    # first, so the stop after it does not soften it
+    log = tmp_path / "server.log"
+    stop = (FIXTURES / "sigterm-abort" / "server.log").read_text().splitlines()
+    at = next(i for i, line in enumerate(stop) if "shutdown triggered" in line)
+    dead = (FIXTURES / "dead" / "server.log").read_text()
+    log.write_text(dead + "\n".join(stop[at - 1 : at + 3]) + "\n")
+    code, named = explained(capsys, log)
+    assert named["engine-dead"]["severity"] == "critical" and code == 2, named
+    assert list(named) == ["vllm-worker-killed", "engine-dead", "server-stopped-by-signal"]
+    assert named["engine-dead"]["explained_by"] == ["vllm-worker-killed"], named
+
+
+def test_a_crash_after_a_stop_and_a_restart_is_no_doing_of_the_stop(tmp_path, capsys):
+    # a hostile pass: the stop's warning swallowed a real crash logged after the server came
+    # back. The stop explains only what comes before the next start-up
+    log = tmp_path / "server.log"
+    parts = ("sigterm-abort", "healthy", "dead")  # a stop, a start-up and serving, a worker killed
+    log.write_text("".join((FIXTURES / p / "server.log").read_text() for p in parts))
+    code, named = explained(capsys, log)
+    assert named["engine-dead"]["severity"] == "critical" and code == 2, named
+    assert list(named)[-1] == "server-stopped-by-signal", named
+
+
+def test_the_shutdown_line_quoted_in_prose_is_no_stop(tmp_path, capsys):
+    # the signature is vLLM's own record (launcher.py's), not the words: a report quoting them
+    # does not turn the crash it pastes into a rollout
+    crash = (FIXTURES / "dead" / "server.log").read_text()
+    log = tmp_path / "report.md"
+    log.write_text(
+        "Since the upgrade vLLM logs `[shutdown] API server: shutdown triggered` on a stop, but\n"
+        "this pod never got a SIGTERM:\n\n```\n" + crash + "```\n"
+    )
+    code, named = explained(capsys, log)
+    assert "server-stopped-by-signal" not in named and code == 2, named

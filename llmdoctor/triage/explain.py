@@ -1838,8 +1838,10 @@ def fuse(
             )
         )
     graph = graph or CauseGraph.from_entries(entries)
+    graph, failed_before = _stopped_from_outside(matches, entries, graph, reading.starts)
     _causes_first(matches, graph)
     _outages_before_refusals(matches, entries, graph)
+    _failures_before_the_stop(failed_before)
     _search_order(matches, {entry_id: t[1] for entry_id, t in text.items()})
     for m in matches:
         m.score = round(100 * m.confidence, 1)
@@ -1921,6 +1923,54 @@ def _outages_before_refusals(matches: list[Match], entries: dict, graph: CauseGr
             and not any(graph.explains(m.id, o.id) for o in outages)
         ):
             m.confidence = round(max(below, 0.0), 3)
+
+
+# an entry whose signature is a stop sent from outside (SIGTERM: a rollout, a scale-down)
+STOPPED_TAG = "stopped-from-outside"
+
+
+def _first_line(m: Match) -> int:
+    return min(e.line for e in m.evidence)
+
+
+def _stopped_from_outside(
+    matches: list[Match], entries: dict, graph: CauseGraph, starts: list[int]
+) -> tuple[CauseGraph, list[tuple[Match, list[Match]]]]:
+    """A stop sent from outside explains what the log shows after it and before the server
+    starts again (the engine torn down under the requests in flight: `EngineDeadError`, 500s):
+    that is the stop's doing, no crash, at most a warning. What failed before the stop, or after
+    a restart, it does not explain (the graph returned lacks its edges), and the stop ranks below
+    every failure still critical (`_failures_before_the_stop`): a server that had failed, or
+    failed again, is the story, not the stop.
+    """
+    stopped = _tagged(entries, {STOPPED_TAG})
+    cut: list[tuple[str, str]] = []
+    failed_before: list[tuple[Match, list[Match]]] = []
+    for stop in (m for m in matches if m.how == "signature" and m.id in stopped and m.evidence):
+        at = _first_line(stop)
+        restart = min((n for n in starts if n > at), default=None)
+        for m in matches:
+            if m is stop or not m.evidence or not graph.explains(stop.id, m.id):
+                continue
+            last = max(e.line for e in m.evidence)
+            if _first_line(m) > at and (restart is None or last < restart):
+                m.severity = _at_most_warning(m.severity)
+            else:
+                cut += [(stop.id, effect) for effect in graph.effects(stop.id)]
+        crashes = [
+            m
+            for m in matches
+            if m is not stop and m.how == "signature" and m.severity == "critical" and m.evidence
+        ]
+        if crashes:
+            failed_before.append((stop, crashes))
+    return (graph.without(cut) if cut else graph), failed_before
+
+
+def _failures_before_the_stop(failed_before: list[tuple[Match, list[Match]]]) -> None:
+    for stop, crashes in failed_before:
+        below = min(m.confidence for m in crashes) - 0.001
+        stop.confidence = round(max(min(stop.confidence, below), 0.0), 3)
 
 
 def _tagged(entries: dict, tags: set[str] | frozenset[str]) -> set[str]:

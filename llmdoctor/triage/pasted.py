@@ -53,6 +53,10 @@ MAX_RECORD_CHARS = 64 * 1024  # a longer line is kept as it is, never parsed
 MIN_WRAP_WIDTH = 40
 MIN_WRAPPED_LINES = 3
 MAX_FOLDED_ONCE_LINES = 40  # a paste this short may be one or two lines folded (folded_once)
+WORD_WRAP_PIECES = 3  # a sentence wrapped at a word is read whole across at most this many lines
+# ... when it opens as an error record does: an exception's name or a level word (a status
+# report's `0 uncorrectable ECC error` / `encountered this week` is no log line wrapped)
+WRAPPED_ERROR = re.compile(r"[A-Za-z](Error|Exception)\b|\b(ERROR|FATAL|CRITICAL)\b")
 RECORD_START = 8
 # a line that opens a log record: a level word, a date or a time first (`INFO:     10.0.0.1`,
 # `ERROR 09-03 …`, `2025-03-24 18:30:59`, `[2026-04-13 19:52:24]`)
@@ -218,11 +222,11 @@ def folded_once(
     lines of that width to prove a wrap; the joined text is read beside the pieces."""
     if heals is None or width is not None or len(raw) > MAX_FOLDED_ONCE_LINES:
         return {}
+    joined = _word_wrapped(raw, heals)
     lengths = [len(line) for line in raw]
     longest = max(lengths, default=0)
     if longest < MIN_WRAP_WIDTH:
-        return {}
-    joined: dict[int, str] = {}
+        return joined
     for i, length in enumerate(lengths[:-1]):
         if length != longest or not raw[i + 1].strip() or (i and lengths[i - 1] == longest):
             continue
@@ -236,6 +240,34 @@ def folded_once(
         pieces = raw[i : j + 1]
         if heals("".join(pieces), pieces):
             joined[i + 1] = "".join(pieces)
+    return joined
+
+
+def _word_wrapped(raw: list[str], heals: Callable[[str, list[str]], bool]) -> dict[int, str]:
+    """Lines a mail client, a forum or a person wrapped at a word (`OutOfMemoryError: 1 worker(s)
+    were killed due to the node` / `running low on memory.`): a line that opens as an error
+    record (WRAPPED_ERROR) and ends in a word, and the lines after it that go on in lower case,
+    joined with a space where `heals` says that makes a signature match that the pieces do not.
+    Widths vary, so no fixed-width wrap proves it."""
+    joined: dict[int, str] = {}
+    i = 0
+    while i < len(raw) - 1:
+        j = i
+        while (
+            j + 1 < len(raw)
+            and j - i + 1 < WORD_WRAP_PIECES
+            and raw[j].rstrip()[-1:].isalnum()
+            and raw[j + 1][:1].islower()
+        ):
+            j += 1
+        pieces = raw[i : j + 1]
+        if (
+            j > i
+            and WRAPPED_ERROR.search(raw[i])
+            and heals(" ".join(p.rstrip() for p in pieces), pieces)
+        ):
+            joined[i + 1] = " ".join(p.rstrip() for p in pieces)
+        i = j + 1 if j > i else i + 1
     return joined
 
 

@@ -41,6 +41,13 @@ class CauseGraph:
                 edges.setdefault(entry.id, set()).update(str(e) for e in listed)
         return cls(edges)
 
+    def without(self, cut: Iterable[tuple[str, str]]) -> CauseGraph:
+        """The same graph less the direct edges `cut` (cause, effect)."""
+        edges = {cause: set(effects) for cause, effects in self._effects.items()}
+        for cause, effect in cut:
+            edges.get(cause, set()).discard(effect)
+        return CauseGraph(edges)
+
     def effects(self, cause: str) -> frozenset[str]:
         """The entries `cause` explains directly."""
         return self._effects.get(cause, frozenset())
