@@ -14,6 +14,7 @@ import contextlib
 import os
 import re
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -690,6 +691,11 @@ def test_drill_startup_unknown_flag(kit, capsys):
 # -- stopped from outside: SIGTERM to `vllm serve` with requests running, each its own server --
 
 
+# how long a stopped server has before the kill: the kubelet's default terminationGracePeriodSeconds
+# (30 s), doubled for a slow machine (a stop that exits takes under a second here)
+GRACE_PERIOD = 60
+
+
 def sigterm_drill(kit, capsys, drill: str, max_tokens: int, *args: str) -> tuple[dict, list, str]:
     """Start a server, run MAX_NUM_SEQS requests, send SIGTERM to the API server alone (as the
     kubelet and `docker stop` signal the container's first process), keep what it logged and
@@ -702,7 +708,13 @@ def sigterm_drill(kit, capsys, drill: str, max_tokens: int, *args: str) -> tuple
         clients = Clients(server.url, MAX_NUM_SEQS, "the quick brown fox", max_tokens, timeout=400)
         wait_running(server, clients, 0)
         os.kill(server.processes()["api-server"], signal.SIGTERM)
-        exited = server.process.wait(360)
+        try:
+            exited = server.process.wait(GRACE_PERIOD)
+        except subprocess.TimeoutExpired:
+            # vLLM 0.32 at times never fails the requests in flight and waits for their
+            # connections (`Waiting for connections to close.`): the kubelet ends it so
+            os.killpg(server.process.pid, signal.SIGKILL)
+            exited = server.process.wait(60)
         answers = clients.join(60)
     finally:
         server.stop()
@@ -713,8 +725,10 @@ def sigterm_drill(kit, capsys, drill: str, max_tokens: int, *args: str) -> tuple
         folder / "verdicts.json",
         {"server_exit": exited, "explain": {"exit": code, "matches": explained(result)}},
     )
-    # a stop is no crash: nothing it explains is named critical (exit 2)
-    assert explain_ids(result)[:1] == ["server-stopped-by-signal"], explained(result)
+    # a stop is no crash: nothing it explains is named critical (exit 2); named first, or a
+    # note when nothing after it looks wrong (a drain that finished)
+    noted = [m["id"] for m in result["notes"]]
+    assert (explain_ids(result) or noted)[:1] == ["server-stopped-by-signal"], explained(result)
     assert code != 2, explained(result)
     return result, answers, server.log_text()
 
@@ -722,8 +736,10 @@ def sigterm_drill(kit, capsys, drill: str, max_tokens: int, *args: str) -> tuple
 def test_drill_sigterm_aborts_the_running_requests_and_reads_as_a_stop(kit, capsys):
     # vLLM's default, --shutdown-timeout 0: the requests running get 500, and the engine's
     # teardown logs EngineDeadError, which is the stop's doing (no first error to look for)
+    # (or the stop hangs until the kill, the requests cut: the same story, see the runbook)
     result, answers, _ = sigterm_drill(kit, capsys, "sigterm-abort", 600)
-    assert any(a.get("status") == 500 or "error" in a for a in answers), answers
+    assert all(a.get("status") == 500 or "error" in a for a in answers), answers
+    assert explain_ids(result)[:1] == ["server-stopped-by-signal"], explained(result)
     named = explain_ids(result)
     assert "engine-dead" not in named or named.index("engine-dead") > 0, explained(result)
 

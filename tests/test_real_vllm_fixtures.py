@@ -401,16 +401,26 @@ def explained(capsys, path: Path) -> tuple[int, dict]:
 
 
 @pytest.mark.parametrize(
-    "drill", ["sigterm-abort", "sigterm-drain", "sigterm-drain-whole-group", "sigterm-idle"]
+    "drill", ["sigterm-abort", "sigterm-abort-hung", "sigterm-drain-whole-group", "sigterm-idle"]
 )
 def test_a_stop_sent_from_outside_is_named_first_and_its_teardown_is_no_crash(capsys, drill):
-    # a stop may log an EngineDeadError traceback after `shutdown triggered` (the requests
+    # a stop logs an EngineDeadError traceback after `shutdown triggered` (the requests
     # aborted, or vLLM's shutdown race, vllm#48745): the stop is the story, not a dead engine
+    # (or hangs with the requests in flight, the engine gone: `Running: 4 reqs` at 0.0 tokens/s
+    # after `Waiting for connections to close.` is the stop's, not a wedged engine)
     code, named = explained(capsys, FIXTURES / drill / "server.log")
     assert list(named)[:1] == ["server-stopped-by-signal"], named
-    if drill != "sigterm-drain":  # the race did not happen in this run
-        assert named["engine-dead"]["explained_by"] == ["server-stopped-by-signal"]
+    effect = "engine-wedged" if drill == "sigterm-abort-hung" else "engine-dead"
+    assert named[effect]["explained_by"] == ["server-stopped-by-signal"]
     assert {m["severity"] for m in named.values()} == {"warning"} and code == 1, named
+
+
+def test_a_stop_after_which_nothing_failed_is_a_note(capsys):
+    # the drain finished (all 200) and this run logged no EngineDeadError: nothing failed, so
+    # the stop is said as a note, exit 0, whatever warnings the start-up logged
+    code, result = run_json(capsys, "explain", str(FIXTURES / "sigterm-drain" / "server.log"))
+    assert result["matches"] == [] and code == 0, result["matches"]
+    assert [m["id"] for m in result["notes"]] == ["server-stopped-by-signal"]
 
 
 def test_a_stop_that_drains_lets_the_running_requests_finish():
@@ -437,10 +447,18 @@ def test_a_crash_before_the_stop_keeps_its_severity(tmp_path, capsys):
     at = next(i for i, line in enumerate(stop) if "shutdown triggered" in line)
     dead = (FIXTURES / "dead" / "server.log").read_text()
     log.write_text(dead + "\n".join(stop[at - 1 : at + 3]) + "\n")
-    code, named = explained(capsys, log)
+    code, result = run_json(capsys, "explain", str(log))
+    named = {m["id"]: m for m in result["matches"]}
     assert named["engine-dead"]["severity"] == "critical" and code == 2, named
-    assert list(named) == ["vllm-worker-killed", "engine-dead", "server-stopped-by-signal"]
+    assert list(named) == ["vllm-worker-killed", "engine-dead"], named
     assert named["engine-dead"]["explained_by"] == ["vllm-worker-killed"], named
+    # nothing failed after the stop: a note beside the crash, not its cause
+    assert [m["id"] for m in result["notes"]] == ["server-stopped-by-signal"]
+    # with requests failing after it, the stop is a match ranked below the crash
+    log.write_text(dead + "\n".join(stop[at - 1 :]) + "\n")
+    code, named = explained(capsys, log)
+    assert list(named)[:1] == ["vllm-worker-killed"] and code == 2, named
+    assert list(named)[-1] == "server-stopped-by-signal", named
 
 
 def test_a_crash_after_a_stop_and_a_restart_is_no_doing_of_the_stop(tmp_path, capsys):

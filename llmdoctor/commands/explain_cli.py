@@ -319,7 +319,7 @@ def _render_notes(result, console, escape) -> None:
     for m in result.notes:
         console.print(
             f"[{STYLE['warning']}] NOTE [/] [bold]{escape(m.id)}[/]: {escape(m.title)} "
-            "[dim](a warning about the configuration, not what failed: no line looks wrong)[/]",
+            "[dim](a note on how it was set up or stopped, not what failed: no error follows it)[/]",
             soft_wrap=True,
         )
         for e in m.evidence[:2]:

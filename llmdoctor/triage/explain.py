@@ -1447,8 +1447,32 @@ def configuration_notes(confident: list[Match], reading: _Reading, entries: dict
     if reading.error_lines > len(reading.salient) or any(
         e.line not in remarks for e in reading.salient
     ):
-        return []
+        return _stops_nothing_failed_after(config, confident, reading, entries)
     return config
+
+
+def _stops_nothing_failed_after(
+    config: list[Match], confident: list[Match], reading: _Reading, entries: dict
+) -> list[Match]:
+    """A stop sent from outside after which nothing looks wrong (a drain that finished, an idle
+    server stopped) is a note, whatever warnings the server logged before it: nothing failed.
+    An error line, a refused or failed request, or another entry's signature after it keeps it a
+    match (what followed is the stop's doing, or a failure of its own)."""
+    access = compiled(ACCESS_ERROR)
+    notes = []
+    for stop in (m for m in config if STOPPED_TAG in getattr(entries.get(m.id), "tags", ())):
+        at = _first_line(stop)
+        wrong = any(
+            e.line > at and (ERROR_LINE.search(e.text) or access.search(e.text))
+            for e in reading.salient
+        )
+        later = any(
+            m is not stop and m.how == "signature" and m.evidence and _first_line(m) > at
+            for m in confident
+        )
+        if not wrong and not later:
+            notes.append(stop)
+    return notes
 
 
 # the lines that say something went wrong, as opposed to the wider salient lines (a warning, a
@@ -1949,11 +1973,13 @@ def _stopped_from_outside(
     for stop in (m for m in matches if m.how == "signature" and m.id in stopped and m.evidence):
         at = _first_line(stop)
         restart = min((n for n in starts if n > at), default=None)
+        pods = {_pod(e.text) for e in stop.evidence}  # `kubectl logs --prefix` of several pods
         for m in matches:
             if m is stop or not m.evidence or not graph.explains(stop.id, m.id):
                 continue
             last = max(e.line for e in m.evidence)
-            if _first_line(m) > at and (restart is None or last < restart):
+            ours = all(_pod(e.text) in pods for e in m.evidence)
+            if ours and _first_line(m) > at and (restart is None or last < restart):
                 m.severity = _at_most_warning(m.severity)
             else:
                 cut += [(stop.id, effect) for effect in graph.effects(stop.id)]
@@ -1965,6 +1991,15 @@ def _stopped_from_outside(
         if crashes:
             failed_before.append((stop, crashes))
     return (graph.without(cut) if cut else graph), failed_before
+
+
+# the pod `kubectl logs --prefix` names at a line's start (`[pod/vllm-a/vllm] `)
+KUBECTL_POD = re.compile(r"^\[[a-z]+/[^\]\s]{1,200}\] ")
+
+
+def _pod(text: str) -> str:
+    found = KUBECTL_POD.match(text)
+    return found.group() if found else ""
 
 
 def _failures_before_the_stop(failed_before: list[tuple[Match, list[Match]]]) -> None:
