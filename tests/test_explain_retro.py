@@ -277,11 +277,12 @@ def test_from_log_of_a_big_log_keeps_only_salient_lines_in_memory(tmp_path):
         fh.write(UNDEFINED_SYMBOL.read_bytes())
     rc, err, peak_kib = _wiki_add_from_log(tmp_path, big, timeout=120)
     assert rc == 0, err
-    # explain itself peaks near the log's size (208-212 MiB run alone); the whole log read
-    # into Python strings and split into lines took over 1 GiB. Once, under CI's two parallel
-    # workers, the same child peaked at 463 MiB (cause not found): the bound stays below the
-    # whole read and above that
-    assert 0 < peak_kib < 640 * 1024, f"peak RSS {peak_kib >> 10} MiB for a 192 MiB log"
+    # explain itself peaks near the log's size (208-214 MiB run alone, with 1-8 jobs, a cold
+    # cache or two busy loops beside it); the whole log read into Python strings and split into
+    # lines took over 1 GiB. Under CI's two parallel workers the same child peaked once at
+    # 463 MiB and once at 645 MiB (2026-12-06; cause not found, not reproduced here): the bound
+    # stays below the whole read and above those
+    assert 0 < peak_kib < 900 * 1024, f"peak RSS {peak_kib >> 10} MiB for a 192 MiB log"
     kept = list((tmp_path / "w").glob("x1.examples/*.log"))
     assert kept and "undefined symbol" in kept[0].read_text()
 

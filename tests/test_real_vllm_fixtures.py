@@ -483,3 +483,47 @@ def test_the_shutdown_line_quoted_in_prose_is_no_stop(tmp_path, capsys):
     )
     code, named = explained(capsys, log)
     assert "server-stopped-by-signal" not in named and code == 2, named
+
+
+def test_two_stops_in_one_file_are_two_stops_not_a_crash(tmp_path, capsys):
+    # a second hostile pass: `docker logs` of two lifetimes (or a rollout's pods one after the
+    # other) held two stops; only the first was a stop, the second one's teardown read CRITICAL
+    log = tmp_path / "server.log"
+    log.write_text(
+        "".join(
+            (FIXTURES / d / "server.log").read_text() for d in ("sigterm-idle", "sigterm-abort")
+        )
+    )
+    code, named = explained(capsys, log)
+    assert list(named)[:1] == ["server-stopped-by-signal"] and code == 1, named
+
+
+def test_a_drain_then_a_clean_restart_is_a_note(tmp_path, capsys):
+    # the restart's start-up warnings (`Found ulimit … failed to automatically increase`) come
+    # after the next start: they are no failure of the stop
+    log = tmp_path / "server.log"
+    log.write_text(
+        "".join((FIXTURES / d / "server.log").read_text() for d in ("sigterm-drain", "healthy"))
+    )
+    code, result = run_json(capsys, "explain", str(log))
+    assert result["matches"] == [] and code == 0, result["matches"]
+    assert [m["id"] for m in result["notes"]] == ["server-stopped-by-signal"]
+
+
+def test_a_failure_of_its_own_during_the_drain_stays_critical(tmp_path, capsys):
+    # a CUDA OOM while the stop drains: the engine's death is the OOM's, not the stop's
+    lines = (FIXTURES / "sigterm-drain" / "server.log").read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "draining in-flight requests" in line)
+    oom = (FIXTURES / "dead" / "server.log").read_text().splitlines(keepends=True)
+    dead = [line for line in oom if "EngineDeadError" in line][:1]
+    crash = next(  # a real OOM line of the runbook's excerpts
+        line
+        for path in sorted((FIXTURES.parent / "runbooks" / "cuda-oom-runtime").glob("*.log"))
+        for line in path.read_text().splitlines(keepends=True)
+        if "torch.OutOfMemoryError: CUDA out of memory" in line
+    )
+    log = tmp_path / "server.log"
+    log.write_text("".join([*lines[: at + 1], crash, *dead, *lines[at + 1 :]]))
+    code, named = explained(capsys, log)
+    assert list(named)[:1] == ["cuda-oom-runtime"] and code == 2, named
+    assert named["engine-dead"]["severity"] == "critical", named

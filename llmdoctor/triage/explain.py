@@ -1456,18 +1456,23 @@ def _stops_nothing_failed_after(
 ) -> list[Match]:
     """A stop sent from outside after which nothing looks wrong (a drain that finished, an idle
     server stopped) is a note, whatever warnings the server logged before it: nothing failed.
-    An error line, a refused or failed request, or another entry's signature after it keeps it a
-    match (what followed is the stop's doing, or a failure of its own)."""
+    An error line (at ERROR or above, or with no level), a refused or failed request, or another
+    entry's signature after it and before the server starts again keeps it a match (what followed
+    is the stop's doing, or a failure of its own); a start-up's warnings after a restart do not.
+    """
     access = compiled(ACCESS_ERROR)
     notes = []
     for stop in (m for m in config if STOPPED_TAG in getattr(entries.get(m.id), "tags", ())):
-        at = _first_line(stop)
+        windows = _stop_windows(stop, reading.starts)
         wrong = any(
-            e.line > at and (ERROR_LINE.search(e.text) or access.search(e.text))
+            _in_a_window(e, windows)
+            and ((ERROR_LINE.search(e.text) and not _below_error(e.text)) or access.search(e.text))
             for e in reading.salient
         )
         later = any(
-            m is not stop and m.how == "signature" and m.evidence and _first_line(m) > at
+            m is not stop
+            and m.how == "signature"
+            and any(_in_a_window(e, windows) for e in m.evidence)
             for m in confident
         )
         if not wrong and not later:
@@ -1961,26 +1966,30 @@ def _stopped_from_outside(
     matches: list[Match], entries: dict, graph: CauseGraph, starts: list[int]
 ) -> tuple[CauseGraph, list[tuple[Match, list[Match]]]]:
     """A stop sent from outside explains what the log shows after it and before the server
-    starts again (the engine torn down under the requests in flight: `EngineDeadError`, 500s):
-    that is the stop's doing, no crash, at most a warning. What failed before the stop, or after
-    a restart, it does not explain (the graph returned lacks its edges), and the stop ranks below
-    every failure still critical (`_failures_before_the_stop`): a server that had failed, or
-    failed again, is the story, not the stop.
+    starts again, in the same pod's lines (`_stop_windows`): the engine torn down under the
+    requests in flight (`EngineDeadError`, 500s, a stall), the stop's doing, no crash, at most a
+    warning. What failed before a stop, after a restart or in another pod it does not explain
+    (the graph returned lacks its edges), and the stop ranks below every failure still critical
+    (`_failures_before_the_stop`): a server that had failed, or failed again, is the story.
     """
     stopped = _tagged(entries, {STOPPED_TAG})
     cut: list[tuple[str, str]] = []
     failed_before: list[tuple[Match, list[Match]]] = []
     for stop in (m for m in matches if m.how == "signature" and m.id in stopped and m.evidence):
-        at = _first_line(stop)
-        restart = min((n for n in starts if n > at), default=None)
-        pods = {_pod(e.text) for e in stop.evidence}  # `kubectl logs --prefix` of several pods
+        windows = _stop_windows(stop, starts)
         for m in matches:
             if m is stop or not m.evidence or not graph.explains(stop.id, m.id):
                 continue
-            last = max(e.line for e in m.evidence)
-            ours = all(_pod(e.text) in pods for e in m.evidence)
-            if ours and _first_line(m) > at and (restart is None or last < restart):
-                m.severity = _at_most_warning(m.severity)
+            if all(_in_a_window(e, windows) for e in m.evidence):
+                # ... unless a failure of its own explains it too (a CUDA OOM during the drain)
+                if not any(
+                    c is not stop
+                    and c.how == "signature"
+                    and c.severity == "critical"
+                    and graph.explains(c.id, m.id)
+                    for c in matches
+                ):
+                    m.severity = _at_most_warning(m.severity)
             else:
                 cut += [(stop.id, effect) for effect in graph.effects(stop.id)]
         crashes = [
@@ -1991,6 +2000,20 @@ def _stopped_from_outside(
         if crashes:
             failed_before.append((stop, crashes))
     return (graph.without(cut) if cut else graph), failed_before
+
+
+def _stop_windows(stop: Match, starts: list[int]) -> list[tuple[int, float, str]]:
+    """Each line of a stop's signature: (its line, the next line where a server starts, its
+    pod): what a stop may explain lies after it and before that start, in that pod's lines (a
+    rollout's `kubectl logs --prefix` of several pods, `docker logs` of several lifetimes)."""
+    return [
+        (e.line, min((n for n in starts if n > e.line), default=math.inf), _pod(e.text))
+        for e in stop.evidence
+    ]
+
+
+def _in_a_window(evidence: Evidence, windows: list[tuple[int, float, str]]) -> bool:
+    return any(at < evidence.line < end and _pod(evidence.text) == pod for at, end, pod in windows)
 
 
 # the pod `kubectl logs --prefix` names at a line's start (`[pod/vllm-a/vllm] `)
