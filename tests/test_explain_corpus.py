@@ -340,7 +340,8 @@ def test_fresh_round10_is_held_at_the_level_reached():
     assert_held(
         fresh_round(10),
         top1=0.861,
-        top3=0.892,
+        top3=0.876,  # 0.892 until 2026-12-06: a 3-line excerpt of Python's `leaked shared_memory
+        # objects to clean up at shutdown` (host-oom-killer, 0.007) now has the stop entry above it
         confident=0.723,
         precision=0.959,
         abstained=0.961,
