@@ -1958,10 +1958,6 @@ def _outages_before_refusals(matches: list[Match], entries: dict, graph: CauseGr
 STOPPED_TAG = "stopped-from-outside"
 
 
-def _first_line(m: Match) -> int:
-    return min(e.line for e in m.evidence)
-
-
 def _stopped_from_outside(
     matches: list[Match], entries: dict, graph: CauseGraph, starts: list[int]
 ) -> tuple[CauseGraph, list[tuple[Match, list[Match]]]]:

@@ -260,14 +260,12 @@ def _word_wrapped(raw: list[str], heals: Callable[[str, list[str]], bool]) -> di
             and raw[j + 1][:1].islower()
         ):
             j += 1
-        pieces = raw[i : j + 1]
-        if (
-            j > i
-            and WRAPPED_ERROR.search(raw[i])
-            and heals(" ".join(p.rstrip() for p in pieces), pieces)
-        ):
-            joined[i + 1] = " ".join(p.rstrip() for p in pieces)
-        i = j + 1 if j > i else i + 1
+        if j > i and WRAPPED_ERROR.search(raw[i]):
+            pieces = raw[i : j + 1]
+            sentence = " ".join(p.rstrip() for p in pieces)
+            if heals(sentence, pieces):
+                joined[i + 1] = sentence
+        i = j + 1
     return joined
 
 
