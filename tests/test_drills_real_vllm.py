@@ -11,8 +11,10 @@ captures (tests/fixtures/real-vllm-0.32 holds the ones the offline tests read).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -424,6 +426,28 @@ def test_drill_client_mistakes_get_answers_that_explain_names(server, kit, capsy
             {"model": served, "prompt": [999999], "max_tokens": 8},
             "token-id-out-of-vocab",
         ),
+        # structured output the backend cannot compile: a regex with an unclosed group (refused
+        # by llguidance: `Grammar error: …`) and a GBNF grammar cut short
+        "error-400-regex.json": (
+            "/v1/completions",
+            {
+                "model": served,
+                "prompt": "the quick brown fox",
+                "max_tokens": 8,
+                "structured_outputs": {"regex": "(a"},
+            },
+            "guided-decoding-grammar-error",
+        ),
+        "error-400-grammar.json": (
+            "/v1/completions",
+            {
+                "model": served,
+                "prompt": "the quick brown fox",
+                "max_tokens": 8,
+                "structured_outputs": {"grammar": "root ::= ("},
+            },
+            "guided-decoding-grammar-error",
+        ),
     }
     answers = {}
     for name, (path, body, _) in calls.items():
@@ -435,6 +459,8 @@ def test_drill_client_mistakes_get_answers_that_explain_names(server, kit, capsy
     assert answers["error-404-model.json"]["status"] == 404, answers
     assert answers["error-400-chat-template.json"]["status"] == 400, answers
     assert answers["error-400-token-id.json"]["status"] == 400, answers
+    assert answers["error-400-regex.json"]["status"] == 400, answers
+    assert answers["error-400-grammar.json"]["status"] == 400, answers
     verdicts = {}
     for name, (_, _, expected) in calls.items():
         code, result = run_json(capsys, "explain", str(folder / name))
@@ -641,9 +667,12 @@ def test_drill_dead_engine_worker_killed(server, kit, capsys, tmp_path, monkeypa
 # -- start-up failures: each its own short-lived server --------------------------------------
 
 
-def startup_failure(kit, capsys, drill: str, *args: str, timeout: float = 180) -> dict:
+def startup_failure(
+    kit, capsys, drill: str, *args: str, timeout: float = 180, model: Path | None = None
+) -> dict:
     folder = drill_folder(kit["save"], drill)
-    exited = run_to_exit(kit["model"], kit["meta"], folder / "server.log", *args, timeout=timeout)
+    model = model or kit["model"]
+    exited = run_to_exit(model, kit["meta"], folder / "server.log", *args, timeout=timeout)
     code, result = run_json(capsys, "explain", str(folder / "server.log"))
     write_json(
         folder / "verdicts.json",
@@ -686,6 +715,89 @@ def test_drill_startup_max_model_len_above_the_models_limit(kit, capsys):
 def test_drill_startup_unknown_flag(kit, capsys):
     result = startup_failure(kit, capsys, "startup-unknown-flag", "--enable-magic-batching")
     assert explain_ids(result)[:1] == ["vllm-flag-removed-on-upgrade"], explained(result)
+
+
+# a KV cache of 64 MiB for the start-up drills that fail before it is sized: none waits for it
+SMALL_KV = ("--max-model-len", "1024", "--kv-cache-memory-bytes", str(64 * 1024 * 1024))
+
+
+def test_drill_startup_lora_adapter_without_its_config(kit, capsys, tmp_path):
+    """`--lora-modules` naming a folder with no adapter in it: a LoRA failure is a warning at
+    run time (one adapter refused) but here the server never comes up, so it is critical."""
+    empty = tmp_path / "adapter"
+    empty.mkdir()
+    result = startup_failure(
+        kit,
+        capsys,
+        "startup-lora-missing",
+        *SMALL_KV,
+        "--enable-lora",
+        "--lora-modules",
+        f"ghost={empty}",
+    )
+    first = result["matches"][0]
+    assert first["id"] == "lora-adapter-load-failure", explained(result)
+    assert first["severity"] == "critical" and "ended_start" in first, first
+    assert any("adapter_config.json" in e["text"] for e in first["evidence"]), first
+
+
+def test_drill_startup_model_folder_without_a_tokenizer(kit, capsys, tmp_path):
+    """A model folder with its config.json and no tokenizer files (a partial download, a
+    mount of the weights alone): vLLM cannot build the tokenizer and does not start."""
+    folder = tmp_path / "no-tokenizer"
+    folder.mkdir()
+    shutil.copy(kit["model"] / "config.json", folder / "config.json")
+    result = startup_failure(kit, capsys, "startup-no-tokenizer", *SMALL_KV, model=folder)
+    assert explain_ids(result)[:1] == ["tokenizer-problem"], explained(result)
+
+
+def test_drill_startup_custom_code_without_trust_remote_code(kit, capsys, tmp_path):
+    """A checkpoint whose config.json maps its classes to code in the repository (`auto_map`),
+    served without `--trust-remote-code`: refused before anything loads."""
+    folder = tmp_path / "custom-code"
+    shutil.copytree(kit["model"], folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(
+        architectures=["TinyForCausalLM"],
+        model_type="tiny_custom",
+        auto_map={
+            "AutoConfig": "configuration_tiny.TinyConfig",
+            "AutoModelForCausalLM": "modeling_tiny.TinyForCausalLM",
+        },
+    )
+    (folder / "config.json").write_text(json.dumps(config, indent=1))
+    (folder / "configuration_tiny.py").write_text(
+        "from transformers import LlamaConfig\n\n\nclass TinyConfig(LlamaConfig):\n"
+        "    model_type = 'tiny_custom'\n"
+    )
+    result = startup_failure(kit, capsys, "startup-custom-code", *SMALL_KV, model=folder)
+    assert explain_ids(result)[:1] == ["trust-remote-code"], explained(result)
+
+
+def test_drill_startup_quantization_flag_on_unquantized_weights(kit, capsys):
+    """`--quantization awq` on weights that were never quantized: vLLM does not quantize to AWQ
+    as it loads, and finds no AWQ config in the checkpoint."""
+    result = startup_failure(
+        kit, capsys, "startup-awq-unquantized", *SMALL_KV, "--quantization", "awq"
+    )
+    assert explain_ids(result)[:1] == ["unsupported-quantization-or-dtype"], explained(result)
+
+
+def test_drill_startup_invalid_tool_call_parser(kit, capsys):
+    """A `--tool-call-parser` name this release does not register: the server exits before it
+    loads anything, on `KeyError: 'invalid tool call parser: …'`."""
+    result = startup_failure(
+        kit,
+        capsys,
+        "startup-tool-parser",
+        *SMALL_KV,
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        "hermes3",
+    )
+    first = result["matches"][0]
+    assert first["id"] == "tool-call-parser-error", explained(result)
+    assert first["severity"] == "critical" and "ended_start" in first, first
 
 
 # -- stopped from outside: SIGTERM to `vllm serve` with requests running, each its own server --

@@ -687,3 +687,28 @@ def test_fresh_round25_is_held_where_it_was_tuned():
         abstained=1.0,
         most_wrong=2,
     )
+
+
+# Round 26 (issue 26 §5): 49 excerpts (21 covered failures, 17 healthy, 11 uncovered), nine
+# collectors in two waves gathering after round 25 was tuned on (SOURCES-round26.md): forums;
+# quantized checkpoints and model loading; the host and container layer; cloud platforms; vLLM
+# and SGLang under load; then, for more covered failures, projects that drive an engine, GPU and
+# interconnect faults, Kubernetes, memory and capacity. Measured once on the session's starting
+# knowledge (main 4a150e5): top-1 81.0 %, top-3 90.5 % (wiki search the same), confident and
+# right 71.4 % (15 of 21), no confident and wrong answer on a covered failure, precision 83.3 %
+# (three uncovered errors answered: a V1 engine death cut inside its traceback named engine-dead,
+# V0's priority-preemption crash named kv-cache-preemption by its preemption warning, a CUDA OOM
+# while switching models named cuda-oom-runtime), 0 alarms on 17 healthy logs, 8 of 11 uncovered
+# abstained. Then tuned on: vLLM's `No such file or directory: '…/adapter_config.json'`
+# (lora-adapter-load-failure; proven on ms-swift#3643, Ollama#9505 and the real engine's
+# `--lora-modules` drill): confident and right 76.2 % (16 of 21), precision 84.2 %.
+def test_fresh_round26_is_held_where_it_was_tuned():
+    assert_held(
+        fresh_round(26),
+        top1=0.857,
+        top3=0.904,
+        confident=0.761,
+        precision=0.842,
+        abstained=0.727,
+        most_wrong=0,
+    )

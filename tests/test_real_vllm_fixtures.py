@@ -273,6 +273,128 @@ def test_startup_with_an_unknown_flag(capsys):
     assert ids[:1] == ["vllm-flag-removed-on-upgrade"], ids
 
 
+@pytest.mark.parametrize(
+    "drill, entry",
+    [
+        ("startup-no-tokenizer", "tokenizer-problem"),
+        ("startup-custom-code", "trust-remote-code"),
+        ("startup-awq-unquantized", "unsupported-quantization-or-dtype"),
+    ],
+)
+def test_a_start_up_the_checkpoint_refuses_is_named_critical(capsys, drill, entry):
+    # the folder without tokenizer files, `auto_map` without --trust-remote-code, and
+    # `--quantization awq` on weights never quantized (`Cannot find the config file for awq`)
+    code, ids = explain(capsys, drill)
+    assert ids[:1] == [entry] and code == 2, ids
+
+
+def test_the_unquantized_checkpoint_gets_the_mismatch_step_first(capsys):
+    text = cli_text(capsys, "explain", str(FIXTURES / "startup-awq-unquantized" / "server.log"))
+    fix = text[text.index("Fix: ") :]
+    assert fix.startswith("Fix: 3. `does not match the quantization method`"), fix[:200]
+
+
+@pytest.mark.parametrize(
+    "drill, entry",
+    [
+        ("startup-lora-missing", "lora-adapter-load-failure"),
+        ("startup-tool-parser", "tool-call-parser-error"),
+    ],
+)
+def test_a_warning_that_ends_the_start_up_is_critical(capsys, drill, entry):
+    # a LoRA adapter refused or a tool-call parser's name is a warning at run time (one adapter,
+    # tools ignored), but here `vllm serve` exited on it: the server never came up (exit 2)
+    code, result = run_json(capsys, "explain", str(FIXTURES / drill / "server.log"))
+    first = result["matches"][0]
+    assert first["id"] == entry and first["severity"] == "critical" and code == 2, first
+    assert "entrypoints/cli/main.py" in first["ended_start"]["text"], first
+    text = cli_text(capsys, "explain", str(FIXTURES / drill / "server.log"))
+    assert "(that start failed on it: the server never came up, line " in text
+
+
+# a run-time tool-call parser error (vllm#13473's line, from the runbook's excerpts)
+RUNTIME_TOOL_ERROR = (
+    "(APIServer pid=3569) ERROR 12-02 00:50:30 [hermes_tool_parser.py:117] "
+    "Error in extracting tool call from response."
+)
+
+
+def lines_of(drill: str) -> list[str]:
+    return (FIXTURES / drill / "server.log").read_text().splitlines()
+
+
+def test_a_later_life_that_fails_to_start_is_its_own_failure(tmp_path, capsys):
+    # a hostile pass: a run-time error of a server that served, then the log of its next start
+    # failing (`docker logs` of a restarted container): the run-time error was shown CRITICAL
+    # "never came up"; the second start's failure is critical on its own (vLLM 0.32 prints no
+    # `vLLM API server version`: its `non-default args: {…}` starts the new life)
+    log = tmp_path / "two-lives.log"
+    log.write_text(
+        "\n".join([*lines_of("healthy"), RUNTIME_TOOL_ERROR, *lines_of("startup-lora-missing")])
+        + "\n"
+    )
+    code, result = run_json(capsys, "explain", str(log))
+    severity = {m["id"]: m["severity"] for m in result["matches"]}
+    assert severity["lora-adapter-load-failure"] == "critical" and code == 2, severity
+    assert severity["tool-call-parser-error"] == "warning", severity
+    log.write_text("\n".join([*lines_of("healthy"), *lines_of("startup-tool-parser")]) + "\n")
+    _, result = run_json(capsys, "explain", str(log))
+    first = result["matches"][0]
+    assert first["id"] == "tool-call-parser-error" and first["severity"] == "critical", first
+
+
+def test_another_pods_failed_start_is_not_this_pods(tmp_path, capsys):
+    # `kubectl logs --prefix` of two pods: pod a served and logged a run-time error, pod b
+    # failed to start on its LoRA adapter
+    a = [f"[pod/vllm-a/vllm] {line}" for line in [*lines_of("healthy"), RUNTIME_TOOL_ERROR]]
+    b = [f"[pod/vllm-b/vllm] {line}" for line in lines_of("startup-lora-missing")]
+    log = tmp_path / "two-pods.log"
+    log.write_text("\n".join([*a, *b]) + "\n")
+    _, result = run_json(capsys, "explain", str(log))
+    severity = {m["id"]: m["severity"] for m in result["matches"]}
+    assert severity == {
+        "lora-adapter-load-failure": "critical",
+        "tool-call-parser-error": "warning",
+    }, severity
+
+
+def test_a_ctrl_c_after_a_run_time_error_is_no_failed_start(tmp_path, capsys):
+    # the tail of a served log: a stats line, the run-time error, then Ctrl-C, whose traceback
+    # passes through `vllm/entrypoints/cli/main.py … in main` too (its frames are the real ones)
+    stats = next(line for line in lines_of("kv-full") if "Avg prompt throughput" in line)
+    tail = lines_of("startup-lora-missing")
+    main = next(n for n, line in enumerate(tail) if line.startswith("Traceback"))
+    frames = [line for line in tail[main : main + 8]]
+    log = tmp_path / "ctrl-c.log"
+    log.write_text(
+        "\n".join([stats, RUNTIME_TOOL_ERROR, "^C", *frames, "KeyboardInterrupt"]) + "\n"
+    )
+    _, result = run_json(capsys, "explain", str(log))
+    first = result["matches"][0]
+    assert first["id"] == "tool-call-parser-error" and first["severity"] == "warning", first
+
+
+def test_the_same_warning_on_a_server_that_came_up_stays_a_warning(tmp_path, capsys):
+    # the LoRA failure's lines after a start-up that completed (a runtime load of a bad adapter)
+    lora = (FIXTURES / "startup-lora-missing" / "server.log").read_text().splitlines()
+    failing = [line for line in lora if "adapter_config.json" in line][:1]
+    healthy = (FIXTURES / "healthy" / "server.log").read_text().splitlines()
+    log = tmp_path / "runtime-lora.log"
+    log.write_text("\n".join([*healthy, *failing]) + "\n")
+    code, result = run_json(capsys, "explain", str(log))
+    first = result["matches"][0]
+    assert first["id"] == "lora-adapter-load-failure", result["matches"]
+    assert first["severity"] == "warning" and "ended_start" not in first and code == 1
+
+
+@pytest.mark.parametrize("body", ["error-400-regex.json", "error-400-grammar.json"])
+def test_structured_output_the_backend_cannot_compile_is_named(capsys, body):
+    # vLLM 0.32's 400 bodies: llguidance's `Grammar error: … unclosed group` for a regex, and
+    # `Invalid grammar specification` for a GBNF grammar cut short
+    code, ids = explain(capsys, "client-mistakes", body)
+    assert ids[:1] == ["guided-decoding-grammar-error"] and code == 1, ids
+
+
 def test_access_log_errors_are_lines_that_look_wrong_and_name_nothing(capsys):
     # the real client-mistakes drill: a 404 (unknown model) and a 400 in Uvicorn's access log.
     # Both are what the clients got, so they are shown as the lines read as errors; a 404 alone
@@ -421,6 +543,60 @@ def test_a_stop_after_which_nothing_failed_is_a_note(capsys):
     code, result = run_json(capsys, "explain", str(FIXTURES / "sigterm-drain" / "server.log"))
     assert result["matches"] == [] and code == 0, result["matches"]
     assert [m["id"] for m in result["notes"]] == ["server-stopped-by-signal"]
+
+
+def test_a_clean_stop_reads_as_nothing_failed_with_nothing_to_fix(capsys):
+    # hostile passes: the note said "no error follows it" above a list headed "The lines it read
+    # as errors" that held the drain's own INFO lines (`timeout=300s`, the arguments'
+    # `'shutdown_timeout': 300`, `trigger received signal=SIGTERM`); its Fix stopped mid-sentence,
+    # then, printed whole, told a server that had drained with 300 s to set 120; and it named
+    # weak guesses and `wiki add` after a drain where nothing failed
+    text = cli_text(capsys, "explain", str(FIXTURES / "sigterm-drain" / "server.log"))
+    assert "The lines it read as errors" not in text
+    assert "The lines it read as wrong (none logged at ERROR):" in text
+    assert "more came before" not in text
+    for line in ("timeout=300s", "non-default args", "received signal=SIGTERM"):
+        assert line not in text, line
+    note = text[text.index(" NOTE ") :]
+    assert "Nothing to fix: no request failed after it." in note and "Fix:" not in note, note
+    assert "Too weak to name" not in text and "wiki add --from-log" not in text
+    _, result = run_json(capsys, "explain", str(FIXTURES / "sigterm-drain" / "server.log"))
+    assert result["notes"][0]["stopped_cleanly"] is True
+
+
+def test_a_note_on_a_setting_gives_its_fix_whole(tmp_path, capsys):
+    # a healthy start-up with `--enforce-eager`: the note's first step printed whole, and the
+    # start-up's warnings (ulimit, LD_PRELOAD) do not turn the note into a warning (exit 0)
+    eager = (FIXTURES.parent / "runbooks" / "enforce-eager-in-production").glob("*.log")
+    remark = next(
+        line
+        for path in sorted(eager)
+        for line in path.read_text().splitlines()
+        if "Cudagraph is disabled under eager mode" in line
+    )
+    healthy = (FIXTURES / "healthy" / "server.log").read_text().splitlines()
+    log = tmp_path / "eager.log"
+    log.write_text("\n".join([*healthy[:20], remark, *healthy[20:]]) + "\n")
+    code, result = run_json(capsys, "explain", str(log))
+    assert result["matches"] == [] and code == 0, result["matches"]
+    assert [m["id"] for m in result["notes"]] == ["enforce-eager-in-production"]
+    text = cli_text(capsys, "explain", str(log))
+    assert "Fix: 1. Remove `--enforce-eager`" in text
+    assert "more (steps " in text and "llmdoctor wiki show enforce-eager-in-production" in text
+
+
+def test_requests_aborted_by_the_stop_keep_it_a_warning(tmp_path, capsys):
+    # vLLM's engine core says at INFO that it aborted what was running (core.py): something failed
+    lines = (FIXTURES / "sigterm-drain" / "server.log").read_text().splitlines(keepends=True)
+    at = next(n for n, line in enumerate(lines) if "draining in-flight requests" in line)
+    aborted = lines[at].replace(
+        "draining in-flight requests count=4 timeout=300s", "aborting in-flight requests count=3"
+    )
+    log = tmp_path / "aborted.log"
+    log.write_text("".join([*lines[: at + 1], aborted, *lines[at + 1 :]]))
+    code, result = run_json(capsys, "explain", str(log))
+    assert [m["id"] for m in result["matches"]] == ["server-stopped-by-signal"] and code == 1
+    assert result["notes"] == []
 
 
 def test_a_stop_that_drains_lets_the_running_requests_finish():

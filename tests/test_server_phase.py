@@ -21,6 +21,7 @@ from llmdoctor.wiki.server_phase import (
     STARTING_LINE,
     during_startup,
     retold_at_startup,
+    start_failed_after,
     startup_story,
 )
 
@@ -30,6 +31,9 @@ FRESH = ROOT / "tests" / "fixtures" / "explain_fresh"
 SERVING = (FRESH / "round11" / "_healthy" / "r11-c1-steady-77tps-generation.log").read_text()
 ENTRIES = load_library().entries
 STORY = "vllm-startup-memory-insufficient"
+
+
+DRILLS = ROOT / "tests" / "fixtures" / "real-vllm-0.32"
 
 
 def numbered(text: str) -> list[tuple[int, str]]:
@@ -312,3 +316,29 @@ def test_a_second_engine_built_after_one_served_is_at_start_up_by_its_own_traceb
     ]
     text = "\n".join([*OFFLINE_START, served, *own])
     assert not during_startup(numbered(text), len(OFFLINE_START) + 1 + len(own))
+
+
+def test_a_start_that_ends_on_the_error_is_a_failed_start():
+    # the real engine: `vllm serve` exits on the KeyError its own traceback ends with (the CLI's
+    # `main` frame comes before the error line), and on the LoRA error after the engine started
+    for drill, words in (
+        ("startup-tool-parser", "invalid tool call parser"),
+        ("startup-lora-missing", "adapter_config.json"),
+    ):
+        lines = numbered((DRILLS / drill / "server.log").read_text())
+        error = next(n for n, text in lines if words in text)
+        failed = start_failed_after(lines, error)
+        assert failed is not None and "entrypoints/cli/main.py" in failed[1], drill
+
+
+def test_a_server_that_came_up_did_not_fail_to_start():
+    # the same error lines after `Application startup complete`, and an error with no failed
+    # start after it, are no failed start; a new life (`vLLM API server version`) starts over
+    healthy = numbered((DRILLS / "healthy" / "server.log").read_text())
+    failing = [(len(healthy) + 1, "KeyError: 'invalid tool call parser: x (chose from { a })'")]
+    main = [(len(healthy) + 2, '  File "/v/vllm/entrypoints/cli/main.py", line 120, in main')]
+    assert start_failed_after([*healthy, *failing, *main], len(healthy) + 1) is None
+    assert start_failed_after(healthy, 1) is None
+    again = [(len(healthy) + 1, "INFO 12-06 [api_server.py:1] vLLM API server version 0.32.0")]
+    lines = [*healthy, *again, (failing[0][0] + 1, failing[0][1]), (main[0][0] + 1, main[0][1])]
+    assert start_failed_after(lines, failing[0][0] + 1) == lines[-1]

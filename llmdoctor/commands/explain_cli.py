@@ -127,7 +127,6 @@ def render(result, console) -> None:
     def escape(text: object) -> str:  # log and wiki text: control characters shown, not obeyed
         return rich_escape(visible(text))
 
-    from llmdoctor.render.fix_text import display_lines
     from llmdoctor.triage.explain import CLEAN_BYTES, CONFIDENT
     from llmdoctor.wiki.links import page_url
 
@@ -146,13 +145,18 @@ def render(result, console) -> None:
                 if result.error_lines > kept
                 else ""
             )
-            console.print(f"The lines it read as errors{before}:")
+            if result.warnings_only:  # all logged as warnings or notices: never called errors
+                console.print(f"The lines it read as wrong (none logged at ERROR){before}:")
+            else:
+                console.print(f"The lines it read as errors{before}:")
             for e in shown:
                 if e is None:
                     console.print(f"  [dim]… {kept - len(shown) + 1} more …[/]")
                     continue
                 console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
-            if weak:
+            # a note with only warnings and notices beside it: nothing failed, nothing to guess
+            quiet = bool(result.notes) and result.warnings_only
+            if weak and not quiet:
                 guesses = ", ".join(f"{m.id} ({m.confidence:.2f})" for m in weak[:3])
                 words = (
                     ", by the error's words alone"
@@ -162,10 +166,11 @@ def render(result, console) -> None:
                 console.print(
                     f"[dim]Too weak to name (confidence < {CONFIDENT}{words}): {guesses}[/]"
                 )
-            console.print(
-                "Once the cause is known, record it: "
-                f"[bold]llmdoctor wiki add --from-log {escape(result.source)}[/]"
-            )
+            if not quiet:
+                console.print(
+                    "Once the cause is known, record it: "
+                    f"[bold]llmdoctor wiki add --from-log {escape(result.source)}[/]"
+                )
         else:
             console.print(
                 "No line in it looks like an error (no Error/Exception/FATAL/failed/Killed, "
@@ -231,6 +236,8 @@ def render(result, console) -> None:
         )
         if m.lines_of:
             line += f" [dim](at start-up: the lines of {escape(m.lines_of)})[/]"
+        if m.ended_start is not None:  # a warning at run time, critical where the start failed
+            line += f" [dim](that start failed on it: the server never came up, line {m.ended_start.line})[/]"
         if m.explained_by:
             line += f" [dim](explained by {escape(', '.join(m.explained_by))})[/]"
         console.print(line)
@@ -273,14 +280,7 @@ def render(result, console) -> None:
             console.print(
                 f"   [dim]its runbook reads: {escape(_cut(m.snippet))}[/]", soft_wrap=True
             )
-        # the Fix's prose re-flowed to a terminal's width (8 columns of lead), code as written
-        width = console.width - 8 if console.is_terminal else None
-        shown = display_lines(m.fix_steps, width) if m.fix_steps else m.fix
-        for i, fix in enumerate(shown):
-            label = "Fix: " if i == 0 else "     "
-            console.print(f"   [cyan]{label}[/]{escape(fix)}", soft_wrap=True)
-        more = f"more (steps {m.fix_left_out})" if m.fix_left_out else "more"
-        console.print(f"   [dim]{more}: llmdoctor wiki show {escape(m.id)}[/]")
+        _render_fix(m, console, escape)
         if url := page_url(m.id):
             console.print(f"   [dim]page:[/] {escape(url)}", soft_wrap=True)
     if result.notes:
@@ -315,7 +315,8 @@ def _shown_error_lines(salient: list) -> list:
 
 
 def _render_notes(result, console, escape) -> None:
-    """Warnings about the configuration, in a log where nothing failed: said, never as a cause."""
+    """Warnings about the configuration, in a log where nothing failed: said, never as a cause.
+    Each with its Fix's first step whole, as a match's."""
     for m in result.notes:
         console.print(
             f"[{STYLE['warning']}] NOTE [/] [bold]{escape(m.id)}[/]: {escape(m.title)} "
@@ -324,8 +325,28 @@ def _render_notes(result, console, escape) -> None:
         )
         for e in m.evidence[:2]:
             console.print(f"   [dim]│ {e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
-        if m.fix:
-            console.print(f"   [cyan]Fix: [/]{escape(m.fix[0])}", soft_wrap=True)
+        if m.stopped_cleanly:  # its Fix is how to stop without failing requests: none failed
+            console.print(
+                "   [cyan]Nothing to fix:[/] no request failed after it. How to stop without "
+                f"failing any: [bold]llmdoctor wiki show {escape(m.id)}[/]",
+                soft_wrap=True,
+            )
+            continue
+        _render_fix(m, console, escape)
+
+
+def _render_fix(m, console, escape) -> None:
+    """The Fix's leading whole steps, prose re-flowed to a terminal's width (8 columns of lead),
+    code as written, and where the rest is."""
+    from llmdoctor.render.fix_text import display_lines
+
+    width = console.width - 8 if console.is_terminal else None
+    shown = display_lines(m.fix_steps, width) if m.fix_steps else m.fix
+    for i, fix in enumerate(shown):
+        label = "Fix: " if i == 0 else "     "
+        console.print(f"   [cyan]{label}[/]{escape(fix)}", soft_wrap=True)
+    more = f"more (steps {m.fix_left_out})" if m.fix_left_out else "more"
+    console.print(f"   [dim]{more}: llmdoctor wiki show {escape(m.id)}[/]")
 
 
 def _cut(text: str) -> str:

@@ -57,6 +57,7 @@ from llmdoctor.wiki.server_phase import (
     STARTING_LINE,
     UP_LINE,
     during_startup,
+    start_failed_after,
     startup_story,
 )
 from llmdoctor.wiki.signatures import (
@@ -163,6 +164,14 @@ PROSE_ONLY = frozenset(
 # nor is a status field that says "nothing": nvidia-smi -q's `Remapping Failure Occurred : No`,
 # -q -x's `<sram_threshold_exceeded>N/A</sram_threshold_exceeded>`, describe's `Exit Code: 0`
 NOTHING = r"(No|None|N/A|0|False|Disabled)"
+# a timeout named as a setting (`'shutdown_timeout': 300`, `timeout=300s`), as an INFO line lists
+# its arguments or a drain's budget: no timeout happened
+TIMEOUT = re.compile(r"[Tt]imeout")
+TIMEOUT_SETTING = re.compile(r"_[Tt]imeout|[Tt]imeout(_|=|['\"]:)")
+# ... unless the line says it ran out (`did not exit within timeout=300s, force killing`)
+TIMEOUT_RAN_OUT = re.compile(
+    r"[Dd]id not|didn't|[Ee]xpire|[Aa]bort|[Ff]orc(e|ing)|[Kk]ill|[Ee]xceed|[Ee]nded|[Ee]lapsed|[Rr]eached"
+)
 _FIELD = r"^\s*(<[A-Za-z_]+>\s*{0}\s*</[A-Za-z_]+>|[A-Za-z][A-Za-z0-9 _()/-]*:\s*{0})\s*$"
 NEGATIVE_FIELD = re.compile(_FIELD.format(NOTHING))
 # the same with any digit for the 0: it matches a line's shape (digits written 0, as a LineKind
@@ -321,6 +330,11 @@ class Match:
     # the entry whose signatures matched these lines when this entry tells their story (its
     # `at_startup`: an OOM before the server served is a start-up that does not fit)
     lines_of: str = ""
+    # the line where the server's start failed after this warning's own error, the server never
+    # having come up (`ended_the_start`): it is critical there
+    ended_start: Evidence | None = None
+    # a note on a stop sent from outside after which nothing failed: nothing to fix
+    stopped_cleanly: bool = False
 
     def hold_at(self, ceiling: float) -> None:
         """At most `ceiling` sure (below CONFIDENT: a guess), its score with it."""
@@ -348,6 +362,10 @@ class Match:
             out["resumed"] = self.resumed.to_json()
         if self.lines_of:
             out["lines_of"] = self.lines_of
+        if self.ended_start is not None:
+            out["ended_start"] = self.ended_start.to_json()
+        if self.stopped_cleanly:
+            out["stopped_cleanly"] = True
         if url := page_url(self.id):
             out["url"] = url
         return out
@@ -413,6 +431,16 @@ class Explanation:
     # the header of a traceback the input stops inside (its exception, the error itself, was not
     # in what was read: a paste cut short), from an input read whole
     cut_traceback: Evidence | None = None
+
+    @property
+    def warnings_only(self) -> bool:
+        """Whether every line read as wrong was logged below ERROR (a WARNING that mentions a
+        failure) and none is a request that failed (an access log's 503, logged at INFO): what
+        it lists are warnings, not errors."""
+        access_error = compiled(ACCESS_ERROR)
+        return bool(self.salient) and all(
+            _below_error(e.text) and not access_error.search(e.text) for e in self.salient
+        )
 
     @property
     def exit_code(self) -> int:
@@ -773,6 +801,37 @@ def _drop_stalls_that_ended(hits: dict[str, _Hits], progress: list[tuple[int, st
             del hits[entry_id]
 
 
+STARTUP_TAG = "startup"  # an entry whose error can happen while the server starts
+
+
+def ended_the_start(matches: list[Match], reading: _Reading, entries: dict) -> None:
+    """A warning that can happen at start-up (tagged `startup`: a LoRA adapter that is not
+    there, a tool-call parser's name) whose own error line is followed by that server's start
+    failing, before it ever came up (`start_failed_after`: `vllm serve` ending on the exception,
+    `Engine core initialization failed`), is critical: a warning at run time (one adapter
+    refused, tools ignored) took the whole server down there. Only in an input read whole, and
+    in the error line's own pod's lines (`kubectl logs --prefix`); a request's error (a 404,
+    a context overflow) comes from a server that was up and never ends a start."""
+    if reading.text is None:
+        return
+    numbers = reading.numbers or range(1, len(reading.lines) + 1)
+    for m in matches:
+        if m.how != "signature" or m.severity == "critical" or not m.evidence:
+            continue
+        if STARTUP_TAG not in getattr(entries.get(m.id), "tags", ()):
+            continue
+        errors = [e for e in m.evidence if ERROR_LINE.search(e.text) and not _below_error(e.text)]
+        if not errors:
+            continue
+        first = min(errors, key=lambda e: e.line)
+        pod = _pod(first.text)
+        lines = ((n, t) for n, t in zip(numbers, reading.lines, strict=False) if _pod(t) == pod)
+        failed = start_failed_after(lines, first.line)
+        if failed is not None:
+            m.severity = "critical"
+            m.ended_start = Evidence(failed[0], failed[1][:MAX_TEXT])
+
+
 def served_again(matches: list[Match], reading: _Reading) -> None:
     """Mark each critical signature match after which the input shows tokens generated again
     (`Match.resumed`): the crash or stall is in the log's past, what is wrong now is not it.
@@ -853,7 +912,8 @@ class _LineGroups:
         return ("f you" in text and bool(ADVICE.search(text))) or self._prose_at_info(fired, text)
 
     def _prose_at_info(self, fired: tuple[int, ...], text: str) -> bool:
-        """Whether a line logged at INFO or DEBUG is salient only by PROSE_ONLY's words."""
+        """Whether a line logged at INFO or DEBUG is salient only by PROSE_ONLY's words or a
+        timeout named as a setting."""
         if "INFO" not in text and "DEBUG" not in text:
             return False
         level = LEVEL.search(text)
@@ -861,7 +921,9 @@ class _LineGroups:
             return False
         patterns = self.scanner.patterns
         said = [patterns[i][1] for i in fired if patterns[i][0] == SALIENT_ID]
-        return bool(said) and all(p in PROSE_ONLY for p in said)
+        return bool(said) and all(
+            p in PROSE_ONLY or (p == "[Tt]imeout" and _timeouts_are_settings(text)) for p in said
+        )
 
     def add(self, m: LineMatch) -> None:
         """One matching line."""
@@ -1139,14 +1201,20 @@ def decide(
     if confident:
         how = "signatures" if confident[0].how == "signature" else "search"
     salient = reading.salient if how != "signatures" else []
-    if notes:  # a note's own remark on the setting is no error line
+    set_aside = (
+        0  # lines read as wrong that are no error after all (the count says if all were kept)
+    )
+    if notes:  # a note's own remark on the setting is no error line, nor a clean stop's notices
         remarks = {e.line for m in notes for e in m.evidence}
-        salient = [e for e in salient if e.line not in remarks]
+        windows = [w for m in notes if m.stopped_cleanly for w in _stop_windows(m, reading.starts)]
+        kept = [e for e in salient if e.line not in remarks and not _in_a_window(e, windows)]
+        set_aside, salient = len(salient) - len(kept), kept
     if story := told_at_startup(confident, ranked, reading, entries):
         for kept in (weak, confident):
             if story in kept:
                 kept.remove(story)
         confident[0] = story  # the lines are the story's now, as log-signatures tells them
+    ended_the_start(confident, reading, entries)
     served_again(confident, reading)
     likely = None
     if confident and confident[0].how == "signature" and graph.is_consequence(confident[0].id):
@@ -1175,7 +1243,7 @@ def decide(
             for m in confident
         ),
         empty=reading.text is not None and not reading.text.strip(),
-        error_lines=reading.error_lines,
+        error_lines=reading.error_lines - set_aside,
         read_whole=reading.text is not None,
         unexplained=_unexplained(reading.salient, confident),
         cut_traceback=gathered.cut_traceback,
@@ -1424,7 +1492,8 @@ CONFIG_TAG = "config"  # an entry about how the server is set up, not about a st
 
 def configuration_notes(confident: list[Match], reading: _Reading, entries: dict) -> list[Match]:
     """The confident matches that are notes, not what failed: when no line of the input looks
-    wrong, a warning-level entry about the configuration (tagged `config`) whose signature
+    wrong but lines logged as warnings or notices, a warning-level entry about the configuration
+    (tagged `config`) whose signature
     matched only lines the server logged at INFO, DEBUG or WARNING, or lines with no level (a
     config line wrapped by the terminal), such as vLLM's `Cudagraph is disabled under eager mode`
     on a healthy start-up. A log with an error line other than those keeps them as matches: there
@@ -1442,13 +1511,21 @@ def configuration_notes(confident: list[Match], reading: _Reading, entries: dict
             for e in m.evidence
         )
     ]
-    # the server's own remark on the setting may read as an error line (V0's `cannot be used`)
+    # the server's own remark on the setting may read as an error line (V0's `cannot be used`);
+    # a line the server logged as a warning or a notice (the ulimit it could not raise, a
+    # library not preloaded) is no failure here, as after a stop
     remarks = {e.line for m in config for e in m.evidence}
-    if reading.error_lines > len(reading.salient) or any(
-        e.line not in remarks for e in reading.salient
-    ):
-        return _stops_nothing_failed_after(config, confident, reading, entries)
-    return config
+    access = compiled(ACCESS_ERROR)
+    failing = reading.error_lines > len(reading.salient) or any(
+        e.line not in remarks and (not _below_error(e.text) or access.search(e.text))
+        for e in reading.salient
+    )
+    stops = _stops_nothing_failed_after(config, confident, reading, entries)
+    return [m for m in config if m in stops or (not failing and not _is_stop(m, entries))]
+
+
+def _is_stop(m: Match, entries: dict) -> bool:
+    return STOPPED_TAG in getattr(entries.get(m.id), "tags", ())
 
 
 def _stops_nothing_failed_after(
@@ -1456,19 +1533,26 @@ def _stops_nothing_failed_after(
 ) -> list[Match]:
     """A stop sent from outside after which nothing looks wrong (a drain that finished, an idle
     server stopped) is a note, whatever warnings the server logged before it: nothing failed.
-    An error line (at ERROR or above, or with no level), a refused or failed request, or another
-    entry's signature after it and before the server starts again keeps it a match (what followed
-    is the stop's doing, or a failure of its own); a start-up's warnings after a restart do not.
+    An error line (at ERROR or above, or with no level), a refused or failed request, vLLM
+    saying it aborted requests in flight (at INFO), or another entry's signature after it and
+    before the server starts again keeps it a match (what followed is the stop's doing, or a
+    failure of its own); a start-up's warnings after a restart do not.
     """
     access = compiled(ACCESS_ERROR)
     notes = []
-    for stop in (m for m in config if STOPPED_TAG in getattr(entries.get(m.id), "tags", ())):
+    for stop in (m for m in config if _is_stop(m, entries)):
         windows = _stop_windows(stop, reading.starts)
         wrong = any(
             _in_a_window(e, windows)
             and ((ERROR_LINE.search(e.text) and not _below_error(e.text)) or access.search(e.text))
             for e in reading.salient
         )
+        if not wrong and reading.text is not None and "aborting in-flight" in reading.text:
+            numbers = reading.numbers or range(1, len(reading.lines) + 1)
+            wrong = any(
+                ABORTED_IN_FLIGHT.search(t) and _in_a_window(Evidence(n, t), windows)
+                for n, t in zip(numbers, reading.lines, strict=False)
+            )
         later = any(
             m is not stop
             and m.how == "signature"
@@ -1476,8 +1560,13 @@ def _stops_nothing_failed_after(
             for m in confident
         )
         if not wrong and not later:
+            stop.stopped_cleanly = True
             notes.append(stop)
     return notes
+
+
+# vLLM's engine core aborting what was running when it was told to stop (core.py, at INFO)
+ABORTED_IN_FLIGHT = re.compile(r"aborting in-flight requests count=[1-9]")
 
 
 # the lines that say something went wrong, as opposed to the wider salient lines (a warning, a
@@ -1730,6 +1819,14 @@ def _failed_statement(reading: _Reading, error: Evidence) -> Evidence | None:
     if not code.startswith((" ", "\t")) or code.strip().startswith(('File "', "^", "~")):
         return None
     return Evidence(reading.numbers[at - 1], above.strip()[:MAX_TEXT])
+
+
+def _timeouts_are_settings(text: str) -> bool:
+    """Whether every `timeout` in the line names a setting (TIMEOUT_SETTING) and the line does
+    not say one ran out (TIMEOUT_RAN_OUT)."""
+    return len(TIMEOUT.findall(text)) == len(TIMEOUT_SETTING.findall(text)) and not (
+        TIMEOUT_RAN_OUT.search(text)
+    )
 
 
 def _below_error(text: str) -> bool:

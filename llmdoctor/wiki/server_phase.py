@@ -64,6 +64,41 @@ SERVING_LINE = re.compile(
     # the offline `LLM`'s progress bar once a prompt is done (`Processed prompts:   3%|▎ | 60/2000`)
     + r"|Processed prompts: +[0-9]+%[^|]{0,40}\|[^|]{0,40}\| *[1-9][0-9]*/[0-9]+"
 )
+# the start of a server's life, as vLLM logs it (`vLLM API server version`; from 0.8 the
+# arguments it was given, `non-default args: {…}`; older, `args: Namespace(…)`): never a command
+# quoted in a prompt or in vLLM's own advice (`Restart vllm serve with …`)
+START_OF_LIFE = re.compile(
+    r"vLLM API server version [0-9]|\] non-default args: \{|api_server\.py:[0-9]+\] args: Namespace\("
+)
+# what only a server that came up says: it listens, a request reached it, its stats logger runs
+# (an idle `Avg prompt throughput: 0.0 tokens/s` too); a V1 engine core done with its own start
+# (UP_LINE's `init engine`) is not yet a server: the API server may still fail
+CAME_UP_LINE = re.compile(
+    r"Application startup complete|Uvicorn running on|Starting vLLM API server [0-9 ]*on https?://"
+    r"|\"POST /[^ \"]{1,200} HTTP/[0-9.]+\" [0-9]{3}|Received request|Added request"
+    r"|Avg prompt throughput: [0-9.]+ tokens/s"
+)
+# ... and a start that failed: the `vllm serve` command (or `python -m
+# vllm.entrypoints.openai.api_server`) ending on an exception, its traceback through the CLI's
+# `main` or the module's top level, or vLLM saying its engine never started
+START_FAILED_FRAME = re.compile(
+    r"vllm/entrypoints/cli/main\.py\", line [0-9]+, in main\b"
+    r"|vllm/entrypoints/openai/api_server\.py\", line [0-9]+, in <module>"
+)
+START_FAILED_LINE = re.compile(
+    START_FAILED_FRAME.pattern
+    + r"|Engine core initialization failed|Engine process failed to start|EngineCore failed to start"
+    r"|Application startup failed"
+)
+# a stop from outside (Ctrl-C; vLLM's own handler of SIGTERM/SIGINT once it serves), not a
+# failure, whatever traceback it prints on its way out; the engine core's `trigger received
+# signal=SIGTERM` is no such sign: vLLM's API server sends it too, tearing down after a failure
+STOP_LINE = re.compile(r"KeyboardInterrupt|\[shutdown\] API server: shutdown triggered|\^C")
+# how far a traceback may run from its failing frame to its exception line
+TRACEBACK_LINES = 60
+# a line of a traceback's body, after a pod's or a process's prefix (`[pod/a/vllm] `,
+# `(APIServer pid=1) `): a frame, its code, the carets under it
+TRACEBACK_BODY = re.compile(r"^(\[[^\]\s]{1,200}\] )?(\([A-Za-z_0-9]+ pid=[0-9]+\) )?(\s|File \")")
 # a word of every line SERVING_LINE or STARTING_LINE matches (most lines of a log have none: read
 # at the speed of `in`, not of the regexes)
 PHASE_WORDS = (
@@ -124,6 +159,50 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
     if phase == "starting":
         return near_startup or not near_serving
     return near_startup and not near_serving
+
+
+def start_failed_after(lines: Iterable[tuple[int, str]], line: int) -> tuple[int, str] | None:
+    """The line that says the server's start failed on input line `line`, or None. It is the
+    first START_FAILED_LINE after `line` in the same life of the server (a new START_OF_LIFE
+    after `line` ends the search), or a START_FAILED_FRAME of the traceback that ends at `line`
+    (Python prints the `vllm serve` command's own frames before its exception: the frame, then
+    only the traceback's body, TRACEBACK_BODY, up to `line`, within TRACEBACK_LINES); never when
+    that life came up
+    before it failed (CAME_UP_LINE, from the life's start to the failure), nor when a stop
+    (STOP_LINE: Ctrl-C, a signal) comes between `line` and the failure or in its traceback.
+    `lines` are (number, text) in order: one pod's, one process's lines."""
+    came_up = False
+    frame = None  # a failing frame before `line`, in a traceback body that runs on to it
+    failed = None
+    for number, text in lines:
+        if number < line:
+            if START_OF_LIFE.search(text):
+                came_up, frame = False, None
+            elif CAME_UP_LINE.search(text):
+                came_up = True
+            elif START_FAILED_FRAME.search(text):
+                frame = (number, text)
+            elif frame is not None and not TRACEBACK_BODY.match(text):
+                frame = None  # that traceback ended before `line`: not its own
+            continue
+        if number == line:
+            if frame is not None and line - frame[0] <= TRACEBACK_LINES:
+                failed = frame
+            continue
+        if failed is None:
+            if START_OF_LIFE.search(text) or CAME_UP_LINE.search(text):
+                return None
+            if STOP_LINE.search(text):
+                return None
+            if START_FAILED_LINE.search(text):
+                failed = (number, text)
+            continue
+        # after the failure: its traceback may still end in a stop
+        if number - failed[0] > TRACEBACK_LINES or START_OF_LIFE.search(text):
+            break
+        if STOP_LINE.search(text):
+            return None
+    return None if came_up else failed
 
 
 def startup_story(entries: dict, entry_id: str) -> str | None:
