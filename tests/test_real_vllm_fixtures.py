@@ -307,7 +307,8 @@ def test_a_warning_that_ends_the_start_up_is_critical(capsys, drill, entry):
     code, result = run_json(capsys, "explain", str(FIXTURES / drill / "server.log"))
     first = result["matches"][0]
     assert first["id"] == entry and first["severity"] == "critical" and code == 2, first
-    assert "entrypoints/cli/main.py" in first["ended_start"]["text"], first
+    # the line shown is the exception that ends `vllm serve`'s own traceback
+    assert first["ended_start"]["text"].startswith(("KeyError", "ValueError")), first
     text = cli_text(capsys, "explain", str(FIXTURES / drill / "server.log"))
     assert "(that start failed on it: the server never came up, line " in text
 

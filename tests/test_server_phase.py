@@ -321,14 +321,30 @@ def test_a_second_engine_built_after_one_served_is_at_start_up_by_its_own_traceb
 def test_a_start_that_ends_on_the_error_is_a_failed_start():
     # the real engine: `vllm serve` exits on the KeyError its own traceback ends with (the CLI's
     # `main` frame comes before the error line), and on the LoRA error after the engine started
-    for drill, words in (
-        ("startup-tool-parser", "invalid tool call parser"),
-        ("startup-lora-missing", "adapter_config.json"),
+    # (given as the exception that ends `vllm serve`'s traceback)
+    for drill, words, ended in (
+        ("startup-tool-parser", "invalid tool call parser", "KeyError: 'invalid tool call parser"),
+        ("startup-lora-missing", "adapter_config.json", "ValueError: Loading lora ghost failed"),
     ):
         lines = numbered((DRILLS / drill / "server.log").read_text())
         error = next(n for n, text in lines if words in text)
         failed = start_failed_after(lines, error)
-        assert failed is not None and "entrypoints/cli/main.py" in failed[1], drill
+        assert failed is not None and failed[1].startswith(ended), (drill, failed)
+
+
+def test_a_ctrl_c_after_a_failed_start_that_hung_is_later():
+    # a failed start that hung, then Ctrl-C: its KeyboardInterrupt ends another traceback
+    lines = numbered((DRILLS / "startup-lora-missing" / "server.log").read_text())
+    error = next(n for n, text in lines if "adapter_config.json" in text)
+    end = len(lines)
+    later = [
+        (end + 1, "^C"),
+        (end + 2, "Traceback (most recent call last):"),
+        (end + 3, '  File "/v/vllm/entrypoints/cli/main.py", line 120, in main'),
+        (end + 4, "KeyboardInterrupt"),
+    ]
+    failed = start_failed_after([*lines, *later], error)
+    assert failed is not None and failed[1].startswith("ValueError: Loading lora"), failed
 
 
 def test_a_server_that_came_up_did_not_fail_to_start():
@@ -342,3 +358,10 @@ def test_a_server_that_came_up_did_not_fail_to_start():
     again = [(len(healthy) + 1, "INFO 12-06 [api_server.py:1] vLLM API server version 0.32.0")]
     lines = [*healthy, *again, (failing[0][0] + 1, failing[0][1]), (main[0][0] + 1, main[0][1])]
     assert start_failed_after(lines, failing[0][0] + 1) == lines[-1]
+    # a run-time parser error says the server was answering, whatever follows
+    n = len(healthy)
+    parsing = (
+        n + 2,
+        "ERROR [hermes_tool_parser.py:1] Error in extracting tool call from response.",
+    )
+    assert start_failed_after([again[0], parsing, (n + 3, main[0][1])], n + 2) is None

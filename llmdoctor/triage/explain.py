@@ -823,13 +823,14 @@ def ended_the_start(matches: list[Match], reading: _Reading, entries: dict) -> N
         errors = [e for e in m.evidence if ERROR_LINE.search(e.text) and not _below_error(e.text)]
         if not errors:
             continue
-        first = min(errors, key=lambda e: e.line)
-        pod = _pod(first.text)
-        lines = ((n, t) for n, t in zip(numbers, reading.lines, strict=False) if _pod(t) == pod)
-        failed = start_failed_after(lines, first.line)
-        if failed is not None:
-            m.severity = "critical"
-            m.ended_start = Evidence(failed[0], failed[1][:MAX_TEXT])
+        for error in sorted(errors, key=lambda e: e.line):  # an old pod's run-time error first
+            pod = _pod(error.text)
+            lines = ((n, t) for n, t in zip(numbers, reading.lines, strict=False) if _pod(t) == pod)
+            failed = start_failed_after(lines, error.line)
+            if failed is not None:
+                m.severity = "critical"
+                m.ended_start = Evidence(failed[0], failed[1][:MAX_TEXT])
+                break
 
 
 def served_again(matches: list[Match], reading: _Reading) -> None:

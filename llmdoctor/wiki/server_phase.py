@@ -77,6 +77,8 @@ CAME_UP_LINE = re.compile(
     r"Application startup complete|Uvicorn running on|Starting vLLM API server [0-9 ]*on https?://"
     r"|\"POST /[^ \"]{1,200} HTTP/[0-9.]+\" [0-9]{3}|Received request|Added request"
     r"|Avg prompt throughput: [0-9.]+ tokens/s"
+    # a reply being parsed (vLLM's tool-call parsers): only a server answering says so
+    r"|Error in extracting tool call from response|Error trying to handle streaming tool call"
 )
 # ... and a start that failed: the `vllm serve` command (or `python -m
 # vllm.entrypoints.openai.api_server`) ending on an exception, its traceback through the CLI's
@@ -96,9 +98,10 @@ START_FAILED_LINE = re.compile(
 STOP_LINE = re.compile(r"KeyboardInterrupt|\[shutdown\] API server: shutdown triggered|\^C")
 # how far a traceback may run from its failing frame to its exception line
 TRACEBACK_LINES = 60
-# a line of a traceback's body, after a pod's or a process's prefix (`[pod/a/vllm] `,
-# `(APIServer pid=1) `): a frame, its code, the carets under it
-TRACEBACK_BODY = re.compile(r"^(\[[^\]\s]{1,200}\] )?(\([A-Za-z_0-9]+ pid=[0-9]+\) )?(\s|File \")")
+# a line of a traceback's body, whatever prefix a collector put before it (`[pod/a/vllm] `,
+# `(APIServer pid=1) `, kubectl's or the CRI's timestamps, journald's): a frame, its indented
+# code, the carets under it
+TRACEBACK_BODY = re.compile(r"File \"|(^|\s)\s{2,}\S|\^{3,}")
 # a word of every line SERVING_LINE or STARTING_LINE matches (most lines of a log have none: read
 # at the speed of `in`, not of the regexes)
 PHASE_WORDS = (
@@ -162,18 +165,20 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
 
 
 def start_failed_after(lines: Iterable[tuple[int, str]], line: int) -> tuple[int, str] | None:
-    """The line that says the server's start failed on input line `line`, or None. It is the
-    first START_FAILED_LINE after `line` in the same life of the server (a new START_OF_LIFE
-    after `line` ends the search), or a START_FAILED_FRAME of the traceback that ends at `line`
-    (Python prints the `vllm serve` command's own frames before its exception: the frame, then
-    only the traceback's body, TRACEBACK_BODY, up to `line`, within TRACEBACK_LINES); never when
-    that life came up
-    before it failed (CAME_UP_LINE, from the life's start to the failure), nor when a stop
-    (STOP_LINE: Ctrl-C, a signal) comes between `line` and the failure or in its traceback.
-    `lines` are (number, text) in order: one pod's, one process's lines."""
+    """The line that says the server's start failed on input line `line`, or None: a
+    START_FAILED_LINE after `line` in the same life of the server (a new START_OF_LIFE after
+    `line` ends the search), or a START_FAILED_FRAME of the traceback that ends at `line` (Python
+    prints the `vllm serve` command's own frames before its exception: the frame, then only the
+    traceback's body, TRACEBACK_BODY, up to `line`, within TRACEBACK_LINES); given as the
+    exception line that ends that traceback where it is read. Never when that life came up before
+    it failed (CAME_UP_LINE, from the life's start to the failure), nor when a stop (STOP_LINE:
+    Ctrl-C, vLLM's own signal handler) comes between `line` and the failure or ends the failing
+    traceback itself; a Ctrl-C after it (a failed start that hung) is later. `lines` are
+    (number, text) in order: one pod's, one process's lines."""
     came_up = False
     frame = None  # a failing frame before `line`, in a traceback body that runs on to it
     failed = None
+    in_traceback = False  # reading the failing frame's traceback on to its exception line
     for number, text in lines:
         if number < line:
             if START_OF_LIFE.search(text):
@@ -182,26 +187,31 @@ def start_failed_after(lines: Iterable[tuple[int, str]], line: int) -> tuple[int
                 came_up = True
             elif START_FAILED_FRAME.search(text):
                 frame = (number, text)
-            elif frame is not None and not TRACEBACK_BODY.match(text):
+            elif frame is not None and not TRACEBACK_BODY.search(text):
                 frame = None  # that traceback ended before `line`: not its own
             continue
         if number == line:
+            if CAME_UP_LINE.search(text):  # the error itself says the server was answering
+                return None
             if frame is not None and line - frame[0] <= TRACEBACK_LINES:
-                failed = frame
+                failed = (number, text)  # the error line ends the failing traceback
             continue
         if failed is None:
-            if START_OF_LIFE.search(text) or CAME_UP_LINE.search(text):
-                return None
-            if STOP_LINE.search(text):
+            if START_OF_LIFE.search(text) or CAME_UP_LINE.search(text) or STOP_LINE.search(text):
                 return None
             if START_FAILED_LINE.search(text):
                 failed = (number, text)
+                in_traceback = bool(START_FAILED_FRAME.search(text))
             continue
-        # after the failure: its traceback may still end in a stop
-        if number - failed[0] > TRACEBACK_LINES or START_OF_LIFE.search(text):
+        if not in_traceback:
             break
-        if STOP_LINE.search(text):
-            return None
+        if number - failed[0] > TRACEBACK_LINES:
+            break
+        if not TRACEBACK_BODY.search(text):  # the exception that ends the failing traceback
+            if STOP_LINE.search(text):
+                return None
+            failed = (number, text)
+            break
     return None if came_up else failed
 
 
