@@ -437,10 +437,7 @@ class Explanation:
         """Whether every line read as wrong was logged below ERROR (a WARNING that mentions a
         failure) and none is a request that failed (an access log's 503, logged at INFO): what
         it lists are warnings, not errors."""
-        access_error = compiled(ACCESS_ERROR)
-        return bool(self.salient) and all(
-            _below_error(e.text) and not access_error.search(e.text) for e in self.salient
-        )
+        return bool(self.salient) and all(_warning_or_notice(e.text) for e in self.salient)
 
     @property
     def exit_code(self) -> int:
@@ -534,9 +531,7 @@ class _Hits:
 
     def states_error(self) -> bool:
         """Whether one of its kept lines states an error at ERROR level or above."""
-        return any(
-            ERROR_LINE.search(t) and not _below_error(t) for _, t in (*self.first, *self.last)
-        )
+        return any(_states_error(t) for _, t in (*self.first, *self.last))
 
 
 def _quoted(text: str, entry=None) -> str:
@@ -595,6 +590,10 @@ class _Reading:
         """`text` split into its lines, once for every helper that walks them ([] when the input
         was not kept)."""
         return self.text.split("\n") if self.text is not None else []
+
+    def numbered(self) -> Iterable[tuple[int, str]]:
+        """Each line of `text` with its input line number."""
+        return zip(self.numbers or range(1, len(self.lines) + 1), self.lines, strict=False)
 
 
 def read_input(
@@ -814,18 +813,14 @@ def ended_the_start(matches: list[Match], reading: _Reading, entries: dict) -> N
     a context overflow) comes from a server that was up and never ends a start."""
     if reading.text is None:
         return
-    numbers = reading.numbers or range(1, len(reading.lines) + 1)
+    at_startup = _tagged(entries, {STARTUP_TAG})
     for m in matches:
-        if m.how != "signature" or m.severity == "critical" or not m.evidence:
+        if m.how != "signature" or m.severity == "critical" or m.id not in at_startup:
             continue
-        if STARTUP_TAG not in getattr(entries.get(m.id), "tags", ()):
-            continue
-        errors = [e for e in m.evidence if ERROR_LINE.search(e.text) and not _below_error(e.text)]
-        if not errors:
-            continue
+        errors = [e for e in m.evidence if _states_error(e.text)]
         for error in sorted(errors, key=lambda e: e.line):  # an old pod's run-time error first
             pod = _pod(error.text)
-            lines = ((n, t) for n, t in zip(numbers, reading.lines, strict=False) if _pod(t) == pod)
+            lines = ((n, t) for n, t in reading.numbered() if _pod(t) == pod)
             failed = start_failed_after(lines, error.line)
             if failed is not None:
                 m.severity = "critical"
@@ -1202,9 +1197,8 @@ def decide(
     if confident:
         how = "signatures" if confident[0].how == "signature" else "search"
     salient = reading.salient if how != "signatures" else []
-    set_aside = (
-        0  # lines read as wrong that are no error after all (the count says if all were kept)
-    )
+    # lines read as wrong that are no error after all (the count says whether all were kept)
+    set_aside = 0
     if notes:  # a note's own remark on the setting is no error line, nor a clean stop's notices
         remarks = {e.line for m in notes for e in m.evidence}
         windows = [w for m in notes if m.stopped_cleanly for w in _stop_windows(m, reading.starts)]
@@ -1281,9 +1275,7 @@ def told_at_startup(
     story_id = startup_story(entries, first.id)
     if story_id is None or not first.evidence:
         return None
-    lines = reading.lines
-    numbered = zip(reading.numbers or range(1, len(lines) + 1), lines, strict=False)
-    if not during_startup(numbered, min(e.line for e in first.evidence)):
+    if not during_startup(reading.numbered(), min(e.line for e in first.evidence)):
         return None
     story_entry = entries[story_id]
     story = next((m for m in ranked if m.id == story_id), None) or Match(
@@ -1516,21 +1508,16 @@ def configuration_notes(confident: list[Match], reading: _Reading, entries: dict
     # a line the server logged as a warning or a notice (the ulimit it could not raise, a
     # library not preloaded) is no failure here, as after a stop
     remarks = {e.line for m in config for e in m.evidence}
-    access = compiled(ACCESS_ERROR)
     failing = reading.error_lines > len(reading.salient) or any(
-        e.line not in remarks and (not _below_error(e.text) or access.search(e.text))
-        for e in reading.salient
+        e.line not in remarks and not _warning_or_notice(e.text) for e in reading.salient
     )
-    stops = _stops_nothing_failed_after(config, confident, reading, entries)
-    return [m for m in config if m in stops or (not failing and not _is_stop(m, entries))]
-
-
-def _is_stop(m: Match, entries: dict) -> bool:
-    return STOPPED_TAG in getattr(entries.get(m.id), "tags", ())
+    stopped = _tagged(entries, {STOPPED_TAG})
+    clean = _stops_nothing_failed_after([m for m in config if m.id in stopped], confident, reading)
+    return [m for m in config if m in clean or (not failing and m.id not in stopped)]
 
 
 def _stops_nothing_failed_after(
-    config: list[Match], confident: list[Match], reading: _Reading, entries: dict
+    stops: list[Match], confident: list[Match], reading: _Reading
 ) -> list[Match]:
     """A stop sent from outside after which nothing looks wrong (a drain that finished, an idle
     server stopped) is a note, whatever warnings the server logged before it: nothing failed.
@@ -1541,18 +1528,16 @@ def _stops_nothing_failed_after(
     """
     access = compiled(ACCESS_ERROR)
     notes = []
-    for stop in (m for m in config if _is_stop(m, entries)):
+    for stop in stops:
         windows = _stop_windows(stop, reading.starts)
         wrong = any(
-            _in_a_window(e, windows)
-            and ((ERROR_LINE.search(e.text) and not _below_error(e.text)) or access.search(e.text))
+            _in_a_window(e, windows) and (_states_error(e.text) or access.search(e.text))
             for e in reading.salient
         )
         if not wrong and reading.text is not None and "aborting in-flight" in reading.text:
-            numbers = reading.numbers or range(1, len(reading.lines) + 1)
             wrong = any(
                 ABORTED_IN_FLIGHT.search(t) and _in_a_window(Evidence(n, t), windows)
-                for n, t in zip(numbers, reading.lines, strict=False)
+                for n, t in reading.numbered()
             )
         later = any(
             m is not stop
@@ -1625,7 +1610,7 @@ def likely_cause(
         and not SERVING_LAYER.search(e.text)
         and not CANCELLED.match(_bare(e.text).strip())
     ]
-    first = next((e for e in lines if ERROR_LINE.search(e.text) and not _below_error(e.text)), None)
+    first = next((e for e in lines if _states_error(e.text)), None)
     if first is None:
         # nothing before it: the consequence's own first line may open the traceback of what it
         # died of (V1's `EngineCore encountered a fatal error.` over a `ValueError: …`)
@@ -1828,6 +1813,17 @@ def _timeouts_are_settings(text: str) -> bool:
     return len(TIMEOUT.findall(text)) == len(TIMEOUT_SETTING.findall(text)) and not (
         TIMEOUT_RAN_OUT.search(text)
     )
+
+
+def _states_error(text: str) -> bool:
+    """Whether the line states an error (ERROR_LINE) at its own level, ERROR or above."""
+    return bool(ERROR_LINE.search(text)) and not _below_error(text)
+
+
+def _warning_or_notice(text: str) -> bool:
+    """Whether the line was logged below ERROR and is no request that failed (an access log's
+    503, logged at INFO): a warning or a notice, whatever failure it mentions."""
+    return _below_error(text) and not compiled(ACCESS_ERROR).search(text)
 
 
 def _below_error(text: str) -> bool:
