@@ -312,6 +312,16 @@ def run_measured(
     return wall, usage.ru_maxrss * 1024, peak_tree, out.decode("utf-8", errors="replace"), cpu
 
 
+def runbooks_read_in(tree: Path) -> str:
+    """The folder of built-in runbooks `python -m llmdoctor` reads when run in `tree`: an
+    editable install maps `llmdoctor.builtin_runbooks` to its own checkout wherever it runs."""
+    code = "import llmdoctor.builtin_runbooks as b; print(list(b.__path__)[0])"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
 def best_of(runs: int, cmd: list[str], env: dict | None = None) -> tuple:
     """The fastest of `runs` runs (the machine may be shared), with the largest memory seen:
     (wall, peak RSS, peak tree RSS, stdout, least CPU seconds)."""
@@ -383,6 +393,12 @@ def main(argv: list[str] | None = None) -> int:
             # folder of its own: in one folder, each run would find the other's and work its
             # own out again (~70 ms); one untimed run of each fills them
             other = {**os.environ, "XDG_CACHE_HOME": str(workdir / "cache-compare")}
+            compare_runbooks = runbooks_read_in(args.compare.resolve())
+            if not Path(compare_runbooks).resolve().is_relative_to(args.compare.resolve()):
+                print(
+                    f"note: {args.compare} reads the runbooks of {compare_runbooks} (this "
+                    "environment installs the project editable): code is compared, not knowledge"
+                )
             run_measured(cmd, other, cwd=args.compare.resolve())
             run_measured(cmd, cwd=ROOT)
             for _ in range(args.runs):
@@ -429,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "explain_compare": {
             "tree": str(args.compare),
+            "runbooks": compare_runbooks,
             "cpu_seconds": round(min(r[4] for r in compare[0::2]), 2),
             "this_tree_cpu_seconds": round(min(r[4] for r in compare[1::2]), 2),
             "matching_lines": json.loads(compare[0][3])["matched_lines"],

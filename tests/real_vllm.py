@@ -334,3 +334,17 @@ def run_to_exit(model: Path, meta: Path, log_path: Path, *args: str, timeout: fl
     finally:
         server.stop()
     return Exited(code, server.log_text(), time.monotonic() - server.started_at, server.command)
+
+
+def run_offline(meta: Path, log_path: Path, code: str, *args: str, timeout: float) -> Exited:
+    """Run a Python script that uses vLLM as a library (`from vllm import LLM`), as a trainer or
+    an evaluation harness does, expecting it to exit within `timeout` seconds; its output to
+    `log_path`."""
+    command = [sys.executable, "-c", code, *args]
+    started = time.monotonic()
+    with log_path.open("wb") as log:
+        done = subprocess.run(
+            command, stdout=log, stderr=subprocess.STDOUT, env=server_env(meta), timeout=timeout
+        )
+    text = log_path.read_text(errors="replace")
+    return Exited(done.returncode, text, time.monotonic() - started, command)

@@ -44,6 +44,7 @@ from real_vllm import (
     build_tiny_model,
     free_port,
     missing_reason,
+    run_offline,
     run_to_exit,
     version_metadata,
 )
@@ -673,11 +674,16 @@ def startup_failure(
     folder = drill_folder(kit["save"], drill)
     model = model or kit["model"]
     exited = run_to_exit(model, kit["meta"], folder / "server.log", *args, timeout=timeout)
-    code, result = run_json(capsys, "explain", str(folder / "server.log"))
+    return explained_failure(capsys, folder / "server.log", exited, "server_exit")
+
+
+def explained_failure(capsys, log: Path, exited, exit_key: str) -> dict:
+    """explain on the log of a run that had to fail, its verdict kept beside the log."""
+    code, result = run_json(capsys, "explain", str(log))
     write_json(
-        folder / "verdicts.json",
+        log.parent / "verdicts.json",
         {
-            "server_exit": exited.returncode,
+            exit_key: exited.returncode,
             "seconds": round(exited.seconds, 1),
             "explain": {"exit": code, "matches": explained(result)},
         },
@@ -739,6 +745,37 @@ def test_drill_startup_lora_adapter_without_its_config(kit, capsys, tmp_path):
     assert first["id"] == "lora-adapter-load-failure", explained(result)
     assert first["severity"] == "critical" and "ended_start" in first, first
     assert any("adapter_config.json" in e["text"] for e in first["evidence"]), first
+
+
+def test_drill_startup_lora_rank_vllm_does_not_take(kit, capsys):
+    """`--max-lora-rank 48` (an adapter's `r`): vLLM's kernels take only 1, 8, 16, 32, 64, …, and
+    its command line refuses the value before anything starts: the LoRA entry first (its Fix
+    rounds the rank up), critical, the flag entry after it, explained by it."""
+    result = startup_failure(
+        kit, capsys, "startup-lora-rank", *SMALL_KV, "--enable-lora", "--max-lora-rank", "48"
+    )
+    lora = result["matches"][0]
+    assert lora["id"] == "lora-adapter-load-failure", explained(result)
+    assert lora["severity"] == "critical" and "ended_start" in lora, lora
+    assert any("invalid choice: 48" in e["text"] for e in lora["evidence"]), lora
+
+
+OFFLINE_LORA_RANK = """
+import sys
+from vllm import LLM
+LLM(model=sys.argv[1], load_format="dummy", dtype="float32", enable_lora=True, max_lora_rank=48)
+"""
+
+
+def test_drill_offline_lora_rank_vllm_does_not_take(kit, capsys):
+    """The same rank given from Python (`LLM(..., max_lora_rank=48)`, as a trainer's rollout
+    engine is built): pydantic refuses it in LoRAConfig, on a line of its own after the field."""
+    folder = drill_folder(kit["save"], "offline-lora-rank")
+    exited = run_offline(
+        kit["meta"], folder / "script.log", OFFLINE_LORA_RANK, str(kit["model"]), timeout=180
+    )
+    result = explained_failure(capsys, folder / "script.log", exited, "script_exit")
+    assert explain_ids(result)[:1] == ["lora-adapter-load-failure"], explained(result)
 
 
 def test_drill_startup_model_folder_without_a_tokenizer(kit, capsys, tmp_path):

@@ -676,3 +676,93 @@ def test_a_consequence_guessed_from_words_stays_a_guess_when_the_cause_was_cut(e
     whole = run_text(text.rstrip("\n") + "\n" + prefix + error + "\n", entries)
     assert whole.cut_traceback is None
     assert whole.matches[0].id == "kv-cache-too-small-for-max-model-len"
+
+
+# --- a process killed as it loaded ---------------------------------------------------------------
+
+FRESH = FIXTURES / "explain_fresh"
+KILLED_WHILE_LOADING = [
+    # the shell's `Killed` after `Loading model ...` (text-generation-webui on WSL2, round 27),
+    # after `Creating WanModel from weights/…` (round 22), after `-- loading …/params/` with the
+    # shell's prompt pasted below it (MLC on a Jetson, round 7), and glued to tqdm's
+    # `Loading checkpoint shards: 50%|…` bar (round 23, and the corpus's text-generation-webui)
+    FRESH / "round27" / "host-oom-killer" / "r27-ops-textgen-wsl-llama30b-killed.log",
+    FRESH / "round22" / "host-oom-killer" / "r22-diffusion-infinitetalk-wanmodel-killed-wsl.log",
+    FRESH / "round7" / "host-oom-killer" / "r7-mlc-llm-70b-q4-jetson-killed-swap.log",
+    FRESH / "round23" / "host-oom-killer" / "r23-tune-chatglm6b-webdemo-shards-killed.log",
+    CORPUS / "host-oom-killer" / "textgen-loading-checkpoint-shards-killed.log",
+]
+
+
+@pytest.mark.parametrize("path", KILLED_WHILE_LOADING, ids=lambda p: p.stem)
+def test_a_sigkill_right_after_loading_names_the_oom_killer_as_a_warning(entries, path):
+    result = run_text(path.read_text(encoding="utf-8"), entries)
+    first = result.matches[0] if result.matches else None
+    assert first is not None and first.id == "host-oom-killer", result.below_threshold[:2]
+    assert first.severity == "warning" and first.killed_loading is not None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        # `Killed` after an AssertionError's traceback (SGLang's warm-up got a 502 from a proxy)
+        FRESH / "round27" / "_unknown" / "r27-eng-sglang-warmup-502-proxy.log",
+        # `Killed` after `[INFO] CPU device is used.`: no line of loading before it
+        FRESH / "round10" / "host-oom-killer" / "r10-c6-itrex-llm-cpu-load-4bit-killed.log",
+    ],
+    ids=lambda p: p.stem,
+)
+def test_a_sigkill_after_anything_else_stays_a_guess(entries, path):
+    result = run_text(path.read_text(encoding="utf-8"), entries)
+    assert all(m.killed_loading is None for m in result.matches)
+    assert "host-oom-killer" not in [m.id for m in result.matches]
+
+
+def test_the_reader_sees_why_a_sigkill_while_loading_is_named(tmp_path):
+    out = runner.invoke(app, ["explain", str(KILLED_WHILE_LOADING[0])])
+    assert "killed as it loaded: a SIGKILL on line 3, right after line 2's loading" in out.output
+    data = json.loads(
+        runner.invoke(app, ["explain", str(KILLED_WHILE_LOADING[0]), "--json"]).output
+    )
+    assert data["matches"][0]["killed_loading"] == {"line": 2, "text": "Loading model ..."}
+
+
+# --- round 27's hostile pass -----------------------------------------------------------------------
+
+ROUND27 = FRESH / "round27"
+
+
+def test_rays_disk_threshold_with_room_left_is_no_disk_full(entries):
+    # the raylet says `is over 95% full` from 95 % on, with 42 GB left (lmdeploy#3457): no
+    # failure; with `available space: 0` (vllm#1953, every request then 500) the disk is full
+    roomy = (ROUND27 / "disk-full" / "r27-ops-lmdeploy-raylet-tmp-ray-95pct-full.log").read_text()
+    assert "disk-full" not in [m.id for m in run_text(roomy, entries).matches]
+    full = fixture("disk-full/ray-session-tmp-full-singularity-vllm-issue1953.log")
+    first = run_text(full, entries).matches[0]
+    assert first.id == "disk-full" and first.severity == "critical"
+
+
+def test_the_toolkit_installers_retry_that_recovered_is_no_failure(entries):
+    # nvidia-ctk-installer retries its SIGHUP to containerd six times (`Error signaling
+    # containerd, attempt 1/6: …`) and says `Successfully signaled containerd` when one works:
+    # only its giving up (`unable to restart containerd: … no such file or directory`) fails
+    retry, gave_up = fixture("nvidia-container-toolkit/wordings-from-source.log").splitlines()[4:6]
+    recovered = "\n".join(
+        [retry, 'time="2025-01-10T09:12:49Z" level=info msg="Successfully signaled containerd"']
+    )
+    assert run_text(recovered, entries).matches == []
+    first = run_text("\n".join([retry, gave_up]), entries).matches[0]
+    assert first.id == "nvidia-container-toolkit" and first.severity == "critical"
+
+
+def test_a_signatures_lines_are_quoted_before_a_hints(entries):
+    # NCCL's `NCCL INFO …cc:N -> 2` trace lines (a hint) come after the WARN that a signature
+    # matched, whatever their order in the log
+    result = run_text(
+        fixture("nccl-failure/nccl-2.5.6-ib-ibv-modify-qp-failed-invalid-argument-issue302.log"),
+        entries,
+    )
+    first = result.matches[0]
+    assert first.id == "nccl-failure" and first.hint_lines > 0
+    assert "NCCL WARN Call to ibv_modify_qp failed" in first.evidence[0].text
+    assert all("-> 2" in e.text for e in first.evidence[1:])

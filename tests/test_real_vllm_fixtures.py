@@ -294,6 +294,23 @@ def test_the_unquantized_checkpoint_gets_the_mismatch_step_first(capsys):
     assert fix.startswith("Fix: 3. `does not match the quantization method`"), fix[:200]
 
 
+def test_a_lora_rank_vllm_does_not_take_names_the_lora_entry(capsys):
+    # `--max-lora-rank 48` on the command line: argparse's `invalid choice`. The flag exists, its
+    # value does not: the LoRA entry leads (its Fix rounds the rank up), critical because the
+    # command refused to start on it; the flag entry follows, explained by it (a hostile pass:
+    # "Remove or rename it" first would have brought the server up at rank 16)
+    code, result = run_json(capsys, "explain", str(FIXTURES / "startup-lora-rank" / "server.log"))
+    first, second = result["matches"][:2]
+    assert first["id"] == "lora-adapter-load-failure" and first["severity"] == "critical", first
+    assert first["ended_start"]["line"] == 2 and code == 2, first
+    assert second["explained_by"] == ["lora-adapter-load-failure"], second
+    text = cli_text(capsys, "explain", str(FIXTURES / "startup-lora-rank" / "server.log"))
+    assert "round the adapter's `r` up" in " ".join(text.split()), text
+    # the same from Python: pydantic names the field on one line, the ranks it takes on the next
+    code, ids = explain(capsys, "offline-lora-rank", "script.log")
+    assert ids[:1] == ["lora-adapter-load-failure"] and code == 1, ids
+
+
 @pytest.mark.parametrize(
     "drill, entry",
     [
@@ -357,6 +374,95 @@ def test_another_pods_failed_start_is_not_this_pods(tmp_path, capsys):
         "lora-adapter-load-failure": "critical",
         "tool-call-parser-error": "warning",
     }, severity
+
+
+def test_stern_output_of_two_pods_keeps_each_pods_story(tmp_path, capsys):
+    # stern (`POD CONTAINER message`) of a rollout: pod a serves requests while pod b fails to
+    # start on its LoRA adapter, their lines interleaved; pod a's answers (`"POST /v1/…" 200`)
+    # between b's error and b's failed start say nothing of b's start
+    a = "vllm-7d9f8b6c5d-x2k4p vllm "
+    b = "vllm-7d9f8b6c5d-q7wzt vllm "
+    served = [line for line in lines_of("healthy") if '"POST /v1/' in line]
+    lines = [a + line for line in lines_of("healthy")]
+    for n, line in enumerate(lines_of("startup-lora-missing")):
+        lines.append(b + line)
+        lines.append(a + served[n % len(served)])
+    log = tmp_path / "stern.log"
+    log.write_text("\n".join(lines) + "\n")
+    _, result = run_json(capsys, "explain", str(log))
+    first = result["matches"][0]
+    assert first["id"] == "lora-adapter-load-failure", result["matches"]
+    assert first["severity"] == "critical" and "ended_start" in first, first
+
+
+def test_a_failed_start_interleaved_with_another_pods_lines_keeps_its_traceback(tmp_path, capsys):
+    # a hostile pass: the tool-call parser's failed start (its traceback about 28 of its own
+    # lines) interleaved two to one with a serving pod's lines under stern: the traceback spans
+    # over 60 lines of the file, not of the pod
+    a, b = "vllm-7d9f8b6c5d-x2k4p vllm ", "vllm-7d9f8b6c5d-q7rzm vllm "
+    serving = [a + line for line in lines_of("healthy")]
+    lines = serving[:40]
+    for n, line in enumerate(lines_of("startup-tool-parser")):
+        lines += [
+            b + line,
+            serving[(40 + 2 * n) % len(serving)],
+            serving[(41 + 2 * n) % len(serving)],
+        ]
+    log = tmp_path / "interleaved.log"
+    log.write_text("\n".join(lines) + "\n")
+    _, result = run_json(capsys, "explain", str(log))
+    first = result["matches"][0]
+    assert first["id"] == "tool-call-parser-error" and first["severity"] == "critical", first
+
+
+def test_stern_across_namespaces_is_read_as_pods(tmp_path, capsys):
+    # `stern -A` puts the namespace first: `serving vllm-…-x2k4p vllm message`
+    a, b = "serving vllm-7d9f8b6c5d-x2k4p vllm ", "serving vllm-7d9f8b6c5d-q7wzt vllm "
+    served = [line for line in lines_of("healthy") if '"POST /v1/' in line]
+    lines = [a + line for line in lines_of("healthy")]
+    for n, line in enumerate(lines_of("startup-lora-missing")):
+        lines += [b + line, a + served[n % len(served)]]
+    log = tmp_path / "stern-all-namespaces.log"
+    log.write_text("\n".join(lines) + "\n")
+    _, result = run_json(capsys, "explain", str(log))
+    first = result["matches"][0]
+    assert first["id"] == "lora-adapter-load-failure" and first["severity"] == "critical", first
+
+
+RUNPOD_OOM = (
+    Path(__file__).parent
+    / "fixtures/explain_fresh/round27/vllm-startup-memory-insufficient"
+    / "r27-hw-runpod-worker-vllm-graph-capture-oom.log"
+)
+
+
+def test_a_start_up_oom_in_one_pod_is_not_read_by_another_pods_requests(tmp_path, capsys):
+    # a hostile pass: pod a served requests; pod b's RunPod worker logged
+    # `Error initializing vLLM engine: CUDA out of memory …` (round 27's line): b's start-up,
+    # not "CUDA out of memory while serving"
+    a, b = "vllm-7d9f8b6c5d-x2k4p vllm ", "vllm-7d9f8b6c5d-q7wzt vllm "
+    oom = next(line for line in RUNPOD_OOM.read_text().splitlines() if "out of memory" in line)
+    log = tmp_path / "two-pods-oom.log"
+    log.write_text("\n".join([*(a + line for line in lines_of("healthy")), b + oom]) + "\n")
+    _, result = run_json(capsys, "explain", str(log))
+    first = result["matches"][0]
+    assert first["id"] == "vllm-startup-memory-insufficient", result["matches"]
+    # ... and one stream that served, then a new start failing on it: the line says so itself
+    log.write_text("\n".join([*lines_of("healthy"), oom]) + "\n")
+    _, result = run_json(capsys, "explain", str(log))
+    assert result["matches"][0]["id"] == "vllm-startup-memory-insufficient", result["matches"]
+
+
+def test_a_kill_after_vllm_starts_to_load_is_named_despite_its_ulimit_warning(tmp_path, capsys):
+    # a hostile pass: the real start-up up to `Starting to load model …` (its ulimit WARNING
+    # among the lines, which no longer counts as an error line here), then the shell's `Killed`
+    head = lines_of("healthy")
+    loading = next(n for n, line in enumerate(head) if "Starting to load model" in line)
+    log = tmp_path / "killed-at-load.log"
+    log.write_text("\n".join([*head[: loading + 1], "Killed"]) + "\n")
+    _, result = run_json(capsys, "explain", str(log))
+    first = result["matches"][0]
+    assert first["id"] == "host-oom-killer" and first["killed_loading"]["line"] == loading + 1
 
 
 def test_a_ctrl_c_after_a_run_time_error_is_no_failed_start(tmp_path, capsys):

@@ -204,6 +204,17 @@ def test_an_oom_as_pytorch_ends_a_cuda_graph_capture_is_at_start_up():
     assert "in capture_end" in text and during_startup(numbered(text), line)
 
 
+def test_an_oom_a_wrapper_reports_as_its_engine_not_initializing_is_at_start_up():
+    # RunPod's worker-vllm wraps `AsyncLLMEngine.from_engine_args` and logs what it raised as
+    # `Error initializing vLLM engine: …` (src/engine.py `_initialize_llm`, d91ccb8); round 27's
+    # paste from RunPod's console, newest line first, where nothing before the OOM says "starting"
+    path = FRESH / "round27" / STORY / "r27-hw-runpod-worker-vllm-graph-capture-oom.log"
+    text = path.read_text()
+    line = oom_line(text)
+    assert "Error initializing vLLM engine: CUDA out of memory" in text.splitlines()[line - 1]
+    assert during_startup(numbered(text), line)
+
+
 def test_an_oom_allocating_the_kv_cache_is_at_start_up():
     # round 17's V1 traceback cut to its last frame: `_allocate_kv_cache_tensors` runs once, as
     # the engine sizes its KV cache at start (vllm PR 48593: a default max_model_len of 262144);

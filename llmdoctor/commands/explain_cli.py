@@ -212,7 +212,9 @@ def render(result, console) -> None:
     if cause := result.likely_cause:
         named = f" (fits [bold]{escape(cause.entry_id)}[/])" if cause.entry_id else ""
         after = any(  # the exception ending the traceback the consequence's first line opens
-            m.id == cause.consequence and m.evidence and cause.line > m.evidence[0].line
+            m.id == cause.consequence
+            and m.evidence
+            and cause.line > min(e.line for e in m.evidence)
             for m in result.matches
         )
         where = "the exception in the traceback of" if after else "the first error before"
@@ -276,6 +278,25 @@ def render(result, console) -> None:
                     f"input is over {CLEAN_BYTES // 2**20} MB, read as a stream[/]",
                     soft_wrap=True,
                 )
+        elif (loading := m.killed_loading) is not None and m.evidence:
+            killed = m.evidence[-1]
+            where = (
+                f"at the end of line {killed.line}, a line of loading"
+                if loading.line == killed.line
+                else f"on line {killed.line}, right after line {loading.line}'s loading"
+            )
+            console.print(
+                f"   killed as it loaded: a SIGKILL {where}; most often the kernel's OOM killer "
+                "(the kernel log says: step 1)",
+                soft_wrap=True,
+            )
+            if loading.line != killed.line:
+                console.print(
+                    f"   [dim]│ {loading.line}:[/] {escape(_cut(loading.text))}", soft_wrap=True
+                )
+            # the end of the line, where the kill is (a bar's line runs on for thousands of columns)
+            tail = killed.text if len(killed.text) <= 160 else "…" + killed.text[-159:]
+            console.print(f"   [dim]│ {killed.line}:[/] {escape(tail)}", soft_wrap=True)
         elif m.snippet:  # the runbook's words, not the log's: labelled so, never a quote
             console.print(
                 f"   [dim]its runbook reads: {escape(_cut(m.snippet))}[/]", soft_wrap=True

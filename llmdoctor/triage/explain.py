@@ -240,6 +240,21 @@ HINT_TEXT_FLOOR = 0.2
 # by slow healthy start-ups). 1.0 = never; 0.1 named one more right answer on each of fresh
 # rounds 6, 7 and 8 and no wrong one (benchmarks/explain_calibrate.py, each round left out).
 HINT_STATED_FLOOR = 0.1
+# a hint that says the process was SIGKILLed (the shell's `Killed`), on the input's last line, a
+# few lines after a line of loading (weights, checkpoint shards) and with no other error line
+# (`_killed_while_loading`): the process was killed as it loaded, which the kernel's OOM killer
+# does far more often than anything else; this much, enough to name it, as a warning (the kill
+# is stated, the reason is not)
+KILLED_LOADING = 0.35
+KILLED_LINE = re.compile(r"\b[Kk]illed\b|\bsignal 9\b|exited with code 137\b|exitcode: -9\b")
+LOADING_WITHIN = 5  # lines before the kill that may still be the loading (vLLM's backend lines)
+LOADING_LINE = re.compile(
+    r"\b[Ll]oading\b|[Cc]heckpoint shards|\bfrom weights\b|Starting to load model"
+)
+# a shell's prompt with nothing typed after it, pasted below a command's last output
+BARE_PROMPT = re.compile(
+    r"^\s{0,8}(\([^()\s]{1,40}\) )?([^\s@]{1,64}@[^\s:]{1,64}:[^\s#$%>]{0,200}\s?)?[#$%>]\s{0,8}$"
+)
 
 
 @dataclass(frozen=True)
@@ -265,6 +280,7 @@ class Fusion:
     hint_off_error: float = HINT_OFF_ERROR
     hint_text_floor: float = HINT_TEXT_FLOOR
     hint_stated_floor: float = HINT_STATED_FLOOR
+    killed_loading: float = KILLED_LOADING
 
 
 FUSION = Fusion()
@@ -335,6 +351,9 @@ class Match:
     ended_start: Evidence | None = None
     # a note on a stop sent from outside after which nothing failed: nothing to fix
     stopped_cleanly: bool = False
+    # the line of loading just before a SIGKILL this entry's hint read, the input's last line
+    # (`_killed_while_loading`): the process was killed as it loaded
+    killed_loading: Evidence | None = None
 
     def hold_at(self, ceiling: float) -> None:
         """At most `ceiling` sure (below CONFIDENT: a guess), its score with it."""
@@ -366,6 +385,8 @@ class Match:
             out["ended_start"] = self.ended_start.to_json()
         if self.stopped_cleanly:
             out["stopped_cleanly"] = True
+        if self.killed_loading is not None:
+            out["killed_loading"] = self.killed_loading.to_json()
         if url := page_url(self.id):
             out["url"] = url
         return out
@@ -482,6 +503,7 @@ class _Hits:
     strong_count: int = 0  # how many of its lines such a signature matched (the rest: hints)
     on_error_line: bool = False  # one of its lines is also a salient (error) line
     error_lines: int = 0  # how many of its lines are salient (error) lines
+    hinted: set = field(default_factory=set)  # kept lines only a hint of this entry matched
 
     def add_line(self, line: int, text: str) -> None:
         self.count += 1
@@ -515,6 +537,8 @@ class _Hits:
         self.weight = max(self.weight, other.weight)
         self.strong = self.strong or strong
         self.on_error_line = self.on_error_line or other.on_error_line
+        lines = {n for n, _ in (*other.first, *other.last)}
+        self.hinted = (self.hinted - lines) if strong else (self.hinted | lines)
         kept = sorted({*self.first, *self.last, *other.first, *other.last})
         self.first = kept[:FIRST]
         self.last = deque(kept[FIRST:][-LAST:], maxlen=LAST)
@@ -522,12 +546,16 @@ class _Hits:
     def evidence(self, entry=None) -> list[Evidence]:
         """One quote per input line: a cleaned paste may read a line as several (an error
         body and the message in it), and the count already says one. A line longer than
-        MAX_TEXT is quoted around what `entry`'s signatures matched in it."""
+        MAX_TEXT is quoted around what `entry`'s signatures matched in it. Where a signature
+        matched, its lines come first, then those only a hint matched (NCCL's `… -> 1` trace
+        lines around the error that names the entry)."""
         quoted: dict[int, Evidence] = {}
         for n, t in (*self.first, *self.last):
             if n not in quoted:
                 quoted[n] = Evidence(n, _quoted(t, entry))
-        return list(quoted.values())
+        if not (self.strong and self.hinted):
+            return list(quoted.values())
+        return sorted(quoted.values(), key=lambda e: e.line in self.hinted)
 
     def states_error(self) -> bool:
         """Whether one of its kept lines states an error at ERROR level or above."""
@@ -1266,8 +1294,8 @@ def told_at_startup(
 ) -> Match | None:
     """The entry that tells the story when the first confident match's lines come while the
     server is starting (`wiki/server_phase.py`: its entry's `at_startup`, a start-up line in the
-    input read whole, nothing served before the match's first line): it takes that match's place
-    and lines (`Match.lines_of` names whose they were); None otherwise.
+    input read whole, nothing served before the match's first line in that line's pod): it takes
+    that match's place and lines (`Match.lines_of` names whose they were); None otherwise.
     """
     if not confident or confident[0].how != "signature" or reading.text is None:
         return None
@@ -1275,7 +1303,9 @@ def told_at_startup(
     story_id = startup_story(entries, first.id)
     if story_id is None or not first.evidence:
         return None
-    if not during_startup(reading.numbered(), min(e.line for e in first.evidence)):
+    earliest = min(first.evidence, key=lambda e: e.line)
+    pod = _pod(earliest.text)  # that line's own pod's lines (another pod served or not)
+    if not during_startup(((n, t) for n, t in reading.numbered() if _pod(t) == pod), earliest.line):
         return None
     story_entry = entries[story_id]
     story = next((m for m in ranked if m.id == story_id), None) or Match(
@@ -1695,9 +1725,18 @@ TRACEBACK_WRAPPER = re.compile(
 )
 
 
-# what kubectl logs puts before every line (`--prefix`'s `[pod/x/c] `, `--timestamps`' RFC 3339)
+# stern's prefix: `vllm-7b-5b8d9c7f6-w4nzp vllm ` (a pod name ending in the five characters
+# Kubernetes draws for a generated name, from an alphabet without vowels and 0, 1, 3; then the
+# container's name), after the namespace with `stern -A` (`serving vllm-7b-… vllm `)
+STERN_POD = (
+    r"(?:[a-z0-9][-a-z0-9]{0,62} )?"
+    r"[a-z0-9][-a-z0-9.]{0,200}-[bcdfghjklmnpqrstvwxz2456789]{5} [a-z0-9][-a-z0-9]{0,62} "
+)
+# what kubectl logs (or stern) puts before every line (`--prefix`'s `[pod/x/c] `, `--timestamps`'
+# RFC 3339)
 KUBECTL_PREFIX = re.compile(
-    r"^(?:\[[^\]\s]{1,200}\] )?(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,20}(?:Z|[+-][0-9:]{4,5}) )?"
+    rf"^(?:\[[^\]\s]{{1,200}}\] |{STERN_POD})?"
+    r"(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,20}(?:Z|[+-][0-9:]{4,5}) )?"
 )
 
 
@@ -1918,6 +1957,7 @@ def fuse(
             continue
         coverage, place, found, few = text.get(entry_id, (0.0, 0.0, 0.0, 0.0))
         h = hits.get(entry_id)
+        killed_loading = None
         if h is not None and h.strong:
             specific = min(h.weight, SPECIFIC_CHARS) / SPECIFIC_CHARS
             confidence = (
@@ -1942,6 +1982,8 @@ def fuse(
                     (confidence >= f.hint_text_floor and reading.error_lines > h.error_lines)
                     or (confidence >= f.hint_stated_floor and h.states_error())
                 )
+                if h.on_error_line and (loading := _killed_while_loading(reading, h)):
+                    hint, lifted, killed_loading = f.killed_loading, True, loading
                 ceiling = 1.0 if lifted else f.weak_ceiling
                 confidence = min(confidence + hint, ceiling)
             severity = _at_most_warning(entry.severity)
@@ -1958,6 +2000,7 @@ def fuse(
                 evidence=h.evidence(entry) if h else [],
                 snippet="" if h is not None and h.strong else snippets.get(entry_id, ""),
                 path=getattr(entry, "path", ""),
+                killed_loading=killed_loading,
             )
         )
     graph = graph or CauseGraph.from_entries(entries)
@@ -1970,6 +2013,34 @@ def fuse(
         m.score = round(100 * m.confidence, 1)
     matches.sort(key=lambda m: (-m.confidence, -text.get(m.id, (0, 0))[1], m.id))
     return matches
+
+
+def _killed_while_loading(reading: _Reading, h: _Hits) -> Evidence | None:
+    """Whether an entry's hint fired on the input's last line (a bare shell prompt after it left
+    out), a SIGKILL reported while the process loaded: a line of loading on it (tqdm's bar ends
+    with no newline, `… 1/2 [00:10<00:10]Killed`) or among the LOADING_WITHIN lines before it,
+    none of them saying the server came up or generated, and on no other error line (a line
+    logged as a warning or a notice, vLLM's ulimit it could not raise, does not count): a
+    process killed as it loaded (KILLED_LOADING). The line of loading, or None."""
+    if reading.text is None or reading.error_lines > len(reading.salient):
+        return None  # error lines were read that are no longer kept: not known to be none
+    if any(e.line != h.last_line and not _warning_or_notice(e.text) for e in reading.salient):
+        return None
+    numbers = reading.numbers or range(1, len(reading.lines) + 1)
+    told = []  # the last lines with text, last first
+    for number, text in zip(reversed(numbers), reversed(reading.lines), strict=False):
+        if text.strip() and not BARE_PROMPT.match(text):
+            told.append((number, text))
+            if len(told) > LOADING_WITHIN:
+                break
+    if not told or told[0][0] != h.last_line or not KILLED_LINE.search(told[0][1]):
+        return None
+    for number, text in told:
+        if LOADING_LINE.search(text):
+            return Evidence(number, text[:MAX_TEXT])
+        if UP_LINE.search(text) or PROGRESS_LINE.search(text):
+            return None
+    return None
 
 
 def _search_order(matches: list[Match], places: dict[str, float]) -> None:
@@ -2106,8 +2177,9 @@ def _in_a_window(evidence: Evidence, windows: list[tuple[int, float, str]]) -> b
     return any(at < evidence.line < end and _pod(evidence.text) == pod for at, end, pod in windows)
 
 
-# the pod `kubectl logs --prefix` names at a line's start (`[pod/vllm-a/vllm] `)
-KUBECTL_POD = re.compile(r"^\[[a-z]+/[^\]\s]{1,200}\] ")
+# the pod a line's start names: `kubectl logs --prefix`'s `[pod/vllm-a/vllm] `, or stern's
+# (STERN_POD)
+KUBECTL_POD = re.compile(rf"^\[[a-z]+/[^\]\s]{{1,200}}\] |^{STERN_POD}")
 
 
 def _pod(text: str) -> str:

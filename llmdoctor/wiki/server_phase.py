@@ -31,6 +31,8 @@ STARTUP_FAILURE = re.compile(
     r"|while processing method (load_model|determine_num_available_blocks|initialize_cache"
     r"|determine_available_memory|compile_or_warm_up_model)"
     r"|Engine core initialization failed|Engine process failed to start|EngineCore failed to start"
+    # RunPod's worker-vllm (src/engine.py `_initialize_llm`) logs what `from_engine_args` raised
+    r"|Error initializing vLLM engine: "
 )
 # a traceback through the engine's serving loop: a step over requests, not a start
 SERVING_FRAME = re.compile(
@@ -92,6 +94,9 @@ START_FAILED_LINE = re.compile(
     + r"|Engine core initialization failed|Engine process failed to start|EngineCore failed to start"
     r"|Application startup failed"
 )
+# the command line refusing its arguments (argparse's `PROG: error: …`, exit 2): that start fails
+# on the very line, before anything is loaded
+COMMAND_REFUSED = re.compile(r"(^|[\s\]])(vllm serve|vllm|api_server\.py): error: ")
 # a stop from outside (Ctrl-C; vLLM's own handler of SIGTERM/SIGINT once it serves), not a
 # failure, whatever traceback it prints on its way out; the engine core's `trigger received
 # signal=SIGTERM` is no such sign: vLLM's API server sends it too, tearing down after a failure
@@ -151,7 +156,9 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
             near_serving = near_serving or serves
             if number > line:
                 continue
-            if "Traceback (most recent call last)" in text:
+            if number == line and starts:  # the line itself says it (`Error initializing vLLM
+                own_startup = True  # engine: CUDA out of memory`): a start, whatever came before
+            elif "Traceback (most recent call last)" in text:
                 own_startup = own_serving = False
             elif "File " in text:
                 # vLLM's own calls: a script's `from_engine_args` after it served is its own
@@ -173,46 +180,51 @@ def start_failed_after(lines: Iterable[tuple[int, str]], line: int) -> tuple[int
     exception line that ends that traceback where it is read. Never when that life came up before
     it failed (CAME_UP_LINE, from the life's start to the failure), nor when a stop (STOP_LINE:
     Ctrl-C, vLLM's own signal handler) comes between `line` and the failure or ends the failing
-    traceback itself; a Ctrl-C after it (a failed start that hung) is later. `lines` are
-    (number, text) in order: one pod's, one process's lines."""
+    traceback itself; a Ctrl-C after it (a failed start that hung) is later. The command line
+    refusing its arguments (COMMAND_REFUSED) fails that start on the line itself, whatever came
+    before (a new command). TRACEBACK_LINES counts `lines`, not input numbers (a pod's lines
+    interleaved with another's). `lines` are (number, text) in order: one pod's, one process's
+    lines."""
     came_up = False
-    frame = None  # a failing frame before `line`, in a traceback body that runs on to it
-    failed = None
+    frame = None  # a failing frame before `line` (its place among `lines`), in a traceback body
+    failed = None  # ... and the failure (its place among `lines`, number, text)
     in_traceback = False  # reading the failing frame's traceback on to its exception line
-    for number, text in lines:
+    for place, (number, text) in enumerate(lines):
         if number < line:
             if START_OF_LIFE.search(text):
                 came_up, frame = False, None
             elif CAME_UP_LINE.search(text):
                 came_up = True
             elif START_FAILED_FRAME.search(text):
-                frame = (number, text)
+                frame = place
             elif frame is not None and not TRACEBACK_BODY.search(text):
                 frame = None  # that traceback ended before `line`: not its own
             continue
         if number == line:
             if CAME_UP_LINE.search(text):  # the error itself says the server was answering
                 return None
-            if frame is not None and line - frame[0] <= TRACEBACK_LINES:
-                failed = (number, text)  # the error line ends the failing traceback
+            if COMMAND_REFUSED.search(text):  # a new command, refused before it started
+                return number, text
+            if frame is not None and place - frame <= TRACEBACK_LINES:
+                failed = (place, number, text)  # the error line ends the failing traceback
             continue
         if failed is None:
             if START_OF_LIFE.search(text) or CAME_UP_LINE.search(text) or STOP_LINE.search(text):
                 return None
             if START_FAILED_LINE.search(text):
-                failed = (number, text)
+                failed = (place, number, text)
                 in_traceback = bool(START_FAILED_FRAME.search(text))
             continue
         if not in_traceback:
             break
-        if number - failed[0] > TRACEBACK_LINES:
+        if place - failed[0] > TRACEBACK_LINES:
             break
         if not TRACEBACK_BODY.search(text):  # the exception that ends the failing traceback
             if STOP_LINE.search(text):
                 return None
-            failed = (number, text)
+            failed = (place, number, text)
             break
-    return None if came_up else failed
+    return None if came_up or failed is None else failed[1:]
 
 
 def startup_story(entries: dict, entry_id: str) -> str | None:
