@@ -287,7 +287,8 @@ def render(result, console) -> None:
             )
             console.print(
                 f"   killed as it loaded: a SIGKILL {where}; most often the kernel's OOM killer "
-                "(the kernel log says: step 1)",
+                "(the kernel log says: step 1), else a stop that ran out of time (`docker stop`, "
+                "a probe)",
                 soft_wrap=True,
             )
             if loading.line != killed.line:
