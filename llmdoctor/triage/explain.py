@@ -623,6 +623,19 @@ class _Reading:
         """Each line of `text` with its input line number."""
         return zip(self.numbers or range(1, len(self.lines) + 1), self.lines, strict=False)
 
+    def pod_lines(self, text: str) -> Iterable[tuple[int, str]]:
+        """numbered(), of the pod whose prefix `text` opens with (`kubectl logs --prefix`,
+        stern) only: every line when it names none."""
+        pod = _pod(text)
+        return ((n, t) for n, t in self.numbered() if _pod(t) == pod)
+
+    def fails_beside(self, lines: set[int]) -> bool:
+        """Whether a line read as wrong other than `lines` is no warning or notice (an error, a
+        request that failed), or more were read than kept (then it is not known to be none)."""
+        return self.error_lines > len(self.salient) or any(
+            e.line not in lines and not _warning_or_notice(e.text) for e in self.salient
+        )
+
 
 def read_input(
     source: TextSource | BinaryIO, entries: dict, workers: int = 1, kinds: bool = True
@@ -847,9 +860,7 @@ def ended_the_start(matches: list[Match], reading: _Reading, entries: dict) -> N
             continue
         errors = [e for e in m.evidence if _states_error(e.text)]
         for error in sorted(errors, key=lambda e: e.line):  # an old pod's run-time error first
-            pod = _pod(error.text)
-            lines = ((n, t) for n, t in reading.numbered() if _pod(t) == pod)
-            failed = start_failed_after(lines, error.line)
+            failed = start_failed_after(reading.pod_lines(error.text), error.line)
             if failed is not None:
                 m.severity = "critical"
                 m.ended_start = Evidence(failed[0], failed[1][:MAX_TEXT])
@@ -1304,8 +1315,8 @@ def told_at_startup(
     if story_id is None or not first.evidence:
         return None
     earliest = min(first.evidence, key=lambda e: e.line)
-    pod = _pod(earliest.text)  # that line's own pod's lines (another pod served or not)
-    if not during_startup(((n, t) for n, t in reading.numbered() if _pod(t) == pod), earliest.line):
+    # that line's own pod's lines: another pod having served says nothing of this one's start
+    if not during_startup(reading.pod_lines(earliest.text), earliest.line):
         return None
     story_entry = entries[story_id]
     story = next((m for m in ranked if m.id == story_id), None) or Match(
@@ -1538,9 +1549,7 @@ def configuration_notes(confident: list[Match], reading: _Reading, entries: dict
     # a line the server logged as a warning or a notice (the ulimit it could not raise, a
     # library not preloaded) is no failure here, as after a stop
     remarks = {e.line for m in config for e in m.evidence}
-    failing = reading.error_lines > len(reading.salient) or any(
-        e.line not in remarks and not _warning_or_notice(e.text) for e in reading.salient
-    )
+    failing = reading.fails_beside(remarks)
     stopped = _tagged(entries, {STOPPED_TAG})
     clean = _stops_nothing_failed_after([m for m in config if m.id in stopped], confident, reading)
     return [m for m in config if m in clean or (not failing and m.id not in stopped)]
@@ -2022,13 +2031,10 @@ def _killed_while_loading(reading: _Reading, h: _Hits) -> Evidence | None:
     none of them saying the server came up or generated, and on no other error line (a line
     logged as a warning or a notice, vLLM's ulimit it could not raise, does not count): a
     process killed as it loaded (KILLED_LOADING). The line of loading, or None."""
-    if reading.text is None or reading.error_lines > len(reading.salient):
-        return None  # error lines were read that are no longer kept: not known to be none
-    if any(e.line != h.last_line and not _warning_or_notice(e.text) for e in reading.salient):
+    if reading.text is None or reading.fails_beside({h.last_line}):
         return None
-    numbers = reading.numbers or range(1, len(reading.lines) + 1)
     told = []  # the last lines with text, last first
-    for number, text in zip(reversed(numbers), reversed(reading.lines), strict=False):
+    for number, text in reversed(list(reading.numbered())):
         if text.strip() and not BARE_PROMPT.match(text):
             told.append((number, text))
             if len(told) > LOADING_WITHIN:
