@@ -40,6 +40,7 @@ from k8s_server import VLLM_PORT, FakeCluster, K8sServer, healthy_pod
 from real_vllm import (
     KV_BYTES_PER_TOKEN,
     MAX_POSITION_EMBEDDINGS,
+    Exited,
     VllmServer,
     build_tiny_model,
     free_port,
@@ -723,6 +724,9 @@ def test_drill_startup_unknown_flag(kit, capsys):
     assert explain_ids(result)[:1] == ["vllm-flag-removed-on-upgrade"], explained(result)
 
 
+# a repo id no cache here holds (the drills run with HF_HUB_OFFLINE=1: real_vllm.server_env)
+NOT_CACHED = "llmdoctor-drills/not-downloaded-model"
+
 # a KV cache of 64 MiB for the start-up drills that fail before it is sized: none waits for it
 SMALL_KV = ("--max-model-len", "1024", "--kv-cache-memory-bytes", str(64 * 1024 * 1024))
 
@@ -835,6 +839,71 @@ def test_drill_startup_invalid_tool_call_parser(kit, capsys):
     first = result["matches"][0]
     assert first["id"] == "tool-call-parser-error", explained(result)
     assert first["severity"] == "critical" and "ended_start" in first, first
+
+
+def test_drill_startup_tensor_parallel_size_that_does_not_divide_the_heads(kit, capsys):
+    """`--tensor-parallel-size 3` for a model of 16 attention heads: vLLM's config refuses it
+    before any worker starts (the CPU build checks it as the GPU one does)."""
+    result = startup_failure(
+        kit, capsys, "startup-tp-heads", *SMALL_KV, "--tensor-parallel-size", "3"
+    )
+    first = result["matches"][0]
+    assert first["id"] == "tp-heads-not-divisible", explained(result)
+    assert first["severity"] == "critical", first
+    assert any("divisible by tensor parallel size (3)" in e["text"] for e in first["evidence"])
+
+
+def test_drill_startup_model_not_in_the_cache_with_hub_offline(kit, capsys):
+    """A repo id served with `HF_HUB_OFFLINE=1` (as an air-gapped cluster runs) whose snapshot
+    is not in the cache: huggingface_hub's `LocalEntryNotFoundError` before anything loads,
+    and the Fix step for an offline cache leads."""
+    result = startup_failure(
+        kit, capsys, "startup-offline-not-cached", *SMALL_KV, model=Path(NOT_CACHED)
+    )
+    first = result["matches"][0]
+    assert first["id"] == "model-download-failure", explained(result)
+    assert first["severity"] == "critical", first
+    assert any("LocalEntryNotFoundError" in e["text"] for e in first["evidence"]), first
+
+
+def killed_as_it_loads(kit, capsys, drill: str, title: str) -> dict:
+    """A server whose `title` process (`VLLM::Worker`, `VLLM::EngineCore`) is SIGKILLed as soon
+    as the worker says it starts to load the model, as the host's OOM killer ends the process
+    that holds the weights; explain's reading of the log."""
+    folder = drill_folder(kit["save"], drill)
+    log = kit["root"] / f"{drill}.log"
+    server = VllmServer(kit["model"], kit["meta"], log, SMALL_KV).start()
+    try:
+        assert wait_for(lambda: "Starting to load model" in server.log_text(), 120, 0.05), (
+            server.log_tail()
+        )
+        os.kill(server.processes()[title], signal.SIGKILL)
+        code = server.process.wait(120)
+    finally:
+        server.stop()
+    (folder / "server.log").write_text(server.log_text(), encoding="utf-8")
+    exited = Exited(code, server.log_text(), time.monotonic() - server.started_at, server.command)
+    return explained_failure(capsys, folder / "server.log", exited, "server_exit")
+
+
+def test_drill_startup_worker_killed_as_it_loads(kit, capsys):
+    """The worker SIGKILLed in start-up (TP workers, the CPU build's worker): it says nothing,
+    the engine only that a worker failed to start. vllm-worker-killed, a warning: the death is
+    stated, not its reason; the worker's last line quoted."""
+    result = killed_as_it_loads(kit, capsys, "startup-worker-killed", "VLLM::Worker")
+    first = result["matches"][0]
+    assert first["id"] == "vllm-worker-killed", explained(result)
+    assert first["severity"] == "warning" and "died_silently" in first, first
+    assert first["died_silently"]["text"].startswith("(Worker pid="), first
+
+
+def test_drill_startup_engine_core_killed_as_it_loads(kit, capsys):
+    """The engine core SIGKILLed in start-up (with one GPU it is the process that loads):
+    `Failed core proc(s): {'EngineCore': -9}`, critical."""
+    result = killed_as_it_loads(kit, capsys, "startup-engine-killed", "VLLM::EngineCore")
+    first = result["matches"][0]
+    assert first["id"] == "vllm-worker-killed", explained(result)
+    assert first["severity"] == "critical", first
 
 
 # -- stopped from outside: SIGTERM to `vllm serve` with requests running, each its own server --

@@ -288,6 +288,72 @@ def test_a_start_up_the_checkpoint_refuses_is_named_critical(capsys, drill, entr
     assert ids[:1] == [entry] and code == 2, ids
 
 
+@pytest.mark.parametrize(
+    "drill, entry, evidence",
+    [
+        ("startup-tp-heads", "tp-heads-not-divisible", "divisible by tensor parallel size (3)"),
+        ("startup-offline-not-cached", "model-download-failure", "LocalEntryNotFoundError"),
+    ],
+)
+def test_a_start_up_its_configuration_refuses_is_named_critical(capsys, drill, entry, evidence):
+    # `--tensor-parallel-size 3` for 16 heads; a repo id not in the cache with HF_HUB_OFFLINE=1
+    code, result = run_json(capsys, "explain", str(FIXTURES / drill / "server.log"))
+    first = result["matches"][0]
+    assert first["id"] == entry and first["severity"] == "critical" and code == 2, first
+    assert any(evidence in e["text"] for e in first["evidence"]), first
+
+
+def test_a_model_not_in_the_offline_cache_gets_the_offline_step_first(capsys):
+    log = FIXTURES / "startup-offline-not-cached" / "server.log"
+    fix = cli_text(capsys, "explain", str(log)).split("Fix: ", 1)[1]
+    assert fix.startswith("7. `Cannot find an appropriate cached snapshot folder`"), fix[:200]
+
+
+def test_an_engine_core_killed_as_it_loads_is_a_killed_process(capsys):
+    # `Failed core proc(s): {'EngineCore': -9}`: the engine core SIGKILLed in start-up
+    code, result = run_json(
+        capsys, "explain", str(FIXTURES / "startup-engine-killed" / "server.log")
+    )
+    first = result["matches"][0]
+    assert first["id"] == "vllm-worker-killed" and first["severity"] == "critical", first
+    assert code == 2
+
+
+def test_a_worker_killed_as_it_loads_died_without_a_word(capsys):
+    # the engine says only that a worker failed to start; the worker's last line is its loading
+    log = FIXTURES / "startup-worker-killed" / "server.log"
+    _, result = run_json(capsys, "explain", str(log))
+    first = result["matches"][0]
+    assert first["id"] == "vllm-worker-killed" and first["severity"] == "warning", first
+    assert "Starting to load model" in first["died_silently"]["text"], first
+    text = cli_text(capsys, "explain", str(log))
+    assert "died without a word: a worker failed to start (line 92)" in text
+
+
+def test_a_worker_that_raised_in_start_up_did_not_die_without_a_word(tmp_path, capsys):
+    # the same start-up where the worker logged its own error: that error is the cause
+    lines = lines_of("startup-worker-killed")
+    raised = "(Worker pid=25661) ERROR 12-06 09:53:18 [multiproc_executor.py:953] WorkerProc failed to start."
+    oom = (
+        "(Worker pid=25661) ERROR 12-06 09:53:18 [multiproc_executor.py:953] "
+        "RuntimeError: unexpected failure in the kernel of the tiny test model"
+    )
+    log = tmp_path / "raised.log"
+    log.write_text("\n".join([*lines[:32], raised, oom, *lines[32:]]) + "\n", encoding="utf-8")
+    _, result = run_json(capsys, "explain", str(log))
+    assert all("died_silently" not in m for m in result["matches"]), result["matches"]
+    assert "vllm-worker-killed" not in [m["id"] for m in result["matches"]]
+
+
+def test_an_engine_saying_a_worker_failed_is_not_read_without_the_workers_lines(tmp_path, capsys):
+    # only the engine's traceback pasted: nothing says what the worker did
+    lines = [ln for ln in lines_of("startup-worker-killed") if not ln.startswith("(Worker")]
+    log = tmp_path / "engine-only.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _, result = run_json(capsys, "explain", str(log))
+    assert all("died_silently" not in m for m in result["matches"]), result["matches"]
+
+
 def test_the_unquantized_checkpoint_gets_the_mismatch_step_first(capsys):
     text = cli_text(capsys, "explain", str(FIXTURES / "startup-awq-unquantized" / "server.log"))
     fix = text[text.index("Fix: ") :]

@@ -298,6 +298,19 @@ def render(result, console) -> None:
             # the end of the line, where the kill is (a bar's line runs on for thousands of columns)
             tail = killed.text if len(killed.text) <= 160 else "…" + killed.text[-159:]
             console.print(f"   [dim]│ {killed.line}:[/] {escape(tail)}", soft_wrap=True)
+        elif (last := m.died_silently) is not None and m.evidence:
+            failed = m.evidence[-1]
+            console.print(
+                f"   died without a word: a worker failed to start (line {failed.line}) and none "
+                "of its lines is an error; most often SIGKILLed by the kernel's OOM killer as "
+                "it loaded (the kernel log says: step 1), else a crash in native code. Its "
+                "last line:",
+                soft_wrap=True,
+            )
+            console.print(f"   [dim]│ {last.line}:[/] {escape(_cut(last.text))}", soft_wrap=True)
+            console.print(
+                f"   [dim]│ {failed.line}:[/] {escape(_cut(failed.text))}", soft_wrap=True
+            )
         elif m.snippet:  # the runbook's words, not the log's: labelled so, never a quote
             console.print(
                 f"   [dim]its runbook reads: {escape(_cut(m.snippet))}[/]", soft_wrap=True

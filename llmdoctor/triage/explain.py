@@ -251,6 +251,16 @@ LOADING_WITHIN = 5  # lines before the kill that may still be the loading (vLLM'
 LOADING_LINE = re.compile(
     r"\b[Ll]oading\b|[Cc]heckpoint shards|\bfrom weights\b|Starting to load model"
 )
+# vLLM's engine when a worker's pipe closed before it said it was ready: the worker raised (its
+# own `WorkerProc failed to start.` and traceback are above) or died without a word, SIGKILLed
+# (the OOM killer as it loads) or crashed in native code (vLLM PR 47422's "hard deaths")
+WORKER_INIT_FAILED = re.compile(
+    r"WorkerProc initialization failed due to an exception in a background process"
+)
+WORKER_RAISED = re.compile(r"WorkerProc (failed to start|hit an exception|failed\b)")
+# the tag vLLM puts before a worker's lines: `(Worker pid=7)`, `(VllmWorker rank=0 pid=7)`,
+# `(Worker_TP1 pid=7)`, `(Worker_PP0_TP1 pid=7)`
+WORKER_TAG = re.compile(r"^\((?:Vllm)?Worker[A-Za-z0-9_]*(?: rank=[0-9]+)? pid=[0-9]+\) ?")
 # a shell's prompt with nothing typed after it, pasted below a command's last output
 BARE_PROMPT = re.compile(
     r"^\s{0,8}(\([^()\s]{1,40}\) )?([^\s@]{1,64}@[^\s:]{1,64}:[^\s#$%>]{0,200}\s?)?[#$%>]\s{0,8}$"
@@ -354,6 +364,9 @@ class Match:
     # the line of loading just before a SIGKILL this entry's hint read, the input's last line
     # (`_killed_while_loading`): the process was killed as it loaded
     killed_loading: Evidence | None = None
+    # the last line of a worker that died in start-up without an error of its own, the engine
+    # saying only that it failed to start (`_died_without_a_word`): killed, or a native crash
+    died_silently: Evidence | None = None
 
     def hold_at(self, ceiling: float) -> None:
         """At most `ceiling` sure (below CONFIDENT: a guess), its score with it."""
@@ -387,6 +400,8 @@ class Match:
             out["stopped_cleanly"] = True
         if self.killed_loading is not None:
             out["killed_loading"] = self.killed_loading.to_json()
+        if self.died_silently is not None:
+            out["died_silently"] = self.died_silently.to_json()
         if url := page_url(self.id):
             out["url"] = url
         return out
@@ -1966,7 +1981,7 @@ def fuse(
             continue
         coverage, place, found, few = text.get(entry_id, (0.0, 0.0, 0.0, 0.0))
         h = hits.get(entry_id)
-        killed_loading = None
+        killed_loading = died_silently = None
         if h is not None and h.strong:
             specific = min(h.weight, SPECIFIC_CHARS) / SPECIFIC_CHARS
             confidence = (
@@ -1993,6 +2008,12 @@ def fuse(
                 )
                 if h.on_error_line and (loading := _killed_while_loading(reading, h)):
                     hint, lifted, killed_loading = f.killed_loading, True, loading
+                elif h.on_error_line and (failed := _worker_failed_to_start(reading, h)):
+                    # as sure as a kill read as it loaded: the death is stated, its reason not;
+                    # a worker that raised has its own error, the cause: never lifted then
+                    died_silently = _died_without_a_word(reading, h, failed)
+                    lifted = died_silently is not None
+                    hint = f.killed_loading if lifted else hint
                 ceiling = 1.0 if lifted else f.weak_ceiling
                 confidence = min(confidence + hint, ceiling)
             severity = _at_most_warning(entry.severity)
@@ -2010,6 +2031,7 @@ def fuse(
                 snippet="" if h is not None and h.strong else snippets.get(entry_id, ""),
                 path=getattr(entry, "path", ""),
                 killed_loading=killed_loading,
+                died_silently=died_silently,
             )
         )
     graph = graph or CauseGraph.from_entries(entries)
@@ -2047,6 +2069,36 @@ def _killed_while_loading(reading: _Reading, h: _Hits) -> Evidence | None:
         if UP_LINE.search(text) or PROGRESS_LINE.search(text):
             return None
     return None
+
+
+def _worker_failed_to_start(reading: _Reading, h: _Hits) -> str | None:
+    """The line an entry's hint read last when it is vLLM's engine saying a worker failed to
+    start (WORKER_INIT_FAILED), else None."""
+    if reading.text is None:
+        return None
+    failed = next((t for n, t in reading.numbered() if n == h.last_line), "")
+    return failed if WORKER_INIT_FAILED.search(failed) else None
+
+
+def _died_without_a_word(reading: _Reading, h: _Hits, failed: str) -> Evidence | None:
+    """Whether the worker the engine says failed to start (`failed`, line h.last_line) left its
+    own lines in the input and none of them is an error (no `WorkerProc failed to start.`,
+    nothing at ERROR, no traceback): it died without a word, killed or crashed below Python.
+    The worker's last line, or None."""
+    said = None
+    for number, text in reading.pod_lines(failed):
+        if number >= h.last_line:
+            break
+        if WORKER_RAISED.search(text):
+            return None
+        own = text[KUBECTL_PREFIX.match(text).end() :]
+        tag = WORKER_TAG.match(own)
+        if tag is None or not own[tag.end() :].strip():
+            continue
+        if _states_error(own[tag.end() :]) or TRACEBACK_START.match(own[tag.end() :]):
+            return None
+        said = Evidence(number, text[:MAX_TEXT])
+    return said
 
 
 def _search_order(matches: list[Match], places: dict[str, float]) -> None:
