@@ -766,3 +766,35 @@ def test_a_signatures_lines_are_quoted_before_a_hints(entries):
     assert first.id == "nccl-failure" and first.hint_lines > 0
     assert "NCCL WARN Call to ibv_modify_qp failed" in first.evidence[0].text
     assert all("-> 2" in e.text for e in first.evidence[1:])
+
+
+# --- rounds 28 and 29 ------------------------------------------------------------------------------
+
+
+def test_other_processes_holding_a_cuda_context_each_are_no_memory_taken(entries):
+    # PyTorch's OOM names the other tensor-parallel ranks' CUDA contexts (413 MiB each on an
+    # 80 GB GPU, this process holding 77.52 GiB: LMDeploy's Mixtral benchmark, round 29): the
+    # GPU was short, nobody else took it
+    text = (
+        FRESH / "round29" / "cuda-oom-runtime" / "r29-plat-lmdeploy-mixtral-bench-oom.log"
+    ).read_text()
+    assert run_text(text, entries).matches[0].id == "cuda-oom-runtime"
+    held = text.replace("Process 37200 has 413.00 MiB", "Process 37200 has 41.30 GiB", 1)
+    assert run_text(held, entries).matches[0].id == "gpu-memory-taken-by-other-process"
+
+
+def test_a_tokenizer_class_of_transformers_itself_is_an_old_transformers(entries):
+    # `Qwen2Tokenizer` ships with transformers 4.37 (rounds 8 and 28): named by a signature, no
+    # remote code to trust; a repository's own class (`QWenTokenizer`) leaves both readings open
+    builtin = (
+        "ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently imported.\n"
+    )
+    first = run_text(builtin, entries).matches[0]
+    assert first.id == "tokenizer-problem" and first.how == "signature"
+    custom = (
+        "ValueError: Tokenizer class QWenTokenizer does not exist or is not currently imported.\n"
+    )
+    result = run_text(custom, entries)
+    ranked = [m.id for m in [*result.matches, *result.below_threshold]][:2]
+    assert sorted(ranked) == ["tokenizer-problem", "trust-remote-code"]
+    assert all(m.how != "signature" for m in result.matches)

@@ -215,6 +215,16 @@ def test_an_oom_a_wrapper_reports_as_its_engine_not_initializing_is_at_start_up(
     assert during_startup(numbered(text), line)
 
 
+def test_an_oom_before_tgi_says_its_shard_failed_to_start_is_at_start_up():
+    # TGI's launcher ends a start whose shard process exited (`Shard 0 failed to start`,
+    # `Error: ShardCannotStart`: launcher/src/main.rs); round 29's Flan-UL2 on one 16 GB V100,
+    # fixed by sharding it over four (text-generation-inference#866)
+    path = FRESH / "round29" / STORY / "r29-old-tgi-flanul2-single-v100-oom.log"
+    text = path.read_text()
+    assert "Shard 0 failed to start" in text
+    assert during_startup(numbered(text), oom_line(text))
+
+
 def test_an_oom_allocating_the_kv_cache_is_at_start_up():
     # round 17's V1 traceback cut to its last frame: `_allocate_kv_cache_tensors` runs once, as
     # the engine sizes its KV cache at start (vllm PR 48593: a default max_model_len of 262144);

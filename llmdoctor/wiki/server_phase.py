@@ -33,6 +33,8 @@ STARTUP_FAILURE = re.compile(
     r"|Engine core initialization failed|Engine process failed to start|EngineCore failed to start"
     # RunPod's worker-vllm (src/engine.py `_initialize_llm`) logs what `from_engine_args` raised
     r"|Error initializing vLLM engine: "
+    # TGI's launcher when a shard's process exits before it is ready (launcher/src/main.rs)
+    r"|text_generation_launcher: Shard [0-9]+ failed to start|Error: ShardCannotStart"
 )
 # a traceback through the engine's serving loop: a step over requests, not a start
 SERVING_FRAME = re.compile(
