@@ -12,7 +12,7 @@ from llmdoctor.engine.findings import Finding, Severity, evidence, info, ok, war
 from llmdoctor.engine.registry import check
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.fix_values import fix_values
-from llmdoctor.parsers.torch_oom import FRAGMENTATION_ENTRY, short_not_fragmented
+from llmdoctor.parsers.torch_oom import RULED_OUT_BY_NUMBERS
 from llmdoctor.parsers.xid import not_text_reason, read_for_lines
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.request_log import request_log
@@ -108,7 +108,7 @@ def log_signatures(facts: Facts) -> list[Finding]:
     if not_read:
         summary = f"not read: {', '.join(not_read)}"
         findings.append(info("log-signatures", summary, not_read_items))
-    _fragmentation_ruled_out(hits)
+    _numbers_rule_out(hits)
     retold = _retold_at_startup(facts, entries, hits)
     explained_by = _consequences_in_one_log(CauseGraph.from_entries(entries), hits)
     for entry_id, h in hits.items():
@@ -166,14 +166,15 @@ def _consequences_in_one_log(graph: CauseGraph, hits: dict[str, EntryHits]) -> d
     return found
 
 
-def _fragmentation_ruled_out(hits: dict[str, EntryHits]) -> None:
-    """Drop the fragmentation entry's hits when PyTorch's own numbers on those lines say the
-    GPU was short, not fragmented (`short_not_fragmented`, the memory-fragmentation check's
-    verdict on the same line): one OOM is told one way. Its lines stay the OOM entry's.
+def _numbers_rule_out(hits: dict[str, EntryHits]) -> None:
+    """Drop the hits of an entry PyTorch's own numbers on those lines contradict
+    (`torch_oom.RULED_OUT_BY_NUMBERS`: the GPU short, not fragmented; no other process holding a
+    GiB), as explain holds it: one OOM is told one way. Its lines stay the OOM entry's.
     """
-    found = hits.get(FRAGMENTATION_ENTRY)
-    if found and short_not_fragmented(m.text for _, m in (*found.first, *found.last)):
-        hits.setdefault("cuda-oom-runtime", hits.pop(FRAGMENTATION_ENTRY))
+    for entry_id, told in RULED_OUT_BY_NUMBERS.items():
+        found = hits.get(entry_id)
+        if found and told(m.text for _, m in (*found.first, *found.last)):
+            hits.setdefault("cuda-oom-runtime", hits.pop(entry_id))
 
 
 def _retold_at_startup(facts: Facts, entries: dict, hits: dict[str, EntryHits]) -> dict[str, str]:

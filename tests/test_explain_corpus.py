@@ -761,16 +761,17 @@ def test_fresh_round27_is_held_where_it_was_tuned():
 # (round 9's llama_index excerpt), `!` runs from 16, `invalid device function` (CUDA and HIP),
 # the LoRA loader's frame in a cut traceback, Ollama's `error parsing tool call` and NVML's
 # return code 18, vLLM V0's swap-space abort: confident and right 85.0 % (34 of 40), precision
-# 87.2 %.
+# 87.2 %; 87.5 % at 89.7 % once an OOM message wrapped by hand was read whole (its 1.25 GiB
+# reserved is under 2 % of the GPU: short, not fragmented).
 def test_fresh_round28_is_held_where_it_was_tuned():
     assert_held(
         fresh_round(28),
-        top1=0.9,
+        top1=0.925,
         top3=0.975,
-        confident=0.85,
-        precision=0.871,
+        confident=0.875,
+        precision=0.897,
         abstained=0.857,
-        most_wrong=3,
+        most_wrong=2,
     )
 
 

@@ -798,3 +798,101 @@ def test_a_tokenizer_class_of_transformers_itself_is_an_old_transformers(entries
     ranked = [m.id for m in [*result.matches, *result.below_threshold]][:2]
     assert sorted(ranked) == ["tokenizer-problem", "trust-remote-code"]
     assert all(m.how != "signature" for m in result.matches)
+
+
+def test_a_container_oom_that_lists_its_own_process_is_no_memory_taken(entries):
+    # inside a container PyTorch cannot tell its own pid among the host's: it lists itself
+    # (77.48 GiB here, what it allocated and reserved) with no `this process has`, and another
+    # rank's 584 MiB CUDA context (round 29's hostile pass)
+    line = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total "
+        "capacity of 79.19 GiB of which 1.12 GiB is free. Process 2553631 has 77.48 GiB memory in "
+        "use. Process 2553632 has 584.00 MiB memory in use. Of the allocated memory 75.10 GiB is "
+        "allocated by PyTorch, and 1.02 GiB is reserved by PyTorch but unallocated.\n"
+    )
+    assert run_text(line, entries).matches[0].id == "cuda-oom-runtime"
+    # the same message where this process had allocated nothing: the 77.48 GiB is another's
+    taken = line.replace("75.10 GiB is allocated", "0 bytes is allocated").replace(
+        "1.02 GiB is", "0 bytes is"
+    )
+    assert run_text(taken, entries).matches[0].id == "gpu-memory-taken-by-other-process"
+
+
+def test_an_oom_message_wrapped_by_hand_is_read_whole(entries):
+    # round 28: a reporter broke PyTorch's message over five lines; its 1.25 GiB reserved but
+    # unallocated is under 2 % of the GPU, so the GPU was short, not fragmented
+    text = (
+        FRESH
+        / "round28"
+        / "cuda-oom-runtime"
+        / "r28-mem-dsv4-flash-a800-long-prefill-activation-oom.log"
+    ).read_text()
+    assert [m.id for m in run_text(text, entries).matches] == ["cuda-oom-runtime"]
+
+
+@pytest.mark.parametrize(
+    "text, entry",
+    [
+        # docker compose v2 builds a service whose image it could not pull: a warning, no failure
+        (
+            " ! api Warning pull access denied for llm-gateway, repository does not exist or may "
+            "require 'docker login': denied: requested access to the resource is denied\n",
+            None,
+        ),
+        (
+            " ✘ api Error pull access denied for llm-gateway, repository does not exist or may "
+            "require 'docker login': denied: requested access to the resource is denied\n",
+            "image-pull-slow",
+        ),
+        # Cloudflare's error page in a referer is no error page
+        (
+            '203.0.113.9 - - [06/Dec/2026:10:00:00 +0000] "GET /v1/models HTTP/1.1" 200 512 '
+            '"https://www.cloudflare.com/5xx-error-landing?utm_source=errorcode_524" "curl/8.5"\n',
+            None,
+        ),
+        # an Ollama that has no /api/embed answers Gin's `404 page not found`, no missing model
+        (
+            "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: "
+            "http://localhost:11434/api/embed\n",
+            None,
+        ),
+        (
+            "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: "
+            "http://localhost:11434/api/chat\n",
+            "model-name-not-found",
+        ),
+        # a server that serves with a slow tokenizer: slower, not failed
+        (
+            "(APIServer pid=1) WARNING 12-06 10:00:01 [tokenizer.py:281] Using a slow tokenizer. "
+            "This might cause a significant slowdown. Consider using a fast tokenizer instead.\n"
+            '(APIServer pid=1) INFO:     10.0.0.7:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n',
+            None,
+        ),
+    ],
+    ids=[
+        "compose-warning",
+        "compose-error",
+        "cloudflare-referer",
+        "ollama-embed",
+        "ollama-chat",
+        "slow-tokenizer",
+    ],
+)
+def test_round29s_hostile_pass(entries, text, entry):
+    named = [m.id for m in run_text(text, entries).matches]
+    assert named[:1] == ([entry] if entry else []), named
+
+
+def test_a_tgi_oom_after_its_router_connected_is_no_start_up(entries):
+    # TGI's router said `Connected` and served; a later start of another configuration failed
+    # within 50 lines: the OOM of the server that served stays a run-time OOM
+    text = (
+        "2025-12-06T10:00:09.000000Z  INFO shard-manager: text_generation_launcher: Starting shard rank=0\n"
+        "2025-12-06T10:00:41.000000Z  INFO text_generation_router: router/src/server.rs:1868: Connected\n"
+        "2025-12-06T10:07:13.000000Z ERROR batch{batch_size=64}:decode: text_generation_router_v3::client: "
+        "backends/v3/src/client/mod.rs:54: Server error: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        "2025-12-06T10:30:09.000000Z  INFO shard-manager: text_generation_launcher: Starting shard rank=0\n"
+        "2025-12-06T10:30:21.000000Z ERROR text_generation_launcher: Shard 0 failed to start\n"
+        "Error: ShardCannotStart\n"
+    )
+    assert run_text(text, entries).matches[0].id == "cuda-oom-runtime"

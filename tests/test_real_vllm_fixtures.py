@@ -10,6 +10,7 @@ from that text on every run, without vLLM installed: `diagnose --bundle`, `expla
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -345,9 +346,84 @@ def test_a_worker_that_raised_in_start_up_did_not_die_without_a_word(tmp_path, c
     assert "vllm-worker-killed" not in [m["id"] for m in result["matches"]]
 
 
+def _silent(tmp_path, capsys, lines: list[str]) -> dict:
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return run_json(capsys, "explain", str(log))[1]
+
+
+def _died_silently(result: dict) -> bool:
+    return any(m["id"] == "vllm-worker-killed" and "died_silently" in m for m in result["matches"])
+
+
+@pytest.mark.parametrize(
+    "tag, prefix",
+    [
+        ("(VllmWorker TP0 pid=25661)", ""),  # vLLM 0.10's tag
+        ("(VllmWorker rank=0 pid=25661)", ""),  # 0.8-0.9
+        ("(VllmWorker-0 pid=25661)", ""),
+        ("(Worker_TP1 pid=25661)", ""),
+        ("(Worker pid=25661)", "vllm-0 vllm "),  # stern's prefix of a StatefulSet's pod
+        ("[1;36m(Worker pid=25661)[0;0m", ""),  # a copy that lost the colour code's escape
+    ],
+)
+def test_a_worker_that_died_without_a_word_is_read_in_every_tag_and_prefix(
+    tmp_path, capsys, tag, prefix
+):
+    # the hostile pass of round 29: the rule knew only `(Worker pid=N)` at a line's start
+    lines = [
+        prefix + ln.replace("(Worker pid=25661)", tag) for ln in lines_of("startup-worker-killed")
+    ]
+    assert _died_silently(_silent(tmp_path, capsys, lines))
+
+
+def test_a_died_without_a_word_worker_ranks_above_the_dead_engine_its_words_suggest(
+    tmp_path, capsys
+):
+    # a short paste (the worker's lines and the engine's end) where engine-dead's words weigh
+    # more than they do in the whole log: the kill its lines show leads, engine-dead follows
+    lines = lines_of("startup-worker-killed")
+    result = _silent(tmp_path, capsys, [*lines[26:33], *lines[40:61], *lines[140:152]])
+    ids = [m["id"] for m in result["matches"]]
+    assert ids[0] == "vllm-worker-killed", ids
+    for m in result["matches"][1:]:
+        if m["id"] == "engine-dead":
+            assert m["explained_by"] == ["vllm-worker-killed"], m
+
+
+def test_a_life_that_raised_does_not_hide_the_next_lifes_silent_kill(tmp_path, capsys):
+    # `docker logs` of a restarted container: its first start's worker raised, its second was
+    # killed as it loaded; the second life is read alone
+    lines = lines_of("startup-worker-killed")
+    raised = [
+        "(Worker pid=25661) ERROR 12-06 09:53:18 [multiproc_executor.py:953] WorkerProc failed to start.",
+        "(Worker pid=25661) ERROR 12-06 09:53:18 [multiproc_executor.py:953] ValueError: a bad setting",
+    ]
+    first_life = [*lines[:33], *raised, *lines[33:]]
+    assert _died_silently(_silent(tmp_path, capsys, [*first_life, *lines]))
+    assert not _died_silently(_silent(tmp_path, capsys, [*first_life, *first_life]))
+
+
+def test_an_untagged_traceback_of_a_worker_is_its_own_error(tmp_path, capsys):
+    # a worker that failed as it was spawned prints its traceback before vLLM tags its lines
+    lines = lines_of("startup-worker-killed")
+    spawn = [
+        "Traceback (most recent call last):",
+        '  File "<string>", line 1, in <module>',
+        "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
+    ]
+    assert not _died_silently(_silent(tmp_path, capsys, [*lines[:33], *spawn, *lines[33:]]))
+
+
+def test_a_worker_error_logged_after_the_engines_line_is_its_own(tmp_path, capsys):
+    lines = lines_of("startup-worker-killed")
+    late = "(Worker pid=25661) ERROR 12-06 09:53:19 [multiproc_executor.py:953] WorkerProc failed to start."
+    assert not _died_silently(_silent(tmp_path, capsys, [*lines[:95], late, *lines[95:]]))
+
+
 def test_an_engine_saying_a_worker_failed_is_not_read_without_the_workers_lines(tmp_path, capsys):
     # only the engine's traceback pasted: nothing says what the worker did
-    lines = [ln for ln in lines_of("startup-worker-killed") if not ln.startswith("(Worker")]
+    lines = [ln for ln in lines_of("startup-worker-killed") if not re.match(r"\((Vllm)?Worker", ln)]
     log = tmp_path / "engine-only.log"
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
     _, result = run_json(capsys, "explain", str(log))

@@ -189,7 +189,15 @@ def render(result, console) -> None:
                     f"[dim]If something is wrong all the same, these share its words: {guesses}[/]"
                 )
         return
-    if result.how == "search":
+    if result.how == "search" and _named_by_its_lines(result.matches[0]):
+        console.print(
+            f"[bold]No signature matched[/] {escape(result.source)}; what its lines show "
+            "names the first entry, as a warning (the others: the text that best fits its error "
+            "lines, MAYBE):"
+        )
+        for e in result.salient[-5:]:
+            console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
+    elif result.how == "search":
         console.print(
             f"[bold]No signature matched[/] {escape(result.source)}; the entries whose text "
             "best fits its error lines (MAYBE):"
@@ -225,7 +233,7 @@ def render(result, console) -> None:
     for n, m in enumerate(result.matches, 1):
         console.print()
         style = STYLE.get(m.severity, "bold")
-        label = m.severity.upper() if m.how == "signature" else "MAYBE"
+        label = m.severity.upper() if m.how == "signature" or _named_by_its_lines(m) else "MAYBE"
         if m.resumed is not None:  # it happened, and the engine generated again after it
             style, label = STYLE["warning"], "ENDED"
         why = f"confidence {m.confidence:.2f}"
@@ -301,10 +309,10 @@ def render(result, console) -> None:
         elif (last := m.died_silently) is not None and m.evidence:
             failed = m.evidence[-1]
             console.print(
-                f"   died without a word: a worker failed to start (line {failed.line}) and none "
-                "of its lines is an error; most often SIGKILLed by the kernel's OOM killer as "
-                "it loaded (the kernel log says: step 1), else a crash in native code. Its "
-                "last line:",
+                f"   died without a word: a worker failed to start (line {failed.line}) and no "
+                "line of its workers is an error; most often SIGKILLed by the kernel's OOM "
+                "killer as it loaded (the kernel log says: step 1), else a crash in native code. "
+                "Their last line (the log does not say which worker died):",
                 soft_wrap=True,
             )
             console.print(f"   [dim]│ {last.line}:[/] {escape(_cut(last.text))}", soft_wrap=True)
@@ -382,6 +390,12 @@ def _render_fix(m, console, escape) -> None:
         console.print(f"   [cyan]{label}[/]{escape(fix)}", soft_wrap=True)
     more = f"more (steps {m.fix_left_out})" if m.fix_left_out else "more"
     console.print(f"   [dim]{more}: llmdoctor wiki show {escape(m.id)}[/]")
+
+
+def _named_by_its_lines(m) -> bool:
+    """Whether a rule over the input's lines named the match (a kill as a process loaded, a
+    worker that died without a word), not its words alone."""
+    return m.killed_loading is not None or m.died_silently is not None
 
 
 def _cut(text: str) -> str:

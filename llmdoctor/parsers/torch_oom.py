@@ -137,6 +137,12 @@ def parse_torch_oom(line: str) -> TorchOom | None:
 
 
 FRAGMENTATION_ENTRY = "gpu-memory-fragmentation"  # its signature is the GiB-sized figure
+OTHER_PROCESS_ENTRY = "gpu-memory-taken-by-other-process"  # its signatures: the processes listed
+_PROCESS = re.compile(r"Process \d+ has " + _SIZE + r" memory in use")
+_THIS_PROCESS = re.compile(r"this process has " + _SIZE + r" memory in use")
+# a process holding less than this is a CUDA context (each tensor-parallel rank's, on every GPU),
+# not memory taken from the one that ran out
+HELD_BY_ANOTHER = 1024.0  # MiB
 
 
 def short_not_fragmented(lines: Iterable[str]) -> bool:
@@ -146,3 +152,34 @@ def short_not_fragmented(lines: Iterable[str]) -> bool:
     log-signatures and explain both hold the entry to it, so one OOM is told one way."""
     told = [oom for oom in map(parse_torch_oom, lines) if oom is not None and oom.has_numbers]
     return bool(told) and not any(oom.is_fragmentation for oom in told)
+
+
+def others_hold_little(lines: Iterable[str]) -> bool:
+    """Whether PyTorch's OOM lines that list processes (those that do) all say no other process
+    holds HELD_BY_ANOTHER or more. In a container PyTorch cannot tell its own pid among the
+    host's: it lists itself too and says no `this process has …`; there the listed process that
+    holds at least what PyTorch allocated and reserved, the closest such, is itself."""
+    told = False
+    for line in lines:
+        if "memory in use" not in line:
+            continue
+        held = [_mib(number, unit) for number, unit in _PROCESS.findall(line)]
+        if not held:
+            continue
+        told = True
+        oom = parse_torch_oom(line)
+        if not _THIS_PROCESS.search(line) and oom is not None and oom.allocated is not None:
+            own = oom.allocated + (oom.unallocated or 0.0)
+            mine = [h for h in held if h >= own]
+            if mine:
+                held.remove(min(mine))
+        if any(h >= HELD_BY_ANOTHER for h in held):
+            return False
+    return told
+
+
+# the entries whose signature PyTorch's own numbers on the same line can contradict, and how
+RULED_OUT_BY_NUMBERS = {
+    FRAGMENTATION_ENTRY: short_not_fragmented,
+    OTHER_PROCESS_ENTRY: others_hold_little,
+}

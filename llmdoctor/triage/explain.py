@@ -258,9 +258,20 @@ WORKER_INIT_FAILED = re.compile(
     r"WorkerProc initialization failed due to an exception in a background process"
 )
 WORKER_RAISED = re.compile(r"WorkerProc (failed to start|hit an exception|failed\b)")
-# the tag vLLM puts before a worker's lines: `(Worker pid=7)`, `(VllmWorker rank=0 pid=7)`,
-# `(Worker_TP1 pid=7)`, `(Worker_PP0_TP1 pid=7)`
-WORKER_TAG = re.compile(r"^\((?:Vllm)?Worker[A-Za-z0-9_]*(?: rank=[0-9]+)? pid=[0-9]+\) ?")
+# the tag vLLM puts before a worker's lines, release by release: `(Worker pid=7)`, `(Worker_TP1
+# pid=7)`, `(Worker_PP0_TP1 pid=7)`, `(VllmWorker rank=0 pid=7)`, `(VllmWorker TP0 pid=7)`,
+# `(VllmWorker-0 pid=7)`, V0's `(VllmWorkerProcess pid=7)`; after whatever prefix a collector put
+# before it (stern's, a colour code whose escape byte a copy lost)
+WORKER_TAG = re.compile(
+    r"\((?:VllmWorker(?:Process)?|Worker)(?:[-_][A-Za-z0-9_]+)?(?: (?:rank=[0-9]+|TP[0-9]+))?"
+    r" pid=[0-9]+\) ?"
+)
+WORKER_TAG_WITHIN = 160  # characters of prefix before a worker's tag
+# a vLLM server's life beginning, printed as each (re)start begins: its version line (its banner's
+# since 0.11), its arguments
+LIFE_START = re.compile(r"vLLM API server version [0-9]|█ +version [0-9]|\] non-default args: \{")
+# the last line of a traceback printed with no tag: its exception (`ImportError: …`)
+RAISED_LINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Interrupt)\b")
 # a shell's prompt with nothing typed after it, pasted below a command's last output
 BARE_PROMPT = re.compile(
     r"^\s{0,8}(\([^()\s]{1,40}\) )?([^\s@]{1,64}@[^\s:]{1,64}:[^\s#$%>]{0,200}\s?)?[#$%>]\s{0,8}$"
@@ -1241,7 +1252,7 @@ def decide(
     unnamed_guesses(ranked, gathered.searched or query, entries, fusion)
     cut_before_the_cause(ranked, gathered.cut_traceback, graph, fusion)
     ruled_out_guesses(ranked, reading, entries, fusion)
-    fragmentation_ruled_out(ranked, fusion)
+    numbers_rule_out(ranked, reading, fusion)
     one_stalled_interval(ranked, reading)
     confident = [m for m in ranked if m.confidence >= fusion.confident]
     weak = [m for m in ranked if m.confidence < fusion.confident]
@@ -1426,18 +1437,37 @@ def ruled_out_guesses(
             m.hold_at(fusion.weak_ceiling)
 
 
-def fragmentation_ruled_out(ranked: list[Match], fusion: Fusion) -> None:
-    """The fragmentation entry's signature match stays a guess when PyTorch's numbers on its
-    lines say the GPU was short, not fragmented (`torch_oom.short_not_fragmented`, as
-    log-signatures and the memory-fragmentation check tell it): the OOM entry, which matched
-    the same line, leads."""
-    from llmdoctor.parsers.torch_oom import FRAGMENTATION_ENTRY, short_not_fragmented
+def numbers_rule_out(ranked: list[Match], reading: _Reading, fusion: Fusion) -> None:
+    """A signature match stays a guess when PyTorch's numbers on its OOM lines contradict it
+    (`torch_oom.RULED_OUT_BY_NUMBERS`, as log-signatures holds it): the GPU short, not
+    fragmented; no other process holding a GiB. The OOM entry, which matched the same lines,
+    leads. A message a reporter wrapped by hand is read whole from its `out of memory` line."""
+    from llmdoctor.parsers.torch_oom import RULED_OUT_BY_NUMBERS
 
     for m in ranked:
-        if m.id == FRAGMENTATION_ENTRY and short_not_fragmented(e.text for e in m.evidence):
+        told = RULED_OUT_BY_NUMBERS.get(m.id)
+        if told is not None and told(_oom_message(reading, e) for e in m.evidence):
             m.hold_at(fusion.weak_ceiling)
             for other in ranked:  # no longer what explains the OOM
                 other.explained_by = [e for e in other.explained_by if e != m.id]
+
+
+OOM_WRAPPED_WITHIN = 4  # lines above a figure of PyTorch's message where its start may be
+
+
+def _oom_message(reading: _Reading, evidence: Evidence) -> str:
+    """The OOM message whose figure `evidence` quotes: its line, or where a reporter wrapped the
+    message by hand (the figure on a line of its own), that line joined to those above it from
+    the one that says `out of memory`."""
+    if "out of memory" in evidence.text or not reading.lines:
+        return evidence.text
+    above: list[str] = []
+    for number, text in reading.numbered():
+        if number > evidence.line:
+            break
+        if number >= evidence.line - OOM_WRAPPED_WITHIN:
+            above = [*above, text] if above or "out of memory" in text else above
+    return " ".join(t.strip() for t in above) if above else evidence.text
 
 
 _RULED_OUT: dict[tuple[str, ...], list] = {}
@@ -2008,10 +2038,10 @@ def fuse(
                 )
                 if h.on_error_line and (loading := _killed_while_loading(reading, h)):
                     hint, lifted, killed_loading = f.killed_loading, True, loading
-                elif h.on_error_line and (failed := _worker_failed_to_start(reading, h)):
+                elif h.on_error_line and (failed := _workers_failed_to_start(reading, h)):
                     # as sure as a kill read as it loaded: the death is stated, its reason not;
                     # a worker that raised has its own error, the cause: never lifted then
-                    died_silently = _died_without_a_word(reading, h, failed)
+                    died_silently = _died_without_a_word(reading, failed)
                     lifted = died_silently is not None
                     hint = f.killed_loading if lifted else hint
                 ceiling = 1.0 if lifted else f.weak_ceiling
@@ -2037,6 +2067,7 @@ def fuse(
     graph = graph or CauseGraph.from_entries(entries)
     graph, failed_before = _stopped_from_outside(matches, entries, graph, reading.starts)
     _causes_first(matches, graph)
+    _killed_before_its_consequences(matches, graph)
     _outages_before_refusals(matches, entries, graph)
     _failures_before_the_stop(failed_before)
     _search_order(matches, {entry_id: t[1] for entry_id, t in text.items()})
@@ -2071,33 +2102,56 @@ def _killed_while_loading(reading: _Reading, h: _Hits) -> Evidence | None:
     return None
 
 
-def _worker_failed_to_start(reading: _Reading, h: _Hits) -> str | None:
-    """The line an entry's hint read last when it is vLLM's engine saying a worker failed to
-    start (WORKER_INIT_FAILED), else None."""
+def _workers_failed_to_start(reading: _Reading, h: _Hits) -> list[tuple[int, str]]:
+    """The lines where vLLM's engine says a worker failed to start (WORKER_INIT_FAILED), when an
+    entry's hint read the last of them, else []."""
     if reading.text is None:
-        return None
-    failed = next((t for n, t in reading.numbered() if n == h.last_line), "")
-    return failed if WORKER_INIT_FAILED.search(failed) else None
+        return []
+    failed = [(n, t) for n, t in reading.numbered() if WORKER_INIT_FAILED.search(t)]
+    return failed if any(n == h.last_line for n, _ in failed) else []
 
 
-def _died_without_a_word(reading: _Reading, h: _Hits, failed: str) -> Evidence | None:
-    """Whether the worker the engine says failed to start (`failed`, line h.last_line) left its
-    own lines in the input and none of them is an error (no `WorkerProc failed to start.`,
-    nothing at ERROR, no traceback): it died without a word, killed or crashed below Python.
-    The worker's last line, or None."""
-    said = None
-    for number, text in reading.pod_lines(failed):
-        if number >= h.last_line:
-            break
+def _died_without_a_word(reading: _Reading, failed: list[tuple[int, str]]) -> Evidence | None:
+    """Whether a worker the engine says failed to start (`failed`) left its own lines in the
+    input, in that pod and that life of the server, and none of them is an error (no
+    `WorkerProc failed to start.`, nothing at ERROR, no traceback, before or after the engine's
+    line; no untagged traceback that ends in an exception of its own before it; a life begins at
+    LIFE_START): it died without a word, killed or crashed below Python. The last line of its
+    workers, or None."""
+    for number, text in failed:
+        lines = list(reading.pod_lines(text))
+        lives = [n for n, t in lines if LIFE_START.search(t)]
+        began = max((n for n in lives if n <= number), default=0)
+        ended = min((n for n in lives if n > number), default=None)
+        life = [(n, t) for n, t in lines if n >= began and (ended is None or n < ended)]
+        engine = min(n for n, t in life if WORKER_INIT_FAILED.search(t))
+        said = _workers_last_words(life, engine)
+        if said is not None:
+            return said
+    return None
+
+
+def _workers_last_words(life: list[tuple[int, str]], engine: int) -> Evidence | None:
+    """The workers' last line before the engine's line `engine` in one pod's life, when no line
+    of that life says a worker raised (see _died_without_a_word), else None."""
+    said, untagged_traceback = None, False
+    for number, text in life:
         if WORKER_RAISED.search(text):
             return None
         own = text[KUBECTL_PREFIX.match(text).end() :]
-        tag = WORKER_TAG.match(own)
-        if tag is None or not own[tag.end() :].strip():
+        tag = WORKER_TAG.search(own, 0, WORKER_TAG_WITHIN + 40)
+        if tag is None or tag.start() > WORKER_TAG_WITHIN:
+            if number < engine and PROCESS_TAG.match(own) is None:
+                if TRACEBACK_START.match(own):
+                    untagged_traceback = True
+                elif untagged_traceback and RAISED_LINE.match(own):
+                    return None  # a traceback of its own, ended before the engine's line
             continue
-        if _states_error(own[tag.end() :]) or TRACEBACK_START.match(own[tag.end() :]):
+        words = own[tag.end() :]
+        if _states_error(words) or TRACEBACK_START.match(words):
             return None
-        said = Evidence(number, text[:MAX_TEXT])
+        if number < engine and words.strip():
+            said = Evidence(number, text[:MAX_TEXT])
     return said
 
 
@@ -2144,6 +2198,19 @@ def _causes_first(matches: list[Match], graph: CauseGraph) -> None:
 
     for entry_id in sorted(signed):
         signed[entry_id].confidence = round(max(capped(entry_id, frozenset()), 0.0), 3)
+
+
+def _killed_before_its_consequences(matches: list[Match], graph: CauseGraph) -> None:
+    """A kill its lines show (a process killed as it loaded, a worker that died without a word)
+    ranks above a consequence only words suggest (engine-dead by `Engine core initialization
+    failed`), which then names it in `explained_by`, as a signature's cause would be."""
+    for cause in matches:
+        if cause.killed_loading is None and cause.died_silently is None:
+            continue
+        for m in matches:
+            if m.how == "search" and m is not cause and m.id in graph.effects(cause.id):
+                m.confidence = round(max(min(m.confidence, cause.confidence - 0.001), 0.0), 3)
+                m.explained_by = sorted({*m.explained_by, cause.id})
 
 
 # an entry whose failure is a request refused with a 4xx while the server goes on (its tags name

@@ -16,6 +16,8 @@ STARTING_LINE = re.compile(
     r"|Model loading took|Memory profiling takes|Capturing (CUDA graphs?|cudagraphs?)"
     r"|Initializing a V1 LLM engine|vLLM API server version"
     r"|(^|[\s$#>])vllm serve [A-Za-z0-9/._~]|vllm\.entrypoints\.openai\.api_server"
+    # TGI's launcher starting a shard
+    r"|text_generation_launcher: Starting shard\b"
 )
 # ... and what a start-up failure's traceback and wrappers say, before the line or just after it:
 # the start-up calls it passes through (PyTorch's `capture_end`: a CUDA graph captured, which
@@ -59,6 +61,8 @@ UP_LINE = re.compile(
     r"Application startup complete|Uvicorn running on|Starting vLLM API server [0-9 ]*on https?://"
     # V1's engine core, its start done (offline `LLM` as well as a server)
     r"|init engine \(profile, create kv cache, warmup model\) took"
+    # TGI's router once it reached its shards (router/src/server.rs)
+    r"|text_generation_router[a-z_:]*: [^ ]+: Connected\b"
 )
 SERVING_LINE = re.compile(
     UP_LINE.pattern + r"|Available routes are"
@@ -114,7 +118,7 @@ TRACEBACK_BODY = re.compile(r"File \"|(^|\s)\s{2,}\S|\^{3,}")
 PHASE_WORDS = (
     "startup complete", "Uvicorn", "Available routes", "API server", "POST /", "Received request",
     "Added request", "throughput", "oad", "profiling", "Capturing", "Initializing", "vllm",
-    "init engine", "Processed prompts",
+    "init engine", "Processed prompts", "Starting shard", "Connected",
 )  # fmt: skip
 # how far after the line a start-up failure's words may come and still be its own (the traceback
 # that names `load_model`, a worker's `while processing method load_model`)
