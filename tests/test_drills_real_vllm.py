@@ -897,10 +897,25 @@ def test_drill_startup_worker_killed_as_it_loads(kit, capsys):
     assert first["died_silently"]["text"].startswith("(Worker pid="), first
 
 
+# how often the engine core's kill is tried: vLLM's start-up monitor reads the process's exit code
+# when it notices the death, and at times before the kernel has it (`Failed core proc(s): {}`, as
+# `exit code: None` for a worker: tests/fixtures/real-vllm-0.32/startup-engine-killed-exit-unknown)
+ENGINE_KILL_TRIES = 3
+
+
 def test_drill_startup_engine_core_killed_as_it_loads(kit, capsys):
     """The engine core SIGKILLed in start-up (with one GPU it is the process that loads):
     `Failed core proc(s): {'EngineCore': -9}`, critical."""
-    result = killed_as_it_loads(kit, capsys, "startup-engine-killed", "VLLM::EngineCore")
+    for _ in range(ENGINE_KILL_TRIES):
+        result = killed_as_it_loads(kit, capsys, "startup-engine-killed", "VLLM::EngineCore")
+        log = (kit["save"] / "startup-engine-killed" / "server.log").read_text()
+        if "Failed core proc(s): {}" not in log:
+            break
+    else:
+        pytest.skip(
+            f"vLLM's monitor printed `Failed core proc(s): {{}}` in {ENGINE_KILL_TRIES} tries "
+            "(it read the exit code before the kernel had it): the -9 was not printed"
+        )
     first = result["matches"][0]
     assert first["id"] == "vllm-worker-killed", explained(result)
     assert first["severity"] == "critical", first
