@@ -189,19 +189,14 @@ def render(result, console) -> None:
                     f"[dim]If something is wrong all the same, these share its words: {guesses}[/]"
                 )
         return
-    if result.how == "search" and _named_by_its_lines(result.matches[0]):
-        console.print(
-            f"[bold]No signature matched[/] {escape(result.source)}; what its lines show "
-            "names the first entry, as a warning (the others: the text that best fits its error "
-            "lines, MAYBE):"
+    if result.how == "search":
+        named = (
+            "what its lines show names the first entry, as a warning (the others: the text "
+            "that best fits its error lines, MAYBE)"
+            if _named_by_its_lines(result.matches[0])
+            else "the entries whose text best fits its error lines (MAYBE)"
         )
-        for e in result.salient[-5:]:
-            console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
-    elif result.how == "search":
-        console.print(
-            f"[bold]No signature matched[/] {escape(result.source)}; the entries whose text "
-            "best fits its error lines (MAYBE):"
-        )
+        console.print(f"[bold]No signature matched[/] {escape(result.source)}; {named}:")
         for e in result.salient[-5:]:
             console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
     else:

@@ -37,7 +37,7 @@ import dataclasses
 import math
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -647,7 +647,15 @@ class _Reading:
 
     def numbered(self) -> Iterable[tuple[int, str]]:
         """Each line of `text` with its input line number."""
-        return zip(self.numbers or range(1, len(self.lines) + 1), self.lines, strict=False)
+        return zip(self._line_numbers, self.lines, strict=False)
+
+    def numbered_from_the_end(self) -> Iterable[tuple[int, str]]:
+        """numbered(), last line first, without walking the lines before."""
+        return zip(reversed(self._line_numbers), reversed(self.lines), strict=False)
+
+    @property
+    def _line_numbers(self) -> Sequence[int]:
+        return self.numbers or range(1, len(self.lines) + 1)
 
     def pod_lines(self, text: str) -> Iterable[tuple[int, str]]:
         """numbered(), of the pod whose prefix `text` opens with (`kubectl logs --prefix`,
@@ -2087,7 +2095,7 @@ def _killed_while_loading(reading: _Reading, h: _Hits) -> Evidence | None:
     if reading.text is None or reading.fails_beside({h.last_line}):
         return None
     told = []  # the last lines with text, last first
-    for number, text in reversed(list(reading.numbered())):
+    for number, text in reading.numbered_from_the_end():
         if text.strip() and not BARE_PROMPT.match(text):
             told.append((number, text))
             if len(told) > LOADING_WITHIN:
@@ -2105,10 +2113,12 @@ def _killed_while_loading(reading: _Reading, h: _Hits) -> Evidence | None:
 def _workers_failed_to_start(reading: _Reading, h: _Hits) -> list[tuple[int, str]]:
     """The lines where vLLM's engine says a worker failed to start (WORKER_INIT_FAILED), when an
     entry's hint read the last of them, else []."""
-    if reading.text is None:
+    read_last = any(
+        n == h.last_line and WORKER_INIT_FAILED.search(t) for n, t in (*h.first, *h.last)
+    )
+    if reading.text is None or not read_last:
         return []
-    failed = [(n, t) for n, t in reading.numbered() if WORKER_INIT_FAILED.search(t)]
-    return failed if any(n == h.last_line for n, _ in failed) else []
+    return [(n, t) for n, t in reading.numbered() if WORKER_INIT_FAILED.search(t)]
 
 
 def _died_without_a_word(reading: _Reading, failed: list[tuple[int, str]]) -> Evidence | None:
