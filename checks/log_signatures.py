@@ -13,6 +13,7 @@ from llmdoctor.engine.registry import check
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.parsers.fix_values import fix_values
 from llmdoctor.parsers.torch_oom import RULED_OUT_BY_NUMBERS
+from llmdoctor.parsers.vllm_memory_check import STARTUP_ENTRY, parse_free_memory_check
 from llmdoctor.parsers.xid import not_text_reason, read_for_lines
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.request_log import request_log
@@ -169,12 +170,15 @@ def _consequences_in_one_log(graph: CauseGraph, hits: dict[str, EntryHits]) -> d
 def _numbers_rule_out(hits: dict[str, EntryHits]) -> None:
     """Drop the hits of an entry PyTorch's own numbers on those lines contradict
     (`torch_oom.RULED_OUT_BY_NUMBERS`: the GPU short, not fragmented; no other process holding a
-    GiB), as explain holds it: one OOM is told one way. Its lines stay the OOM entry's.
+    GiB; vLLM's free-memory check with little in use), as explain holds it: one OOM is told one
+    way. Its lines stay the OOM entry's, a check's the start-up entry's.
     """
     for entry_id, told in RULED_OUT_BY_NUMBERS.items():
         found = hits.get(entry_id)
-        if found and told(m.text for _, m in (*found.first, *found.last)):
-            hits.setdefault("cuda-oom-runtime", hits.pop(entry_id))
+        lines = [m.text for _, m in (*found.first, *found.last)] if found else []
+        if found and told(lines):
+            checked = any(parse_free_memory_check(t) for t in lines)
+            hits.setdefault(STARTUP_ENTRY if checked else "cuda-oom-runtime", hits.pop(entry_id))
 
 
 def _retold_at_startup(facts: Facts, entries: dict, hits: dict[str, EntryHits]) -> dict[str, str]:

@@ -897,28 +897,19 @@ def test_drill_startup_worker_killed_as_it_loads(kit, capsys):
     assert first["died_silently"]["text"].startswith("(Worker pid="), first
 
 
-# how often the engine core's kill is tried: vLLM's start-up monitor reads the process's exit code
-# when it notices the death, and at times before the kernel has it (`Failed core proc(s): {}`, as
-# `exit code: None` for a worker: tests/fixtures/real-vllm-0.32/startup-engine-killed-exit-unknown)
-ENGINE_KILL_TRIES = 3
-
-
 def test_drill_startup_engine_core_killed_as_it_loads(kit, capsys):
     """The engine core SIGKILLed in start-up (with one GPU it is the process that loads):
-    `Failed core proc(s): {'EngineCore': -9}`, critical."""
-    for _ in range(ENGINE_KILL_TRIES):
-        result = killed_as_it_loads(kit, capsys, "startup-engine-killed", "VLLM::EngineCore")
-        log = (kit["save"] / "startup-engine-killed" / "server.log").read_text()
-        if "Failed core proc(s): {}" not in log:
-            break
-    else:
-        pytest.skip(
-            f"vLLM's monitor printed `Failed core proc(s): {{}}` in {ENGINE_KILL_TRIES} tries "
-            "(it read the exit code before the kernel had it): the -9 was not printed"
-        )
+    `Failed core proc(s): {'EngineCore': -9}`, critical. vLLM's start-up monitor at times reads
+    the exit code before the kernel has it and prints `{}` (as `exit code: None` for a worker):
+    then the engine core's own lines, none an error, say it died without a word, a warning."""
+    result = killed_as_it_loads(kit, capsys, "startup-engine-killed", "VLLM::EngineCore")
+    log = (kit["save"] / "startup-engine-killed" / "server.log").read_text()
     first = result["matches"][0]
     assert first["id"] == "vllm-worker-killed", explained(result)
-    assert first["severity"] == "critical", first
+    if "Failed core proc(s): {}" in log:
+        assert first["severity"] == "warning" and "died_silently" in first, first
+    else:
+        assert first["severity"] == "critical", first
 
 
 # -- stopped from outside: SIGTERM to `vllm serve` with requests running, each its own server --

@@ -154,3 +154,64 @@ def test_one_oom_is_told_one_way_by_both_checks_and_explain(entries):
     assert explain(TextSource.from_text("paste", fragmented), entries).matches[0].id == (
         "gpu-memory-fragmentation"
     )
+
+
+# vLLM's free-memory check as a reporter wrapped it (round 30: LeaderWorkerSet EP16 on B200, 4.11
+# of 178.35 GiB in use at --gpu-memory-utilization 0.98) and one that another process explains
+# (issue 23192: 7.34 of 139.72 GiB free on an H200)
+EP16_CHECK = (
+    FIXTURES / "explain_fresh" / "round30" / "vllm-startup-memory-insufficient"
+) / "r30-k8s-lws-ep16-decode-util-098.log"
+TAKEN_CHECK = FIXTURES / "runbooks" / "gpu-memory-taken-by-other-process"
+TAKEN_CHECK = TAKEN_CHECK / "vllm-free-memory-h200-issue23192.log"
+
+
+def test_the_free_memory_check_is_read_by_its_numbers():
+    from llmdoctor.parsers.vllm_memory_check import parse_free_memory_check
+
+    ep16 = parse_free_memory_check(" ".join(EP16_CHECK.read_text().splitlines()[:3]))
+    assert ep16 is not None and ep16.utilization == 0.98 and ep16.own_overhead_only
+    taken = [parse_free_memory_check(line) for line in TAKEN_CHECK.read_text().splitlines()]
+    assert [c.own_overhead_only for c in taken if c is not None] == [False]
+    # the first line alone (wrapped by hand) and numbers that are none are no reading
+    assert parse_free_memory_check(EP16_CHECK.read_text().splitlines()[0]) is None
+    cut = "Free memory on device (1.2.3/22.05 GiB) on startup is less than desired GPU memory "
+    assert parse_free_memory_check(cut + "utilization (0.9, 19.84 GiB)") is None
+
+
+def test_a_free_memory_check_with_little_in_use_is_told_by_the_start_up_entry(entries):
+    # 4.11 GiB in use is what the ranks' own CUDA context, NCCL and EFA hold: the utilization
+    # asked too much; before, gpu-memory-taken-by-other-process was the only reading
+    from llmdoctor.triage.explain import explain
+
+    wrapped = EP16_CHECK.read_text()
+    one_line = " ".join(wrapped.splitlines()[:3]) + "\n"
+    for text in (wrapped, one_line):
+        result = explain(TextSource.from_text("paste", text), entries)
+        first = result.matches[0]
+        assert first.id == "vllm-startup-memory-insufficient", result.matches
+        assert first.lines_of == "gpu-memory-taken-by-other-process"
+        assert first.fix_steps[0].text.startswith("`Free memory on device … on startup"), first
+        assert "gpu-memory-taken-by-other-process" not in {m.id for m in result.matches}
+    facts = Facts({"time/now": 0, "target": "pod/vllm"})
+    facts.set("logs/vllm.log", TextSource.from_text("logs/vllm.log", one_line))
+    facts.set("wiki/entries", entries)
+    report = diagnose([facts], "pod/vllm", scopes=("logs",), only=["log-signatures"])
+    assert [f.runbooks for f in report.findings] == [["vllm-startup-memory-insufficient"]]
+    # 132 GiB in use by something else: memory taken, as before
+    result = explain(TextSource.from_text("paste", TAKEN_CHECK.read_text()), entries)
+    assert result.matches[0].id == "gpu-memory-taken-by-other-process", result.matches
+
+
+def test_a_wrapped_check_behind_a_collectors_prefix_is_read_whole(entries):
+    # a hostile pass: `kubectl logs --timestamps` before each wrapped line, a wrap inside the
+    # parentheses and a blank line between: read as memory taken at confidence 1.00 before
+    from llmdoctor.triage.explain import explain
+
+    lines = EP16_CHECK.read_text().splitlines()
+    stamped = [f"2026-12-06T10:00:05.123456789Z {line}" for line in lines]
+    inside = [lines[0] + " GPU memory utilization (0.98,", "174.78 GiB). Decrease", *lines[2:]]
+    blank = [lines[0], "", *lines[1:]]
+    for paste in (stamped, inside, blank):
+        result = explain(TextSource.from_text("paste", "\n".join(paste) + "\n"), entries)
+        assert result.matches[0].id == "vllm-startup-memory-insufficient", (paste, result.matches)

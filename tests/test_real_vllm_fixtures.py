@@ -320,15 +320,25 @@ def test_an_engine_core_killed_as_it_loads_is_a_killed_process(capsys):
     assert code == 2
 
 
-def test_a_worker_killed_as_it_loads_died_without_a_word(capsys):
-    # the engine says only that a worker failed to start; the worker's last line is its loading
-    log = FIXTURES / "startup-worker-killed" / "server.log"
+@pytest.mark.parametrize(
+    "drill, last_words, who",
+    [
+        # the engine says only that a worker failed to start; the worker's last line is its loading
+        ("startup-worker-killed", "Starting to load model", "a worker"),
+        # CI's run of the engine core's kill: `Failed core proc(s): {}`, the exit code not yet
+        # known; the engine core's lines hold no error, its orphaned worker's BrokenPipe is after
+        ("startup-engine-killed-exit-unknown", "Initializing model took", "the engine core"),
+    ],
+)
+def test_a_process_killed_as_it_loads_died_without_a_word(capsys, drill, last_words, who):
+    log = FIXTURES / drill / "server.log"
     _, result = run_json(capsys, "explain", str(log))
     first = result["matches"][0]
     assert first["id"] == "vllm-worker-killed" and first["severity"] == "warning", first
-    assert "Starting to load model" in first["died_silently"]["text"], first
+    assert last_words in first["died_silently"]["text"], first
+    assert first["died_silently"]["process"] == who, first
     text = cli_text(capsys, "explain", str(log))
-    assert "died without a word: a worker failed to start (line 92)" in text
+    assert f"died without a word: {who} failed to start (line 92)" in text
 
 
 def test_a_worker_that_raised_in_start_up_did_not_die_without_a_word(tmp_path, capsys):
@@ -428,6 +438,76 @@ def test_an_engine_saying_a_worker_failed_is_not_read_without_the_workers_lines(
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
     _, result = run_json(capsys, "explain", str(log))
     assert all("died_silently" not in m for m in result["matches"]), result["matches"]
+
+
+def _engine_core_log(lines: list[str], at: int, *inserted: str) -> list[str]:
+    return [*lines[:at], *inserted, *lines[at:]]
+
+
+@pytest.mark.parametrize(
+    "inserted",
+    [
+        # the engine core raised: its own error is the cause
+        "(EngineCore pid=12579) ERROR 12-06 11:47:34 [core.py:1010] ValueError: a bad setting",
+        "(EngineCore_DP0 pid=12579) ERROR 12-06 11:47:34 [core.py:1010] EngineCore failed to start.",
+        # its worker raised before the API server's line
+        "(Worker pid=12591) ERROR 12-06 11:47:34 [multiproc_executor.py:953] WorkerProc failed to start.",
+        "(Worker pid=12591) ERROR 12-06 11:47:34 [gpu_worker.py:1] torch.OutOfMemoryError: CUDA out of memory.",
+    ],
+)
+def test_an_engine_core_that_raised_did_not_die_without_a_word(tmp_path, capsys, inserted):
+    lines = lines_of("startup-engine-killed-exit-unknown")
+    assert not _died_silently(_silent(tmp_path, capsys, _engine_core_log(lines, 33, inserted)))
+
+
+def test_an_engine_core_gone_is_not_read_without_its_lines(tmp_path, capsys):
+    # only the API server's traceback pasted (as most reports of `{}` are): nothing says what the
+    # engine core did, its error may be anywhere above
+    lines = [
+        ln
+        for ln in lines_of("startup-engine-killed-exit-unknown")
+        if not re.match(r"\((EngineCore|Worker|VllmWorker)", ln)
+    ]
+    assert not _died_silently(_silent(tmp_path, capsys, lines))
+
+
+def test_a_worker_gone_is_read_when_the_engine_cores_exit_code_was_not_yet_known(tmp_path, capsys):
+    # a hostile pass: the worker's drill as vLLM prints it when its monitor reads the engine
+    # core's exit code too early (`{}`, as the engine core's own drill did in CI): the engine
+    # core logged an error (its worker failed), so the dead process is the worker, not it
+    lines = [
+        ln.replace("Failed core proc(s): {'EngineCore': 1}", "Failed core proc(s): {}")
+        for ln in lines_of("startup-worker-killed")
+    ]
+    result = _silent(tmp_path, capsys, lines)
+    first = result["matches"][0]
+    assert first["id"] == "vllm-worker-killed", result["matches"]
+    death = first["died_silently"]
+    assert death["process"] == "a worker" and death["said"]["line"] == 92, death
+
+
+def test_only_the_latest_start_of_a_pod_is_read(tmp_path, capsys):
+    # a hostile pass: a first start killed silently, the next one raised; the rule quoted the
+    # first start's last line beside the second's failure. The latest start is the story
+    silent = lines_of("startup-engine-killed-exit-unknown")
+    raised = [
+        *silent[:33],
+        "(EngineCore pid=12579) ERROR 12-06 11:47:34 [core.py:1010] ValueError: a bad setting",
+        *silent[33:],
+    ]
+    assert not _died_silently(_silent(tmp_path, capsys, [*silent, *raised]))
+    assert _died_silently(_silent(tmp_path, capsys, [*raised, *silent]))
+
+
+def test_a_line_an_entry_names_before_the_failure_is_its_cause(tmp_path, capsys):
+    # a hostile pass: the engine core's traceback behind a prefix the rule cannot read (stern's
+    # StatefulSet pod name) still ends in an OOM a signature names; "none of its lines is an
+    # error" then contradicted the OOM named above it
+    lines = lines_of("startup-engine-killed-exit-unknown")
+    oom = "vllm-0 vllm torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    result = _silent(tmp_path, capsys, [*lines[:33], oom, *lines[33:]])
+    assert not _died_silently(result)
+    assert result["matches"][0]["id"] in {"cuda-oom-runtime", "vllm-startup-memory-insufficient"}
 
 
 def test_the_unquantized_checkpoint_gets_the_mismatch_step_first(capsys):

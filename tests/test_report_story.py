@@ -696,13 +696,13 @@ def test_a_do_now_that_names_later_steps_says_which_are_not_printed():
     text = _terminal(report, width=200)
     assert "2-4 when the weights fit, 5-7 when they do not" in " ".join(text.split())
     assert "2. The weights fit but the KV budget" in text
-    assert "more (steps 3-8): llmdoctor wiki show vllm-startup-memory-insufficient" in text
+    assert "more (steps 3-10): llmdoctor wiki show vllm-startup-memory-insufficient" in text
     markdown = render_markdown(report)
-    assert "(steps 3-8: `llmdoctor wiki show vllm-startup-memory-insufficient`)" in markdown
+    assert "(steps 3-10: `llmdoctor wiki show vllm-startup-memory-insufficient`)" in markdown
     # and explain on the same log
     log = ROOT / "examples/bundles/crashloop-cuda-oom/logs/vllm.previous.log"
     said = CliRunner().invoke(app, ["explain", str(log), "--no-color"]).stdout
-    assert "more (steps 3-8): llmdoctor wiki show vllm-startup-memory-insufficient" in said
+    assert "more (steps 3-10): llmdoctor wiki show vllm-startup-memory-insufficient" in said
 
 
 def test_the_numbers_of_steps_left_out_are_ranges_of_numbered_steps_only():

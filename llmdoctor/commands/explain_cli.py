@@ -240,7 +240,7 @@ def render(result, console) -> None:
             f"{n}. [{style}] {label} [/] [bold]{escape(m.id)}[/]: {escape(m.title)} [dim]({why})[/]"
         )
         if m.lines_of:
-            line += f" [dim](at start-up: the lines of {escape(m.lines_of)})[/]"
+            line += f" [dim]({escape(m.retold_because)}: the lines of {escape(m.lines_of)})[/]"
         if m.ended_start is not None:  # a warning at run time, critical where the start failed
             line += f" [dim](that start failed on it: the server never came up, line {m.ended_start.line})[/]"
         if m.explained_by:
@@ -301,19 +301,17 @@ def render(result, console) -> None:
             # the end of the line, where the kill is (a bar's line runs on for thousands of columns)
             tail = killed.text if len(killed.text) <= 160 else "…" + killed.text[-159:]
             console.print(f"   [dim]│ {killed.line}:[/] {escape(tail)}", soft_wrap=True)
-        elif (last := m.died_silently) is not None and m.evidence:
-            failed = m.evidence[-1]
+        elif (death := m.died_silently) is not None:
+            last, said = death.last, death.said
             console.print(
-                f"   died without a word: a worker failed to start (line {failed.line}) and no "
-                "line of its workers is an error; most often SIGKILLed by the kernel's OOM "
-                "killer as it loaded (the kernel log says: step 1), else a crash in native code. "
-                "Their last line (the log does not say which worker died):",
+                f"   died without a word: {death.who} failed to start (line {said.line}) and "
+                "none of its lines is an error; most often SIGKILLed by the kernel's OOM killer "
+                "as it loaded (the kernel log says: step 1), else a crash in native code. The "
+                "last line of its processes:",
                 soft_wrap=True,
             )
             console.print(f"   [dim]│ {last.line}:[/] {escape(_cut(last.text))}", soft_wrap=True)
-            console.print(
-                f"   [dim]│ {failed.line}:[/] {escape(_cut(failed.text))}", soft_wrap=True
-            )
+            console.print(f"   [dim]│ {said.line}:[/] {escape(_cut(said.text))}", soft_wrap=True)
         elif m.snippet:  # the runbook's words, not the log's: labelled so, never a quote
             console.print(
                 f"   [dim]its runbook reads: {escape(_cut(m.snippet))}[/]", soft_wrap=True

@@ -24,6 +24,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from llmdoctor.parsers.vllm_memory_check import parse_free_memory_check
+
 _SIZE = r"(?<![\d.])(\d+(?:\.\d+)?) ?(B|bytes|KiB|MiB|GiB|TiB)"  # a whole number: "0.0.31" is none
 _UNIT_MIB = {
     "B": 1 / 2**20,
@@ -158,9 +160,17 @@ def others_hold_little(lines: Iterable[str]) -> bool:
     """Whether PyTorch's OOM lines that list processes (those that do) all say no other process
     holds HELD_BY_ANOTHER or more. In a container PyTorch cannot tell its own pid among the
     host's: it lists itself too and says no `this process has …`; there the listed process that
-    holds at least what PyTorch allocated and reserved, the closest such, is itself."""
+    holds at least what PyTorch allocated and reserved, the closest such, is itself. vLLM's
+    free-memory check says so where no more is in use than the process itself holds
+    (vllm_memory_check: a utilization above 0.95 that left it no room)."""
     told = False
     for line in lines:
+        check = parse_free_memory_check(line)
+        if check is not None:
+            if not check.own_overhead_only:
+                return False
+            told = True
+            continue
         if "memory in use" not in line:
             continue
         held = [_mib(number, unit) for number, unit in _PROCESS.findall(line)]

@@ -257,6 +257,9 @@ LOADING_LINE = re.compile(
 WORKER_INIT_FAILED = re.compile(
     r"WorkerProc initialization failed due to an exception in a background process"
 )
+# the API server's when the engine core process is gone before it said it was ready and its
+# exit code was not yet known (`{}`: it raised, its traceback above, or it was killed)
+ENGINE_CORE_GONE = re.compile(r"Failed core proc\(s\): \{\}")
 WORKER_RAISED = re.compile(r"WorkerProc (failed to start|hit an exception|failed\b)")
 # the tag vLLM puts before a worker's lines, release by release: `(Worker pid=7)`, `(Worker_TP1
 # pid=7)`, `(Worker_PP0_TP1 pid=7)`, `(VllmWorker rank=0 pid=7)`, `(VllmWorker TP0 pid=7)`,
@@ -267,6 +270,31 @@ WORKER_TAG = re.compile(
     r" pid=[0-9]+\) ?"
 )
 WORKER_TAG_WITHIN = 160  # characters of prefix before a worker's tag
+# the engine core's: `(EngineCore pid=7)`, `(EngineCore_DP0 pid=7)`
+ENGINE_CORE_TAG = re.compile(r"\(EngineCore(?:_[A-Za-z0-9_]+)? pid=[0-9]+\) ?")
+
+
+@dataclass(frozen=True)
+class GoneInStartUp:
+    """A process vLLM started that is gone before it said it was ready, as the line `said`
+    reads: its own lines carry `tag`, its children's `children` (theirs count only before that
+    line: once it is gone they fail on its closed pipes)."""
+
+    who: str
+    said: re.Pattern
+    tag: re.Pattern
+    children: re.Pattern | None = None
+
+
+# the entry a death without a word is (its hints read GONE_IN_START_UP's lines; engine-dead's
+# words read them too, as the consequence)
+SILENT_DEATH_ENTRY = "vllm-worker-killed"
+GONE_IN_START_UP = (
+    GoneInStartUp("a worker", WORKER_INIT_FAILED, WORKER_TAG),
+    GoneInStartUp("the engine core", ENGINE_CORE_GONE, ENGINE_CORE_TAG, children=WORKER_TAG),
+)
+
+
 # a vLLM server's life beginning, printed as each (re)start begins: its version line (its banner's
 # since 0.11), its arguments
 LIFE_START = re.compile(r"vLLM API server version [0-9]|█ +version [0-9]|\] non-default args: \{")
@@ -324,6 +352,20 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class SilentDeath:
+    """A process vLLM says is gone in start-up whose own lines hold no error (explain's "died
+    without a word"): the last line of it and its children (`last`), vLLM's line that says so
+    (`said`), which process (`who`: GONE_IN_START_UP)."""
+
+    last: Evidence
+    said: Evidence
+    who: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.last.to_json(), "said": self.said.to_json(), "process": self.who}
+
+
+@dataclass(frozen=True)
 class Resumed:
     """Tokens generated after an entry's last line: the engine's stats lines that say so (vLLM's
     `Avg generation throughput: 38.7 tokens/s`, SGLang's `gen throughput (token/s): 45.2`), the
@@ -364,9 +406,11 @@ class Match:
     # ended (`served_again`); None when the input shows no generation after it or is too big to
     # read whole
     resumed: Resumed | None = None
-    # the entry whose signatures matched these lines when this entry tells their story (its
-    # `at_startup`: an OOM before the server served is a start-up that does not fit)
+    # the entry whose signatures matched these lines when this entry tells their story, and why
+    # (its `at_startup`: an OOM before the server served is a start-up that does not fit;
+    # vLLM's free-memory check whose numbers show no memory taken by another process)
     lines_of: str = ""
+    retold_because: str = ""
     # the line where the server's start failed after this warning's own error, the server never
     # having come up (`ended_the_start`): it is critical there
     ended_start: Evidence | None = None
@@ -377,7 +421,7 @@ class Match:
     killed_loading: Evidence | None = None
     # the last line of a worker that died in start-up without an error of its own, the engine
     # saying only that it failed to start (`_died_without_a_word`): killed, or a native crash
-    died_silently: Evidence | None = None
+    died_silently: SilentDeath | None = None
 
     def hold_at(self, ceiling: float) -> None:
         """At most `ceiling` sure (below CONFIDENT: a guess), its score with it."""
@@ -405,6 +449,7 @@ class Match:
             out["resumed"] = self.resumed.to_json()
         if self.lines_of:
             out["lines_of"] = self.lines_of
+            out["retold_because"] = self.retold_because
         if self.ended_start is not None:
             out["ended_start"] = self.ended_start.to_json()
         if self.stopped_cleanly:
@@ -1260,7 +1305,7 @@ def decide(
     unnamed_guesses(ranked, gathered.searched or query, entries, fusion)
     cut_before_the_cause(ranked, gathered.cut_traceback, graph, fusion)
     ruled_out_guesses(ranked, reading, entries, fusion)
-    numbers_rule_out(ranked, reading, fusion)
+    numbers_rule_out(ranked, reading, fusion, entries)
     one_stalled_interval(ranked, reading)
     confident = [m for m in ranked if m.confidence >= fusion.confident]
     weak = [m for m in ranked if m.confidence < fusion.confident]
@@ -1352,6 +1397,17 @@ def told_at_startup(
     # that line's own pod's lines: another pod having served says nothing of this one's start
     if not during_startup(reading.pod_lines(earliest.text), earliest.line):
         return None
+    return _retold(first, story_id, ranked, entries, STARTUP_RETOLD)
+
+
+# why a match tells another's lines (Match.retold_because)
+STARTUP_RETOLD = "at start-up"
+NUMBERS_RETOLD = "its numbers show little in use"
+
+
+def _retold(first: Match, story_id: str, ranked: list[Match], entries: dict, because: str) -> Match:
+    """`story_id`'s match told with `first`'s lines, just above it (as log-signatures moves an
+    entry's hits to another); `Match.lines_of` names whose lines they were."""
     story_entry = entries[story_id]
     story = next((m for m in ranked if m.id == story_id), None) or Match(
         story_id, story_entry.title, story_entry.severity, "signature"
@@ -1360,7 +1416,7 @@ def told_at_startup(
     story.count, story.evidence = first.count, list(first.evidence)
     story.confidence = min(first.confidence + 0.001, 1.0)
     story.score = round(100 * story.confidence, 1)
-    story.snippet, story.lines_of = "", first.id
+    story.snippet, story.lines_of, story.retold_because = "", first.id, because
     story.explained_by = [e for e in first.explained_by if e != story_id]
     return story
 
@@ -1445,22 +1501,51 @@ def ruled_out_guesses(
             m.hold_at(fusion.weak_ceiling)
 
 
-def numbers_rule_out(ranked: list[Match], reading: _Reading, fusion: Fusion) -> None:
+def numbers_rule_out(ranked: list[Match], reading: _Reading, fusion: Fusion, entries: dict) -> None:
     """A signature match stays a guess when PyTorch's numbers on its OOM lines contradict it
     (`torch_oom.RULED_OUT_BY_NUMBERS`, as log-signatures holds it): the GPU short, not
     fragmented; no other process holding a GiB. The OOM entry, which matched the same lines,
-    leads. A message a reporter wrapped by hand is read whole from its `out of memory` line."""
+    leads. vLLM's free-memory check with no more in use than its own start-up holds
+    (vllm_memory_check) is the start-up entry's to tell, with those lines, in that place. A
+    message a reporter wrapped by hand is read whole (`_numbers_message`)."""
     from llmdoctor.parsers.torch_oom import RULED_OUT_BY_NUMBERS
+    from llmdoctor.parsers.vllm_memory_check import STARTUP_ENTRY, parse_free_memory_check
 
-    for m in ranked:
+    for m in list(ranked):
         told = RULED_OUT_BY_NUMBERS.get(m.id)
-        if told is not None and told(_oom_message(reading, e) for e in m.evidence):
-            m.hold_at(fusion.weak_ceiling)
-            for other in ranked:  # no longer what explains the OOM
-                other.explained_by = [e for e in other.explained_by if e != m.id]
+        messages = [_numbers_message(reading, e) for e in m.evidence] if told else []
+        if told is None or not told(messages):
+            continue
+        for other in ranked:  # no longer what explains the OOM
+            other.explained_by = [e for e in other.explained_by if e != m.id]
+        checked = any(parse_free_memory_check(t) for t in messages)
+        if checked and m.how == "signature" and STARTUP_ENTRY in entries:
+            story = _retold(m, STARTUP_ENTRY, ranked, entries, NUMBERS_RETOLD)
+            if story in ranked:
+                ranked.remove(story)
+            ranked.insert(ranked.index(m), story)
+        m.hold_at(fusion.weak_ceiling)
 
 
 OOM_WRAPPED_WITHIN = 4  # lines above a figure of PyTorch's message where its start may be
+CHECK_WRAPPED_WITHIN = 2  # lines below vLLM's free-memory check where its figures may go on
+
+
+def _numbers_message(reading: _Reading, evidence: Evidence) -> str:
+    """The message whose numbers `evidence` quotes, where a reporter wrapped it by hand read
+    whole: PyTorch's OOM from its `out of memory` line above (`_oom_message`), vLLM's
+    free-memory check with the lines below that carry its utilization."""
+    from llmdoctor.parsers.vllm_memory_check import parse_free_memory_check
+
+    text = evidence.text
+    if "on startup is less than desired" not in text or parse_free_memory_check(text):
+        return _oom_message(reading, evidence)
+    below = [  # a blank line between is passed over, a collector's prefix and tag read away
+        _bare(t).strip()
+        for n, t in reading.numbered()
+        if evidence.line < n <= evidence.line + CHECK_WRAPPED_WITHIN + 1 and t.strip()
+    ]
+    return " ".join([text.strip(), *below[:CHECK_WRAPPED_WITHIN]])
 
 
 def _oom_message(reading: _Reading, evidence: Evidence) -> str:
@@ -2046,10 +2131,16 @@ def fuse(
                 )
                 if h.on_error_line and (loading := _killed_while_loading(reading, h)):
                     hint, lifted, killed_loading = f.killed_loading, True, loading
-                elif h.on_error_line and (failed := _workers_failed_to_start(reading, h)):
+                elif (
+                    entry_id == SILENT_DEATH_ENTRY
+                    and h.on_error_line
+                    and (gone := _gone_in_start_up(reading, h))
+                ):
                     # as sure as a kill read as it loaded: the death is stated, its reason not;
-                    # a worker that raised has its own error, the cause: never lifted then
-                    died_silently = _died_without_a_word(reading, failed)
+                    # a process that raised has its own error, the cause: never lifted then
+                    died_silently = next(
+                        (d for kind in gone if (d := _died_without_a_word(reading, *kind))), None
+                    )
                     lifted = died_silently is not None
                     hint = f.killed_loading if lifted else hint
                 ceiling = 1.0 if lifted else f.weak_ceiling
@@ -2110,59 +2201,91 @@ def _killed_while_loading(reading: _Reading, h: _Hits) -> Evidence | None:
     return None
 
 
-def _workers_failed_to_start(reading: _Reading, h: _Hits) -> list[tuple[int, str]]:
-    """The lines where vLLM's engine says a worker failed to start (WORKER_INIT_FAILED), when an
-    entry's hint read the last of them, else []."""
-    read_last = any(
-        n == h.last_line and WORKER_INIT_FAILED.search(t) for n, t in (*h.first, *h.last)
-    )
-    if reading.text is None or not read_last:
+def _gone_in_start_up(
+    reading: _Reading, h: _Hits
+) -> list[tuple[GoneInStartUp, list[tuple[int, str]]]]:
+    """Each process vLLM says is gone in start-up (GONE_IN_START_UP, a worker's kind first) with
+    the lines that say so, when an entry's hint read the last of such lines, else []."""
+    if reading.text is None:
         return []
-    return [(n, t) for n, t in reading.numbered() if WORKER_INIT_FAILED.search(t)]
+    read = [t for n, t in (*h.first, *h.last) if n == h.last_line]
+    if not any(g.said.search(t) for g in GONE_IN_START_UP for t in read):
+        return []
+    found = [
+        (g, [(n, t) for n, t in reading.numbered() if g.said.search(t)]) for g in GONE_IN_START_UP
+    ]
+    return [(g, failed) for g, failed in found if failed]
 
 
-def _died_without_a_word(reading: _Reading, failed: list[tuple[int, str]]) -> Evidence | None:
-    """Whether a worker the engine says failed to start (`failed`) left its own lines in the
-    input, in that pod and that life of the server, and none of them is an error (no
-    `WorkerProc failed to start.`, nothing at ERROR, no traceback, before or after the engine's
-    line; no untagged traceback that ends in an exception of its own before it; a life begins at
-    LIFE_START): it died without a word, killed or crashed below Python. The last line of its
-    workers, or None."""
+def _died_without_a_word(
+    reading: _Reading, gone: GoneInStartUp, failed: list[tuple[int, str]]
+) -> SilentDeath | None:
+    """Whether a process vLLM says is gone in start-up (`failed`: the lines that say so) left
+    its own lines in the input, in that pod and that life of the server, and none of them is an
+    error (nothing at ERROR, no traceback, no `WorkerProc failed to start.`, before or after
+    vLLM's line; no untagged traceback that ends in an exception of its own, nor a line an
+    entry's signature matched, before it; a life begins at LIFE_START): it died without a word,
+    killed or crashed below Python. Only each pod's last such line is read: its latest start,
+    an earlier one that died silently is history once a later one raised."""
+    signed = {
+        n
+        for hits in reading.hits.values()
+        if hits.strong
+        for n, _ in (*hits.first, *hits.last)
+        if n not in hits.hinted
+    }
+    latest: dict[str, tuple[int, str]] = {}
     for number, text in failed:
+        latest[_pod(text)] = (number, text)
+    for number, text in latest.values():
         lines = list(reading.pod_lines(text))
         lives = [n for n, t in lines if LIFE_START.search(t)]
         began = max((n for n in lives if n <= number), default=0)
         ended = min((n for n in lives if n > number), default=None)
         life = [(n, t) for n, t in lines if n >= began and (ended is None or n < ended)]
-        engine = min(n for n, t in life if WORKER_INIT_FAILED.search(t))
-        said = _workers_last_words(life, engine)
-        if said is not None:
-            return said
+        if any(n in signed for n, _ in life if n < number):
+            continue  # a line an entry names came first: that is the cause
+        last = _last_words(life, number, gone)
+        if last is not None:
+            return SilentDeath(last, Evidence(number, text[:MAX_TEXT]), gone.who)
     return None
 
 
-def _workers_last_words(life: list[tuple[int, str]], engine: int) -> Evidence | None:
-    """The workers' last line before the engine's line `engine` in one pod's life, when no line
-    of that life says a worker raised (see _died_without_a_word), else None."""
-    said, untagged_traceback = None, False
+def _last_words(life: list[tuple[int, str]], said: int, gone: GoneInStartUp) -> Evidence | None:
+    """The last line of the gone process and its children before vLLM's line `said` in one
+    pod's life, when no line says it raised (see _died_without_a_word), else None."""
+    last, untagged_traceback = None, False
     for number, text in life:
-        if WORKER_RAISED.search(text):
-            return None
+        before = number < said
         own = text[KUBECTL_PREFIX.match(text).end() :]
-        tag = WORKER_TAG.search(own, 0, WORKER_TAG_WITHIN + 40)
-        if tag is None or tag.start() > WORKER_TAG_WITHIN:
-            if number < engine and PROCESS_TAG.match(own) is None:
+        words = _after_tag(own, gone.tag)
+        if words is None and gone.children is not None and before:
+            words = _after_tag(own, gone.children)
+        if WORKER_RAISED.search(words if words is not None else own) and (
+            before or gone.children is None
+        ):
+            return None
+        if words is None:
+            if before and PROCESS_TAG.match(own) is None:
                 if TRACEBACK_START.match(own):
                     untagged_traceback = True
                 elif untagged_traceback and RAISED_LINE.match(own):
-                    return None  # a traceback of its own, ended before the engine's line
+                    return None  # a traceback of its own, ended before vLLM's line
             continue
-        words = own[tag.end() :]
         if _states_error(words) or TRACEBACK_START.match(words):
             return None
-        if number < engine and words.strip():
-            said = Evidence(number, text[:MAX_TEXT])
-    return said
+        if before and words.strip():
+            last = Evidence(number, text[:MAX_TEXT])
+    return last
+
+
+def _after_tag(line: str, tag: re.Pattern) -> str | None:
+    """What follows a process's tag within WORKER_TAG_WITHIN characters of the line's start (a
+    collector's prefix before it), or None when the line has no such tag."""
+    found = tag.search(line, 0, WORKER_TAG_WITHIN + 40)
+    if found is None or found.start() > WORKER_TAG_WITHIN:
+        return None
+    return line[found.end() :]
 
 
 def _search_order(matches: list[Match], places: dict[str, float]) -> None:
