@@ -110,6 +110,7 @@ def log_signatures(facts: Facts) -> list[Finding]:
         summary = f"not read: {', '.join(not_read)}"
         findings.append(info("log-signatures", summary, not_read_items))
     _numbers_rule_out(hits)
+    _overruled(entries, hits)
     retold = _retold_at_startup(facts, entries, hits)
     explained_by = _consequences_in_one_log(CauseGraph.from_entries(entries), hits)
     for entry_id, h in hits.items():
@@ -179,6 +180,27 @@ def _numbers_rule_out(hits: dict[str, EntryHits]) -> None:
         if found and told(lines):
             checked = any(parse_free_memory_check(t) for t in lines)
             hits.setdefault(STARTUP_ENTRY if checked else "cuda-oom-runtime", hits.pop(entry_id))
+
+
+def _overruled(entries: dict, hits: dict[str, EntryHits]) -> None:
+    """Drop the hits of an entry whose lines another line of the same log says mean another
+    cause (its `overruled_by`: NGC's driver banner above the runtime's "insufficient driver"),
+    as explain holds it back; the entry that signs that line tells the story."""
+    from llmdoctor.triage.explain import holding_patterns
+
+    for entry_id in list(hits):
+        patterns = holding_patterns(entries.get(entry_id), "overruled_by")
+        if not patterns:
+            continue
+        sources = set(hits[entry_id].sources)
+        kept = [
+            m.text
+            for other in hits.values()
+            for source, m in (*other.first, *other.last)
+            if source in sources
+        ]
+        if any(p.search(text) for p in patterns for text in kept):
+            del hits[entry_id]
 
 
 def _retold_at_startup(facts: Facts, entries: dict, hits: dict[str, EntryHits]) -> dict[str, str]:

@@ -815,14 +815,16 @@ def test_fresh_round29_is_held_where_it_was_tuned():
 # tool calling and gpt-oss's Harmony `Unexpected token` (tool-call-parser-error), Harmony's vocab
 # download offline (tokenizer-problem), Xinference's `Model actor is out of memory`, the sampler
 # warm-up's OOM as a start-up one, vLLM's free-memory check read by its numbers, UCX's FIFO in
-# /dev/shm: confident and right 90.9 % (20 of 22), precision 90.9 %.
+# /dev/shm: confident and right 90.9 % (20 of 22), precision 90.9 %; then 95.5 % at 95.5 % once
+# NGC's driver banner overruled the runtime's "insufficient driver" (`overruled_by`; the corpus
+# holds the same pair).
 def test_fresh_round30_is_held_where_it_was_tuned():
     assert_held(
         fresh_round(30),
-        top1=0.909,
+        top1=0.954,
         top3=1.0,
-        confident=0.909,
-        precision=0.909,
+        confident=0.954,
+        precision=0.954,
         abstained=1.0,
-        most_wrong=2,
+        most_wrong=1,
     )

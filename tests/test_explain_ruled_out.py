@@ -220,3 +220,61 @@ def test_an_oom_with_mib_reserved_but_unallocated_is_no_fragmentation(entries):
     assert "gpu-memory-fragmentation" not in _named(path, entries, WORDS_NAME)
     unruled = _named(path, _without_rule(entries, "gpu-memory-fragmentation"), WORDS_NAME)
     assert "gpu-memory-fragmentation" in unruled
+
+
+# `overruled_by`: a line anywhere in the input that says an entry's own signature lines mean
+# another cause. NGC's banner says no driver reached the container; the CUDA runtime's
+# "driver version is insufficient" below it is then no old driver but none (the corpus's
+# llama.cpp Space, round 30's Triton under Seldon, both labelled gpu-not-visible)
+DRIVER_NOT_DETECTED = [
+    FIXTURES
+    / "explain_corpus"
+    / "gpu-not-visible"
+    / "r4c-hf-space-llama-cpp-nvidia-driver-not-detected-cuda-error-35.log",
+    FIXTURES
+    / "explain_fresh"
+    / "round30"
+    / "gpu-not-visible"
+    / "r30-eco-seldon-triton-driver-not-detected.log",
+]
+
+
+@pytest.mark.parametrize("path", DRIVER_NOT_DETECTED, ids=lambda p: p.name)
+def test_the_driver_banner_overrules_the_runtimes_insufficient_driver(entries, path):
+    first = explain(TextSource.from_text(path.name, path.read_text(encoding="utf-8")), entries)
+    assert [m.id for m in first.matches] == ["gpu-not-visible"], first.matches
+    assert first.matches[0].explained_by == []
+    # without the rule the runtime's words named the driver too old, first
+    plain = {
+        **entries,
+        "driver-cuda-mismatch": dataclasses.replace(
+            entries["driver-cuda-mismatch"], overruled_by=[]
+        ),
+    }
+    before = explain(TextSource.from_text(path.name, path.read_text(encoding="utf-8")), plain)
+    assert before.matches[0].id == "driver-cuda-mismatch"
+
+
+def test_diagnose_tells_the_driver_banner_the_same_way(entries):
+    from llmdoctor.engine.facts import Facts
+    from llmdoctor.usecases.diagnose import diagnose
+
+    facts = Facts({"time/now": 0, "target": "pod/llm"})
+    text = DRIVER_NOT_DETECTED[0].read_text(encoding="utf-8")
+    facts.set("logs/llm.log", TextSource.from_text("logs/llm.log", text))
+    facts.set("wiki/entries", entries)
+    report = diagnose([facts], "pod/llm", scopes=("logs",), only=["log-signatures"])
+    named = {r for f in report.findings for r in f.runbooks}
+    assert "gpu-not-visible" in named and "driver-cuda-mismatch" not in named, named
+
+
+def test_a_driver_too_old_without_the_banner_is_still_named(entries):
+    # the same runtime error where the driver was there but old: no banner, no overruling
+    path = (
+        FIXTURES
+        / "explain_corpus"
+        / "driver-cuda-mismatch"
+        / "bladebit-cuda-error-35-insufficient-driver.log"
+    )
+    result = explain(TextSource.from_text(path.name, path.read_text(encoding="utf-8")), entries)
+    assert result.matches[0].id == "driver-cuda-mismatch", result.matches

@@ -1306,6 +1306,7 @@ def decide(
     cut_before_the_cause(ranked, gathered.cut_traceback, graph, fusion)
     ruled_out_guesses(ranked, reading, entries, fusion)
     numbers_rule_out(ranked, reading, fusion, entries)
+    overruled_signatures(ranked, reading, entries, fusion)
     one_stalled_interval(ranked, reading)
     confident = [m for m in ranked if m.confidence >= fusion.confident]
     weak = [m for m in ranked if m.confidence < fusion.confident]
@@ -1496,7 +1497,7 @@ def ruled_out_guesses(
     for m in ranked:
         if m.how != "search" or m.confidence < fusion.confident:
             continue
-        patterns = _ruled_out_patterns(entries.get(m.id))
+        patterns = holding_patterns(entries.get(m.id))
         if any(p.search(line) for p in patterns for line in lines):
             m.hold_at(fusion.weak_ceiling)
 
@@ -1564,35 +1565,61 @@ def _oom_message(reading: _Reading, evidence: Evidence) -> str:
 
 
 _RULED_OUT: dict[tuple[str, ...], list] = {}
+# the front matter's lists of lines that hold an entry back (never evidence for it)
+HOLDING_KEYS = ("ruled_out_by", "overruled_by")
 
 
-def _ruled_out_patterns(entry) -> list:
-    """The entry's `ruled_out_by` patterns compiled by RE2 (linear time; one that does not
-    compile, or would match every line, is left out and named by `unusable_ruled_out`)."""
-    key = tuple(getattr(entry, "ruled_out_by", ()) or ())
-    if key not in _RULED_OUT:
+def holding_patterns(entry, key: str = "ruled_out_by") -> list:
+    """The entry's `ruled_out_by` (or `overruled_by`) patterns compiled by RE2 (linear time;
+    one that does not compile, or would match every line, is left out and named by
+    `unusable_ruled_out`)."""
+    patterns = tuple(getattr(entry, key, ()) or ())
+    if patterns not in _RULED_OUT:
         from llmdoctor.wiki.re2_patterns import line_pattern
 
-        usable = [p for p in key if isinstance(p, str) and compile_problem(p) is None]
-        _RULED_OUT[key] = [line_pattern(p) for p in usable]
-    return _RULED_OUT[key]
+        usable = [p for p in patterns if isinstance(p, str) and compile_problem(p) is None]
+        _RULED_OUT[patterns] = [line_pattern(p) for p in usable]
+    return _RULED_OUT[patterns]
+
+
+def overruled_signatures(
+    ranked: list[Match], reading: _Reading, entries: dict, fusion: Fusion
+) -> None:
+    """A signature match stays a guess when a line of the input says its lines mean another
+    cause (its entry's `overruled_by`): NGC's `The NVIDIA Driver was not detected` banner, and
+    the CUDA runtime's `driver version is insufficient` below it is no old driver but none. It
+    no longer explains the others; the entry whose signature the overruling line is leads."""
+    held = [
+        m
+        for m in ranked
+        if m.how == "signature" and holding_patterns(entries.get(m.id), "overruled_by")
+    ]
+    if not held:
+        return
+    lines = [e.text for e in reading.salient] + split_log_lines(reading.text or "")
+    lines += [t for h in reading.hits.values() for _, t in (*h.first, *h.last)]
+    for m in held:
+        patterns = holding_patterns(entries.get(m.id), "overruled_by")
+        if any(p.search(line) for p in patterns for line in lines):
+            m.hold_at(fusion.weak_ceiling)
+            for other in ranked:
+                other.explained_by = [e for e in other.explained_by if e != m.id]
 
 
 def unusable_ruled_out(entries: dict) -> list[InvalidSignature]:
-    """The `ruled_out_by` patterns explain leaves out, and why: said with the result, as an
-    unusable signature is, so a team does not rely on a rule that is not applied."""
+    """The `ruled_out_by` and `overruled_by` patterns explain leaves out, and why: said with the
+    result, as an unusable signature is, so a team does not rely on a rule that is not applied."""
     unusable = []
     for entry in entries.values():
-        for pattern in getattr(entry, "ruled_out_by", ()) or ():
-            why = compile_problem(pattern) if isinstance(pattern, str) else "it is not text"
-            if why:
-                path = str(getattr(entry, "path", "") or "")
-                line = signature_line(path, pattern) if path and isinstance(pattern, str) else 0
-                unusable.append(
-                    InvalidSignature(
-                        entry.id, str(pattern), why, path, line, "ruled_out_by pattern"
+        for key in HOLDING_KEYS:
+            for pattern in getattr(entry, key, ()) or ():
+                why = compile_problem(pattern) if isinstance(pattern, str) else "it is not text"
+                if why:
+                    path = str(getattr(entry, "path", "") or "")
+                    at = signature_line(path, pattern) if path and isinstance(pattern, str) else 0
+                    unusable.append(
+                        InvalidSignature(entry.id, str(pattern), why, path, at, f"{key} pattern")
                     )
-                )
     return unusable
 
 

@@ -65,6 +65,10 @@ class RunbookEntry:
     # lines the entry's cause never prints, that prove another cause: a text-only guess of this
     # entry stays a guess when one of them is among the error lines (never a signature match)
     ruled_out_by: list[str] = field(default_factory=list)
+    # lines that, anywhere in the input, say the entry's own signature lines mean another cause
+    # (NGC's "driver was not detected" banner: the runtime's "insufficient driver" is then no old
+    # driver but none): a signature match of this entry stays a guess beside one of them
+    overruled_by: list[str] = field(default_factory=list)
     detected_by: list[str] = field(default_factory=list)
     applies_to: list[str] = field(default_factory=list)  # subject kinds its Fix fits; [] = any
     symptom: str = ""
@@ -187,6 +191,9 @@ def parse_entry(text: str, path: Path | str = "<text>") -> RunbookEntry:
         hints=_string_list(meta.get("hints"), "hints", path, field_line("hints")),
         ruled_out_by=_string_list(
             meta.get("ruled_out_by"), "ruled_out_by", path, field_line("ruled_out_by")
+        ),
+        overruled_by=_string_list(
+            meta.get("overruled_by"), "overruled_by", path, field_line("overruled_by")
         ),
         detected_by=_string_list(
             meta.get("detected_by"), "detected_by", path, field_line("detected_by")

@@ -26,11 +26,11 @@ from llmdoctor.wiki.fix_params import PARAMETERS, SUBJECT_KINDS, parameters_in, 
 
 KNOWN_KEYS = (
     "id", "title", "severity", "tags", "aliases", "signatures", "hints", "detected_by", "explains",
-    "applies_to", "ruled_out_by", "at_startup",
+    "applies_to", "ruled_out_by", "overruled_by", "at_startup",
 )  # fmt: skip
 LIST_KEYS = (
     "tags", "aliases", "signatures", "hints", "detected_by", "explains", "applies_to",
-    "ruled_out_by",
+    "ruled_out_by", "overruled_by",
 )  # fmt: skip
 REQUIRED_SECTIONS = ("symptom", "cause", "fix")
 ID_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
@@ -236,10 +236,11 @@ def lint_text(
         elif not getattr(entry, name).strip():
             add(entry.section_lines[name], f"section '## {heading}' is empty")
     examples = examples_of(Path(path))
-    for n, pattern in enumerate(entry.ruled_out_by):  # never matched as evidence: compile only
-        why = signature_problem(pattern, "ruled_out_by pattern")
-        if why:
-            add(_signature_line(fm_lines, pattern, n, "ruled_out_by"), why)
+    for key in ("ruled_out_by", "overruled_by"):  # never matched as evidence: compile only
+        for n, pattern in enumerate(getattr(entry, key)):
+            why = signature_problem(pattern, f"{key} pattern")
+            if why:
+                add(_signature_line(fm_lines, pattern, n, key), why)
     for key, kind, patterns in (
         ("signatures", "signature", entry.signatures),
         ("hints", "hint", entry.hints),
