@@ -237,6 +237,12 @@ def test_an_exec_credential_plugin_that_never_answers_is_bounded(tmp_path, monke
 # --- Ctrl-C -----------------------------------------------------------------------------------
 
 
+DEFAULT_SIGINT_EXEC = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 def test_ctrl_c_during_collect_ends_the_window_wait_at_once(tmp_path):
     # --window 60: the second /metrics scrape is a minute away; SIGINT must not wait for it
     scenario = scenario_healthy()
@@ -244,6 +250,10 @@ def test_ctrl_c_during_collect_ends_the_window_wait_at_once(tmp_path):
         env = {**os.environ, "KUBECONFIG": str(running.kubeconfig)}
         argv = [*LLMDOCTOR, "collect", "pod/vllm-7b-7d9f8c6b5-x2kqp", "-n", "serving"]
         argv += ["--window", "60", "-o", str(tmp_path / "bundle")]
+        # Ctrl-C as a terminal sends it: a test run started in the background by a shell without
+        # job control inherits SIGINT ignored, and Python then never raises KeyboardInterrupt;
+        # the command is exec'd with SIGINT's default action back (no preexec_fn: threads run)
+        argv = [sys.executable, "-c", DEFAULT_SIGINT_EXEC, *argv]
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             deadline = time.monotonic() + 60
