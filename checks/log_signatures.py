@@ -16,6 +16,7 @@ from llmdoctor.parsers.torch_oom import RULED_OUT_BY_NUMBERS
 from llmdoctor.parsers.vllm_memory_check import STARTUP_ENTRY, parse_free_memory_check
 from llmdoctor.parsers.xid import not_text_reason, read_for_lines
 from llmdoctor.wiki.cause_graph import CauseGraph
+from llmdoctor.wiki.holding import holding_patterns
 from llmdoctor.wiki.request_log import request_log
 from llmdoctor.wiki.server_phase import retold_at_startup
 from llmdoctor.wiki.signatures import LineMatch, SignatureSet
@@ -186,8 +187,6 @@ def _overruled(entries: dict, hits: dict[str, EntryHits]) -> None:
     """Drop the hits of an entry whose lines another line of the same log says mean another
     cause (its `overruled_by`: NGC's driver banner above the runtime's "insufficient driver"),
     as explain holds it back; the entry that signs that line tells the story."""
-    from llmdoctor.triage.explain import holding_patterns
-
     for entry_id in list(hits):
         patterns = holding_patterns(entries.get(entry_id), "overruled_by")
         if not patterns:

@@ -49,6 +49,7 @@ from llmdoctor.lazy_regex import compiled
 from llmdoctor.triage.cut_traceback import ends_inside_traceback
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
+from llmdoctor.wiki.holding import holding_patterns, unusable_holding_patterns
 from llmdoctor.wiki.links import page_url
 from llmdoctor.wiki.request_log import not_server_output, request_log
 from llmdoctor.wiki.server_phase import (
@@ -62,12 +63,9 @@ from llmdoctor.wiki.server_phase import (
 )
 from llmdoctor.wiki.signatures import (
     BlockKinds,
-    InvalidSignature,
     LineMatch,
     ScanStats,
     SignatureSet,
-    compile_problem,
-    signature_line,
 )
 
 # an access log's error status: what the clients got (Uvicorn's `"POST … HTTP/1.1" 503 Service
@@ -1347,7 +1345,7 @@ def decide(
         salient,
         reading.matched_lines,
         total_matches=len(confident),
-        warnings=[str(w) for w in [*reading.invalid, *unusable_ruled_out(entries)]],
+        warnings=[str(w) for w in [*reading.invalid, *unusable_holding_patterns(entries)]],
         below_threshold=weak[:limit],
         threshold=fusion.confident,
         likely_cause=likely,
@@ -1493,7 +1491,7 @@ def ruled_out_guesses(
     undefined C++ symbol in a compiled extension shares its words with the driver entry, yet no
     driver entry point is a mangled C++ name). A signature match is never held back by it.
     """
-    lines = [e.text for e in reading.salient] + split_log_lines(reading.text or "")
+    lines = _holding_lines(reading)
     for m in ranked:
         if m.how != "search" or m.confidence < fusion.confident:
             continue
@@ -1517,15 +1515,13 @@ def numbers_rule_out(ranked: list[Match], reading: _Reading, fusion: Fusion, ent
         messages = [_numbers_message(reading, e) for e in m.evidence] if told else []
         if told is None or not told(messages):
             continue
-        for other in ranked:  # no longer what explains the OOM
-            other.explained_by = [e for e in other.explained_by if e != m.id]
         checked = any(parse_free_memory_check(t) for t in messages)
         if checked and m.how == "signature" and STARTUP_ENTRY in entries:
             story = _retold(m, STARTUP_ENTRY, ranked, entries, NUMBERS_RETOLD)
             if story in ranked:
                 ranked.remove(story)
             ranked.insert(ranked.index(m), story)
-        m.hold_at(fusion.weak_ceiling)
+        _held_back(m, ranked, fusion)
 
 
 OOM_WRAPPED_WITHIN = 4  # lines above a figure of PyTorch's message where its start may be
@@ -1564,24 +1560,6 @@ def _oom_message(reading: _Reading, evidence: Evidence) -> str:
     return " ".join(t.strip() for t in above) if above else evidence.text
 
 
-_RULED_OUT: dict[tuple[str, ...], list] = {}
-# the front matter's lists of lines that hold an entry back (never evidence for it)
-HOLDING_KEYS = ("ruled_out_by", "overruled_by")
-
-
-def holding_patterns(entry, key: str = "ruled_out_by") -> list:
-    """The entry's `ruled_out_by` (or `overruled_by`) patterns compiled by RE2 (linear time;
-    one that does not compile, or would match every line, is left out and named by
-    `unusable_ruled_out`)."""
-    patterns = tuple(getattr(entry, key, ()) or ())
-    if patterns not in _RULED_OUT:
-        from llmdoctor.wiki.re2_patterns import line_pattern
-
-        usable = [p for p in patterns if isinstance(p, str) and compile_problem(p) is None]
-        _RULED_OUT[patterns] = [line_pattern(p) for p in usable]
-    return _RULED_OUT[patterns]
-
-
 def overruled_signatures(
     ranked: list[Match], reading: _Reading, entries: dict, fusion: Fusion
 ) -> None:
@@ -1596,31 +1574,27 @@ def overruled_signatures(
     ]
     if not held:
         return
-    lines = [e.text for e in reading.salient] + split_log_lines(reading.text or "")
-    lines += [t for h in reading.hits.values() for _, t in (*h.first, *h.last)]
+    lines = _holding_lines(reading)
     for m in held:
         patterns = holding_patterns(entries.get(m.id), "overruled_by")
         if any(p.search(line) for p in patterns for line in lines):
-            m.hold_at(fusion.weak_ceiling)
-            for other in ranked:
-                other.explained_by = [e for e in other.explained_by if e != m.id]
+            _held_back(m, ranked, fusion)
 
 
-def unusable_ruled_out(entries: dict) -> list[InvalidSignature]:
-    """The `ruled_out_by` and `overruled_by` patterns explain leaves out, and why: said with the
-    result, as an unusable signature is, so a team does not rely on a rule that is not applied."""
-    unusable = []
-    for entry in entries.values():
-        for key in HOLDING_KEYS:
-            for pattern in getattr(entry, key, ()) or ():
-                why = compile_problem(pattern) if isinstance(pattern, str) else "it is not text"
-                if why:
-                    path = str(getattr(entry, "path", "") or "")
-                    at = signature_line(path, pattern) if path and isinstance(pattern, str) else 0
-                    unusable.append(
-                        InvalidSignature(entry.id, str(pattern), why, path, at, f"{key} pattern")
-                    )
-    return unusable
+def _holding_lines(reading: _Reading) -> list[str]:
+    """The lines a holding pattern is looked for in: the error lines and the whole input, or on
+    an input too big to read whole, the lines the entries' signatures and hints kept."""
+    if reading.text is not None:
+        return [e.text for e in reading.salient] + split_log_lines(reading.text)
+    kept = [t for h in reading.hits.values() for _, t in (*h.first, *h.last)]
+    return [e.text for e in reading.salient] + kept
+
+
+def _held_back(m: Match, ranked: list[Match], fusion: Fusion) -> None:
+    """A signature match held to a guess: no longer what explains the others."""
+    m.hold_at(fusion.weak_ceiling)
+    for other in ranked:
+        other.explained_by = [e for e in other.explained_by if e != m.id]
 
 
 NAMING_SHARE = 0.1  # a word in the names of more entries than this names none of them

@@ -25,6 +25,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+# the front matter's lists of lines that hold an entry back, never evidence for it
+# (llmdoctor.wiki.holding)
+HOLDING_KEYS = ("ruled_out_by", "overruled_by")
+
 SECTION_ALIASES = {
     "symptom": "symptom",
     "symptoms": "symptom",

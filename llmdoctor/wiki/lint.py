@@ -16,6 +16,7 @@ from pathlib import Path
 
 from llmdoctor.terminal_text import hidden_characters, visible
 from llmdoctor.wiki.entry import (
+    HOLDING_KEYS,
     SEVERITIES,
     EntryError,
     RunbookEntry,
@@ -236,7 +237,7 @@ def lint_text(
         elif not getattr(entry, name).strip():
             add(entry.section_lines[name], f"section '## {heading}' is empty")
     examples = examples_of(Path(path))
-    for key in ("ruled_out_by", "overruled_by"):  # never matched as evidence: compile only
+    for key in HOLDING_KEYS:  # never matched as evidence: compile only
         for n, pattern in enumerate(getattr(entry, key)):
             why = signature_problem(pattern, f"{key} pattern")
             if why:
