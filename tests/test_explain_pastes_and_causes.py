@@ -785,7 +785,10 @@ def test_other_processes_holding_a_cuda_context_each_are_no_memory_taken(entries
 
 def test_a_tokenizer_class_of_transformers_itself_is_an_old_transformers(entries):
     # `Qwen2Tokenizer` ships with transformers 4.37 (rounds 8 and 28): named by a signature, no
-    # remote code to trust; a repository's own class (`QWenTokenizer`) leaves both readings open
+    # remote code to trust; a class only a repository's own code defines (`QWenTokenizer`,
+    # round 31's Baichuan and ChatGLM) is its code not trusted. Even where the arguments show
+    # the flag given: three reports of the corpus and rounds 12 and 28 show it then did not
+    # reach the code that loaded the class (a wrapper, a second loader), so it is not held back
     builtin = (
         "ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently imported.\n"
     )
@@ -794,10 +797,8 @@ def test_a_tokenizer_class_of_transformers_itself_is_an_old_transformers(entries
     custom = (
         "ValueError: Tokenizer class QWenTokenizer does not exist or is not currently imported.\n"
     )
-    result = run_text(custom, entries)
-    ranked = [m.id for m in [*result.matches, *result.below_threshold]][:2]
-    assert sorted(ranked) == ["tokenizer-problem", "trust-remote-code"]
-    assert all(m.how != "signature" for m in result.matches)
+    first = run_text(custom, entries).matches[0]
+    assert first.id == "trust-remote-code" and first.how == "signature"
 
 
 def test_a_container_oom_that_lists_its_own_process_is_no_memory_taken(entries):
@@ -896,3 +897,39 @@ def test_a_tgi_oom_after_its_router_connected_is_no_start_up(entries):
         "Error: ShardCannotStart\n"
     )
     assert run_text(text, entries).matches[0].id == "cuda-oom-runtime"
+
+
+def test_a_rank_killed_explains_the_nccl_errors_of_the_ranks_left(entries):
+    # the OOM killer ends one tensor-parallel worker; the other ranks' NCCL calls then fail
+    # (`Attempt to use communicator…`, `remote process exited`): the kill leads, nccl-failure is
+    # its consequence (round 31's hostile pass: nccl-failure led)
+    paste = (
+        "[Mon Jul 21 10:40:01 2026] Out of memory: Killed process 312 (VLLM::Worker_TP) "
+        "total-vm:120234556kB, anon-rss:98234560kB, file-rss:0kB, shmem-rss:1024kB, UID:0 "
+        "pgtables:223456kB oom_score_adj:0\n"
+        "(VllmWorker TP0 pid=311) node-3:311:411 [0] init.cc:430 NCCL WARN Attempt to use "
+        "communicator before the previous operation returned ncclSuccess\n"
+        "(VllmWorker TP0 pid=311) ERROR 07-21 10:40:05 [multiproc_executor.py:540] RuntimeError: "
+        "NCCL error: remote process exited or there was a network error, NCCL version 2.21.5\n"
+    )
+    matches = run_text(paste, entries).matches
+    assert matches[0].id == "host-oom-killer", [m.id for m in matches]
+    nccl = next(m for m in matches if m.id == "nccl-failure")
+    assert "host-oom-killer" in nccl.explained_by
+
+
+def test_nccl_teardown_after_a_stop_from_outside_is_no_failure_of_its_own(entries):
+    # workers tearing their communicators down after vLLM was told to stop: the stop explains
+    # the NCCL warnings, and a warning is the most it is (round 31's hostile pass: critical)
+    paste = (
+        "(APIServer pid=1) INFO 07-21 11:00:00 [launcher.py:99] [shutdown] API server: "
+        "shutdown triggered\n"
+        "(APIServer pid=1) INFO:     Shutting down\n"
+        "(VllmWorker TP0 pid=311) node-3:311:411 [0] init.cc:430 NCCL WARN Attempt to use "
+        "communicator before the previous operation returned ncclSuccess\n"
+        "(APIServer pid=1) INFO:     Finished server process [1]\n"
+    )
+    result = run_text(paste, entries)
+    ids = [m.id for m in result.matches]
+    assert ids[0] == "server-stopped-by-signal", ids
+    assert all(m.severity != "critical" for m in result.matches), result.matches

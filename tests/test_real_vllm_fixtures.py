@@ -1032,3 +1032,48 @@ def test_a_failure_of_its_own_during_the_drain_stays_critical(tmp_path, capsys):
     code, named = explained(capsys, log)
     assert list(named)[:1] == ["cuda-oom-runtime"] and code == 2, named
     assert named["engine-dead"]["severity"] == "critical", named
+
+
+def test_a_silent_death_too_far_into_a_big_log_is_said_unchecked(tmp_path, capsys):
+    # over CLEAN_BYTES the input is read as a stream: the worker's own lines are not kept, so
+    # whether it died without a word is not read; the report says so rather than staying silent
+    from llmdoctor.triage.explain import CLEAN_BYTES
+
+    lines = lines_of("startup-worker-killed")
+    filler = '(APIServer pid=1) INFO:     10.0.0.7:40112 - "GET /health HTTP/1.1" 200 OK\n'
+    log = tmp_path / "big.log"
+    with log.open("w", encoding="utf-8") as out:
+        out.write(filler * (CLEAN_BYTES // len(filler) + 1000))
+        out.write("\n".join(lines) + "\n")
+    _, result = run_json(capsys, "explain", str(log))
+    assert result["read_whole"] is False
+    assert all("died_silently" not in m for m in result["matches"]), result["matches"]
+    [unchecked] = result["unchecked"]
+    assert unchecked.startswith("whether a worker vLLM says is gone in start-up (line "), unchecked
+    text = cli_text(capsys, "explain", str(log))
+    assert "Not checked: whether a worker vLLM says is gone in start-up (line" in text
+    assert "over 8 MB, read as a stream" in text
+    # said of the input, whatever --limit shows
+    assert "Not checked: whether a worker" in cli_text(capsys, "explain", "--limit", "1", str(log))
+
+
+def test_a_big_log_whose_worker_raised_first_leaves_nothing_unchecked(tmp_path, capsys):
+    # the worker's own OOM is kept (a signature's line) before vLLM's line: that is the cause,
+    # as in an input read whole, and no silent death is left to check (round 31's hostile pass)
+    from llmdoctor.triage.explain import CLEAN_BYTES
+
+    lines = lines_of("startup-worker-killed")
+    said = next(n for n, line in enumerate(lines) if "WorkerProc initialization failed" in line)
+    oom = (
+        "(Worker pid=25661) ERROR 12-06 09:53:18 [multiproc_executor.py:953] "
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.19 GiB of which 1.12 GiB is free."
+    )
+    filler = '(APIServer pid=1) INFO:     10.0.0.7:40112 - "GET /health HTTP/1.1" 200 OK\n'
+    log = tmp_path / "big.log"
+    with log.open("w", encoding="utf-8") as out:
+        out.write(filler * (CLEAN_BYTES // len(filler) + 1000))
+        out.write("\n".join([*lines[: said - 3], oom, *lines[said - 3 :]]) + "\n")
+    _, result = run_json(capsys, "explain", str(log))
+    assert result["unchecked"] == []
+    assert result["matches"][0]["id"] == "cuda-oom-runtime", result["matches"]

@@ -188,6 +188,7 @@ def render(result, console) -> None:
                 console.print(
                     f"[dim]If something is wrong all the same, these share its words: {guesses}[/]"
                 )
+        _render_unchecked(result, console, escape)
         return
     if result.how == "search":
         named = (
@@ -325,6 +326,13 @@ def render(result, console) -> None:
     if result.cut_traceback:
         console.print()
         _render_cut_traceback(result, console, escape)
+    _render_unchecked(result, console, escape)
+
+
+def _render_unchecked(result, console, escape) -> None:
+    """What the reading could not check (`Match.unchecked`), said rather than left out."""
+    for said in result.unchecked:
+        console.print(f"[dim]Not checked: {escape(said)}[/]", soft_wrap=True)
 
 
 def _render_cut_traceback(result, console, escape) -> None:

@@ -420,6 +420,9 @@ class Match:
     # the last line of a worker that died in start-up without an error of its own, the engine
     # saying only that it failed to start (`_died_without_a_word`): killed, or a native crash
     died_silently: SilentDeath | None = None
+    # what this match's reading could not check, said beside it (an input too big to read
+    # whole: whether the process vLLM says is gone in start-up died without a word)
+    unchecked: str = ""
 
     def hold_at(self, ceiling: float) -> None:
         """At most `ceiling` sure (below CONFIDENT: a guess), its score with it."""
@@ -521,6 +524,8 @@ class Explanation:
     # the header of a traceback the input stops inside (its exception, the error itself, was not
     # in what was read: a paste cut short), from an input read whole
     cut_traceback: Evidence | None = None
+    # what the reading could not check (`Match.unchecked`), once each
+    unchecked: list[str] = field(default_factory=list)
 
     @property
     def warnings_only(self) -> bool:
@@ -554,6 +559,7 @@ class Explanation:
             "below_threshold": [
                 {"id": m.id, "confidence": m.confidence, "how": m.how} for m in self.below_threshold
             ],
+            "unchecked": self.unchecked,
         }
 
 
@@ -1359,6 +1365,8 @@ def decide(
         read_whole=reading.text is not None,
         unexplained=_unexplained(reading.salient, confident),
         cut_traceback=gathered.cut_traceback,
+        # said of the input whatever --limit shows
+        unchecked=list(dict.fromkeys(m.unchecked for m in ranked if m.unchecked)),
     )
 
 
@@ -2106,6 +2114,7 @@ def fuse(
         coverage, place, found, few = text.get(entry_id, (0.0, 0.0, 0.0, 0.0))
         h = hits.get(entry_id)
         killed_loading = died_silently = None
+        unchecked = ""
         if h is not None and h.strong:
             specific = min(h.weight, SPECIFIC_CHARS) / SPECIFIC_CHARS
             confidence = (
@@ -2144,6 +2153,8 @@ def fuse(
                     )
                     lifted = died_silently is not None
                     hint = f.killed_loading if lifted else hint
+                elif entry_id == SILENT_DEATH_ENTRY and h.on_error_line and reading.text is None:
+                    unchecked = _gone_unread(reading, h)
                 ceiling = 1.0 if lifted else f.weak_ceiling
                 confidence = min(confidence + hint, ceiling)
             severity = _at_most_warning(entry.severity)
@@ -2162,6 +2173,7 @@ def fuse(
                 path=getattr(entry, "path", ""),
                 killed_loading=killed_loading,
                 died_silently=died_silently,
+                unchecked=unchecked,
             )
         )
     graph = graph or CauseGraph.from_entries(entries)
@@ -2218,6 +2230,23 @@ def _gone_in_start_up(
     return [(g, failed) for g, failed in found if failed]
 
 
+def _gone_unread(reading: _Reading, h: _Hits) -> str:
+    """What an input too big to read whole leaves unchecked when the hint read vLLM's line that
+    a process is gone in start-up: whether it died without a word (its own lines are not kept).
+    Nothing when a line an entry's signature matched comes before it: that is the cause, as
+    `_died_without_a_word` reads it in an input read whole."""
+    signed = _signed_lines(reading)
+    for number, text in (*h.first, *h.last):
+        for gone in GONE_IN_START_UP:
+            if gone.said.search(text) and not any(n < number for n in signed):
+                return (
+                    f"whether {gone.who} vLLM says is gone in start-up (line {number}) died "
+                    f"without a word: the input is over {CLEAN_BYTES // 2**20} MB, read as a "
+                    "stream"
+                )
+    return ""
+
+
 def _died_without_a_word(
     reading: _Reading, gone: GoneInStartUp, failed: list[tuple[int, str]]
 ) -> SilentDeath | None:
@@ -2228,13 +2257,7 @@ def _died_without_a_word(
     entry's signature matched, before it; a life begins at LIFE_START): it died without a word,
     killed or crashed below Python. Only each pod's last such line is read: its latest start,
     an earlier one that died silently is history once a later one raised."""
-    signed = {
-        n
-        for hits in reading.hits.values()
-        if hits.strong
-        for n, _ in (*hits.first, *hits.last)
-        if n not in hits.hinted
-    }
+    signed = _signed_lines(reading)
     latest: dict[str, tuple[int, str]] = {}
     for number, text in failed:
         latest[_pod(text)] = (number, text)
@@ -2250,6 +2273,17 @@ def _died_without_a_word(
         if last is not None:
             return SilentDeath(last, Evidence(number, text[:MAX_TEXT]), gone.who)
     return None
+
+
+def _signed_lines(reading: _Reading) -> set[int]:
+    """The kept lines an entry's signature (not a hint) matched."""
+    return {
+        n
+        for hits in reading.hits.values()
+        if hits.strong
+        for n, _ in (*hits.first, *hits.last)
+        if n not in hits.hinted
+    }
 
 
 def _last_words(life: list[tuple[int, str]], said: int, gone: GoneInStartUp) -> Evidence | None:
