@@ -1034,17 +1034,22 @@ def test_a_failure_of_its_own_during_the_drain_stays_critical(tmp_path, capsys):
     assert named["engine-dead"]["severity"] == "critical", named
 
 
-def test_a_silent_death_too_far_into_a_big_log_is_said_unchecked(tmp_path, capsys):
-    # over CLEAN_BYTES the input is read as a stream: the worker's own lines are not kept, so
-    # whether it died without a word is not read; the report says so rather than staying silent
+def _after_8_mb_of_health_checks(tmp_path, lines: list[str]):
+    """A log too big to read whole (over CLEAN_BYTES of access lines), `lines` at its end."""
     from llmdoctor.triage.explain import CLEAN_BYTES
 
-    lines = lines_of("startup-worker-killed")
     filler = '(APIServer pid=1) INFO:     10.0.0.7:40112 - "GET /health HTTP/1.1" 200 OK\n'
     log = tmp_path / "big.log"
     with log.open("w", encoding="utf-8") as out:
         out.write(filler * (CLEAN_BYTES // len(filler) + 1000))
         out.write("\n".join(lines) + "\n")
+    return log
+
+
+def test_a_silent_death_too_far_into_a_big_log_is_said_unchecked(tmp_path, capsys):
+    # over CLEAN_BYTES the input is read as a stream: the worker's own lines are not kept, so
+    # whether it died without a word is not read; the report says so rather than staying silent
+    log = _after_8_mb_of_health_checks(tmp_path, lines_of("startup-worker-killed"))
     _, result = run_json(capsys, "explain", str(log))
     assert result["read_whole"] is False
     assert all("died_silently" not in m for m in result["matches"]), result["matches"]
@@ -1060,8 +1065,6 @@ def test_a_silent_death_too_far_into_a_big_log_is_said_unchecked(tmp_path, capsy
 def test_a_big_log_whose_worker_raised_first_leaves_nothing_unchecked(tmp_path, capsys):
     # the worker's own OOM is kept (a signature's line) before vLLM's line: that is the cause,
     # as in an input read whole, and no silent death is left to check (round 31's hostile pass)
-    from llmdoctor.triage.explain import CLEAN_BYTES
-
     lines = lines_of("startup-worker-killed")
     said = next(n for n, line in enumerate(lines) if "WorkerProc initialization failed" in line)
     oom = (
@@ -1069,11 +1072,7 @@ def test_a_big_log_whose_worker_raised_first_leaves_nothing_unchecked(tmp_path, 
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
         "total capacity of 79.19 GiB of which 1.12 GiB is free."
     )
-    filler = '(APIServer pid=1) INFO:     10.0.0.7:40112 - "GET /health HTTP/1.1" 200 OK\n'
-    log = tmp_path / "big.log"
-    with log.open("w", encoding="utf-8") as out:
-        out.write(filler * (CLEAN_BYTES // len(filler) + 1000))
-        out.write("\n".join([*lines[: said - 3], oom, *lines[said - 3 :]]) + "\n")
+    log = _after_8_mb_of_health_checks(tmp_path, [*lines[: said - 3], oom, *lines[said - 3 :]])
     _, result = run_json(capsys, "explain", str(log))
     assert result["unchecked"] == []
     assert result["matches"][0]["id"] == "cuda-oom-runtime", result["matches"]

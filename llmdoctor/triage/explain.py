@@ -420,8 +420,9 @@ class Match:
     # the last line of a worker that died in start-up without an error of its own, the engine
     # saying only that it failed to start (`_died_without_a_word`): killed, or a native crash
     died_silently: SilentDeath | None = None
-    # what this match's reading could not check, said beside it (an input too big to read
-    # whole: whether the process vLLM says is gone in start-up died without a word)
+    # what this match's reading could not check, said once at the report's end
+    # (`Explanation.unchecked`; an input too big to read whole: whether the process vLLM says is
+    # gone in start-up died without a word)
     unchecked: str = ""
 
     def hold_at(self, ceiling: float) -> None:
