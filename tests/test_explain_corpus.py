@@ -882,3 +882,26 @@ def test_fresh_round32_is_held_where_it_was_tuned():
         abstained=0.727,
         most_wrong=1,
     )
+
+
+# Round 33 (issue 26 §5): 40 excerpts (19 covered failures, 12 healthy, 9 uncovered), four
+# collectors gathering after round 32 was tuned on and committed (SOURCES-round33.md):
+# multi-node and distributed serving, quantized models, operations around a server (gateways,
+# autoscaling, load tests), forums and community trackers. Measured once on main as committed:
+# top-1 94.7 %, top-3 94.7 % (wiki search 89.5 / 94.7 %), confident and right 89.5 % (17 of 19),
+# none confident and wrong, precision 94.4 % (one alarm: a healthy V1 stats line with the KV
+# cache at 99.3 % and nothing waiting read as kv-cache-preemption), 9 of 9 uncovered abstained.
+# Then tuned on: a full KV cache is this entry's only with requests waiting (as the salient
+# pattern and the alert rule already said), Triton 3.4+'s `raise_(OutOfResources(...))` frame:
+# confident and right 94.7 % (18 of 19), precision 100 %. A fabric manager read from a
+# segfault backtrace in `ncclGroupEnd` alone stays unnamed.
+def test_fresh_round33_is_held_where_it_was_tuned():
+    assert_held(
+        fresh_round(33),
+        top1=0.946,
+        top3=0.946,
+        confident=0.946,
+        precision=0.999,
+        abstained=1.0,
+        most_wrong=0,
+    )

@@ -899,11 +899,12 @@ def test_a_tgi_oom_after_its_router_connected_is_no_start_up(entries):
     assert run_text(text, entries).matches[0].id == "cuda-oom-runtime"
 
 
-def test_a_rank_killed_explains_the_nccl_errors_of_the_ranks_left(entries):
-    # the OOM killer ends one tensor-parallel worker; the other ranks' NCCL calls then fail
-    # (`Attempt to use communicator…`, `remote process exited`): the kill leads, nccl-failure is
-    # its consequence (round 31's hostile pass: nccl-failure led)
-    paste = (
+# a tensor-parallel rank lost; the other ranks' NCCL calls then fail or wait until the watchdog:
+# the loss leads, nccl-failure is its consequence (the hostile passes of rounds 31 and 33:
+# nccl-failure led, its fix NCCL_DEBUG and /dev/shm)
+RANK_LOST_THEN_NCCL = {
+    # the OOM killer ends one worker (`Attempt to use communicator…`, `remote process exited`)
+    "host-oom-killer": (
         "[Mon Jul 21 10:40:01 2026] Out of memory: Killed process 312 (VLLM::Worker_TP) "
         "total-vm:120234556kB, anon-rss:98234560kB, file-rss:0kB, shmem-rss:1024kB, UID:0 "
         "pgtables:223456kB oom_score_adj:0\n"
@@ -911,11 +912,40 @@ def test_a_rank_killed_explains_the_nccl_errors_of_the_ranks_left(entries):
         "communicator before the previous operation returned ncclSuccess\n"
         "(VllmWorker TP0 pid=311) ERROR 07-21 10:40:05 [multiproc_executor.py:540] RuntimeError: "
         "NCCL error: remote process exited or there was a network error, NCCL version 2.21.5\n"
-    )
-    matches = run_text(paste, entries).matches
-    assert matches[0].id == "host-oom-killer", [m.id for m in matches]
+    ),
+    # one rank raises CUDA OOM; rank 0 waits in its all-reduce until the watchdog, 600 s on
+    "cuda-oom-runtime": (
+        "(VllmWorker rank=1 pid=317) ERROR 05-14 03:00:02 [multiproc_executor.py:527] "
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 1 has a "
+        "total capacity of 79.19 GiB of which 1.02 GiB is free.\n"
+        "(VllmWorker rank=0 pid=316) [rank0]:[E514 03:10:02.612000 316 ProcessGroupNCCL.cpp:632] "
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4821, "
+        "OpType=ALLREDUCE, NumelIn=8192, NumelOut=8192, Timeout(ms)=600000) ran for 600034 "
+        "milliseconds before timing out.\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("cause", sorted(RANK_LOST_THEN_NCCL))
+def test_a_rank_lost_explains_the_nccl_errors_of_the_ranks_left(cause, entries):
+    matches = run_text(RANK_LOST_THEN_NCCL[cause], entries).matches
+    assert matches[0].id == cause, [m.id for m in matches]
     nccl = next(m for m in matches if m.id == "nccl-failure")
-    assert "host-oom-killer" in nccl.explained_by
+    assert nccl.explained_by == [cause]
+
+
+def test_a_pod_ready_now_holds_its_old_readiness_failures_back(entries):
+    # `kubectl describe` of a pod whose Conditions say Ready True, its events still holding a
+    # probe refused while it started (spliced from two real outputs, SOURCES.md beside it):
+    # "Running but not Ready" would contradict the paste; nothing is said healthy or critical
+    path = RUNBOOK_FIXTURES / "pod-not-ready" / "describe-ready-now-after-refused-probe-spliced.txt"
+    result = runner.invoke(app, ["explain", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "No entry explains" in result.output
+    assert "State:" not in result.output  # a container Running is no error line
+    assert result.output.count("Readiness probe failed") == 1  # its event line, shown once
+    done = runner.invoke(app, ["explain", "--json", str(path)])
+    assert not [m for m in json.loads(done.output)["matches"] if m["confidence"] >= 0.3]
 
 
 def test_nccl_teardown_after_a_stop_from_outside_is_no_failure_of_its_own(entries):

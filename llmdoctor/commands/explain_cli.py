@@ -351,8 +351,10 @@ SHOWN_ERROR_LINES = 10
 
 
 def _shown_error_lines(salient: list) -> list:
-    """The error lines shown: all of a few; else the first one kept (the earliest is most often
-    the cause), a gap (None), and the last ones."""
+    """The error lines shown, one per input line (a pasted event's line is also kept as its
+    message alone, for the search): all of a few; else the first one kept (the earliest is
+    most often the cause), a gap (None), and the last ones."""
+    salient = list({e.line: e for e in reversed(salient)}.values())[::-1]
     if len(salient) <= SHOWN_ERROR_LINES:
         return list(salient)
     return [salient[0], None, *salient[-(SHOWN_ERROR_LINES - 1) :]]

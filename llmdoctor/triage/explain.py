@@ -117,7 +117,7 @@ SALIENT_PATTERNS = (
     r"exited with",
     r"[Ss]ignal [0-9]+",
     r"SIG(KILL|SEGV|TERM|BUS|ABRT|ILL|FPE)",
-    r"(Reason|State): +[A-Z][A-Za-z]+",
+    r"Reason: +[A-Z][A-Za-z]+|State: +(Waiting|Terminated)",  # a container Running is no error
     r"[Ee]xpired",
     r"[Cc]rash",
     r"[Aa]borted",
@@ -2239,7 +2239,7 @@ def _gone_unread(reading: _Reading, h: _Hits) -> str:
     signed = _signed_lines(reading)
     for number, text in (*h.first, *h.last):
         for gone in GONE_IN_START_UP:
-            if gone.said.search(text) and not any(n < number for n in signed):
+            if gone.said.search(text) and not _signed_before(signed, number):
                 return (
                     f"whether {gone.who} vLLM says is gone in start-up (line {number}) died "
                     f"without a word: the input is over {CLEAN_BYTES // 2**20} MB, read as a "
@@ -2268,7 +2268,7 @@ def _died_without_a_word(
         began = max((n for n in lives if n <= number), default=0)
         ended = min((n for n in lives if n > number), default=None)
         life = [(n, t) for n, t in lines if n >= began and (ended is None or n < ended)]
-        if any(n in signed for n, _ in life if n < number):
+        if _signed_before(signed, number, within={n for n, _ in life}):
             continue  # a line an entry names came first: that is the cause
         last = _last_words(life, number, gone)
         if last is not None:
@@ -2285,6 +2285,13 @@ def _signed_lines(reading: _Reading) -> set[int]:
         for n, _ in (*hits.first, *hits.last)
         if n not in hits.hinted
     }
+
+
+def _signed_before(signed: set[int], number: int, within: set[int] | None = None) -> bool:
+    """Whether a line an entry's signature matched (`_signed_lines`) comes before line `number`,
+    among `within` where given (one pod's lines in one life of its server): that line is then
+    the cause of a process gone in start-up, not a silent death."""
+    return any(n < number and (within is None or n in within) for n in signed)
 
 
 def _last_words(life: list[tuple[int, str]], said: int, gone: GoneInStartUp) -> Evidence | None:
