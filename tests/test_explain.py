@@ -150,7 +150,8 @@ def test_a_long_stream_is_scanned_as_it_comes_with_the_same_answer(entries, tmp_
 
 
 def test_cli_json_contract_best_first_with_lines(tmp_path):
-    # {"matches": [{"id", "title", "score", "evidence": [{"line", "text"}]}]}, best first.
+    # {"matches": [{"id", "title", "score", "evidence": [{"line", "text"}]}]}, best first. Two
+    # real logs written months apart (vLLM's clock: 09-14 and 05-04): neither explains the other
     log = tmp_path / "crash.log"
     log.write_text(
         corpus_text(
@@ -161,17 +162,16 @@ def test_cli_json_contract_best_first_with_lines(tmp_path):
     result = runner.invoke(app, ["explain", str(log), "--json"])
     assert result.exit_code == 2, result.output
     doc = json.loads(result.output)
-    first = doc["matches"][0]
-    assert first["id"] == "illegal-memory-access"
-    assert set(first) >= {"id", "title", "score", "evidence"}
-    assert first["evidence"][0] == {
+    assert all(set(m) >= {"id", "title", "score", "evidence"} for m in doc["matches"])
+    scores = [m["score"] for m in doc["matches"]]
+    assert scores == sorted(scores, reverse=True) and scores[0] > 0
+    found = {m["id"]: m for m in doc["matches"]}
+    assert found["illegal-memory-access"]["evidence"][0] == {
         "line": 2,
         "text": "(VllmWorker TP1 pid=409) ERROR 09-14 03:15:31 [multiproc_executor.py:596] "
         "RuntimeError: CUDA error: an illegal memory access was encountered",
     }
-    scores = [m["score"] for m in doc["matches"]]
-    assert doc["matches"][1]["explained_by"] == ["illegal-memory-access"]
-    assert scores[0] >= 0
+    assert found["engine-dead"]["explained_by"] == []
 
 
 def test_cli_terminal_shows_lines_and_fix(tmp_path):

@@ -934,6 +934,55 @@ def test_a_rank_lost_explains_the_nccl_errors_of_the_ranks_left(cause, entries):
     assert nccl.explained_by == [cause]
 
 
+def test_an_xid_on_another_gpu_explains_nothing_of_this_one(entries):
+    # an MMU fault's Xid 13 on GPU cb:00 and an ECC Xid 48 on GPU 8a:00 (real lines of two
+    # reports): xid-ecc-memory explains illegal-memory-access only on the same GPU (the third
+    # hostile pass: "explained by" an ECC error of another GPU)
+    paste = (
+        "[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', "
+        "name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction "
+        "Parameter\n"
+        "[Mon Oct 29 12:07:39 2018] NVRM: Xid (PCI:0000:8a:00): 48, An uncorrectable double bit "
+        "error (DBE) has been detected on GPU in the framebuffer at partition 4, subpartition 1.\n"
+    )
+    matches = {m.id: m for m in run_text(paste, entries).matches}
+    assert {"xid-ecc-memory", "illegal-memory-access"} <= set(matches)
+    assert matches["illegal-memory-access"].explained_by == []
+
+
+def test_a_cause_written_well_after_its_effect_explains_nothing_of_it(entries):
+    # vLLM's lines, one clock: the engine died at 10:30, an NCCL error came ten minutes later
+    # (the times of two real lines set so): the NCCL error is no cause of that death; one
+    # written before it is
+    dead = "ERROR 07-21 10:30:00 [core.py:400] EngineCore encountered a fatal error.\n"
+    nccl = (
+        "(VllmWorker TP0 pid=311) ERROR 07-21 10:{} [multiproc_executor.py:540] RuntimeError: "
+        "NCCL error: remote process exited or there was a network error, NCCL version 2.21.5\n"
+    )
+    after = {m.id: m for m in run_text(dead + nccl.format("40:05"), entries).matches}
+    assert after["engine-dead"].explained_by == []
+    before = {m.id: m for m in run_text(nccl.format("29:58") + dead, entries).matches}
+    assert before["engine-dead"].explained_by == ["nccl-failure"]
+
+
+@pytest.mark.parametrize(
+    "text,form",
+    [
+        ("2025-12-06T10:00:09.000000Z  INFO shard-manager: text_generation_launcher: x", "iso"),
+        ("[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>'", "ctime"),
+        ("[rank0]:[E514 03:10:02.612000 316 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog", "glog"),
+        ("ERROR 07-21 10:30:00 [core.py:400] EngineCore encountered a fatal error.", "vllm"),
+        ("Nov 29 11:28:11 zeus kernel: NVRM: Xid (PCI:0000:c1:00): 31, pid=12890", "syslog"),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.", None),
+    ],
+)
+def test_the_time_a_line_starts_with_is_read_in_its_own_form(text, form):
+    from llmdoctor.triage.line_time import line_time
+
+    found = line_time(text)
+    assert (found[0] if found else None) == form
+
+
 def test_a_pod_ready_now_holds_its_old_readiness_failures_back(entries):
     # `kubectl describe` of a pod whose Conditions say Ready True, its events still holding a
     # probe refused while it started (spliced from two real outputs, SOURCES.md beside it):

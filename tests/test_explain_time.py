@@ -120,6 +120,9 @@ def test_the_terminal_says_it_ended_and_quotes_the_line_that_shows_it(entries, t
     assert killed["id"] == "vllm-worker-killed" and killed["severity"] == "critical"
     assert "Avg generation throughput" in killed["resumed"]["first"]["text"]
     assert result["read_whole"] is True
+    # what the terminal labels each, for an alert that should not page on what ended
+    shown = {m["id"]: m["shown_as"] for m in result["matches"]}
+    assert shown["vllm-worker-killed"] == shown["engine-dead"] == "ended"
 
 
 def test_a_log_too_big_to_read_whole_ends_an_outage_by_its_last_stats_lines(

@@ -194,7 +194,7 @@ def render(result, console) -> None:
         named = (
             "what its lines show names the first entry, as a warning (the others: the text "
             "that best fits its error lines, MAYBE)"
-            if _named_by_its_lines(result.matches[0])
+            if result.matches[0].named_by_its_lines
             else "the entries whose text best fits its error lines (MAYBE)"
         )
         console.print(f"[bold]No signature matched[/] {escape(result.source)}; {named}:")
@@ -228,10 +228,9 @@ def render(result, console) -> None:
     hinted = likely.entry_id if likely is not None and likely.named_first else None
     for n, m in enumerate(result.matches, 1):
         console.print()
-        style = STYLE.get(m.severity, "bold")
-        label = m.severity.upper() if m.how == "signature" or _named_by_its_lines(m) else "MAYBE"
-        if m.resumed is not None:  # it happened, and the engine generated again after it
-            style, label = STYLE["warning"], "ENDED"
+        label = m.shown_as.upper()
+        # ENDED: it happened, and the engine generated again after it
+        style = STYLE["warning"] if label == "ENDED" else STYLE.get(m.severity, "bold")
         why = f"confidence {m.confidence:.2f}"
         if m.id == hinted:
             # ranked first by the likely cause's line, not by a confidence of its own
@@ -393,12 +392,6 @@ def _render_fix(m, console, escape) -> None:
         console.print(f"   [cyan]{label}[/]{escape(fix)}", soft_wrap=True)
     more = f"more (steps {m.fix_left_out})" if m.fix_left_out else "more"
     console.print(f"   [dim]{more}: llmdoctor wiki show {escape(m.id)}[/]")
-
-
-def _named_by_its_lines(m) -> bool:
-    """Whether a rule over the input's lines named the match (a kill as a process loaded, a
-    worker that died without a word), not its words alone."""
-    return m.killed_loading is not None or m.died_silently is not None
 
 
 def _cut(text: str) -> str:

@@ -46,7 +46,9 @@ from typing import Any, BinaryIO
 
 from llmdoctor.engine.textsource import TextSource, split_log_lines
 from llmdoctor.lazy_regex import compiled
+from llmdoctor.parsers.xid import parse_xid_line
 from llmdoctor.triage.cut_traceback import ends_inside_traceback
+from llmdoctor.triage.line_time import written_after
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.holding import holding_patterns, unusable_holding_patterns
@@ -430,6 +432,20 @@ class Match:
         self.confidence = min(self.confidence, ceiling)
         self.score = round(100 * self.confidence, 1)
 
+    @property
+    def shown_as(self) -> str:
+        """How the report labels it: `ended` (the engine generated again after it: in the log's
+        past), `maybe` (named by the input's words alone), else its severity."""
+        if self.resumed is not None:
+            return "ended"
+        return self.severity if self.how == "signature" or self.named_by_its_lines else "maybe"
+
+    @property
+    def named_by_its_lines(self) -> bool:
+        """Whether a rule over the input's lines named it (a kill as a process loaded, a worker
+        that died without a word), not its words alone."""
+        return self.killed_loading is not None or self.died_silently is not None
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "id": self.id,
@@ -437,6 +453,7 @@ class Match:
             "score": self.score,
             "confidence": self.confidence,
             "severity": self.severity,
+            "shown_as": self.shown_as,
             "how": self.how,
             "count": self.count,
             "evidence": [e.to_json() for e in self.evidence],
@@ -2354,7 +2371,13 @@ def _causes_first(matches: list[Match], graph: CauseGraph) -> None:
     """
     signed = {m.id: m for m in matches if m.how == "signature"}
     causes = {
-        effect: sorted(c for c in signed if c != effect and effect in graph.effects(c))
+        effect: sorted(
+            c
+            for c in signed
+            if c != effect
+            and effect in graph.effects(c)
+            and _could_explain(signed[c], signed[effect])
+        )
         for effect in signed
     }
     for m in signed.values():
@@ -2374,6 +2397,27 @@ def _causes_first(matches: list[Match], graph: CauseGraph) -> None:
 
     for entry_id in sorted(signed):
         signed[entry_id].confidence = round(max(capped(entry_id, frozenset()), 0.0), 3)
+
+
+# seconds a cause's first line may follow its effect's last (clocks, a log's buffering)
+CAUSE_AFTER_MARGIN = 60
+
+
+def _could_explain(cause: Match, effect: Match) -> bool:
+    """Whether `cause`'s lines can be what `effect`'s followed from: not where all of them were
+    written well after the effect's last line (a clock both show in one form,
+    `triage.line_time`), nor where both are Xid lines and no GPU is in both (an ECC error on one
+    GPU explains nothing of an MMU fault on another)."""
+    cause_lines = [e.text for e in cause.evidence]
+    effect_lines = [e.text for e in effect.evidence]
+    if written_after(cause_lines, effect_lines, CAUSE_AFTER_MARGIN):
+        return False
+    cause_gpus = [parse_xid_line(t) for t in cause_lines]
+    effect_gpus = [parse_xid_line(t) for t in effect_lines]
+    events = [*cause_gpus, *effect_gpus]
+    if cause_gpus and effect_gpus and all(e is not None and e.pci for e in events):
+        return bool({e.pci for e in cause_gpus} & {e.pci for e in effect_gpus})
+    return True
 
 
 def _killed_before_its_consequences(matches: list[Match], graph: CauseGraph) -> None:
