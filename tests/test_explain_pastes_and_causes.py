@@ -968,7 +968,8 @@ def test_a_cause_written_well_after_its_effect_explains_nothing_of_it(entries):
 @pytest.mark.parametrize(
     "text,form",
     [
-        ("2025-12-06T10:00:09.000000Z  INFO shard-manager: text_generation_launcher: x", "iso"),
+        ("2025-12-06T10:00:09.000000Z  INFO shard-manager: text_generation_launcher: x", "iso-utc"),
+        ("2023-07-01 16:41:05,669 - ERROR: Exception occurred during H2O LLM Studio run:", "iso"),
         ("[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>'", "ctime"),
         ("[rank0]:[E514 03:10:02.612000 316 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog", "glog"),
         ("ERROR 07-21 10:30:00 [core.py:400] EngineCore encountered a fatal error.", "vllm"),
@@ -981,6 +982,14 @@ def test_the_time_a_line_starts_with_is_read_in_its_own_form(text, form):
 
     found = line_time(text)
     assert (found[0] if found else None) == form
+
+
+def test_a_time_that_says_its_zone_is_compared_in_utc():
+    from llmdoctor.triage.line_time import line_time
+
+    utc = line_time("2024-05-14T03:00:05.123Z ERROR x")
+    assert utc == line_time("2024-05-14T11:00:05+08:00 ERROR x")
+    assert line_time("2024-05-14 03:00:05 ERROR x")[0] != utc[0]  # no zone: never compared
 
 
 def test_a_pod_ready_now_holds_its_old_readiness_failures_back(entries):

@@ -20,8 +20,14 @@ PREFIX = 120  # characters of a line its time is looked for in (not a time in it
 # (form, pattern); the first that matches a line's prefix gives its time. ISO before vLLM's form,
 # whose `05-14 03:00:05` an ISO `2024-05-14 03:00:05` also holds
 _FORMS = (
-    # ISO 8601 (kubectl --timestamps, TGI, Ray, most JSON loggers), with or without the `T`
-    ("iso", re.compile(r"\b(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)")),
+    # ISO 8601 (kubectl --timestamps, TGI, Ray, most JSON loggers), with or without the `T`; one
+    # that says its zone (`Z`, `+08:00`) is another form than one that does not
+    (
+        "iso",
+        re.compile(
+            r"\b(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,]\d+)?(Z|[+-]\d\d:?\d\d)?"
+        ),
+    ),
     # `dmesg -T`, and any C `ctime()`: `Tue May 14 03:41:11 2024`
     (
         "ctime",
@@ -45,8 +51,15 @@ def line_time(text: str) -> tuple[str, int] | None:
         m = pattern.search(head)
         if m is None:
             continue
+        east = 0  # seconds the clock is ahead of UTC, where the line says
         if form == "iso":
-            year, month, day, h, mi, s = map(int, m.groups())
+            year, month, day, h, mi, s = map(int, m.groups()[:6])
+            if (zone := m[7]) is not None:  # compared in UTC, with other times that say a zone
+                form = "iso-utc"
+                if zone != "Z":
+                    digits = zone[1:].replace(":", "")
+                    east = (1 if zone[0] == "+" else -1) * (int(digits[:2]) * 60 + int(digits[2:]))
+                    east *= 60
         elif form == "ctime":
             month = MONTHS.get(m[1], 0)
             day, h, mi, s, year = map(int, m.groups()[1:])
@@ -58,7 +71,7 @@ def line_time(text: str) -> tuple[str, int] | None:
             month, day, h, mi, s = map(int, m.groups())
         if not (1 <= month <= 12 and 1 <= day <= 31 and h < 24 and mi < 60 and s < 61):
             return None
-        return form, ((((year * 12 + month) * 31 + day) * 24 + h) * 60 + mi) * 60 + s
+        return form, ((((year * 12 + month) * 31 + day) * 24 + h) * 60 + mi) * 60 + s - east
     return None
 
 
