@@ -37,7 +37,7 @@ import dataclasses
 import math
 import re
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -973,7 +973,8 @@ def served_again(matches: list[Match], reading: _Reading) -> None:
     (`Match.resumed`): the crash or stall is in the log's past, what is wrong now is not it.
     A stall ends when the engine that stalled generates again (the same origin: pod prefix,
     process, engine index; another replica's progress proves nothing of it); anything else ends
-    only with a server started again after it, and counts the generation from there. On a
+    only with a server started again after it, and counts that pod's generation from there
+    (`kubectl logs --prefix`: another replica serving says nothing of the one that died). On a
     file too big to read whole, by its first restart and last stats lines after the outage
     (`kept_only`, `_phase_lines`), uncounted; a warning's condition (a full KV cache, a
     queue) is measured by those very stats lines, so it is never "resumed" by them.
@@ -989,8 +990,12 @@ def served_again(matches: list[Match], reading: _Reading) -> None:
             stalled = {_origin(e.text) for e in m.evidence}
             after = [(n, t) for n, t in progress if n > end and _origin(t) in stalled]
         else:
+            # that pod's generation (`kubectl logs --prefix`): another replica's says nothing of it
+            pods = {_pod(e.text) for e in m.evidence}
             start = next((n for n in reading.starts if n > end), None)
-            after = [(n, t) for n, t in progress if start is not None and n > start]
+            after = [
+                (n, t) for n, t in progress if start is not None and n > start and _pod(t) in pods
+            ]
         if after:
             m.resumed = Resumed(
                 Evidence(after[0][0], after[0][1][:MAX_TEXT]),
@@ -1350,6 +1355,9 @@ def decide(
             if story in kept:
                 kept.remove(story)
         confident[0] = story  # the lines are the story's now, as log-signatures tells them
+        for m in ranked:  # what the retold match explained, the story explains
+            if story.lines_of in m.explained_by and m is not story:
+                m.explained_by = sorted({*m.explained_by} - {story.lines_of} | {story.id})
     ended_the_start(confident, reading, entries)
     served_again(confident, reading)
     likely = None
@@ -2237,10 +2245,7 @@ def _gone_in_start_up(
 ) -> list[tuple[GoneInStartUp, list[tuple[int, str]]]]:
     """Each process vLLM says is gone in start-up (GONE_IN_START_UP, a worker's kind first) with
     the lines that say so, when an entry's hint read the last of such lines, else []."""
-    if reading.text is None:
-        return []
-    read = [t for n, t in (*h.first, *h.last) if n == h.last_line]
-    if not any(g.said.search(t) for g in GONE_IN_START_UP for t in read):
+    if reading.text is None or not any(_gone_said(h, last_only=True)):
         return []
     found = [
         (g, [(n, t) for n, t in reading.numbered() if g.said.search(t)]) for g in GONE_IN_START_UP
@@ -2254,15 +2259,24 @@ def _gone_unread(reading: _Reading, h: _Hits) -> str:
     Nothing when a line an entry's signature matched comes before it: that is the cause, as
     `_died_without_a_word` reads it in an input read whole."""
     signed = _signed_lines(reading)
-    for number, text in (*h.first, *h.last):
-        for gone in GONE_IN_START_UP:
-            if gone.said.search(text) and not _signed_before(signed, number):
-                return (
-                    f"whether {gone.who} vLLM says is gone in start-up (line {number}) died "
-                    f"without a word: the input is over {CLEAN_BYTES // 2**20} MB, read as a "
-                    "stream"
-                )
+    for number, gone in _gone_said(h):
+        if not _signed_before(signed, number):
+            return (
+                f"whether {gone.who} vLLM says is gone in start-up (line {number}) died "
+                f"without a word: the input is over {CLEAN_BYTES // 2**20} MB, read as a stream"
+            )
     return ""
+
+
+def _gone_said(h: _Hits, last_only: bool = False) -> Iterator[tuple[int, GoneInStartUp]]:
+    """The lines a hint kept (or only the last line it read) where vLLM says a process is gone
+    in start-up, each with who is gone (GONE_IN_START_UP)."""
+    for number, text in (*h.first, *h.last):
+        if last_only and number != h.last_line:
+            continue
+        for gone in GONE_IN_START_UP:
+            if gone.said.search(text):
+                yield number, gone
 
 
 def _died_without_a_word(

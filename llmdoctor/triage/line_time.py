@@ -75,9 +75,15 @@ def line_time(text: str) -> tuple[str, int] | None:
     return None
 
 
+YEARLESS = frozenset({"vllm", "glog", "syslog"})
+HALF_A_YEAR = 183 * 24 * 3600  # a year-less time further on than this may be the year before's
+
+
 def written_after(later: list[str], earlier: list[str], margin: int) -> bool:
     """Whether every line of `later` was written more than `margin` seconds after every line of
-    `earlier`, by a clock both show in one form; False where no form is common to them."""
+    `earlier`, by a clock both show in one form; False where no form is common to them, and for
+    a form without a year where the gap is half a year or more (12-31 then 01-01 reads as a
+    year back)."""
     first: dict[str, int] = {}
     for text in later:
         if (found := line_time(text)) is not None:
@@ -88,4 +94,9 @@ def written_after(later: list[str], earlier: list[str], margin: int) -> bool:
         if (found := line_time(text)) is not None:
             form, at = found
             last[form] = max(last.get(form, at), at)
-    return any(form in last and at > last[form] + margin for form, at in first.items())
+    return any(
+        form in last
+        and at > last[form] + margin
+        and (form not in YEARLESS or at - last[form] < HALF_A_YEAR)
+        for form, at in first.items()
+    )
