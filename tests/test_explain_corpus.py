@@ -942,13 +942,14 @@ def test_fresh_round34_is_held_where_it_was_tuned():
 # traceback whose box wraps `no kernel image is available for … execution on the device`,
 # `lspci`'s `(rev ff)` of a GPU gone from the bus, Ray's `/tmp/ray` over 95 % full cut before its
 # ENOSPC, an L4T r34 container on an r32 host, Podman's CDI device it cannot stat (0.29), a
-# benchmark's HTTP 500s alone.
+# benchmark's HTTP 500s alone. Since (next session): the Rich panel's wrapped value is read
+# whole (pasted.boxed), 66.7 % (10 of 15), top-1 80.0 %, top-3 93.3 %.
 def test_fresh_round35_is_held_where_it_was_measured():
     assert_held(
         fresh_round(35),
-        top1=0.733,
-        top3=0.866,
-        confident=0.6,
+        top1=0.8,
+        top3=0.933,
+        confident=0.666,
         precision=0.999,
         abstained=1.0,
         most_wrong=0,

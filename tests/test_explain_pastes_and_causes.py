@@ -1092,3 +1092,31 @@ def test_nccl_teardown_after_a_stop_from_outside_is_no_failure_of_its_own(entrie
     ids = [m.id for m in result.matches]
     assert ids[0] == "server-stopped-by-signal", ids
     assert all(m.severity != "critical" for m in result.matches), result.matches
+
+
+def test_a_value_rich_wrapped_inside_a_traceback_panel_is_read_whole(entries):
+    # round 35's TGI 3.3.4 excerpt (text-generation-inference#3305): Rich's pretty traceback
+    # wraps the locals' `<repr-error 'CUDA error: no kernel image is available for` /
+    # `execution on the device` inside two panels of one width, the message cut there
+    real = ROUND8.parent / "round35" / "no-kernel-image" / "r35-img-tgi-334-quadro-p2000.log"
+    text = real.read_text(encoding="utf-8")
+    assert "is available for        │ │\n│ │         execution on the device" in text
+    result = run_text(text, entries)
+    assert [m.id for m in result.matches][:1] == ["no-kernel-image"]
+    evidence = result.matches[0].evidence[0]
+    assert "no kernel image is available for execution on the device" in evidence.text
+    assert "│" not in evidence.text  # the frames dropped, and no panel read as a fixed-width wrap
+    # panels of one width are read line by line, not glued as a terminal's hard wrap: the
+    # message on a line of its own keeps its line (it was joined to the panel's next lines)
+    panel = "\n".join(
+        f"│ {line:<90} │"
+        for line in (
+            "x = 1",
+            "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+            "y = 2",
+            "z = 3",
+        )
+    )
+    matches = run_text(panel + "\n", entries).matches
+    assert [m.id for m in matches][:1] == ["no-kernel-image"]
+    assert [e.line for e in matches[0].evidence] == [2]

@@ -11,6 +11,9 @@
   longest length) are joined back, so a signature split by the wrap matches again; in a short
   paste, one or two lines folded once are read joined beside their pieces where that heals a
   signature the fold split (`folded_once`);
+* a line Rich wrapped inside the box of a pretty traceback (`│ │ input = <repr-error 'CUDA
+  error: no kernel image is available for  │ │` / `│ │  execution on the device …  │ │`) is
+  read joined to the next, frames dropped, where that heals a signature (`boxed`);
 * a Markdown code span or block inside a sentence (``I get ```RuntimeError: ...``` when``) is
   read as its own line, so a signature anchored at the line's start matches it;
 * a row of `kubectl describe`'s Events table is followed by its Message column alone;
@@ -58,6 +61,10 @@ WORD_WRAP_PIECES = 3  # a sentence wrapped at a word is read whole across at mos
 # report's `0 uncorrectable ECC error` / `encountered this week` is no log line wrapped)
 WRAPPED_ERROR = re.compile(r"[A-Za-z](Error|Exception)\b|\b(ERROR|FATAL|CRITICAL)\b")
 RECORD_START = 8
+# the sides of the panels Rich draws around a pretty traceback and its locals (its ROUNDED and
+# HEAVY boxes): a long value wraps inside them, a frame on either side of each piece
+BOX_SIDES = "│┃"
+BOX_EDGE = re.compile(r"[─━╭╮╰╯┏┓┗┛]")
 # a line that opens a log record: a level word, a date or a time first (`INFO:     10.0.0.1`,
 # `ERROR 09-03 …`, `2025-03-24 18:30:59`, `[2026-04-13 19:52:24]`)
 RECORD_OPENING = re.compile(
@@ -197,7 +204,8 @@ def wrap_width(lines: list[str]) -> int | None:
     """The width a pasted text was hard-wrapped at: the longest line length, when at least
     three different lines have exactly it (a wrap leaves many lines of one length); else None.
     """
-    lengths = [len(line) for line in lines if line]
+    # a Rich panel's lines share its width and are no wrap: `boxed` reads them
+    lengths = [len(line) for line in lines if line and not _framed(line)]
     if not lengths:
         return None
     width = max(lengths)
@@ -267,6 +275,45 @@ def _word_wrapped(raw: list[str], heals: Callable[[str, list[str]], bool]) -> di
                 joined[i + 1] = sentence
         i = j + 1
     return joined
+
+
+def boxed(raw: list[str], heals: Callable[[str, list[str]], bool] | None) -> dict[int, str]:
+    """Lines inside a Rich panel (a pretty traceback, its locals) whose text Rich wrapped at the
+    panel's width: each line's text without its frames, joined with up to WORD_WRAP_PIECES - 1
+    framed lines after it where `heals` says that makes a signature match that the pieces do not:
+    {its number: the pieces joined}."""
+    if heals is None:
+        return {}
+    texts = [_box_text(line) for line in raw]
+    joined: dict[int, str] = {}
+    i = 0
+    while i < len(texts):
+        pieces = [texts[i]] if texts[i] else []
+        for following in texts[i + 1 : i + WORD_WRAP_PIECES] if pieces else ():
+            if not following:
+                break
+            pieces.append(following)
+            if heals(" ".join(pieces), pieces):
+                joined[i + 1] = " ".join(pieces)
+                i += len(pieces) - 1
+                break
+        i += 1
+    return joined
+
+
+def _framed(line: str) -> bool:
+    """Whether a line is framed on both sides by a Rich panel's sides."""
+    text = line.strip()
+    return len(text) >= 3 and text[0] in BOX_SIDES and text[-1] in BOX_SIDES
+
+
+def _box_text(line: str) -> str | None:
+    """The text of a line framed by a Rich panel's sides, or None."""
+    if not _framed(line):
+        return None
+    text = line.strip().strip(BOX_SIDES + " ")
+    # a nested panel's top or bottom edge (`╭──── locals ────╮`) holds no text of a value
+    return text if text and not BOX_EDGE.match(text) else None
 
 
 def _cut_by_fold(line: str, following: str) -> bool:
@@ -342,7 +389,7 @@ def _joined_lines(
     raw = split_log_lines(text)
     lines = [clean_line(line) for line in raw]
     width = wrap_width(raw)
-    maybe = folded_once(lines, width, heals)
+    maybe = boxed(lines, heals) | folded_once(lines, width, heals)
     out: list[tuple[int, str]] = []
     joining = False
     for number, (original, line) in enumerate(zip(raw, lines, strict=True), 1):
