@@ -1120,3 +1120,76 @@ def test_a_value_rich_wrapped_inside_a_traceback_panel_is_read_whole(entries):
     matches = run_text(panel + "\n", entries).matches
     assert [m.id for m in matches][:1] == ["no-kernel-image"]
     assert [e.line for e in matches[0].evidence] == [2]
+
+
+def test_a_kill_in_a_ready_container_s_last_state_is_its_past(entries):
+    # round 14's describe (operator-sdk#3838's memcached manager): Last State OOMKilled, then
+    # `Ready: True`: the container was started again and is Ready, the kill is its previous run
+    # (ENDED, exit 1: a warning, no page); the fix still stands (it may be killed again)
+    path = (
+        ROUND8.parent / "round14" / "k8s-oomkilled" / "r14-c2-operator-manager-oomkilled-90mi.log"
+    )
+    result = run_text(path.read_text(encoding="utf-8"), entries)
+    oom = result.matches[0]
+    assert (oom.id, oom.shown_as, oom.ready_again.line) == ("k8s-oomkilled", "ended", 8)
+    assert not result.critical and result.exit_code == 1
+    assert oom.to_json()["ready_again"]["text"] == "Ready:          True"
+    out = runner.invoke(app, ["explain", str(path), "--no-color"]).stdout
+    assert "ENDED  k8s-oomkilled" in out and "started again and is Ready (line 8)" in out
+    # the same block not Ready (a crash loop), or the kill as the current State: critical
+    text = path.read_text(encoding="utf-8")
+    for changed in (
+        text.replace("Ready:          True", "Ready:          False"),
+        text.replace("Last State:     Terminated", "State:          Terminated"),
+    ):
+        oom = run_text(changed, entries).matches[0]
+        assert (oom.id, oom.shown_as, oom.ready_again) == ("k8s-oomkilled", "critical", None)
+    # two containers: the OOMKilled one in a crash loop, the sidecar Ready: its Ready line is
+    # no word of the first
+    two = (
+        "Containers:\n  vllm:\n    State:          Waiting\n      Reason:       CrashLoopBackOff\n"
+        "    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n"
+        "    Restart Count:  5\n  sidecar:\n    State:          Running\n"
+        "    Ready:          True\n    Restart Count:  0\n"
+    )
+    assert run_text(two, entries).matches[0].shown_as == "critical"
+
+
+def test_a_describe_s_probe_settings_are_no_error_lines(entries):
+    # `kubectl describe pod`'s probe lines state settings (timeout=1s, #failure=3): before, both
+    # were listed as "the lines it read as errors" of a paste with nothing wrong in it
+    settings = (
+        "    Ready:          False\n"
+        "    Liveness:       http-get http://:8000/health delay=0s timeout=1s period=10s "
+        "#success=1 #failure=3\n"
+        "    Readiness:      exec [cat /tmp/ready] delay=30s timeout=5s period=10s #success=1 "
+        "#failure=3\n"
+    )
+    result = run_text(settings, entries)
+    assert result.salient == [] and result.error_lines == 0
+    # the probe that failed, in an Events row, is one
+    failed = settings + (
+        "  Warning  Unhealthy  2m (x40 over 8m)  kubelet  Readiness probe failed: Get "
+        '"http://10.0.0.5:8000/health": context deadline exceeded (Client.Timeout exceeded '
+        "while awaiting headers)\n"
+    )
+    assert run_text(failed, entries).matches[0].id == "pod-not-ready"
+
+
+def test_a_pasted_event_is_one_error_line_in_json_too(entries):
+    # an Events row is also read as its Message alone (for the search): one input line, one
+    # error line, in `salient` and in the count (the terminal deduplicated, JSON listed both)
+    text = (
+        "Events:\n"
+        "  Type     Reason     Age                 From     Message\n"
+        "  ----     ------     ----                ----     -------\n"
+        "  Warning  Failed     2m (x4 over 3m)     kubelet  Error: failed to create containerd "
+        "task: something odd happened here\n"
+        "  Warning  BackOff    1m (x10 over 3m)    kubelet  Back-off restarting failed container "
+        "vllm in pod vllm-0\n"
+    )
+    result = run_text(text, entries)
+    assert result.how == "none"
+    assert [e["line"] for e in result.to_json()["salient"]] == [4, 5]
+    assert result.error_lines == 2
+    assert result.salient[0].text.startswith("  Warning  Failed")

@@ -229,7 +229,8 @@ def render(result, console) -> None:
     for n, m in enumerate(result.matches, 1):
         console.print()
         label = m.shown_as.upper()
-        # ENDED: it happened, and the engine generated again after it
+        # ENDED: it happened, and the engine generated again after it (or the container it
+        # killed was started again and is Ready)
         style = STYLE["warning"] if label == "ENDED" else STYLE.get(m.severity, "bold")
         why = f"confidence {m.confidence:.2f}"
         if m.id == hinted:
@@ -274,6 +275,16 @@ def render(result, console) -> None:
                 console.print(
                     f"   [dim]│ {after.first.line}:[/] {escape(_cut(after.first.text))}",
                     soft_wrap=True,
+                )
+            elif (ready := m.ready_again) is not None:
+                console.print(
+                    "   [bold]its container's last state: it was started again and is Ready[/] "
+                    f"(line {ready.line}); the same load may kill it again until the cause is "
+                    "fixed:",
+                    soft_wrap=True,
+                )
+                console.print(
+                    f"   [dim]│ {ready.line}:[/] {escape(_cut(ready.text))}", soft_wrap=True
                 )
             elif not result.read_whole and m.severity == "critical":
                 console.print(
@@ -350,10 +361,8 @@ SHOWN_ERROR_LINES = 10
 
 
 def _shown_error_lines(salient: list) -> list:
-    """The error lines shown, one per input line (a pasted event's line is also kept as its
-    message alone, for the search): all of a few; else the first one kept (the earliest is
-    most often the cause), a gap (None), and the last ones."""
-    salient = list({e.line: e for e in reversed(salient)}.values())[::-1]
+    """The error lines shown: all of a few; else the first one kept (the earliest is most often
+    the cause), a gap (None), and the last ones."""
     if len(salient) <= SHOWN_ERROR_LINES:
         return list(salient)
     return [salient[0], None, *salient[-(SHOWN_ERROR_LINES - 1) :]]
@@ -390,6 +399,13 @@ def _render_fix(m, console, escape) -> None:
     for i, fix in enumerate(shown):
         label = "Fix: " if i == 0 else "     "
         console.print(f"   [cyan]{label}[/]{escape(fix)}", soft_wrap=True)
+    if m.engine_flags:  # the steps are vLLM's; the log is another engine's
+        theirs = ", ".join(f"{ours} → {t}" for ours, t in m.engine_flags.items())
+        console.print(
+            f"   [cyan]{escape(m.engine)}:[/] the log is {escape(m.engine)}'s; for the vLLM flags "
+            f"above: {escape(theirs)}",
+            soft_wrap=True,
+        )
     more = f"more (steps {m.fix_left_out})" if m.fix_left_out else "more"
     console.print(f"   [dim]{more}: llmdoctor wiki show {escape(m.id)}[/]")
 

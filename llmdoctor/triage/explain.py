@@ -48,7 +48,9 @@ from llmdoctor.engine.textsource import TextSource, split_log_lines
 from llmdoctor.lazy_regex import compiled
 from llmdoctor.parsers.xid import parse_xid_line
 from llmdoctor.triage.cut_traceback import ends_inside_traceback
+from llmdoctor.triage.describe_text import ready_after_last_state
 from llmdoctor.triage.line_time import written_after
+from llmdoctor.triage.other_engine import engine_of, their_flags
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.holding import holding_patterns, unusable_holding_patterns
@@ -149,6 +151,13 @@ SALIENT_PATTERNS = (
 )
 # a line that gives advice ("If you are running out of memory, consider ...") is not an error
 ADVICE = re.compile(r"\b[Ii]f you\b.*\b(consider|try|please|set|use)\b")
+# a probe's settings as `kubectl describe` prints them (`Readiness:  http-get http://:8000/health
+# delay=0s timeout=1s period=10s #success=1 #failure=3`): its timeout and failure threshold are
+# settings, the line no error
+PROBE_SETTINGS = re.compile(
+    r"^\s*(Liveness|Readiness|Startup):\s+(http-get|exec|tcp-socket|grpc)\b.* delay=[0-9]+s "
+    r"timeout=[0-9]+s period=[0-9]+s"
+)
 # the salient patterns that describe rather than report: a line the server logged at INFO or
 # DEBUG on which only these fire is it telling what it does (vLLM-Gaudi's `Triton is installed
 # but 0 active driver(s) found (expected 1). Disabling Triton to prevent runtime errors`, a
@@ -406,6 +415,13 @@ class Match:
     # ended (`served_again`); None when the input shows no generation after it or is too big to
     # read whole
     resumed: Resumed | None = None
+    # the engine that wrote the input when not vLLM (`other_engine`), and its own settings for
+    # the vLLM flags the shown Fix names
+    engine: str = ""
+    engine_flags: dict[str, str] = field(default_factory=dict)
+    # a kill a `kubectl describe` tells as its container's Last State, when the same block says
+    # `Ready: True`: that line (`ready_again`); the container was started again and is Ready
+    ready_again: Evidence | None = None
     # the entry whose signatures matched these lines when this entry tells their story, and why
     # (its `at_startup`: an OOM before the server served is a start-up that does not fit;
     # vLLM's free-memory check whose numbers show no memory taken by another process)
@@ -436,7 +452,7 @@ class Match:
     def shown_as(self) -> str:
         """How the report labels it: `ended` (the engine generated again after it: in the log's
         past), `maybe` (named by the input's words alone), else its severity."""
-        if self.resumed is not None:
+        if self.resumed is not None or self.ready_again is not None:
             return "ended"
         return self.severity if self.how == "signature" or self.named_by_its_lines else "maybe"
 
@@ -466,6 +482,10 @@ class Match:
             out["snippet"] = self.snippet
         if self.resumed is not None:
             out["resumed"] = self.resumed.to_json()
+        if self.ready_again is not None:
+            out["ready_again"] = self.ready_again.to_json()
+        if self.engine_flags:
+            out["engine"] = {"name": self.engine, "flags": self.engine_flags}
         if self.lines_of:
             out["lines_of"] = self.lines_of
             out["retold_because"] = self.retold_because
@@ -715,6 +735,11 @@ class _Reading:
     def numbered(self) -> Iterable[tuple[int, str]]:
         """Each line of `text` with its input line number."""
         return zip(self._line_numbers, self.lines, strict=False)
+
+    @cached_property
+    def numbered_list(self) -> list[tuple[int, str]]:
+        """numbered(), as a list (walked back and forth around a line)."""
+        return list(self.numbered())
 
     def numbered_from_the_end(self) -> Iterable[tuple[int, str]]:
         """numbered(), last line first, without walking the lines before."""
@@ -1004,6 +1029,22 @@ def served_again(matches: list[Match], reading: _Reading) -> None:
             )
 
 
+def ready_again(matches: list[Match], reading: _Reading) -> None:
+    """Mark each critical signature match whose every line is a detail of a container's `Last
+    State` in a pasted `kubectl describe` that says `Ready: True` for that container
+    (`Match.ready_again`): the kill is its previous run, the container was started again and is
+    Ready. Only when every matching line was kept (a line not kept could be a current one)."""
+    for m in matches:
+        if m.how != "signature" or m.severity != "critical" or m.resumed is not None:
+            continue
+        if not m.evidence or m.count > len(m.evidence):
+            continue
+        ready = [ready_after_last_state(reading.numbered_list, e.line) for e in m.evidence]
+        if all(ready):
+            last = max(ready)
+            m.ready_again = Evidence(last[0], last[1].strip()[:MAX_TEXT])
+
+
 def _lines_read_twice(
     text: str, numbers: list[int], scanner: SignatureSet
 ) -> tuple[dict[str, int], int]:
@@ -1048,9 +1089,14 @@ class _LineGroups:
         self.error_lines = 0
 
     def _describes(self, fired: tuple[int, ...], text: str) -> bool:
-        """Whether a line its salient patterns fired on advises (`If you … try …`) or, logged
-        at INFO or DEBUG, is salient only by PROSE_ONLY's words: no error line either way."""
-        return ("f you" in text and bool(ADVICE.search(text))) or self._prose_at_info(fired, text)
+        """Whether a line its salient patterns fired on advises (`If you … try …`), states a
+        probe's settings (PROBE_SETTINGS) or, logged at INFO or DEBUG, is salient only by
+        PROSE_ONLY's words: no error line either way."""
+        return (
+            ("f you" in text and bool(ADVICE.search(text)))
+            or ("delay=" in text and bool(PROBE_SETTINGS.match(text)))
+            or self._prose_at_info(fired, text)
+        )
 
     def _prose_at_info(self, fired: tuple[int, ...], text: str) -> bool:
         """Whether a line logged at INFO or DEBUG is salient only by PROSE_ONLY's words or a
@@ -1271,6 +1317,14 @@ def explain(
         if entry is not None:
             m.fix_steps, m.fix_left_out = shown_fix_steps(entry, (e.text for e in m.evidence))
             m.fix = display_lines(m.fix_steps, None)
+    # another engine's log: its own settings for the vLLM flags the Fix names, told beside it
+    engine = engine_of(
+        gathered.reading.lines or [e.text for m in result.matches for e in m.evidence]
+    )
+    if engine is not None:
+        for m in (*result.matches, *result.notes):
+            if flags := their_flags(engine, m.fix):
+                m.engine, m.engine_flags = engine.name, flags
     return result
 
 
@@ -1350,6 +1404,10 @@ def decide(
         windows = [w for m in notes if m.stopped_cleanly for w in _stop_windows(m, reading.starts)]
         kept = [e for e in salient if e.line not in remarks and not _in_a_window(e, windows)]
         set_aside, salient = len(salient) - len(kept), kept
+    # one per input line: a pasted event's row is also read as its Message alone (for the
+    # search), a second reading of the same line, no second error
+    once = list({e.line: e for e in reversed(salient)}.values())[::-1]
+    set_aside, salient = set_aside + len(salient) - len(once), once
     if story := told_at_startup(confident, ranked, reading, entries):
         for kept in (weak, confident):
             if story in kept:
@@ -1360,6 +1418,7 @@ def decide(
                 m.explained_by = sorted({*m.explained_by} - {story.lines_of} | {story.id})
     ended_the_start(confident, reading, entries)
     served_again(confident, reading)
+    ready_again(confident, reading)
     likely = None
     if confident and confident[0].how == "signature" and graph.is_consequence(confident[0].id):
         refusals = _tagged(entries, REFUSAL_TAGS)
@@ -1383,7 +1442,7 @@ def decide(
         likely_cause=likely,
         notes=notes[:limit],
         critical=any(
-            m.how == "signature" and m.severity == "critical" and m.resumed is None
+            m.how == "signature" and m.severity == "critical" and m.shown_as != "ended"
             for m in confident
         ),
         empty=reading.text is not None and not reading.text.strip(),

@@ -1,0 +1,67 @@
+"""Another engine's log: the Fix's vLLM flags told in that engine's settings beside it
+(triage/other_engine.py), on real excerpts of SGLang, TGI and Ollama from the fresh rounds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from llmdoctor.cli import app
+from llmdoctor.engine.textsource import TextSource
+from llmdoctor.triage.explain import explain
+from llmdoctor.triage.other_engine import engine_of, their_flags
+
+FRESH = Path(__file__).parent / "fixtures" / "explain_fresh"
+# SGLang 0.1 in a notebook: its frames in sglang/srt, and vLLM's layers it called (sglang#86)
+SGLANG = FRESH / "round36/gpu-memory-taken-by-other-process/r36-nb-jupyter-sglang-runtime-oom.log"
+TGI = FRESH / "round29/vllm-startup-memory-insufficient/r29-old-tgi-flanul2-single-v100-oom.log"
+OLLAMA = FRESH / "round10/cuda-oom-runtime/r10-c3-ollama-mixtral22b-cudamalloc-oom-load.log"
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def test_the_engine_is_told_by_its_own_lines_and_never_where_vllm_wrote_one():
+    assert engine_of(lines(SGLANG)).name == "SGLang"  # vLLM only in frames it called
+    assert engine_of(lines(TGI)).name == "TGI"
+    assert engine_of(lines(OLLAMA)).name == "Ollama"
+    vllm_line = (
+        "ERROR 03-18 10:25:43 [core.py:337] EngineCore hit an exception: Traceback (most recent "
+        "call last):"
+    )
+    assert engine_of([*lines(SGLANG), vllm_line]) is None
+    assert (
+        engine_of(["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"]) is None
+    )
+    # two other engines' marks: none is told
+    assert engine_of([*lines(TGI), *lines(OLLAMA)]) is None
+
+
+def test_only_the_flags_the_fix_names_with_a_counterpart_are_told():
+    sglang = engine_of(lines(SGLANG))
+    fix = ["2. Lower `--gpu-memory-utilization` by 0.05.", "3. `--max-num-seqs 128`, `--foo`."]
+    assert their_flags(sglang, fix) == {
+        "--gpu-memory-utilization": "--mem-fraction-static",
+        "--max-num-seqs": "--max-running-requests",
+    }
+    ollama = engine_of(lines(OLLAMA))
+    assert their_flags(ollama, ["`--max-num-batched-tokens 4096`"]) == {}  # none: never guessed
+
+
+def test_explain_tells_the_fix_in_the_engine_s_settings(entries):
+    result = explain(TextSource.from_text("paste", SGLANG.read_text(encoding="utf-8")), entries)
+    oom = result.matches[0]
+    assert oom.engine == "SGLang"
+    assert oom.engine_flags["--gpu-memory-utilization"] == "--mem-fraction-static"
+    assert oom.to_json()["engine"]["name"] == "SGLang"
+    out = CliRunner().invoke(app, ["explain", str(TGI), "--no-color"]).stdout
+    assert "TGI: the log is TGI's; for the vLLM flags above:" in out
+    assert "--gpu-memory-utilization → --cuda-memory-fraction" in out
+    # a vLLM log: no word of another engine, and no `engine` in JSON
+    path = FRESH.parent / "runbooks/cuda-oom-runtime/vllm-v1-tp-worker-oom-issue17835.log"
+    data = json.loads(CliRunner().invoke(app, ["explain", str(path), "--json"]).stdout)
+    assert data["matches"][0]["id"] == "cuda-oom-runtime"
+    assert all("engine" not in m for m in data["matches"])
