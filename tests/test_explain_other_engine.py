@@ -65,3 +65,50 @@ def test_explain_tells_the_fix_in_the_engine_s_settings(entries):
     data = json.loads(CliRunner().invoke(app, ["explain", str(path), "--json"]).stdout)
     assert data["matches"][0]["id"] == "cuda-oom-runtime"
     assert all("engine" not in m for m in data["matches"])
+
+
+def test_a_word_or_a_module_name_is_no_engine_s_line():
+    # the hostile pass: "the log is Ollama's" for a vLLM 0.6 log whose logged prompt says
+    # "ollama", for Open WebUI's `open_webui.routers.ollama` module in front of vLLM, and for a
+    # LiteLLM router whose failing backend is `hosted_vllm/…` with Ollama as its fallback
+    old_vllm = [
+        "INFO 10-17 14:29:59 logger.py:37] Received request chat-5f2a9c: prompt: 'How do I "
+        "migrate from ollama to a GPU server?'",
+        "WARNING 10-17 14:30:01 scheduler.py:1439] Sequence group chat-5f2a9c is preempted by "
+        "PreemptionMode.RECOMPUTE mode because there is not enough KV cache space.",
+    ]
+    open_webui = [
+        "2025-05-12 10:14:02.311 | INFO     | open_webui.routers.ollama:get_all_models:330 - "
+        "get_all_models() - {}",
+    ]
+    litellm = [
+        "14:05:43 - LiteLLM Router:INFO: router.py:2964 - litellm.acompletion(model=hosted_vllm/"
+        "meta-llama/Llama-3.1-70B-Instruct) Exception litellm.BadRequestError: "
+        "Hosted_vllmException - This model's maximum context length is 8192 tokens.",
+        "14:05:43 - LiteLLM Router:INFO: router.py:2964 - Trying to fallback b/w models. Falling "
+        "back to: llama3-local (ollama/llama3.1:8b)",
+    ]
+    for paste in (old_vllm, open_webui, litellm):
+        assert engine_of(paste) is None, paste
+    # Ollama's own lines name it
+    assert engine_of(lines(OLLAMA)).name == "Ollama"
+
+
+def test_what_differs_is_said_and_an_llmdoctor_command_s_flag_is_none():
+    tgi = engine_of(lines(TGI))
+    fix = [
+        "1. Size it: `llmdoctor capacity --model-config config.json --max-model-len 8192`.",
+        "2. `--gpu-memory-utilization 0.95`; `--dtype half` on a T4.",
+    ]
+    flags = their_flags(tgi, fix)
+    assert "--max-model-len" not in flags  # only in llmdoctor's own command
+    assert flags["--gpu-memory-utilization"].startswith("--cuda-memory-fraction (default 1.0")
+    assert "no `half`" in flags["--dtype"]
+    # SGLang's full cache: the same flag name is said to be the same
+    kv_full = (
+        "[2025-05-12 10:00:00 TP0] Decode batch. #running-req: 120, #token: 250000, token usage: "
+        "0.99, gen throughput (token/s): 1500.00, #queue-req: 35\n"
+    )
+    out = CliRunner().invoke(app, ["explain", "-", "--no-color"], input=kv_full).stdout
+    assert "kv-cache-preemption" in out
+    assert "--kv-cache-dtype: the same" in out and "--mem-fraction-static" in out

@@ -1122,37 +1122,87 @@ def test_a_value_rich_wrapped_inside_a_traceback_panel_is_read_whole(entries):
     assert [e.line for e in matches[0].evidence] == [2]
 
 
+READY_AFTER_OOM = """Containers:
+  vllm:
+    Image:          vllm/vllm-openai:v0.9.1
+    State:          Running
+      Started:      Mon, 12 May 2025 10:03:12 +0000
+    Last State:     Terminated
+      Reason:       OOMKilled
+      Exit Code:    137
+      Started:      Mon, 12 May 2025 09:13:02 +0000
+      Finished:     Mon, 12 May 2025 10:03:09 +0000
+    Ready:          True
+    Restart Count:  1
+    Limits:
+      memory:          64Gi
+    Liveness:          http-get http://:8000/health delay=0s timeout=1s period=10s #success=1 #failure=3
+    Readiness:         http-get http://:8000/health delay=0s timeout=1s period=10s #success=1 #failure=3
+Events:
+  Type    Reason   Age                From     Message
+  ----    ------   ----               ----     -------
+  Normal  Started  12m (x2 over 62m)  kubelet  Started container vllm
+"""
+
+
 def test_a_kill_in_a_ready_container_s_last_state_is_its_past(entries):
-    # round 14's describe (operator-sdk#3838's memcached manager): Last State OOMKilled, then
-    # `Ready: True`: the container was started again and is Ready, the kill is its previous run
-    # (ENDED, exit 1: a warning, no page); the fix still stands (it may be killed again)
+    # `kubectl describe pod`: Last State OOMKilled, then `Ready: True` with a readiness probe
+    # set, and no line saying the pod fails now: the kill is the container's previous run
+    # (ENDED, exit 1: a warning, no page); its Fix still stands (it may be killed again)
+    result = run_text(READY_AFTER_OOM, entries)
+    oom = result.matches[0]
+    assert (oom.id, oom.shown_as, oom.ready_again.line) == ("k8s-oomkilled", "ended", 11)
+    assert not result.critical and result.exit_code == 1
+    assert oom.to_json()["ready_again"] == {
+        "line": 11,
+        "text": "Ready:          True",
+        "container": "vllm",
+    }
+    out = runner.invoke(app, ["explain", "-", "--no-color"], input=READY_AFTER_OOM).stdout
+    assert "ENDED  k8s-oomkilled" in out and "container vllm's last state" in out
+
+
+@pytest.mark.parametrize(
+    "now",
+    [
+        # not Ready; the kill as the current State
+        ("Ready:          True", "Ready:          False"),
+        ("Last State:     Terminated", "State:          Terminated"),
+        # no readiness probe: Ready is only "the process runs", seconds into each crash-loop turn
+        ("    Readiness:", "    Readines_:"),
+        # a crash loop's BackOff, a liveness probe failing now (the hostile pass's cases)
+        (
+            "  Normal  Started  12m (x2 over 62m)  kubelet  Started container vllm",
+            "  Warning  BackOff  30s (x12 over 25m)  kubelet  Back-off restarting failed container "
+            "vllm in pod vllm-0",
+        ),
+        (
+            "  Normal  Started  12m (x2 over 62m)  kubelet  Started container vllm",
+            "  Warning  Unhealthy  10s (x9 over 3m)  kubelet  Liveness probe failed: Get "
+            '"http://10.0.0.5:8000/health": context deadline exceeded',
+        ),
+    ],
+)
+def test_a_past_kill_stays_critical_where_the_pod_may_fail_now(now, entries):
+    oom = run_text(READY_AFTER_OOM.replace(*now), entries).matches[0]
+    assert (oom.id, oom.shown_as, oom.ready_again) == ("k8s-oomkilled", "critical", None)
+
+
+def test_a_sidecar_s_past_kill_hides_no_crash_loop_of_another_container(entries):
+    # the hostile pass: a sidecar OOMKilled once and Ready, the vllm container waiting in
+    # CrashLoopBackOff: the sidecar's Ready line said "ENDED", exit 1, and hid the crash loop
+    sidecar = READY_AFTER_OOM.replace("  vllm:\n", "  metrics-proxy:\n").replace(
+        "Events:",
+        "  vllm:\n    State:          Waiting\n      Reason:       CrashLoopBackOff\n"
+        "    Ready:          False\n    Restart Count:  6\nEvents:",
+    )
+    result = run_text(sidecar, entries)
+    assert result.critical and result.matches[0].ready_again is None
+    # round 14's real describe (operator-sdk#3838) shows no readiness probe: critical
     path = (
         ROUND8.parent / "round14" / "k8s-oomkilled" / "r14-c2-operator-manager-oomkilled-90mi.log"
     )
-    result = run_text(path.read_text(encoding="utf-8"), entries)
-    oom = result.matches[0]
-    assert (oom.id, oom.shown_as, oom.ready_again.line) == ("k8s-oomkilled", "ended", 8)
-    assert not result.critical and result.exit_code == 1
-    assert oom.to_json()["ready_again"]["text"] == "Ready:          True"
-    out = runner.invoke(app, ["explain", str(path), "--no-color"]).stdout
-    assert "ENDED  k8s-oomkilled" in out and "started again and is Ready (line 8)" in out
-    # the same block not Ready (a crash loop), or the kill as the current State: critical
-    text = path.read_text(encoding="utf-8")
-    for changed in (
-        text.replace("Ready:          True", "Ready:          False"),
-        text.replace("Last State:     Terminated", "State:          Terminated"),
-    ):
-        oom = run_text(changed, entries).matches[0]
-        assert (oom.id, oom.shown_as, oom.ready_again) == ("k8s-oomkilled", "critical", None)
-    # two containers: the OOMKilled one in a crash loop, the sidecar Ready: its Ready line is
-    # no word of the first
-    two = (
-        "Containers:\n  vllm:\n    State:          Waiting\n      Reason:       CrashLoopBackOff\n"
-        "    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n"
-        "    Restart Count:  5\n  sidecar:\n    State:          Running\n"
-        "    Ready:          True\n    Restart Count:  0\n"
-    )
-    assert run_text(two, entries).matches[0].shown_as == "critical"
+    assert run_text(path.read_text(encoding="utf-8"), entries).matches[0].shown_as == "critical"
 
 
 def test_a_describe_s_probe_settings_are_no_error_lines(entries):
@@ -1193,3 +1243,66 @@ def test_a_pasted_event_is_one_error_line_in_json_too(entries):
     assert [e["line"] for e in result.to_json()["salient"]] == [4, 5]
     assert result.error_lines == 2
     assert result.salient[0].text.startswith("  Warning  Failed")
+
+
+def _rich_traceback(width: int, message: str, show_locals: bool) -> str:
+    """A Rich pretty traceback as a terminal of `width` columns prints it (rich, typer's own)."""
+    import io
+
+    from rich.console import Console
+    from rich.traceback import Traceback
+
+    def load_model(error_message: str) -> None:
+        model_name = "meta-llama/Llama-3.1-70B-Instruct"  # noqa: F841 (a local Rich shows)
+        raise RuntimeError(error_message)
+
+    try:
+        load_model(message)
+    except RuntimeError as exc:
+        trace = Traceback.from_exception(type(exc), exc, exc.__traceback__, show_locals=show_locals)
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None, legacy_windows=False).print(trace)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("width", [50, 60, 80, 100, 140])
+@pytest.mark.parametrize("show_locals", [True, False])
+def test_a_rich_traceback_is_read_at_any_width(width, show_locals, entries):
+    # the hostile pass: a panel's top and bottom edges share its width, and Rich wraps the
+    # exception under it at that width too: read as a hard wrap, the whole traceback became one
+    # line (garbage evidence) or the error was missed (widths 50 and 60)
+    message = (
+        "CUDA error: no kernel image is available for execution on the device\nCUDA kernel "
+        "errors might be asynchronously reported at some other API call"
+    )
+    result = run_text(_rich_traceback(width, message, show_locals), entries)
+    assert [m.id for m in result.matches][:1] == ["no-kernel-image"], width
+    evidence = result.matches[0].evidence[0].text
+    assert "no kernel image is available for execution on the device" in evidence
+    assert evidence.count("│") <= 4  # one framed line at most, never a panel glued into one
+
+
+def test_prose_rich_wraps_in_a_panel_that_is_no_traceback_is_not_joined(entries):
+    # the hostile pass: a start-up banner's panel wrapping "maximum context length is" /
+    # "131072 tokens" read as context-length-exceeded: only a traceback's panels are read joined
+    banner = (
+        "╭──────────────────────────── model-gateway ────────────────────────────╮\n"
+        "│ Serving meta-llama/Llama-3.1-8B-Instruct. Its maximum context length is │\n"
+        "│ 131072 tokens; this deployment caps it at 32768 via --max-model-len.  │\n"
+        "│ Health: http://0.0.0.0:8000/health                                    │\n"
+        "╰───────────────────────────────────────────────────────────────────────╯\n"
+    )
+    assert run_text(banner, entries).matches == []
+    # the same lines as a traceback's locals panel are read joined
+    locals_panel = banner.replace(" model-gateway ", " locals ───────")
+    assert [m.id for m in run_text(locals_panel, entries).matches] == ["context-length-exceeded"]
+
+
+def test_probe_settings_as_yaml_print_them_are_no_error_lines(entries):
+    pod = (
+        "    readinessProbe:\n      failureThreshold: 3\n      periodSeconds: 10\n"
+        "      timeoutSeconds: 1\n"
+        '    "livenessProbe": {\n      "failureThreshold": 3,\n      "timeoutSeconds": 1,\n'
+    )
+    result = run_text(pod, entries)
+    assert result.salient == [] and result.error_lines == 0

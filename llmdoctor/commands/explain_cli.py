@@ -277,9 +277,11 @@ def render(result, console) -> None:
                     soft_wrap=True,
                 )
             elif (ready := m.ready_again) is not None:
+                whose = f"container {m.ready_container}" if m.ready_container else "its container"
                 console.print(
-                    "   [bold]its container's last state: it was started again and is Ready[/] "
-                    f"(line {ready.line}); the same load may kill it again until the cause is "
+                    f"   [bold]the kill is {escape(whose)}'s last state: it was started again "
+                    f"and its readiness probe passes[/] (Ready, line {ready.line}), and no line "
+                    "says the pod fails now; the same load may kill it again until the cause is "
                     "fixed:",
                     soft_wrap=True,
                 )
@@ -400,7 +402,10 @@ def _render_fix(m, console, escape) -> None:
         label = "Fix: " if i == 0 else "     "
         console.print(f"   [cyan]{label}[/]{escape(fix)}", soft_wrap=True)
     if m.engine_flags:  # the steps are vLLM's; the log is another engine's
-        theirs = ", ".join(f"{ours} → {t}" for ours, t in m.engine_flags.items())
+        theirs = ", ".join(
+            f"{ours}: the same" if t == ours else f"{ours} → {t}"
+            for ours, t in m.engine_flags.items()
+        )
         console.print(
             f"   [cyan]{escape(m.engine)}:[/] the log is {escape(m.engine)}'s; for the vLLM flags "
             f"above: {escape(theirs)}",

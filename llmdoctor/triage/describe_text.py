@@ -1,8 +1,9 @@
 """What a pasted `kubectl describe pod` says of the container a line belongs to.
 
-A container's block in describe's text is indented fields, the details of a state one level
-deeper:
+A container's block in describe's text is indented fields under the container's name, the
+details of a state one level deeper:
 
+      vllm:
         State:          Running
           Started:      Mon, 31 Aug 2020 16:33:09 -0500
         Last State:     Terminated
@@ -10,49 +11,98 @@ deeper:
           Exit Code:    137
         Ready:          True
         Restart Count:  1
+        Readiness:      http-get http://:8000/health delay=0s timeout=1s period=10s …
 
-A kill told in `Last State` is the container's previous run; `Ready: True` in the same block says
-it was started again and passes its readiness probe now.
+A kill told in `Last State` is the container's previous run; `Ready: True` in the same block,
+where a readiness probe is set, says it was started again and its probe passes now (without a
+probe, Ready is only "the process runs", true seconds into each turn of a crash loop).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 FIELD = re.compile(r"^( *)([A-Z][A-Za-z ]*):(?: +(.*))?$")
+CONTAINER = re.compile(r"^( *)([a-z0-9]([-a-z0-9.]*[a-z0-9])?):\s*$")  # a DNS-1123 label
 STATE_DETAILS_WITHIN = 8  # a state's details (Reason, Message, Exit Code, Started, Finished …)
-BLOCK_WITHIN = 40  # a container block's fields after its Last State's details
+BLOCK_WITHIN = 60  # a container block's fields around its Last State
 
 
-def ready_after_last_state(lines: Sequence[tuple[int, str]], line: int) -> tuple[int, str] | None:
-    """The `Ready: True` line of the container whose `Last State:` details hold input line
-    `line`, or None: the line is no detail of a Last State (a current `State: Terminated`, an
-    Events row, a log line), or the container is not Ready, or the block does not say."""
+@dataclass(frozen=True)
+class LastState:
+    """A container's `Last State:` in a pasted describe: its name (None where the paste cut
+    it), the input lines of the Last State and its details, the block's `Ready: True` line
+    (None: not Ready, or not said) and whether the block sets a readiness probe."""
+
+    container: str | None
+    lines: range
+    ready: tuple[int, str] | None
+    readiness_probe: bool
+
+
+def last_state_of(lines: Sequence[tuple[int, str]], line: int) -> LastState | None:
+    """The Last State whose details hold input line `line`, or None: the line is no detail of a
+    Last State (a current `State: Terminated`, an Events row, a log line)."""
     at = next((i for i, (n, _) in enumerate(lines) if n == line), None)
     if at is None or (detail := FIELD.match(lines[at][1])) is None:
         return None
     depth = len(detail.group(1))
-    header = None
+    head = None
     for i in range(at - 1, max(at - STATE_DETAILS_WITHIN, -1), -1):
         field = FIELD.match(lines[i][1])
         if field is None:
             return None
         if len(field.group(1)) < depth:
-            header = field
+            head = i
             break
-    if header is None or header.group(2) != "Last State":
+    if head is None or (header := FIELD.match(lines[head][1])).group(2) != "Last State":
         return None
     level = len(header.group(1))
-    for n, text in lines[at + 1 : at + 1 + STATE_DETAILS_WITHIN + BLOCK_WITHIN]:
-        indent = len(text) - len(text.lstrip(" "))
-        if not text.strip() or indent < level:
-            return None  # the block ended without a word of readiness
-        if indent > level:
-            continue  # a detail of the last state, or of a field after it (Limits' `memory:`)
-        field = FIELD.match(text)
-        if field is None or field.group(2) in ("State", "Last State"):
-            return None  # no container field, or another container's block
-        if field.group(2) == "Ready":
-            return (n, text) if (field.group(3) or "").strip() == "True" else None
-    return None
+    start, end = _block(lines, head, level)
+    details_end = head
+    while details_end + 1 < end and _indent(lines[details_end + 1][1]) > level:
+        details_end += 1
+    ready, probe = None, False
+    for i in range(start, end):
+        field = FIELD.match(lines[i][1])
+        if field is None or len(field.group(1)) != level:
+            continue
+        if field.group(2) == "Ready" and (field.group(3) or "").strip() == "True":
+            ready = lines[i]
+        probe = probe or field.group(2) == "Readiness"
+    name = CONTAINER.match(lines[start - 1][1]) if start > 0 else None
+    return LastState(
+        name.group(2) if name is not None else None,
+        range(lines[head][0], lines[details_end][0] + 1),
+        ready,
+        probe,
+    )
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" "))
+
+
+def _block(lines: Sequence[tuple[int, str]], head: int, level: int) -> tuple[int, int]:
+    """The container block around line index `head` (a field at indent `level`): from its first
+    field to the line after its last, bounded by a shallower line, a blank one or another
+    block's `State:` / `Last State:`."""
+
+    def inside(i: int) -> bool:
+        return bool(lines[i][1].strip()) and _indent(lines[i][1]) >= level
+
+    start = head
+    while start > 0 and head - start < BLOCK_WITHIN and inside(start - 1):
+        field = FIELD.match(lines[start - 1][1])
+        if field and len(field.group(1)) == level and field.group(2) == "Last State":
+            break
+        start -= 1
+    end = head + 1
+    while end < len(lines) and end - head < BLOCK_WITHIN and inside(end):
+        field = FIELD.match(lines[end][1])
+        if field and len(field.group(1)) == level and field.group(2) in ("State", "Last State"):
+            break  # another container's block (its header cut from the paste)
+        end += 1
+    return start, end

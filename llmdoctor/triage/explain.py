@@ -48,7 +48,7 @@ from llmdoctor.engine.textsource import TextSource, split_log_lines
 from llmdoctor.lazy_regex import compiled
 from llmdoctor.parsers.xid import parse_xid_line
 from llmdoctor.triage.cut_traceback import ends_inside_traceback
-from llmdoctor.triage.describe_text import ready_after_last_state
+from llmdoctor.triage.describe_text import last_state_of
 from llmdoctor.triage.line_time import written_after
 from llmdoctor.triage.other_engine import engine_of, their_flags
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
@@ -157,6 +157,9 @@ ADVICE = re.compile(r"\b[Ii]f you\b.*\b(consider|try|please|set|use)\b")
 PROBE_SETTINGS = re.compile(
     r"^\s*(Liveness|Readiness|Startup):\s+(http-get|exec|tcp-socket|grpc)\b.* delay=[0-9]+s "
     r"timeout=[0-9]+s period=[0-9]+s"
+    # ... and the same fields as `-o yaml` / `-o json` print them (`timeoutSeconds: 1`)
+    r"|^\s*\"?(timeoutSeconds|failureThreshold|periodSeconds|successThreshold|"
+    r"initialDelaySeconds)\"?: *[0-9]+,?\s*$"
 )
 # the salient patterns that describe rather than report: a line the server logged at INFO or
 # DEBUG on which only these fire is it telling what it does (vLLM-Gaudi's `Triton is installed
@@ -422,6 +425,7 @@ class Match:
     # a kill a `kubectl describe` tells as its container's Last State, when the same block says
     # `Ready: True`: that line (`ready_again`); the container was started again and is Ready
     ready_again: Evidence | None = None
+    ready_container: str = ""  # ... that container's name, where the paste gives it
     # the entry whose signatures matched these lines when this entry tells their story, and why
     # (its `at_startup`: an OOM before the server served is a start-up that does not fit;
     # vLLM's free-memory check whose numbers show no memory taken by another process)
@@ -483,7 +487,7 @@ class Match:
         if self.resumed is not None:
             out["resumed"] = self.resumed.to_json()
         if self.ready_again is not None:
-            out["ready_again"] = self.ready_again.to_json()
+            out["ready_again"] = self.ready_again.to_json() | {"container": self.ready_container}
         if self.engine_flags:
             out["engine"] = {"name": self.engine, "flags": self.engine_flags}
         if self.lines_of:
@@ -1031,18 +1035,26 @@ def served_again(matches: list[Match], reading: _Reading) -> None:
 
 def ready_again(matches: list[Match], reading: _Reading) -> None:
     """Mark each critical signature match whose every line is a detail of a container's `Last
-    State` in a pasted `kubectl describe` that says `Ready: True` for that container
-    (`Match.ready_again`): the kill is its previous run, the container was started again and is
-    Ready. Only when every matching line was kept (a line not kept could be a current one)."""
+    State` in a pasted `kubectl describe` (`Match.ready_again`: the block's `Ready: True`
+    line) where nothing says the pod is failing now: each such container sets a readiness probe
+    and is Ready, and every line read as an error is of those Last States (a BackOff, a probe
+    failing, another container waiting or not Ready: none). Only on an input whose error lines
+    were all kept, and every matching line of the match."""
+    if reading.error_lines > len(reading.salient):
+        return
     for m in matches:
         if m.how != "signature" or m.severity != "critical" or m.resumed is not None:
             continue
         if not m.evidence or m.count > len(m.evidence):
             continue
-        ready = [ready_after_last_state(reading.numbered_list, e.line) for e in m.evidence]
-        if all(ready):
-            last = max(ready)
-            m.ready_again = Evidence(last[0], last[1].strip()[:MAX_TEXT])
+        states = [last_state_of(reading.numbered_list, e.line) for e in m.evidence]
+        if not all(s is not None and s.ready and s.readiness_probe for s in states):
+            continue
+        if any(not any(e.line in s.lines for s in states) for e in reading.salient):
+            continue
+        ready = max(states, key=lambda s: s.ready)
+        m.ready_again = Evidence(ready.ready[0], ready.ready[1].strip()[:MAX_TEXT])
+        m.ready_container = ready.container or ""
 
 
 def _lines_read_twice(
@@ -1094,7 +1106,10 @@ class _LineGroups:
         PROSE_ONLY's words: no error line either way."""
         return (
             ("f you" in text and bool(ADVICE.search(text)))
-            or ("delay=" in text and bool(PROBE_SETTINGS.match(text)))
+            or (
+                ("delay=" in text or "Threshold" in text or "Seconds" in text)
+                and bool(PROBE_SETTINGS.match(text))
+            )
             or self._prose_at_info(fired, text)
         )
 

@@ -6,8 +6,9 @@ stop SGLang, TGI and Ollama, whose logs explain reads too. Where the lines are a
 the Fix's vLLM flags are told in that engine's terms beside it, never rewritten: each engine
 names its settings from its own source (sgl-project/sglang python/sglang/srt/server_args.py at
 469c63e; huggingface/text-generation-inference launcher/src/main.rs at db931fc; ollama/ollama
-envconfig/config.go and api/types.go at fb30760). A vLLM flag with no counterpart is left out,
-never guessed.
+envconfig/config.go and api/types.go at fb30760), with what differs where it matters (TGI's
+memory fraction defaults to 1.0, its dtype takes no `half`); the same name is said to be the
+same. A vLLM flag with no counterpart is left out, never guessed.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 FLAG = re.compile(r"--[a-z][a-z0-9-]+")
-# a line vLLM wrote: its name, its processes, its logger's `[file.py:N]` after a level and time
+LLMDOCTOR_COMMAND = re.compile(r"`llmdoctor [^`]*`")
+# a line vLLM wrote, or one naming it (LiteLLM's `hosted_vllm/…`, a vLLM pod's name: then no
+# other engine is told): its name anywhere, its processes, its logger's `file.py:N]` after a level
+# and a time (0.8+ in brackets, older without)
 VLLM = re.compile(
-    r"\b[Vv][Ll][Ll][Mm]\b|VllmWorker|EngineCore|"
-    r"\b(INFO|WARNING|ERROR|DEBUG) [0-9]{2}-[0-9]{2} [0-9:]{8}(\.[0-9]+)? \[[A-Za-z0-9_]+\.py:[0-9]+\]"
+    r"(?i:(?<![a-z])vllm(?![a-z]))|EngineCore|"
+    r"\b(INFO|WARNING|ERROR|DEBUG) [0-9]{2}-[0-9]{2} [0-9:]{8}(\.[0-9]+)? \[?[A-Za-z0-9_]+\.py:[0-9]+\]"
 )
 # a traceback's frame names a module it ran, not who ran it: SGLang and TGI builds call vLLM's
 # layers and kernels (`File ".../site-packages/vllm/model_executor/layers/linear.py"`)
@@ -49,14 +53,20 @@ ENGINES = (
             "--tensor-parallel-size": "--tp-size",
             "--enforce-eager": "--disable-cuda-graph",
             "--kv-cache-dtype": "--kv-cache-dtype",
+            "--quantization": "--quantization",
+            "--dtype": "--dtype",
         },
     ),
     Engine(
         "TGI",
         re.compile(r"text[_-]generation[_-](launcher|server|router|inference)"),
         {
-            "--gpu-memory-utilization": "--cuda-memory-fraction",
+            "--gpu-memory-utilization": "--cuda-memory-fraction (default 1.0: all it may take; "
+            "lower it to leave room)",
             "--max-model-len": "--max-total-tokens (and --max-input-tokens)",
+            "--quantization": "--quantize",
+            "--kv-cache-dtype": "--kv-cache-dtype (fp8_e4m3fn or fp8_e5m2)",
+            "--dtype": "--dtype (float16 or bfloat16; no `half`)",
             "--max-num-batched-tokens": "--max-batch-prefill-tokens",
             "--tensor-parallel-size": "--num-shard",
             "--enforce-eager": "--cuda-graphs 0",
@@ -64,12 +74,18 @@ ENGINES = (
     ),
     Engine(
         "Ollama",
-        re.compile(r"\b[Oo]llama\b|level=[A-Z]+ source=[a-z_]+\.go:[0-9]+ msg="),
+        # its own lines (slog's `level=… source=server.go:N msg=`, the runner's binary and
+        # folder, journald's `ollama[pid]:`), never the word alone (a prompt, a module name)
+        re.compile(
+            r"level=[A-Z]+ source=[a-z_/]+\.go:[0-9]+ msg=|ollama\[[0-9]+\]:|"
+            r"ollama_llama_server|/(usr|lib|share)/ollama/"
+        ),
         {
             "--max-num-seqs": "OLLAMA_NUM_PARALLEL",
             "--max-model-len": "OLLAMA_CONTEXT_LENGTH (or the model's num_ctx)",
             "--gpu-memory-utilization": "the model's num_gpu (layers on the GPU; Ollama sizes "
-            "them to the free memory itself)",
+            "them to the free memory itself) or OLLAMA_GPU_OVERHEAD (memory it leaves free)",
+            "--kv-cache-dtype": "OLLAMA_KV_CACHE_TYPE (f16, q8_0, q4_0)",
         },
     ),
 )
@@ -91,6 +107,8 @@ def engine_of(lines: Iterable[str]) -> Engine | None:
 
 
 def their_flags(engine: Engine, fix: Iterable[str]) -> dict[str, str]:
-    """The vLLM flags the Fix's lines name that `engine` has a setting for, in their order."""
-    named = dict.fromkeys(f for line in fix for f in FLAG.findall(line))
+    """The vLLM flags the Fix's lines name that `engine` has a setting for, in their order; a
+    flag of an llmdoctor command in them (`llmdoctor capacity … --max-model-len`) is none."""
+    text = LLMDOCTOR_COMMAND.sub("", " ".join(fix))
+    named = dict.fromkeys(FLAG.findall(text))
     return {flag: engine.flags[flag] for flag in named if flag in engine.flags}

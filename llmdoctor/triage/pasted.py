@@ -11,9 +11,10 @@
   longest length) are joined back, so a signature split by the wrap matches again; in a short
   paste, one or two lines folded once are read joined beside their pieces where that heals a
   signature the fold split (`folded_once`);
-* a line Rich wrapped inside the box of a pretty traceback (`│ │ input = <repr-error 'CUDA
+* a line Rich wrapped inside the panels of a pretty traceback or an error box (`│ │ input = <repr-error 'CUDA
   error: no kernel image is available for  │ │` / `│ │  execution on the device …  │ │`) is
-  read joined to the next, frames dropped, where that heals a signature (`boxed`);
+  read joined to the next, frames dropped, where that heals a signature (`boxed`); a panel's
+  lines and edges are no fixed-width wrap;
 * a Markdown code span or block inside a sentence (``I get ```RuntimeError: ...``` when``) is
   read as its own line, so a signature anchored at the line's start matches it;
 * a row of `kubectl describe`'s Events table is followed by its Message column alone;
@@ -65,6 +66,14 @@ RECORD_START = 8
 # HEAVY boxes): a long value wraps inside them, a frame on either side of each piece
 BOX_SIDES = "│┃"
 BOX_EDGE = re.compile(r"[─━╭╮╰╯┏┓┗┛]")
+PANEL_CORNERS = "╭╮╰╯┏┓┗┛"
+# the title of a pretty traceback's panel, of its locals' or of an error's (`╭─── Traceback (most
+# recent call last) ───╮`, `╭──── locals ────╮`, typer's `╭─ Error ─╮`), or a framed line naming
+# an exception (a CLI's error box, Modal's `│ GatedRepoError('401 Client Error. …`): only then
+# are framed lines read joined (a start-up banner's or a chart's tip panel wraps prose as well,
+# and that prose is no error)
+TRACEBACK_PANEL = re.compile(r"[╭┏][─━]+ (Traceback|locals|Error) ")
+EXCEPTION_NAME = re.compile(r"[A-Za-z](Error|Exception)\b")
 # a line that opens a log record: a level word, a date or a time first (`INFO:     10.0.0.1`,
 # `ERROR 09-03 …`, `2025-03-24 18:30:59`, `[2026-04-13 19:52:24]`)
 RECORD_OPENING = re.compile(
@@ -204,8 +213,11 @@ def wrap_width(lines: list[str]) -> int | None:
     """The width a pasted text was hard-wrapped at: the longest line length, when at least
     three different lines have exactly it (a wrap leaves many lines of one length); else None.
     """
-    # a Rich panel's lines share its width and are no wrap: `boxed` reads them
-    lengths = [len(line) for line in lines if line and not _framed(line)]
+    # a Rich panel's lines and its edges share its width and are no wrap: `boxed` reads them
+    boxes = _has_panels(lines)
+    lengths = [
+        len(line) for line in lines if line and not (boxes and (_framed(line) or _edge(line)))
+    ]
     if not lengths:
         return None
     width = max(lengths)
@@ -278,13 +290,20 @@ def _word_wrapped(raw: list[str], heals: Callable[[str, list[str]], bool]) -> di
 
 
 def boxed(raw: list[str], heals: Callable[[str, list[str]], bool] | None) -> dict[int, str]:
-    """Lines inside a Rich panel (a pretty traceback, its locals) whose text Rich wrapped at the
-    panel's width: each line's text without its frames, joined with up to WORD_WRAP_PIECES - 1
-    framed lines after it where `heals` says that makes a signature match that the pieces do not:
-    {its number: the pieces joined}."""
-    if heals is None:
+    """Lines inside the panels of a Rich pretty traceback (its frames, its locals) whose text
+    Rich wrapped at the panel's width: each line's text without its frames, joined with up to
+    WORD_WRAP_PIECES - 1 framed lines after it where `heals` says that makes a signature match
+    that the pieces do not, and the join starting one line later does not: {its number: the
+    pieces joined}; and the exception's lines under the outer panel's bottom edge, which Rich
+    wraps at the console's width, likewise. Only in a paste that shows such a panel's title
+    (TRACEBACK_PANEL) or a framed line naming an exception (EXCEPTION_NAME)."""
+    if heals is None or not _has_panels(raw):
         return {}
     texts = [_box_text(line) for line in raw]
+    if not any(TRACEBACK_PANEL.search(line) for line in raw if "─" in line) and not any(
+        text and EXCEPTION_NAME.search(text) for text in texts
+    ):
+        return {}
     joined: dict[int, str] = {}
     i = 0
     while i < len(texts):
@@ -294,11 +313,33 @@ def boxed(raw: list[str], heals: Callable[[str, list[str]], bool] | None) -> dic
                 break
             pieces.append(following)
             if heals(" ".join(pieces), pieces):
+                # a piece before the value's start (the tail of the local above it) is left out
+                if len(pieces) > 2 and heals(" ".join(pieces[1:]), pieces[1:]):
+                    break
                 joined[i + 1] = " ".join(pieces)
                 i += len(pieces) - 1
                 break
         i += 1
+    # the exception's line under the outer panel, wrapped by Rich at the console's width
+    for i, line in enumerate(raw[:-1]):
+        if line.startswith("╰") and _edge(line):
+            pieces = [p.strip() for p in raw[i + 1 : i + 1 + WORD_WRAP_PIECES] if p.strip()]
+            for n in range(2, len(pieces) + 1):
+                if heals(" ".join(pieces[:n]), pieces[:n]):
+                    joined.setdefault(i + 2, " ".join(pieces[:n]))
+                    break
     return joined
+
+
+def _has_panels(lines: list[str]) -> bool:
+    """Whether any line holds a panel's side (every Rich panel has them)."""
+    return any("│" in line or "┃" in line for line in lines)
+
+
+def _edge(line: str) -> bool:
+    """Whether a line is a Rich panel's top or bottom edge (`╭──── Traceback … ────╮`)."""
+    text = line.strip()
+    return len(text) >= 3 and text[0] in PANEL_CORNERS and text[-1] in PANEL_CORNERS
 
 
 def _framed(line: str) -> bool:
