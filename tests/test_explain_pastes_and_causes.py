@@ -1306,3 +1306,26 @@ def test_probe_settings_as_yaml_print_them_are_no_error_lines(entries):
     )
     result = run_text(pod, entries)
     assert result.salient == [] and result.error_lines == 0
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "2025-05-12T10:01:02.002468Z ",  # kubectl logs --timestamps
+        "2025-05-12T10:01:02.000000002Z stderr F ",  # the node's CRI log file
+        "(VllmWorker TP0 pid=2231) ",  # a vLLM worker's tag
+        "vllm-0 vllm ",  # stern
+    ],
+)
+def test_a_rich_traceback_behind_a_log_prefix_is_read(prefix, entries):
+    # the hostile pass: the same traceback behind a prefix was missed (exit 0)
+    message = (
+        "CUDA error: no kernel image is available for execution on the device\nCUDA kernel "
+        "errors might be asynchronously reported at some other API call"
+    )
+    text = "".join(prefix + line + "\n" for line in _rich_traceback(80, message, True).splitlines())
+    result = run_text(text, entries)
+    assert [m.id for m in result.matches][:1] == ["no-kernel-image"], prefix
+    evidence = result.matches[0].evidence[0].text
+    assert "no kernel image is available for execution on the device" in evidence
+    assert evidence.count("│") <= 4 and evidence.count(prefix.strip()) <= 1

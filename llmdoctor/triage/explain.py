@@ -422,8 +422,9 @@ class Match:
     # the vLLM flags the shown Fix names
     engine: str = ""
     engine_flags: dict[str, str] = field(default_factory=dict)
-    # a kill a `kubectl describe` tells as its container's Last State, when the same block says
-    # `Ready: True`: that line (`ready_again`); the container was started again and is Ready
+    # a kill a `kubectl describe` tells as its container's Last State, where nothing says the pod
+    # fails now (`ready_again`: the block sets a readiness probe and says `Ready: True`, no other
+    # line reads as an error): that Ready line; the container was started again and is Ready
     ready_again: Evidence | None = None
     ready_container: str = ""  # ... that container's name, where the paste gives it
     # the entry whose signatures matched these lines when this entry tells their story, and why
@@ -454,8 +455,9 @@ class Match:
 
     @property
     def shown_as(self) -> str:
-        """How the report labels it: `ended` (the engine generated again after it: in the log's
-        past), `maybe` (named by the input's words alone), else its severity."""
+        """How the report labels it: `ended` (the engine generated again after it, or the
+        container it killed is Ready again: in the log's past), `maybe` (named by the input's
+        words alone), else its severity."""
         if self.resumed is not None or self.ready_again is not None:
             return "ended"
         return self.severity if self.how == "signature" or self.named_by_its_lines else "maybe"

@@ -67,6 +67,8 @@ RECORD_START = 8
 BOX_SIDES = "│┃"
 BOX_EDGE = re.compile(r"[─━╭╮╰╯┏┓┗┛]")
 PANEL_CORNERS = "╭╮╰╯┏┓┗┛"
+PANEL_CHARS = BOX_SIDES + PANEL_CORNERS
+PREFIX_WITHIN = 100  # a log prefix before a panel's line (a time, a pod, a process tag)
 # the title of a pretty traceback's panel, of its locals' or of an error's (`╭─── Traceback (most
 # recent call last) ───╮`, `╭──── locals ────╮`, typer's `╭─ Error ─╮`), or a framed line naming
 # an exception (a CLI's error box, Modal's `│ GatedRepoError('401 Client Error. …`): only then
@@ -320,10 +322,13 @@ def boxed(raw: list[str], heals: Callable[[str, list[str]], bool] | None) -> dic
                 i += len(pieces) - 1
                 break
         i += 1
-    # the exception's line under the outer panel, wrapped by Rich at the console's width
+    # the exception's line under the outer panel, wrapped by Rich at the console's width (each
+    # line behind the prefix the panel's edge has, of the same length)
     for i, line in enumerate(raw[:-1]):
-        if line.startswith("╰") and _edge(line):
-            pieces = [p.strip() for p in raw[i + 1 : i + 1 + WORD_WRAP_PIECES] if p.strip()]
+        at = _panel_start(line)
+        if at >= 0 and line[at] in "╰┗" and _edge(line):
+            pieces = [p[at:].strip() for p in raw[i + 1 : i + 1 + WORD_WRAP_PIECES]]
+            pieces = [p for p in pieces if p]
             for n in range(2, len(pieces) + 1):
                 if heals(" ".join(pieces[:n]), pieces[:n]):
                     joined.setdefault(i + 2, " ".join(pieces[:n]))
@@ -336,15 +341,25 @@ def _has_panels(lines: list[str]) -> bool:
     return any("│" in line or "┃" in line for line in lines)
 
 
+def _panel_start(line: str) -> int:
+    """Where a panel's part of a line begins: its first side or corner, behind at most a log
+    prefix of PREFIX_WITHIN characters (`kubectl logs --timestamps`' time, CRI's `… stderr F`,
+    a vLLM worker's `(VllmWorker TP0 pid=…)`, stern's pod and container); -1 where none."""
+    head = line[:PREFIX_WITHIN]
+    return min((i for c in PANEL_CHARS if (i := head.find(c)) >= 0), default=-1)
+
+
 def _edge(line: str) -> bool:
     """Whether a line is a Rich panel's top or bottom edge (`╭──── Traceback … ────╮`)."""
-    text = line.strip()
+    at = _panel_start(line)
+    text = line[at:].rstrip() if at >= 0 else ""
     return len(text) >= 3 and text[0] in PANEL_CORNERS and text[-1] in PANEL_CORNERS
 
 
 def _framed(line: str) -> bool:
-    """Whether a line is framed on both sides by a Rich panel's sides."""
-    text = line.strip()
+    """Whether a line is framed on both sides by a Rich panel's sides (behind a log prefix)."""
+    at = _panel_start(line)
+    text = line[at:].rstrip() if at >= 0 else ""
     return len(text) >= 3 and text[0] in BOX_SIDES and text[-1] in BOX_SIDES
 
 
@@ -352,7 +367,7 @@ def _box_text(line: str) -> str | None:
     """The text of a line framed by a Rich panel's sides, or None."""
     if not _framed(line):
         return None
-    text = line.strip().strip(BOX_SIDES + " ")
+    text = line[_panel_start(line) :].strip().strip(BOX_SIDES + " ")
     # a nested panel's top or bottom edge (`╭──── locals ────╮`) holds no text of a value
     return text if text and not BOX_EDGE.match(text) else None
 
