@@ -60,7 +60,8 @@ MAX_FOLDED_ONCE_LINES = 40  # a paste this short may be one or two lines folded 
 WORD_WRAP_PIECES = 3  # a sentence wrapped at a word is read whole across at most this many lines
 # ... when it opens as an error record does: an exception's name or a level word (a status
 # report's `0 uncorrectable ECC error` / `encountered this week` is no log line wrapped)
-WRAPPED_ERROR = re.compile(r"[A-Za-z](Error|Exception)\b|\b(ERROR|FATAL|CRITICAL)\b")
+EXCEPTION_NAME = re.compile(r"[A-Za-z](Error|Exception)\b")
+WRAPPED_ERROR = re.compile(EXCEPTION_NAME.pattern + r"|\b(ERROR|FATAL|CRITICAL)\b")
 RECORD_START = 8
 # the sides of the panels Rich draws around a pretty traceback and its locals (its ROUNDED and
 # HEAVY boxes): a long value wraps inside them, a frame on either side of each piece
@@ -75,7 +76,6 @@ PREFIX_WITHIN = 100  # a log prefix before a panel's line (a time, a pod, a proc
 # are framed lines read joined (a start-up banner's or a chart's tip panel wraps prose as well,
 # and that prose is no error)
 TRACEBACK_PANEL = re.compile(r"[╭┏][─━]+ (Traceback|locals|Error) ")
-EXCEPTION_NAME = re.compile(r"[A-Za-z](Error|Exception)\b")
 # a line that opens a log record: a level word, a date or a time first (`INFO:     10.0.0.1`,
 # `ERROR 09-03 …`, `2025-03-24 18:30:59`, `[2026-04-13 19:52:24]`)
 RECORD_OPENING = re.compile(
@@ -349,25 +349,29 @@ def _panel_start(line: str) -> int:
     return min((i for c in PANEL_CHARS if (i := head.find(c)) >= 0), default=-1)
 
 
-def _edge(line: str) -> bool:
-    """Whether a line is a Rich panel's top or bottom edge (`╭──── Traceback … ────╮`)."""
+def _panel_part(line: str, ends: str) -> str | None:
+    """The line from its panel's first side or corner on (behind a log prefix), when that part
+    begins and ends with one of `ends`; else None."""
     at = _panel_start(line)
     text = line[at:].rstrip() if at >= 0 else ""
-    return len(text) >= 3 and text[0] in PANEL_CORNERS and text[-1] in PANEL_CORNERS
+    return text if len(text) >= 3 and text[0] in ends and text[-1] in ends else None
+
+
+def _edge(line: str) -> bool:
+    """Whether a line is a Rich panel's top or bottom edge (`╭──── Traceback … ────╮`)."""
+    return _panel_part(line, PANEL_CORNERS) is not None
 
 
 def _framed(line: str) -> bool:
     """Whether a line is framed on both sides by a Rich panel's sides (behind a log prefix)."""
-    at = _panel_start(line)
-    text = line[at:].rstrip() if at >= 0 else ""
-    return len(text) >= 3 and text[0] in BOX_SIDES and text[-1] in BOX_SIDES
+    return _panel_part(line, BOX_SIDES) is not None
 
 
 def _box_text(line: str) -> str | None:
     """The text of a line framed by a Rich panel's sides, or None."""
-    if not _framed(line):
+    if (framed := _panel_part(line, BOX_SIDES)) is None:
         return None
-    text = line[_panel_start(line) :].strip().strip(BOX_SIDES + " ")
+    text = framed.strip(BOX_SIDES + " ")
     # a nested panel's top or bottom edge (`╭──── locals ────╮`) holds no text of a value
     return text if text and not BOX_EDGE.match(text) else None
 
