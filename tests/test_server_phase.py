@@ -225,6 +225,20 @@ def test_an_oom_before_tgi_says_its_shard_failed_to_start_is_at_start_up():
     assert during_startup(numbered(text), oom_line(text))
 
 
+def test_an_oom_as_triton_creates_a_models_instance_is_at_start_up():
+    # Triton's `Failed to create instance: ` (backend_model.cc) is a model being loaded, whatever
+    # its backend; round 25's TensorRT-LLM engine out of memory as Triton loads it (its thread:
+    # a 13B engine on a card too small for it), where nothing before the line says "starting"
+    path = FRESH / "round25" / STORY / "r25-tgi-triton-trtllm-llama13b-load-oom.log"
+    text = path.read_text()
+    line = next(n for n, t in numbered(text) if "cudaMallocAsync" in t)
+    assert "Failed to create instance: " in text.splitlines()[line - 1]
+    assert during_startup(numbered(text), line)
+    # the backend's own words alone, as a request that ran out of memory would print them
+    alone = text.splitlines()[line - 1].split("Failed to create instance: ", 1)[1]
+    assert not during_startup([(1, alone)], 1)
+
+
 def test_an_oom_allocating_the_kv_cache_is_at_start_up():
     # round 17's V1 traceback cut to its last frame: `_allocate_kv_cache_tensors` runs once, as
     # the engine sizes its KV cache at start (vllm PR 48593: a default max_model_len of 262144);

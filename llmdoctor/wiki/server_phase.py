@@ -37,6 +37,9 @@ STARTUP_FAILURE = re.compile(
     r"|Error initializing vLLM engine: "
     # TGI's launcher when a shard's process exits before it is ready (launcher/src/main.rs)
     r"|text_generation_launcher: Shard [0-9]+ failed to start|Error: ShardCannotStart"
+    # Triton loading a model: its backend could not create the model's instance
+    # (backend_model.cc), whatever the backend (TensorRT-LLM, vLLM, Python)
+    r"|Failed to create instance: "
 )
 # a traceback through the engine's serving loop: a step over requests, not a start
 SERVING_FRAME = re.compile(
