@@ -239,6 +239,17 @@ def test_an_oom_as_triton_creates_a_models_instance_is_at_start_up():
     assert not during_startup([(1, alone)], 1)
 
 
+def test_an_oom_vllm_reports_as_its_sampler_warm_up_is_at_start_up():
+    # vLLM's V1 runner warms up with max_num_seqs dummy requests before it serves and says so
+    # when that runs out of memory (`CUDA out of memory occurred when warming up sampler with 256
+    # dummy requests`); round 39's RTX 2080 Ti paste keeps those words and the OOM, no frame
+    path = FRESH / "round39" / STORY / "r39-homelab-2080ti-docker-sampler-warmup-oom.log"
+    text = path.read_text()
+    line = next(n for n, t in numbered(text) if t.startswith("torch.OutOfMemoryError"))
+    assert during_startup(numbered(text), line)
+    assert not during_startup(numbered(text)[line - 1 :], line)
+
+
 def test_an_oom_allocating_the_kv_cache_is_at_start_up():
     # round 17's V1 traceback cut to its last frame: `_allocate_kv_cache_tensors` runs once, as
     # the engine sizes its KV cache at start (vllm PR 48593: a default max_model_len of 262144);

@@ -37,6 +37,9 @@ STARTUP_FAILURE = re.compile(
     r"|Error initializing vLLM engine: "
     # TGI's launcher when a shard's process exits before it is ready (launcher/src/main.rs)
     r"|text_generation_launcher: Shard [0-9]+ failed to start|Error: ShardCannotStart"
+    # vLLM's V1 model runner warming up with max_num_seqs dummy requests (`_dummy_sampler_run`,
+    # `_dummy_pooler_run`), its own words when a paste keeps no frame
+    r"|CUDA out of memory occurred when warming up (sampler|pooler)"
     # Triton loading a model: its backend could not create the model's instance
     # (backend_model.cc), whatever the backend (TensorRT-LLM, vLLM, Python)
     r"|Failed to create instance: "
