@@ -211,8 +211,12 @@ def _retold_at_startup(facts: Facts, entries: dict, hits: dict[str, EntryHits]) 
     retold: dict[str, str] = {}
     for entry_id in list(hits):
         source, first = hits[entry_id].first[0]
+        # its last line in that log (another log's lines are another life's)
+        kept = [m for src, m in (*hits[entry_id].first, *hits[entry_id].last) if src == source]
         log = facts.require(source)
-        story = retold_at_startup(entries, {entry_id: first.line}, log.lines).get(entry_id)
+        story = retold_at_startup(
+            entries, {entry_id: first.line}, log.lines, {entry_id: kept[-1].line}
+        ).get(entry_id)
         if story is not None and story not in hits:
             hits[story] = hits.pop(entry_id)
             retold[story] = entry_id

@@ -112,7 +112,12 @@ def _verdict(facts: Facts, key: str, ooms: list[tuple[int, str, TorchOom]]) -> F
     story = (
         {}
         if fragmented
-        else retold_at_startup(entries, {"cuda-oom-runtime": first}, facts.require(key).lines)
+        else retold_at_startup(
+            entries,
+            {"cuda-oom-runtime": first},
+            facts.require(key).lines,
+            {"cuda-oom-runtime": ooms[-1][0]},
+        )
     )
     when = ", at start-up" if story else ""
     if not oom.has_numbers:

@@ -49,6 +49,7 @@ def _log_causes(facts: Facts, log_key: str) -> tuple[list[str], list[str], list[
         return [], [], []
     signatures = SignatureSet(entries.values())
     strong: dict[str, dict] = {}  # entry id -> its first line a signature matched
+    last_strong: dict[str, int] = {}  # ... and the number of its last
     weak: dict[str, dict] = {}  # ... a hint matched (kept only if no signature ever does)
     for m in signatures.scan(log):
         if request_log(m.text):  # a prompt that quotes an error is no error
@@ -58,11 +59,13 @@ def _log_causes(facts: Facts, log_key: str) -> tuple[list[str], list[str], list[
             first = strong if entry_id in fired else weak
             if entry_id not in first:
                 first[entry_id] = evidence(m.text, source=log.name, line=m.line)
+            if entry_id in fired:
+                last_strong[entry_id] = m.line
     hinted = {i: line for i, line in weak.items() if i not in strong}
     # an entry's lines that came while the server started tell its `at_startup` entry's story
     # (wiki/server_phase.py), as log-signatures tells it
     first_lines = {i: int(line["line"]) for i, line in strong.items()}
-    retold = retold_at_startup(entries, first_lines, log.lines)
+    retold = retold_at_startup(entries, first_lines, log.lines, last_strong)
     causes = list(dict.fromkeys(retold.get(i, i) for i in strong))
     return causes, list(hinted), [*strong.values(), *hinted.values()]
 

@@ -411,3 +411,58 @@ def test_a_server_that_came_up_did_not_fail_to_start():
         "ERROR [hermes_tool_parser.py:1] Error in extracting tool call from response.",
     )
     assert start_failed_after([again[0], parsing, (n + 3, main[0][1])], n + 2) is None
+
+
+# explain's whole story (llmdoctor/triage/explain.py told_at_startup, folded_into_story) on real
+# lines put together: round 39's RTX 2080 Ti start-up that ran out of memory in vLLM's sampler
+# warm-up, round 11's server generating, round 25's Triton instance failing to load and round
+# 10's Triton announcing its endpoints
+WARM_UP = FRESH / "round39" / STORY / "r39-homelab-2080ti-docker-sampler-warmup-oom.log"
+
+
+def _explained(text: str) -> list[tuple[str, str | None]]:
+    from llmdoctor.triage.explain import explain
+
+    result = explain(TextSource.from_text("paste", text), ENTRIES)
+    return [(m.id, m.lines_of) for m in result.matches]
+
+
+def test_a_warm_up_oom_is_one_start_up_story_not_also_an_oom_while_serving():
+    assert _explained(WARM_UP.read_text()) == [(STORY, "cuda-oom-runtime")]
+    # the chained traceback, the OOM first and vLLM's warm-up words under it: folded all the same
+    oom, warm_up = WARM_UP.read_text().split("\n\n", 1)[1], WARM_UP.read_text().split("\n\n")[0]
+    assert [i for i, _ in _explained(oom + "\n" + warm_up + "\n")] == [STORY]
+
+
+def test_an_oom_while_serving_after_a_start_that_did_not_fit_is_the_runtime_story():
+    # the previous life's start-up OOM, then a start that came up and served, then an OOM: the
+    # newest failure is told as a runtime OOM, the start-up still named beside it
+    runtime_oom = next(t for t in WARM_UP.read_text().splitlines() if "Tried to allocate" in t)
+    text = WARM_UP.read_text() + SERVING + "torch.OutOfMemoryError: CUDA out of memory.\n"
+    text += runtime_oom + "\n"
+    ids = [i for i, _ in _explained(text)]
+    assert ids[0] == "cuda-oom-runtime" and STORY in ids, ids
+    assert ("cuda-oom-runtime", "") in _explained(text)
+
+
+def test_a_triton_model_that_failed_to_load_does_not_make_a_later_oom_a_start_up():
+    load = (FRESH / "round25" / STORY / "r25-tgi-triton-trtllm-llama13b-load-oom.log").read_text()
+    load_oom = next(t for t in load.splitlines() if "Failed to create instance: " in t)
+    started = (
+        FRESH / "round10" / "_healthy" / "r10-c5-triton-services-started-explicit-model-load.log"
+    ).read_text()
+    assert [i for i, _ in _explained(load_oom + "\n")] == [STORY]
+    runtime = load_oom.split("Failed to create instance: ", 1)[1]
+    assert _explained(f"{load_oom}\n{started}{runtime}\n")[0] == ("cuda-oom-runtime", "")
+
+
+def test_retold_at_startup_asks_of_the_last_line_too():
+    # log-signatures, pod-restarts and memory-fragmentation give the last line where they have it
+    text = WARM_UP.read_text() + SERVING + "torch.OutOfMemoryError: CUDA out of memory.\n"
+    lines = text.splitlines()
+    first = next(n for n, t in enumerate(lines, 1) if t.startswith("torch.OutOfMemoryError"))
+    last = len(lines)
+    args = (ENTRIES, {"cuda-oom-runtime": first}, lambda: iter(lines))
+    assert retold_at_startup(*args) == {"cuda-oom-runtime": STORY}
+    assert retold_at_startup(*args, {"cuda-oom-runtime": first}) == {"cuda-oom-runtime": STORY}
+    assert retold_at_startup(*args, {"cuda-oom-runtime": last}) == {}

@@ -144,3 +144,25 @@ def purelib() -> str:
 
 
 RUN_MAIN = "import sys; from llmdoctor.__main__ import main; sys.argv[0] = 'llmdoctor'; main()"
+
+
+def test_explain_of_a_log_imports_no_thread_machinery(tmp_path):
+    # explain reads a file on the main thread (a big one with --jobs); the exit asks whether a
+    # thread was abandoned only of a deadline module something imported (llmdoctor/__main__.py
+    # end_process): concurrent.futures is ~4 ms of explain's start-up
+    log = tmp_path / "vllm.log"
+    log.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB\n")
+    path = os.pathsep.join([str(package_without_site(tmp_path / "path")), purelib()])
+    env = {"PYTHONPATH": path, "NO_COLOR": "1", "HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-S", "-X", "importtime", "-c", RUN_MAIN, "explain", str(log)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "cuda-oom-runtime" in proc.stdout, proc.stderr[-3000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
+    assert "llmdoctor.triage.explain" in imported
+    assert not imported & {"concurrent.futures", "llmdoctor.engine.deadline"}, sorted(imported)

@@ -1433,6 +1433,7 @@ def decide(
         for m in ranked:  # what the retold match explained, the story explains
             if story.lines_of in m.explained_by and m is not story:
                 m.explained_by = sorted({*m.explained_by} - {story.lines_of} | {story.id})
+    folded_into_story(confident, ranked, reading, entries)
     ended_the_start(confident, reading, entries)
     served_again(confident, reading)
     ready_again(confident, reading)
@@ -1493,8 +1494,9 @@ def told_at_startup(
 ) -> Match | None:
     """The entry that tells the story when the first confident match's lines come while the
     server is starting (`wiki/server_phase.py`: its entry's `at_startup`, a start-up line in the
-    input read whole, nothing served before the match's first line in that line's pod): it takes
-    that match's place and lines (`Match.lines_of` names whose they were); None otherwise.
+    input read whole, nothing served before the match's first line, nor before its last, in that
+    line's pod): it takes that match's place and lines (`Match.lines_of` names whose they were);
+    None otherwise.
     """
     if not confident or confident[0].how != "signature" or reading.text is None:
         return None
@@ -1502,11 +1504,46 @@ def told_at_startup(
     story_id = startup_story(entries, first.id)
     if story_id is None or not first.evidence:
         return None
-    earliest = min(first.evidence, key=lambda e: e.line)
-    # that line's own pod's lines: another pod having served says nothing of this one's start
-    if not during_startup(reading.pod_lines(earliest.text), earliest.line):
+    if not _came_at_startup(first, reading):
         return None
     return _retold(first, story_id, ranked, entries, STARTUP_RETOLD)
+
+
+def _came_at_startup(match: Match, reading: _Reading) -> bool:
+    """Whether a match's first line and its last came while the server started (a start that
+    did not fit, then, restarted, an OOM while serving is the runtime OOM's story, the newest
+    failure); each read in its own pod's lines: another pod having served says nothing of this
+    one's start."""
+    first = min(match.evidence, key=lambda e: e.line)
+    last = max(match.evidence, key=lambda e: e.line)
+    return all(during_startup(reading.pod_lines(e.text), e.line) for e in {first, last})
+
+
+def folded_into_story(
+    confident: list[Match], ranked: list[Match], reading: _Reading, entries: dict
+) -> None:
+    """A confident match below the entry its `at_startup` names, that entry confident by its own
+    lines (vLLM's `CUDA out of memory occurred when warming up sampler` above the OOM it
+    wraps), whose lines all came while the server started: its lines are that story's, not a
+    second failure (`CUDA out of memory while serving`); it is left out, and what it explained
+    the story explains."""
+    if reading.text is None:
+        return
+    for m in list(confident[1:]):
+        story_id = startup_story(entries, m.id)
+        story = next((s for s in confident if s.id == story_id), None)
+        if (
+            story is None
+            or m.how != "signature"
+            or not m.evidence
+            or confident.index(story) > confident.index(m)
+            or not _came_at_startup(m, reading)
+        ):
+            continue
+        confident.remove(m)
+        for other in ranked:
+            if m.id in other.explained_by and other is not story:
+                other.explained_by = sorted({*other.explained_by} - {m.id} | {story.id})
 
 
 # why a match tells another's lines (Match.retold_because)

@@ -69,6 +69,8 @@ UP_LINE = re.compile(
     r"|init engine \(profile, create kv cache, warmup model\) took"
     # TGI's router once it reached its shards (router/src/server.rs)
     r"|text_generation_router[a-z_:]*: [^ ]+: Connected\b"
+    # Triton once its models are loaded and its endpoints listen (grpc_server.cc, http_server.cc)
+    r"|Started (GRPCInferenceService|HTTPService) at "
 )
 SERVING_LINE = re.compile(
     UP_LINE.pattern + r"|Available routes are"
@@ -89,6 +91,7 @@ START_OF_LIFE = re.compile(
 # (UP_LINE's `init engine`) is not yet a server: the API server may still fail
 CAME_UP_LINE = re.compile(
     r"Application startup complete|Uvicorn running on|Starting vLLM API server [0-9 ]*on https?://"
+    r"|Started (GRPCInferenceService|HTTPService) at "
     r"|\"POST /[^ \"]{1,200} HTTP/[0-9.]+\" [0-9]{3}|Received request|Added request"
     r"|Avg prompt throughput: [0-9.]+ tokens/s"
     # a reply being parsed (vLLM's tool-call parsers): only a server answering says so
@@ -124,7 +127,7 @@ TRACEBACK_BODY = re.compile(r"File \"|(^|\s)\s{2,}\S|\^{3,}")
 PHASE_WORDS = (
     "startup complete", "Uvicorn", "Available routes", "API server", "POST /", "Received request",
     "Added request", "throughput", "oad", "profiling", "Capturing", "Initializing", "vllm",
-    "init engine", "Processed prompts", "Starting shard", "Connected",
+    "init engine", "Processed prompts", "Starting shard", "Connected", "Started ",
 )  # fmt: skip
 # how far after the line a start-up failure's words may come and still be its own (the traceback
 # that names `load_model`, a worker's `while processing method load_model`)
@@ -249,15 +252,24 @@ def startup_story(entries: dict, entry_id: str) -> str | None:
 
 
 def retold_at_startup(
-    entries: dict, first_lines: dict[str, int], lines: Callable[[], Iterable[str]]
+    entries: dict,
+    first_lines: dict[str, int],
+    lines: Callable[[], Iterable[str]],
+    last_lines: dict[str, int] | None = None,
 ) -> dict[str, str]:
     """For each entry (id → the line of its first match in one log) whose `at_startup` applies:
     the entry whose story it is. `lines()` reads that log again from its start (as far as
     `during_startup` needs: a crash-looping start-up's log is short, a serving one says so early).
+    With `last_lines` (id → the line of its last match), only when that line came at start-up
+    too: a start that did not fit and then, after a restart, an OOM while serving is the runtime
+    OOM's story (the newest failure), not a start-up's.
     """
     retold = {}
     for entry_id, line in first_lines.items():
         story = startup_story(entries, entry_id)
-        if story is not None and during_startup(enumerate(lines(), 1), line):
+        if story is None or not during_startup(enumerate(lines(), 1), line):
+            continue
+        last = (last_lines or {}).get(entry_id, line)
+        if last == line or during_startup(enumerate(lines(), 1), last):
             retold[entry_id] = story
     return retold
