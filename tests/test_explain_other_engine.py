@@ -1,5 +1,5 @@
 """Another engine's log: the Fix's vLLM flags told in that engine's settings beside it
-(triage/other_engine.py), on real excerpts of SGLang, TGI and Ollama from the fresh rounds."""
+(triage/other_engine.py), on real excerpts of SGLang, TGI, Ollama and TensorRT-LLM from the fresh rounds."""
 
 from __future__ import annotations
 
@@ -112,3 +112,24 @@ def test_what_differs_is_said_and_an_llmdoctor_command_s_flag_is_none():
     out = CliRunner().invoke(app, ["explain", "-", "--no-color"], input=kv_full).stdout
     assert "kv-cache-preemption" in out
     assert "--kv-cache-dtype: the same" in out and "--mem-fraction-static" in out
+
+
+# TensorRT-LLM's engine out of memory as Triton loads it (round 25, tensorrtllm_backend: a 13B
+# engine on a card too small for it), and its runtime's own prefix in trtllm-serve's output
+TRTLLM = (
+    FRESH / "round25/vllm-startup-memory-insufficient/r25-tgi-triton-trtllm-llama13b-load-oom.log"
+)
+
+
+def test_tensorrt_llm_is_told_with_its_own_settings_and_what_they_mean(entries):
+    engine = engine_of(lines(TRTLLM))
+    assert engine.name == "TensorRT-LLM"
+    flags = their_flags(engine, ["`--gpu-memory-utilization 0.85`, `--max-model-len 8192`"])
+    assert flags["--gpu-memory-utilization"].startswith("--kv_cache_free_gpu_memory_fraction")
+    assert "left free after the weights" in flags["--gpu-memory-utilization"]
+    assert "trtllm-build keeps its own" in flags["--max-model-len"]
+    result = explain(TextSource.from_text("paste", TRTLLM.read_text(encoding="utf-8")), entries)
+    assert result.matches[0].engine == "TensorRT-LLM"
+    # Triton's vLLM backend names vLLM: its log is vLLM's, no other engine is told
+    vllm_backend = "I0514 09:00:01.2 1 model_lifecycle.cc:469] loading: vllm_model:1 (backend vllm)"
+    assert engine_of([*lines(TRTLLM), vllm_backend]) is None

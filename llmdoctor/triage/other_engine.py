@@ -6,9 +6,12 @@ stop SGLang, TGI and Ollama, whose logs explain reads too. Where the lines are a
 the Fix's vLLM flags are told in that engine's terms beside it, never rewritten: each engine
 names its settings from its own source (sgl-project/sglang python/sglang/srt/server_args.py at
 469c63e; huggingface/text-generation-inference launcher/src/main.rs at db931fc; ollama/ollama
-envconfig/config.go and api/types.go at fb30760), with what differs where it matters (TGI's
-memory fraction defaults to 1.0, its dtype takes no `half`); the same name is said to be the
-same. A vLLM flag with no counterpart is left out, never guessed.
+envconfig/config.go and api/types.go at fb30760; NVIDIA/TensorRT-LLM's `trtllm-serve`,
+tensorrt_llm/commands/serve.py, and the Triton backend's `tensorrt_llm` model parameters), with
+what differs where it matters (TGI's memory fraction defaults to 1.0, its dtype takes no `half`;
+TensorRT-LLM's KV fraction is of the memory left free after the weights, and an engine built
+with trtllm-build keeps its own batch and length limits); the same name is said to be the same.
+A vLLM flag with no counterpart is left out, never guessed.
 """
 
 from __future__ import annotations
@@ -86,6 +89,23 @@ ENGINES = (
             "--gpu-memory-utilization": "the model's num_gpu (layers on the GPU; Ollama sizes "
             "them to the free memory itself) or OLLAMA_GPU_OVERHEAD (memory it leaves free)",
             "--kv-cache-dtype": "OLLAMA_KV_CACHE_TYPE (f16, q8_0, q4_0)",
+        },
+    ),
+    Engine(
+        "TensorRT-LLM",
+        # its runtime's `[TensorRT-LLM][ERROR]` prefix, its Python package, Triton's backend
+        # library, its commands
+        re.compile(
+            r"\[TensorRT-LLM\]|\btensorrt_llm[/.]|libtriton_tensorrtllm|\btrtllm-(serve|build|bench)\b"
+        ),
+        {
+            "--gpu-memory-utilization": "--kv_cache_free_gpu_memory_fraction (Triton: the "
+            "tensorrt_llm model's kv_cache_free_gpu_mem_fraction; a share of the memory left "
+            "free after the weights, default 0.9)",
+            "--max-num-seqs": "--max_batch_size (an engine built with trtllm-build keeps its own)",
+            "--max-model-len": "--max_seq_len (an engine built with trtllm-build keeps its own)",
+            "--max-num-batched-tokens": "--max_num_tokens",
+            "--tensor-parallel-size": "--tp_size",
         },
     ),
 )
