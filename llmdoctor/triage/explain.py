@@ -1430,9 +1430,7 @@ def decide(
             if story in kept:
                 kept.remove(story)
         confident[0] = story  # the lines are the story's now, as log-signatures tells them
-        for m in ranked:  # what the retold match explained, the story explains
-            if story.lines_of in m.explained_by and m is not story:
-                m.explained_by = sorted({*m.explained_by} - {story.lines_of} | {story.id})
+        _explained_by_story(ranked, story.lines_of, story)
     folded_into_story(confident, ranked, reading, entries)
     ended_the_start(confident, reading, entries)
     served_again(confident, reading)
@@ -1541,9 +1539,14 @@ def folded_into_story(
         ):
             continue
         confident.remove(m)
-        for other in ranked:
-            if m.id in other.explained_by and other is not story:
-                other.explained_by = sorted({*other.explained_by} - {m.id} | {story.id})
+        _explained_by_story(ranked, m.id, story)
+
+
+def _explained_by_story(ranked: list[Match], told_id: str, story: Match) -> None:
+    """What the match whose lines `story` tells now (`told_id`) explained, the story explains."""
+    for m in ranked:
+        if told_id in m.explained_by and m is not story:
+            m.explained_by = sorted({*m.explained_by} - {told_id} | {story.id})
 
 
 # why a match tells another's lines (Match.retold_because)

@@ -61,21 +61,28 @@ PROGRESS_LINE = re.compile(
     r"Avg generation throughput: ([1-9]|0\.[0-9]*[1-9])"
     r"|Decode batch\. #running-req: [0-9]+.*gen throughput \(token/s\): ([1-9]|0\.[0-9]*[1-9])"
 )
+# a server listening: vLLM's API server (uvicorn), Triton once its models are loaded and its
+# endpoints listen (grpc_server.cc, http_server.cc)
+LISTENING = (
+    r"Application startup complete|Uvicorn running on|Starting vLLM API server [0-9 ]*on https?://"
+    r"|Started (GRPCInferenceService|HTTPService) at "
+)
+# a request that reached the server: its access line, vLLM's own record of it
+REQUEST_SEEN = r"\"POST /[^ \"]{1,200} HTTP/[0-9.]+\" [0-9]{3}|Received request|Added request"
 # a server that is up: start-up done and listening, a request answered, tokens generated
 # a server announcing that it is up and listening (the end of a start, as against a request served)
 UP_LINE = re.compile(
-    r"Application startup complete|Uvicorn running on|Starting vLLM API server [0-9 ]*on https?://"
+    LISTENING
     # V1's engine core, its start done (offline `LLM` as well as a server)
-    r"|init engine \(profile, create kv cache, warmup model\) took"
+    + r"|init engine \(profile, create kv cache, warmup model\) took"
     # TGI's router once it reached its shards (router/src/server.rs)
     r"|text_generation_router[a-z_:]*: [^ ]+: Connected\b"
-    # Triton once its models are loaded and its endpoints listen (grpc_server.cc, http_server.cc)
-    r"|Started (GRPCInferenceService|HTTPService) at "
 )
 SERVING_LINE = re.compile(
-    UP_LINE.pattern + r"|Available routes are"
-    r"|\"POST /[^ \"]{1,200} HTTP/[0-9.]+\" [0-9]{3}|Received request|Added request"
-    r"|Avg prompt throughput: ([1-9]|0\.[0-9]*[1-9])|"
+    UP_LINE.pattern
+    + r"|Available routes are|"
+    + REQUEST_SEEN
+    + r"|Avg prompt throughput: ([1-9]|0\.[0-9]*[1-9])|"
     + PROGRESS_LINE.pattern
     # the offline `LLM`'s progress bar once a prompt is done (`Processed prompts:   3%|▎ | 60/2000`)
     + r"|Processed prompts: +[0-9]+%[^|]{0,40}\|[^|]{0,40}\| *[1-9][0-9]*/[0-9]+"
@@ -90,10 +97,7 @@ START_OF_LIFE = re.compile(
 # (an idle `Avg prompt throughput: 0.0 tokens/s` too); a V1 engine core done with its own start
 # (UP_LINE's `init engine`) is not yet a server: the API server may still fail
 CAME_UP_LINE = re.compile(
-    r"Application startup complete|Uvicorn running on|Starting vLLM API server [0-9 ]*on https?://"
-    r"|Started (GRPCInferenceService|HTTPService) at "
-    r"|\"POST /[^ \"]{1,200} HTTP/[0-9.]+\" [0-9]{3}|Received request|Added request"
-    r"|Avg prompt throughput: [0-9.]+ tokens/s"
+    LISTENING + "|" + REQUEST_SEEN + r"|Avg prompt throughput: [0-9.]+ tokens/s"
     # a reply being parsed (vLLM's tool-call parsers): only a server answering says so
     r"|Error in extracting tool call from response|Error trying to handle streaming tool call"
 )
