@@ -15,6 +15,7 @@ from llmdoctor.parsers.fix_values import fix_values
 from llmdoctor.parsers.k8s_pod import (
     container_named,
     container_statuses,
+    dicts,
     field_dict,
     number,
     require_pod,
@@ -32,10 +33,54 @@ def _terminated(status: dict) -> dict:
     )
 
 
-def _memory_limit(pod: dict, container: str) -> str | None:
-    limit = field_dict(field_dict(container_named(pod, container), "resources"), "limits").get(
-        "memory"
+def _run_once_init_names(pod: dict) -> set[str]:
+    """The init containers that run once before the others; a sidecar (an init container with
+    its own restartPolicy Always, Kubernetes 1.29+) keeps running and is told as a container."""
+    spec = {str(c.get("name")): c for c in dicts(field_dict(pod, "spec").get("initContainers"))}
+    names = {
+        str(s.get("name")) for s in dicts(field_dict(pod, "status").get("initContainerStatuses"))
+    }
+    return {n for n in names if spec.get(n, {}).get("restartPolicy") != "Always"}
+
+
+def _init_container_done(status: dict, init_names: set[str]) -> bool:
+    """A run-once init container that ran to exit code 0 (Completed): done as designed, the
+    pod's containers start after it, so its state.terminated is no outage."""
+    done = field_dict(field_dict(status, "state"), "terminated")
+    if status.get("name") not in init_names or not done:
+        return False
+    code = done.get("exitCode")
+    return number(code, -1) == 0 if code is not None else done.get("reason") == "Completed"
+
+
+def _serving_now(status: dict, init_done: bool) -> bool:
+    """Whether the container is past its restarts: running and ready, or an init container that
+    has completed since."""
+    running = bool(field_dict(field_dict(status, "state"), "running"))
+    return init_done or (running and status.get("ready") is True)
+
+
+def _restarted(count: int) -> str:
+    return (
+        "not restarted yet"
+        if count < 1
+        else f"restarted {'once' if count == 1 else f'{count} times'}"
     )
+
+
+RECURRING_OOM_KILLS = 2  # a second kill shows the same load will kill it again
+
+
+def _memory_limit(pod: dict, container: str) -> str | None:
+    spec = container_named(pod, container) or next(
+        (
+            c
+            for c in dicts(field_dict(pod, "spec").get("initContainers"))
+            if c.get("name") == container
+        ),
+        None,
+    )
+    limit = field_dict(field_dict(spec, "resources"), "limits").get("memory")
     return str(limit) if limit is not None else None
 
 
@@ -99,11 +144,13 @@ def _restart_policy(pod: dict) -> str:
     return policy if policy in RESTART_POLICIES else "Always"
 
 
-def _ended_for_good(policy: str, exited: dict) -> bool:
+def _ended_for_good(policy: str, exited: dict, phase: object) -> bool:
     """Whether a container that terminated (`exited`: its state.terminated) stays down: the
-    kubelet starts it again except under Never, and OnFailure after exit code 0."""
+    kubelet starts it again except under Never, OnFailure after exit code 0, or in a pod that
+    has failed for good (phase Failed: evicted, its deadline passed, its node lost)."""
     code = number(exited.get("exitCode"), -1)
-    return bool(exited) and (policy == "Never" or (policy == "OnFailure" and code == 0))
+    ended = phase == "Failed"
+    return bool(exited) and (ended or policy == "Never" or (policy == "OnFailure" and code == 0))
 
 
 def _describe(term: dict) -> str:
@@ -126,18 +173,33 @@ def _describe(term: dict) -> str:
 def pod_restarts(facts: Facts) -> list[Finding]:
     pod = require_pod(facts)
     statuses = container_statuses(pod)
+    status = field_dict(pod, "status")
     if not statuses:
-        phase = field_dict(pod, "status").get("phase", "unknown")
+        phase = status.get("phase", "unknown")
         return [ok("pod-restarts", f"no container has started yet (pod phase {phase})")]
     findings: list[Finding] = []
     entries = facts.get("wiki/entries") or {}
+    init_names = _run_once_init_names(pod)
+    policy = _restart_policy(pod)
+    phase = status.get("phase")
+    evicted = status.get("reason") == "Evicted"
     for cs in statuses:
         name = cs.get("name", "?")
+        is_init = name in init_names
         restarts = int(number(cs.get("restartCount"), 0))
         waiting = field_dict(field_dict(cs, "state"), "waiting").get("reason")
-        term = _terminated(cs)
-        exited = field_dict(field_dict(cs, "state"), "terminated")  # not running now
-        policy = _restart_policy(pod)
+        init_done = _init_container_done(cs, init_names)
+        # a completed init container's own story is its last run before it completed
+        term = (
+            field_dict(field_dict(cs, "lastState"), "terminated") if init_done else _terminated(cs)
+        )
+        exited = {} if init_done else field_dict(field_dict(cs, "state"), "terminated")
+        # a container killed for memory, now or on its previous run (a terminated state shadows
+        # the lastState _terminated reads)
+        oom_killed = "OOMKilled" in (
+            term.get("reason"),
+            field_dict(field_dict(cs, "lastState"), "terminated").get("reason"),
+        )
         log_key = f"logs/{name}.log" if exited else f"logs/{name}.previous.log"
         causes, hinted, cause_lines = _log_causes(facts, log_key)
         which = "its last log" if exited else "the previous log"
@@ -161,47 +223,85 @@ def pod_restarts(facts: Facts) -> list[Finding]:
             causes = [*causes, *hinted]
         items += cause_lines
         subject = f"container {name}"
+        if oom_killed:
+            limit = _memory_limit(pod, name)
+            items.append(evidence(f"resources.limits.memory: {limit}", source="k8s/pod.json"))
+            limit_text = f"its memory limit of {limit}" if limit else "node memory (no limit set)"
+            oom_text = f"OOMKilled: exceeded {limit_text} (host RAM, not GPU memory)"
+            causes = ["k8s-oomkilled", *causes]
         policy_item = evidence(f"spec.restartPolicy: {policy}", source="k8s/pod.json")
-        if _ended_for_good(policy, exited):
+        if _ended_for_good(policy, exited, phase):
             items.append(policy_item)
-            why = (
-                "; vLLM exits with code 0 even when its engine died (measured on 0.32), and "
-                "OnFailure takes that for success"
-                if policy == "OnFailure"
-                else ""
-            )
+            if evicted:
+                message = status.get("message") or "no message"
+                items.append(evidence(f"status.reason: Evicted ({message})", source="k8s/pod.json"))
+                why = (
+                    f"the pod was evicted ({message}): its containers are not started again, its "
+                    "controller (Deployment, StatefulSet) creates a new pod"
+                )
+            elif is_init and policy == "Never":
+                why = (
+                    f"an init container that fails under restartPolicy {policy} fails the pod: "
+                    "nothing serves until the pod is replaced"
+                )
+            elif policy == "Never" or (
+                policy == "OnFailure" and number(exited.get("exitCode"), -1) == 0
+            ):
+                why = (
+                    f"will not be restarted (restartPolicy {policy}): nothing serves until the "
+                    "pod is replaced; run the server under restartPolicy Always (a Deployment or "
+                    "StatefulSet)"
+                )
+                if policy == "OnFailure":
+                    why += (
+                        "; vLLM exits with code 0 even when its engine died (measured on 0.32), "
+                        "and OnFailure takes that for success"
+                    )
+            else:  # a pod that failed for good under Always
+                reason = status.get("reason") or "no reason given"
+                why = f"the pod has failed ({reason}): its containers are not started again"
+            head = f"{oom_text}; " if oom_killed else ""
             findings.append(
                 critical(
                     "pod-restarts",
-                    f"exited ({_describe(exited)}) and will not be restarted (restartPolicy "
-                    f"{policy}): nothing serves until the pod is replaced{why}; run the server "
-                    f"under restartPolicy Always (a Deployment or StatefulSet){cause_text}",
+                    f"{head}exited ({_describe(exited)}): {why}{cause_text}",
                     items,
                     causes,
                     subject,
                 )
             )
-        elif term.get("reason") == "OOMKilled":
-            limit = _memory_limit(pod, name)
-            limit_text = f"its memory limit of {limit}" if limit else "node memory (no limit set)"
-            items.append(evidence(f"resources.limits.memory: {limit}", source="k8s/pod.json"))
+        elif oom_killed:
+            serving = _serving_now(cs, init_done)
+            recovered = serving and restarts < RECURRING_OOM_KILLS
+            told = _restarted(restarts)
+            if serving and restarts >= RECURRING_OOM_KILLS:
+                told += ", the last for this kill"
+            if init_done:
+                told += ", completed after the restart"
+            elif serving:
+                told += "; running and ready now, the same load will kill it again"
+            elif exited:
+                told += "; exited and not running now"
             findings.append(
-                critical(
+                (warning if recovered else critical)(
                     "pod-restarts",
-                    f"OOMKilled: exceeded {limit_text} (host RAM, not GPU memory); "
-                    f"restarted {restarts} times{cause_text}",
+                    f"{oom_text}; {told}{cause_text}",
                     items,
-                    ["k8s-oomkilled", *causes],
+                    causes,
                     subject,
                 )
             )
-        elif waiting == "CrashLoopBackOff":
+        elif waiting == "CrashLoopBackOff" or (
+            exited and restarts > 0 and number(exited.get("exitCode"), -1) != 0
+        ):
+            # a crash loop caught between two back-offs reads terminated, not waiting
             last = _describe(term) if term else "no termination recorded"
             hint = cause_text or _no_cause(facts, log_key)
+            looping = "in CrashLoopBackOff" if waiting else "crash-looping"
             findings.append(
                 critical(
                     "pod-restarts",
-                    f"in CrashLoopBackOff: restarted {restarts} times, last {last}{hint}",
+                    f"{looping}: {_restarted(restarts)}, last {last}{hint}",
                     items,
                     causes,
                     subject,
@@ -221,10 +321,11 @@ def pod_restarts(facts: Facts) -> list[Finding]:
             )
         elif restarts > 0:
             last = _describe(term) if term else "no termination recorded"
+            done = ", completed after the restart" if init_done else ""
             findings.append(
                 warning(
                     "pod-restarts",
-                    f"restarted {restarts} times (last: {last}){cause_text}",
+                    f"{_restarted(restarts)} (last: {last}){done}{cause_text}",
                     items,
                     causes,
                     subject,

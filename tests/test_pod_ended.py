@@ -23,7 +23,12 @@ def ended_bundle(tmp_path: Path, policy: str, exit_code: int) -> Path:
     pod_path = folder / "k8s" / "pod.json"
     pod = json.loads(pod_path.read_text())
     pod["spec"]["restartPolicy"] = policy
-    pod["status"]["phase"] = "Succeeded" if exit_code == 0 else "Failed"
+    # the kubelet's phase: a container it will not start again ends the pod, one it restarts
+    # leaves it Running
+    if exit_code == 0 and policy != "Always":
+        pod["status"]["phase"] = "Succeeded"
+    elif policy == "Never":
+        pod["status"]["phase"] = "Failed"
     (status,) = pod["status"]["containerStatuses"]
     status.update(ready=False, started=False)
     status["state"] = {
