@@ -1056,3 +1056,22 @@ def test_fresh_round39_is_held_where_it_was_tuned():
         most_wrong=0,
         alarms=1,
     )
+
+
+# Round 40 (issue 26 §5): 47 excerpts (17 covered failures, 17 healthy, 13 uncovered), six
+# collectors (SOURCES-round40.md): NVIDIA NIM, benchmark tools, Kubernetes-native stacks, GPU
+# clouds, engines other than vLLM, frameworks that wrap an engine. Measured once on 4e3ebf4:
+# top-1 70.6 %, top-3 82.3 % (wiki search the same), confident and right 58.8 % (10 of 17),
+# precision 100 % (10 of 10), 13 of 13 uncovered abstained, 0 alarms on 17 healthy logs. Tuned:
+# CTranslate2's `Requested float16 compute type, but the target device or backend do not support
+# efficient` (also named a faster-whisper excerpt of round 20 and one of round 37 first).
+def test_fresh_round40_is_held_where_it_was_tuned():
+    assert_held(
+        fresh_round(40),
+        top1=0.705,
+        top3=0.823,
+        confident=0.647,
+        precision=1.0,
+        abstained=1.0,
+        most_wrong=0,
+    )
