@@ -1075,3 +1075,24 @@ def test_fresh_round40_is_held_where_it_was_tuned():
         abstained=1.0,
         most_wrong=0,
     )
+
+
+# Round 41 (issue 26 §5): 45 excerpts (19 covered failures, 15 healthy, 11 uncovered), six
+# collectors aimed away from GitHub issues (SOURCES-round41.md): model discussions and forums,
+# NVIDIA's projects, Chinese blogs, r/LocalLLaMA, engineering blogs. Measured once on d11a852:
+# top-1 79.0 %, top-3 89.5 % (wiki search 73.7 / 89.5 %), confident and right 73.7 % (14 of
+# 19), precision 82.3 % (three uncovered errors answered: an Ascend NPU's worker, SGLang's sm75
+# check read as its scheduler's death, ik_llama.cpp's 512 GB compute buffer as a CUDA OOM), 8 of
+# 11 uncovered abstained, 0 alarms. Tuned: hf-xet's `Data processing error: CAS service error :`
+# network wordings (also named round 11's Xet download first), NCCL's proxy `Failed to execute
+# operation Connect from rank 1, retcode 3`.
+def test_fresh_round41_is_held_where_it_was_tuned():
+    assert_held(
+        fresh_round(41),
+        top1=0.894,
+        top3=0.947,
+        confident=0.842,
+        precision=0.842,
+        abstained=0.727,
+        most_wrong=0,
+    )

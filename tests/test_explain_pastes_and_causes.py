@@ -1170,6 +1170,8 @@ def test_a_kill_in_a_ready_container_s_last_state_is_its_past(entries):
         ("Last State:     Terminated", "State:          Terminated"),
         # no readiness probe: Ready is only "the process runs", seconds into each crash-loop turn
         ("    Readiness:", "    Readines_:"),
+        # restarted twice: killed again, not past it (diagnose's pod-restarts says the same)
+        ("Restart Count:  1", "Restart Count:  2"),
         # a crash loop's BackOff, a liveness probe failing now (the hostile pass's cases)
         (
             "  Normal  Started  12m (x2 over 62m)  kubelet  Started container vllm",
@@ -1329,3 +1331,96 @@ def test_a_rich_traceback_behind_a_log_prefix_is_read(prefix, entries):
     evidence = result.matches[0].evidence[0].text
     assert "no kernel image is available for execution on the device" in evidence
     assert evidence.count("│") <= 4 and evidence.count(prefix.strip()) <= 1
+
+
+def test_a_traceback_logged_whole_as_one_message_gives_its_exception_as_likely_cause(entries):
+    # SGLang logs `Scheduler hit an exception: Traceback (most recent call last):` and the frames
+    # unprefixed below it (round 41's TKE guide excerpt): the exception that ends them is why
+    # the scheduler died, and the wiki search's first entry for it (lora-adapter-load-failure, on
+    # the words "only supports") is no cause to name: no hint of it fires on the line
+    text = (
+        FIXTURES / "explain_fresh/round41/_unknown/r41-zhblog-sglang-below-sm75.log"
+    ).read_text()
+    result = run_text(text, entries)
+    assert result.matches[0].id == "engine-dead"
+    likely = result.likely_cause
+    assert likely is not None
+    assert likely.text == "RuntimeError: SGLang only supports sm75 and above."
+    assert likely.entry_id is None and not likely.named_first
+    # a chained exception below the frames is no single exception: nothing is claimed
+    chained = text.replace(
+        "RuntimeError: SGLang",
+        "During handling of the above exception, another exception occurred:\nRuntimeError: SGLang",
+    )
+    assert run_text(chained, entries).likely_cause is None
+
+
+SGLANG_SM75 = FIXTURES / "explain_fresh/round41/_unknown/r41-zhblog-sglang-below-sm75.log"
+
+
+def test_a_cut_traceback_logged_as_one_message_gives_no_likely_cause(entries):
+    # the hostile pass: the frames stop without their exception and the server's next line was
+    # taken for it ("the exception in the traceback" over a health check's line)
+    lines = SGLANG_SM75.read_text().splitlines()
+    cut = [
+        *lines[:14],
+        "[2025-02-12 02:56:49] ERROR: Health check failed for http://127.0.0.1:30000/health",
+    ]
+    result = run_text("\n".join(cut) + "\n", entries)
+    assert result.likely_cause is None
+
+
+def test_another_ranks_line_inside_the_traceback_is_passed_over(entries):
+    # several ranks write to one stderr: a TP1 line between the frames and the exception
+    lines = SGLANG_SM75.read_text().splitlines()
+    other = "[2025-02-12 02:56:48 TP1] Failed to allocate memory for the KV cache on rank 1"
+    mixed = [*lines[:14], other, *lines[14:]]
+    likely = run_text("\n".join(mixed) + "\n", entries).likely_cause
+    assert (
+        likely is not None and likely.text == "RuntimeError: SGLang only supports sm75 and above."
+    )
+
+
+def test_behind_kubectl_timestamps_the_traceback_is_read_whole(entries):
+    # `kubectl logs --timestamps`: a time that differs line by line before every line
+    text = SGLANG_SM75.read_text()
+    stamped = "".join(
+        f"2025-02-12T02:56:48.{i:09d}Z {t}\n" for i, t in enumerate(text.splitlines())
+    )
+    result = run_text(stamped, entries)
+    assert result.likely_cause is not None
+    assert result.likely_cause.text.endswith("RuntimeError: SGLang only supports sm75 and above.")
+    assert result.cut_traceback is None  # the exception is there: no "paste the rest" advice
+
+
+def test_the_likely_cause_heading_does_not_depend_on_limit():
+    # `--limit 1` hid the consequence and the heading said "the first error before" a line the
+    # cause came after; the JSON says which it is
+    for extra in ([], ["--limit", "1"]):
+        out = runner.invoke(app, ["explain", str(SGLANG_SM75), "--no-color", *extra]).stdout
+        assert "Likely cause: the exception in the traceback of engine-dead" in out
+    data = json.loads(
+        runner.invoke(app, ["explain", str(SGLANG_SM75), "--json", "--limit", "1"]).stdout
+    )
+    assert data["likely_cause"]["in_traceback"] is True
+
+
+def test_tgis_download_wrapper_line_is_no_likely_cause(entries):
+    # TGI's launcher logs `Download encountered an error:` over the download's traceback: the
+    # header of that traceback, never its cause
+    text = (
+        "2025-02-12T02:56:40.000000Z  INFO download: text_generation_launcher: Starting check "
+        "and download process for meta-llama/Llama-3.1-8B-Instruct\n"
+        "2025-02-12T02:56:48.000000Z ERROR download: text_generation_launcher: Download "
+        "encountered an error: \n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/conda/bin/text-generation-server", line 8, in <module>\n'
+        "    sys.exit(app())\n"
+        "RuntimeError: Data processing error: CAS service error : IO Error: No space left on "
+        "device (os error 28)\n"
+        "Error: DownloadError\n"
+    )
+    result = run_text(text, entries)
+    assert result.matches[0].id == "disk-full"
+    cause = result.likely_cause
+    assert cause is None or "Download encountered an error" not in cause.text

@@ -215,13 +215,10 @@ def render(result, console) -> None:
         )
     if cause := result.likely_cause:
         named = f" (fits [bold]{escape(cause.entry_id)}[/])" if cause.entry_id else ""
-        after = any(  # the exception ending the traceback the consequence's first line opens
-            m.id == cause.consequence
-            and m.evidence
-            and cause.line > min(e.line for e in m.evidence)
-            for m in result.matches
+        # the exception ending the traceback the consequence's first line opens
+        where = (
+            "the exception in the traceback of" if cause.in_traceback else "the first error before"
         )
-        where = "the exception in the traceback of" if after else "the first error before"
         console.print(f"Likely cause: {where} {escape(cause.consequence)}{named}:", soft_wrap=True)
         console.print(f"  [dim]{cause.line}:[/] {escape(_cut(cause.text))}", soft_wrap=True)
     likely = result.likely_cause

@@ -40,6 +40,7 @@ class LastState:
     lines: range
     ready: tuple[int, str] | None
     readiness_probe: bool
+    restarts: int | None = None  # the block's `Restart Count`, where the paste gives it
 
 
 def last_state_of(lines: Sequence[tuple[int, str]], line: int) -> LastState | None:
@@ -64,13 +65,16 @@ def last_state_of(lines: Sequence[tuple[int, str]], line: int) -> LastState | No
     details_end = head
     while details_end + 1 < end and _indent(lines[details_end + 1][1]) > level:
         details_end += 1
-    ready, probe = None, False
+    ready, probe, restarts = None, False, None
     for i in range(start, end):
         field = FIELD.match(lines[i][1])
         if field is None or len(field.group(1)) != level:
             continue
-        if field.group(2) == "Ready" and (field.group(3) or "").strip() == "True":
+        value = (field.group(3) or "").strip()
+        if field.group(2) == "Ready" and value == "True":
             ready = lines[i]
+        if field.group(2) == "Restart Count" and value.isdigit():
+            restarts = int(value)
         probe = probe or field.group(2) == "Readiness"
     name = CONTAINER.match(lines[start - 1][1]) if start > 0 else None
     return LastState(
@@ -78,6 +82,7 @@ def last_state_of(lines: Sequence[tuple[int, str]], line: int) -> LastState | No
         range(lines[head][0], lines[details_end][0] + 1),
         ready,
         probe,
+        restarts,
     )
 
 
