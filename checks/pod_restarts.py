@@ -277,7 +277,7 @@ def pod_restarts(facts: Facts) -> list[Finding]:
             if serving and restarts >= RECURRING_OOM_KILLS:
                 told += ", the last for this kill"
             if init_done:
-                told += ", completed after the restart"
+                told = (told + ", " if restarts else "") + "completed after the restart"
             elif serving:
                 told += "; running and ready now, the same load will kill it again"
             elif exited:

@@ -200,3 +200,11 @@ def test_a_recurring_oom_kill_says_it_is_serving_now(capsys, tmp_path):
     assert found["severity"] == "critical"
     assert "the last for this kill" in found["summary"]
     assert "running and ready now" in found["summary"]
+
+
+def test_a_completed_init_container_never_says_not_restarted_and_restarted(capsys, tmp_path):
+    # restartCount 0 beside an OOMKilled lastState (a status the hostile pass wrote): the summary
+    # said "not restarted yet, completed after the restart"
+    found = restarts(capsys, pod_bundle(tmp_path, with_init_container(0, OOM_KILL)))
+    summary = found["container fetch-model"]["summary"]
+    assert "completed after the restart" in summary and "not restarted yet" not in summary
