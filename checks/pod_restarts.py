@@ -17,6 +17,7 @@ from llmdoctor.parsers.k8s_pod import (
     container_statuses,
     dicts,
     field_dict,
+    init_containers,
     number,
     require_pod,
 )
@@ -36,7 +37,7 @@ def _terminated(status: dict) -> dict:
 def _run_once_init_names(pod: dict) -> set[str]:
     """The init containers that run once before the others; a sidecar (an init container with
     its own restartPolicy Always, Kubernetes 1.29+) keeps running and is told as a container."""
-    spec = {str(c.get("name")): c for c in dicts(field_dict(pod, "spec").get("initContainers"))}
+    spec = {str(c.get("name")): c for c in init_containers(pod)}
     names = {
         str(s.get("name")) for s in dicts(field_dict(pod, "status").get("initContainerStatuses"))
     }
@@ -73,12 +74,7 @@ RECURRING_OOM_KILLS = 2  # a second kill shows the same load will kill it again
 
 def _memory_limit(pod: dict, container: str) -> str | None:
     spec = container_named(pod, container) or next(
-        (
-            c
-            for c in dicts(field_dict(pod, "spec").get("initContainers"))
-            if c.get("name") == container
-        ),
-        None,
+        (c for c in init_containers(pod) if c.get("name") == container), None
     )
     limit = field_dict(field_dict(spec, "resources"), "limits").get("memory")
     return str(limit) if limit is not None else None
@@ -189,17 +185,13 @@ def pod_restarts(facts: Facts) -> list[Finding]:
         restarts = int(number(cs.get("restartCount"), 0))
         waiting = field_dict(field_dict(cs, "state"), "waiting").get("reason")
         init_done = _init_container_done(cs, init_names)
+        last_run = field_dict(field_dict(cs, "lastState"), "terminated")
         # a completed init container's own story is its last run before it completed
-        term = (
-            field_dict(field_dict(cs, "lastState"), "terminated") if init_done else _terminated(cs)
-        )
+        term = last_run if init_done else _terminated(cs)
         exited = {} if init_done else field_dict(field_dict(cs, "state"), "terminated")
         # a container killed for memory, now or on its previous run (a terminated state shadows
         # the lastState _terminated reads)
-        oom_killed = "OOMKilled" in (
-            term.get("reason"),
-            field_dict(field_dict(cs, "lastState"), "terminated").get("reason"),
-        )
+        oom_killed = "OOMKilled" in (term.get("reason"), last_run.get("reason"))
         log_key = f"logs/{name}.log" if exited else f"logs/{name}.previous.log"
         causes, hinted, cause_lines = _log_causes(facts, log_key)
         which = "its last log" if exited else "the previous log"

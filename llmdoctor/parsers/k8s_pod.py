@@ -160,6 +160,10 @@ def containers(pod: dict) -> list[dict]:
     return dicts(field_dict(pod, "spec").get("containers"))
 
 
+def init_containers(pod: dict) -> list[dict]:
+    return dicts(field_dict(pod, "spec").get("initContainers"))
+
+
 def container_statuses(pod: dict) -> list[dict]:
     """Init containers' then containers' statuses (the dict entries only)."""
     status = field_dict(pod, "status")
@@ -207,7 +211,7 @@ def gpu_limit(container: dict) -> float | None:
 def gpus_requested(pod: dict) -> int:
     """GPUs the pod asks the scheduler for: the sum over containers (init containers: the max)."""
     total = sum(gpu_limit(c) or 0 for c in containers(pod))
-    init = [gpu_limit(c) or 0 for c in dicts(field_dict(pod, "spec").get("initContainers"))]
+    init = [gpu_limit(c) or 0 for c in init_containers(pod)]
     return int(max([total, *init]))
 
 

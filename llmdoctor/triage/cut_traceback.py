@@ -7,6 +7,7 @@ lines it did read pass for the whole story.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 HEADER = "Traceback (most recent call last):"
 # what a traceback holds between its header and its exception: frames and their source lines
@@ -47,11 +48,15 @@ def _prefix_pattern(prefix: str) -> re.Pattern | None:
     return re.compile("[0-9]+".join(re.escape(piece) for piece in pieces))
 
 
-def ends_inside_traceback(lines: list[str]) -> int | None:
+def ends_inside_traceback(
+    lines: list[str], without: Callable[[str], str] | None = None
+) -> int | None:
     """The index in `lines` of the last traceback header when every line after it is a frame, a
     source line or blank (the exception that ends it never came); None otherwise. Under a
     prefixed header, a line with a log prefix of another shape is another writer's (a second
-    process logging between its lines) and passed over; any other line may be the exception."""
+    process logging between its lines) and passed over; any other line may be the exception.
+    `without` takes off what a collector put before each line (kubectl's `--timestamps`, a time
+    that differs line by line), from the header on."""
     header = None
     for n in range(len(lines) - 1, -1, -1):
         if HEADER in lines[n]:
@@ -59,6 +64,8 @@ def ends_inside_traceback(lines: list[str]) -> int | None:
             break
     if header is None:
         return None
+    if without is not None:
+        lines = [*lines[:header], *map(without, lines[header:])]
     before = lines[header][: lines[header].index(HEADER)]
     # a message the logger wrote before the header (V1's `EngineCore hit an exception: `) is on
     # the header's line only: the traceback's other lines carry the logger's prefix alone

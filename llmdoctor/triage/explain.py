@@ -1487,8 +1487,7 @@ def _cut_traceback(reading: _Reading) -> Evidence | None:
     if reading.text is None:
         return None
     texts = reading.text.rstrip().split("\n")
-    # read without kubectl's prefix: `--timestamps`' time differs line by line
-    at = ends_inside_traceback([t[KUBECTL_PREFIX.match(t).end() :] for t in texts])
+    at = ends_inside_traceback(texts, without=_after_kubectl)
     if at is None:
         return None
     return Evidence(reading.numbers[at] if reading.numbers else at + 1, texts[at][:MAX_TEXT])
@@ -2067,10 +2066,15 @@ KUBECTL_PREFIX = re.compile(
 TRACEBACK_START = re.compile(r"^ *(\+ )?(Exception Group )?Traceback \(most recent call last\)")
 
 
+def _after_kubectl(text: str) -> str:
+    """A line without what kubectl logs (or stern) put before it."""
+    return text[KUBECTL_PREFIX.match(text).end() :]
+
+
 def _bare(text: str) -> str:
     """A line without kubectl's prefix, a process tag (vLLM's `(APIServer pid=1) `) or a logger's
     prefix: what the program printed, its indent kept."""
-    return _message(text[KUBECTL_PREFIX.match(text).end() :])
+    return _message(_after_kubectl(text))
 
 
 def _bare_traceback(texts: list[str], numbers: list[int], at: int) -> int | None:
@@ -2130,28 +2134,33 @@ def _opened_exception(reading: _Reading, line: int, taken: set[int]) -> Evidence
     if reading.text is None:
         return None
     numbers = reading.numbers
-    # each line without what kubectl puts before it (`--timestamps`' time differs line by line)
-    texts = [t[KUBECTL_PREFIX.match(t).end() :] for t in reading.lines]
     at = _position(reading, line)
-    if at is None or at >= len(texts):
+    if at is None or at >= len(reading.lines):
         return None
-    key = TRACEBACK_KEY.match(texts[at])
+    lines = reading.lines
+
+    def own(i: int) -> str:  # without kubectl's prefix (`--timestamps`' time differs per line)
+        return _after_kubectl(lines[i])
+
+    head = own(at)
+    key = TRACEBACK_KEY.match(head)
     if key is None:
         # a traceback logged whole as one message (SGLang's `Scheduler hit an exception:
         # Traceback (most recent call last):`), its frames and exception unprefixed below it
-        if not texts[at].rstrip().endswith("Traceback (most recent call last):"):
+        if not head.rstrip().endswith("Traceback (most recent call last):"):
             return None
         prefix, start = "", at + 1
     else:
         prefix, start = key.group(), at + 1
-        if "Traceback (most recent call last)" not in texts[at]:
-            if start >= len(texts) or not texts[start][len(prefix) :].startswith("Traceback"):
+        if "Traceback (most recent call last)" not in head:
+            if start >= len(lines) or not own(start)[len(prefix) :].startswith("Traceback"):
                 return None
             start += 1
-    for j in range(start, min(len(texts), len(numbers), at + MAX_TRACEBACK_LINES)):
-        if not texts[j].startswith(prefix):
+    for j in range(start, min(len(lines), len(numbers), at + MAX_TRACEBACK_LINES)):
+        text = own(j)
+        if not text.startswith(prefix):
             return None
-        message = texts[j][len(prefix) :]
+        message = text[len(prefix) :]
         if message[:1] in (" ", "\t", "^", "~") or not message.strip():
             continue
         if not prefix and not PYTHON_EXCEPTION.match(message):
@@ -2160,7 +2169,7 @@ def _opened_exception(reading: _Reading, line: int, taken: set[int]) -> Evidence
             return None  # no exception ends it here: cut, or not a traceback
         if numbers[j] in taken or not ERROR_LINE.search(message):
             return None
-        return Evidence(numbers[j], reading.lines[j][:MAX_TEXT])
+        return Evidence(numbers[j], lines[j][:MAX_TEXT])
     return None
 
 
@@ -2493,7 +2502,7 @@ def _last_words(life: list[tuple[int, str]], said: int, gone: GoneInStartUp) -> 
     last, untagged_traceback = None, False
     for number, text in life:
         before = number < said
-        own = text[KUBECTL_PREFIX.match(text).end() :]
+        own = _after_kubectl(text)
         words = _after_tag(own, gone.tag)
         if words is None and gone.children is not None and before:
             words = _after_tag(own, gone.children)
