@@ -167,6 +167,25 @@ def test_nested_quantifiers_are_matched_in_linear_time():
     assert time.perf_counter() - started < 5
 
 
+def test_a_signature_ending_in_a_dollar_matches_the_lines_of_a_windows_log(tmp_path):
+    # `$` over a block of lines (`(?m)`) ends a line only before its newline: in a CRLF log
+    # (PowerShell's `kubectl logs > x.log`, a paste from Windows) a signature ending in it
+    # matched no line at all, though the same line alone does
+    entries = [SimpleNamespace(id="team", signatures=[r"unknown model : [a-z0-9]+$"])]
+    found = SignatureSet(entries)
+    lines = [f"INFO ok line {n}" for n in range(2000)]
+    lines[1000] = "ERROR Request for unknown model : llama3"
+    data = ("\r\n".join(lines) + "\r\n").encode()
+    path = tmp_path / "windows.log"
+    path.write_bytes(data)
+    expected = naive(found, data)
+    assert [m.line for m in expected] == [1001]
+    assert list(found.scan(TextSource.from_file("windows", path))) == expected
+    assert list(found.scan_stream(io.BytesIO(data))) == expected
+    grouped = list(found.scan(TextSource.from_file("windows", path), kinds=True))
+    assert [m.line for m in grouped] == [1001] and grouped[0].text == lines[1000]
+
+
 def test_tail_entries_keep_at_least_the_last_lines_of_each_block(monkeypatch):
     # explain keeps only the last 40 salient lines; a tail entry is searched from each block's
     # end, so the last `tail_keep` lines of the whole log are exactly those of a full scan

@@ -49,6 +49,21 @@ def test_utf16_without_a_bom_on_stdin_is_read_as_text(capsys, monkeypatch):
     assert code == 2 and json.loads(out)["matches"][0]["id"] == "cuda-oom-runtime"
 
 
+@pytest.mark.parametrize("from_stdin", [False, True])
+def test_a_utf8_bom_is_no_part_of_the_first_line(capsys, tmp_path, monkeypatch, from_stdin):
+    # Notepad and PowerShell 7's `Out-File -Encoding utf8BOM` start the file with EF BB BF
+    data = b"\xef\xbb\xbf" + (OOM_LINE + "\n").encode()
+    if from_stdin:
+        code, out, _ = explain_cli(capsys, "-", "--json", stdin=data, monkeypatch=monkeypatch)
+    else:
+        log = tmp_path / "crash.log"
+        log.write_bytes(data)
+        code, out, _ = explain_cli(capsys, str(log), "--json")
+    first = json.loads(out)["matches"][0]
+    assert code == 2 and first["id"] == "cuda-oom-runtime"
+    assert first["evidence"][0]["text"] == OOM_LINE
+
+
 def test_gzip_from_a_pipe_is_not_consumed_by_sniffing(capsys, tmp_path):
     # `llmdoctor explain <(gzip -c crash.log)`: the path is a pipe, readable once
     import threading

@@ -917,7 +917,7 @@ class SignatureSet:
 
         def filtered(pending: list) -> Iterator[LineMatch]:
             nonlocal line_no, previous
-            for block, hit in pending:
+            for block, hit, size in pending:
                 stats.blocks.append((line_no, stats.bytes))
                 counted = None
                 if hit is _SHAPES_FIRST:
@@ -936,7 +936,7 @@ class SignatureSet:
                     found, counted = self._scan_block(block, line_no, previous, known, kinds)
                     yield from found
                 line_no += newlines(block) if counted is None else counted
-                stats.bytes += len(block)
+                stats.bytes += size
                 if self.before_lines:
                     end = len(block) + (0 if block.endswith(b"\n") else 1)
                     previous = (*previous, *self._lines_before(block, end, ()))[
@@ -951,17 +951,22 @@ class SignatureSet:
         try:
             pending: list = []
             for block in blocks:
-                last = block
+                last, size = block, len(block)
+                if b"\r" in block:  # (memchr: no cost on a Unix log)
+                    # a Windows log: `$` (`(?m)`) ends a line only before a newline, so a
+                    # signature ending in it would match no line of the block; its lines are
+                    # read without their CR, as a line alone is
+                    block = block.replace(b"\r\n", b"\n")
                 if self._literals is not None:
-                    pending.append((block, True))  # _scan_literals finds the lines itself
+                    pending.append((block, True, size))  # _scan_literals finds the lines itself
                 elif not self.patterns:
-                    pending.append((block, False))
+                    pending.append((block, False, size))
                 elif kinds and not self.before_lines and (pool is None or by_shape["works"]):
-                    pending.append((block, _SHAPES_FIRST))
+                    pending.append((block, _SHAPES_FIRST, size))
                 elif pool is None:
-                    pending.append((block, self._block_set().Match(block)))
+                    pending.append((block, self._block_set().Match(block), size))
                 else:
-                    pending.append((block, pool.submit(self._block_set().Match, block)))
+                    pending.append((block, pool.submit(self._block_set().Match, block), size))
                     by_shape["since"] += 1
                     if kinds and by_shape["since"] % SHAPE_RETRY == 0:
                         by_shape["works"] = True
