@@ -660,6 +660,25 @@ def test_explain_says_the_paste_stops_before_the_exception():
     assert "stops inside" not in runner.invoke(app, ["explain", str(whole)]).stdout
 
 
+def test_a_cut_traceback_says_the_last_frame_it_shows():
+    # round 42 (OpenBMB/MiniCPM-V#369): the paste ends in vLLM's `_initialize_kv_caches`, where
+    # start-up sizes the KV cache from the memory left: where it stopped is said, and the
+    # start-up-memory entry is the closest guess (a hint on that frame), never asserted
+    cut = FIXTURES / (
+        "explain_fresh/round42/vllm-startup-memory-insufficient/r42-mm-minicpmv25-a10-init-oom.log"
+    )
+    text = " ".join(runner.invoke(app, ["explain", str(cut), "--no-color"]).stdout.split())
+    assert (
+        "stops inside the traceback at line 4 (its last frame, line 17: _initialize_kv_caches "
+        "in vllm/engine/llm_engine.py:364)" in text
+    )
+    doc = json.loads(runner.invoke(app, ["explain", str(cut), "--json"]).stdout)
+    assert doc["cut_traceback"]["last_frame"]["line"] == 17
+    assert doc["matches"] == [] and doc["below_threshold"][0]["id"] == (
+        "vllm-startup-memory-insufficient"
+    )
+
+
 def test_a_consequence_guessed_from_words_stays_a_guess_when_the_cause_was_cut(entries):
     # `EngineCore failed to start.` and the traceback's header, nothing after: engine-dead was
     # named at 0.32 from those words alone (round 17, measured fresh: confidently wrong); the
@@ -1187,6 +1206,81 @@ def test_a_kill_in_a_ready_container_s_last_state_is_its_past(entries):
 )
 def test_a_past_kill_stays_critical_where_the_pod_may_fail_now(now, entries):
     oom = run_text(READY_AFTER_OOM.replace(*now), entries).matches[0]
+    assert (oom.id, oom.shown_as, oom.ready_again) == ("k8s-oomkilled", "critical", None)
+
+
+POD_READY_AFTER_OOM = """apiVersion: v1
+kind: Pod
+metadata:
+  name: vllm-7b-6d9f8c7b5-x2x9q
+spec:
+  containers:
+  - name: vllm
+    image: vllm/vllm-openai:v0.10.1
+    resources:
+      limits:
+        memory: 32Gi
+    readinessProbe:
+      httpGet:
+        path: /health
+        port: 8000
+status:
+  phase: Running
+  containerStatuses:
+  - name: vllm
+    ready: true
+    restartCount: 1
+    lastState:
+      terminated:
+        exitCode: 137
+        reason: OOMKilled
+        finishedAt: "2026-12-07T02:41:13Z"
+    state:
+      running:
+        startedAt: "2026-12-07T02:41:20Z"
+"""
+
+
+def test_a_kill_in_a_pasted_pod_objects_last_state_is_its_past_as_in_describe(entries):
+    # `kubectl get pod -o yaml` (or -o json) says what describe says: lastState OOMKilled,
+    # ready: true with a readiness probe, restarted once: the kill is the previous run
+    oom = run_text(POD_READY_AFTER_OOM, entries).matches[0]
+    assert (oom.id, oom.shown_as, oom.ready_again.line) == ("k8s-oomkilled", "ended", 20)
+    assert oom.ready_container == "vllm"
+    import yaml
+
+    as_json = json.dumps(yaml.safe_load(POD_READY_AFTER_OOM), indent=2)
+    oom = run_text(as_json + "\n", entries).matches[0]
+    assert (oom.id, oom.shown_as, oom.ready_container) == ("k8s-oomkilled", "ended", "vllm")
+    assert oom.ready_again.text == '"ready": true,'
+    # `kubectl get pods -o yaml`: a List, its pods under items
+    listed = (
+        "apiVersion: v1\nkind: List\nitems:\n- "
+        + POD_READY_AFTER_OOM.replace("\n", "\n  ").rstrip()
+        + "\n"
+    )
+    assert run_text(listed, entries).matches[0].shown_as == "ended"
+
+
+@pytest.mark.parametrize(
+    "now",
+    [
+        ("    ready: true", "    ready: false"),
+        ("    restartCount: 1", "    restartCount: 2"),
+        ("    readinessProbe:", "    readinessProb_:"),
+        # the kill as the current state, nothing restarted
+        ("    lastState:\n      terminated:", "    lastState: {}\n    stat_:\n      terminated:"),
+        # another container crash-looping now
+        (
+            "  - name: vllm\n    ready: true",
+            "  - name: proxy\n    ready: false\n    restartCount: 6\n    state:\n"
+            "      waiting:\n        reason: CrashLoopBackOff\n  - name: vllm\n    ready: true",
+        ),
+    ],
+)
+def test_a_pasted_pod_objects_past_kill_stays_critical_where_it_may_fail_now(now, entries):
+    assert now[0] in POD_READY_AFTER_OOM
+    oom = run_text(POD_READY_AFTER_OOM.replace(*now), entries).matches[0]
     assert (oom.id, oom.shown_as, oom.ready_again) == ("k8s-oomkilled", "critical", None)
 
 

@@ -348,12 +348,29 @@ def _render_cut_traceback(result, console, escape) -> None:
     """The input stops inside a traceback: what names the error was never read."""
     if (header := result.cut_traceback) is None:
         return
+    from llmdoctor.triage.explain import FRAME
+
+    where = ""
+    if (frame := result.cut_frame) is not None and (read := FRAME.search(frame.text)):
+        path, line, function = read.groups()
+        where = (
+            f" (its last frame, line {frame.line}: {escape(function)} in "
+            f"{escape(_package_path(path))}:{line})"
+        )
     console.print(
-        f"[{STYLE['warning']}]The input stops inside the traceback at line {header.line}[/]: "
-        "its last line, the exception that says what failed, is not in it. Paste the lines "
-        "after it too (`tail -n 200` of the log, or the whole traceback).",
+        f"[{STYLE['warning']}]The input stops inside the traceback at line {header.line}[/]"
+        f"{where}: its last line, the exception that says what failed, is not in it. Paste the "
+        "lines after it too (`tail -n 200` of the log, or the whole traceback).",
         soft_wrap=True,
     )
+
+
+def _package_path(path: str) -> str:
+    """A frame's file from its package on (`vllm/engine/llm_engine.py`, not the venv's path)."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    return "/".join(path.replace("\\", "/").split("/")[-3:])
 
 
 SHOWN_ERROR_LINES = 10

@@ -571,6 +571,7 @@ class Explanation:
     # the header of a traceback the input stops inside (its exception, the error itself, was not
     # in what was read: a paste cut short), from an input read whole
     cut_traceback: Evidence | None = None
+    cut_frame: Evidence | None = None  # the last frame it shows (`File "…", line N, in f`)
     # what the reading could not check (`Match.unchecked`), once each
     unchecked: list[str] = field(default_factory=list)
 
@@ -601,7 +602,12 @@ class Explanation:
             "salient": [e.to_json() for e in self.salient],
             "warnings": self.warnings,
             "read_whole": self.read_whole,
-            "cut_traceback": self.cut_traceback.to_json() if self.cut_traceback else None,
+            "cut_traceback": (
+                self.cut_traceback.to_json()
+                | ({"last_frame": self.cut_frame.to_json()} if self.cut_frame else {})
+                if self.cut_traceback
+                else None
+            ),
             # the closest entries below the threshold (named, never asserted)
             "below_threshold": [
                 {"id": m.id, "confidence": m.confidence, "how": m.how} for m in self.below_threshold
@@ -1045,20 +1051,30 @@ RECURRING_KILLS = 2
 
 def ready_again(matches: list[Match], reading: _Reading) -> None:
     """Mark each critical signature match whose every line is a detail of a container's `Last
-    State` in a pasted `kubectl describe` (`Match.ready_again`: the block's `Ready: True`
-    line) where nothing says the pod is failing now: each such container sets a readiness probe
+    State` in a pasted `kubectl describe` or `lastState` in a pasted pod object
+    (`Match.ready_again`: the block's `Ready: True` line, the status's `ready: true`) where nothing says the pod is failing now: each such container sets a readiness probe
     and is Ready, restarted fewer than RECURRING_KILLS times, and every line read as an error is
     of those Last States (a BackOff, a probe failing, another container waiting or not Ready:
     none). Only on an input whose error lines were all kept, and every matching line of the
     match."""
     if reading.error_lines > len(reading.salient):
         return
+    numbered = reading.numbered_list
+    pasted_objects: list = []
+
+    def in_object(line: int):  # a pasted `kubectl get pod -o yaml|json`, composed once
+        if not pasted_objects:
+            from llmdoctor.triage.pod_object_text import pod_object_last_states
+
+            pasted_objects.append(pod_object_last_states(numbered))
+        return next((s for s in pasted_objects[0] if line in s.lines), None)
+
     for m in matches:
         if m.how != "signature" or m.severity != "critical" or m.resumed is not None:
             continue
         if not m.evidence or m.count > len(m.evidence):
             continue
-        states = [last_state_of(reading.numbered_list, e.line) for e in m.evidence]
+        states = [last_state_of(numbered, e.line) or in_object(e.line) for e in m.evidence]
         if not all(s is not None and s.ready and s.readiness_probe for s in states):
             continue
         if any(s.restarts is not None and s.restarts >= RECURRING_KILLS for s in states):
@@ -1368,6 +1384,7 @@ class Gathered:
     wiki_dirs: list[str] | None = None
     cause_searches: dict[str, list] = field(default_factory=dict)  # error lines -> results
     cut_traceback: Evidence | None = None  # the header of a traceback the input stops inside
+    cut_frame: Evidence | None = None  # ... and the last frame it shows: where it stopped
 
 
 def gather(
@@ -1383,8 +1400,9 @@ def gather(
     query = _query(reading)
     searched = _search_text(reading, query)
     results = _search(searched, max(limit, 10) * 2, wiki_dirs) if searched else []
+    header, frame = _cut_traceback(reading)
     return Gathered(
-        reading, query, searched, results, wiki_dirs, cut_traceback=_cut_traceback(reading)
+        reading, query, searched, results, wiki_dirs, cut_traceback=header, cut_frame=frame
     )
 
 
@@ -1477,20 +1495,34 @@ def decide(
         read_whole=reading.text is not None,
         unexplained=_unexplained(reading.salient, confident),
         cut_traceback=gathered.cut_traceback,
+        cut_frame=gathered.cut_frame,
         # said of the input whatever --limit shows
         unchecked=list(dict.fromkeys(m.unchecked for m in ranked if m.unchecked)),
     )
 
 
-def _cut_traceback(reading: _Reading) -> Evidence | None:
-    """The header of the traceback the kept text stops inside, or None."""
+def _cut_traceback(reading: _Reading) -> tuple[Evidence | None, Evidence | None]:
+    """The header of the traceback the kept text stops inside and the last frame it shows
+    (where the failure happened, its exception unread); (None, None) when it stops in none."""
     if reading.text is None:
-        return None
+        return None, None
     texts = reading.text.rstrip().split("\n")
     at = ends_inside_traceback(texts, without=_after_kubectl)
     if at is None:
-        return None
-    return Evidence(reading.numbers[at] if reading.numbers else at + 1, texts[at][:MAX_TEXT])
+        return None, None
+
+    def number(i: int) -> int:
+        return reading.numbers[i] if reading.numbers else i + 1
+
+    frame = next((i for i in range(len(texts) - 1, at, -1) if FRAME.search(texts[i])), None)
+    return (
+        Evidence(number(at), texts[at][:MAX_TEXT]),
+        None if frame is None else Evidence(number(frame), texts[frame].strip()[:MAX_TEXT]),
+    )
+
+
+# a traceback's frame line: `File "/…/vllm/engine/llm_engine.py", line 364, in _initialize_kv_caches`
+FRAME = re.compile(r'File "([^"\n]*)", line ([0-9]+), in ([^\s]+)')
 
 
 def _unexplained(salient: list[Evidence], confident: list[Match]) -> list[Evidence]:
