@@ -679,6 +679,19 @@ def test_a_cut_traceback_says_the_last_frame_it_shows():
     )
 
 
+def test_a_frame_is_read_whatever_its_path_holds():
+    from llmdoctor.commands.explain_cli import _package_path
+    from llmdoctor.triage.explain import frame_parts
+
+    # Python leaves a `"` in a path as it is; a Windows path; a huge line read in one pass
+    assert frame_parts('  File "/tmp/we"ird/x.py", line 3, in f') == ('/tmp/we"ird/x.py', "3", "f")
+    windows = r'  File "C:\Python311\Lib\site-packages\vllm\worker\model_runner.py", line 9, in run'
+    path, line, function = frame_parts(windows)
+    assert (_package_path(path), line, function) == ("vllm/worker/model_runner.py", "9", "run")
+    assert frame_parts("x" * 1_000_000 + 'File "' * 50_000) is None
+    assert frame_parts("    return fn(*args)") is None
+
+
 def test_a_consequence_guessed_from_words_stays_a_guess_when_the_cause_was_cut(entries):
     # `EngineCore failed to start.` and the traceback's header, nothing after: engine-dead was
     # named at 0.32 from those words alone (round 17, measured fresh: confidently wrong); the
@@ -1270,6 +1283,20 @@ def test_a_kill_in_a_pasted_pod_objects_last_state_is_its_past_as_in_describe(en
         ("    readinessProbe:", "    readinessProb_:"),
         # the kill as the current state, nothing restarted
         ("    lastState:\n      terminated:", "    lastState: {}\n    stat_:\n      terminated:"),
+        # another container not ready now, or the pod's Ready condition False (a hostile pass)
+        (
+            "  - name: vllm\n    ready: true",
+            "  - name: proxy\n    ready: false\n    restartCount: 0\n  - name: vllm\n    ready: true",
+        ),
+        (
+            "  phase: Running\n",
+            '  phase: Running\n  conditions:\n  - type: Ready\n    status: "False"\n',
+        ),
+        # a count kubectl never writes (a superscript digit; a missing one) is no count
+        ("    restartCount: 1", "    restartCount: \u00b2"),
+        ("    restartCount: 1\n", ""),
+        # a repeated key is read as YAML, JSON and Go read it: the last
+        ("    restartCount: 1", "    restartCount: 1\n    restartCount: 9"),
         # another container crash-looping now
         (
             "  - name: vllm\n    ready: true",
@@ -1282,6 +1309,37 @@ def test_a_pasted_pod_objects_past_kill_stays_critical_where_it_may_fail_now(now
     assert now[0] in POD_READY_AFTER_OOM
     oom = run_text(POD_READY_AFTER_OOM.replace(*now), entries).matches[0]
     assert (oom.id, oom.shown_as, oom.ready_again) == ("k8s-oomkilled", "critical", None)
+
+
+def test_a_pasted_pod_object_is_read_in_bounded_time_and_by_its_own_lines(entries):
+    # a hostile pass: a List whose items an alias shares nine times a level was read once per
+    # reference (exponential: a hang at 12 levels); now each node once
+    pod = "\n".join("    " + line for line in POD_READY_AFTER_OOM.splitlines())
+    levels = "".join(
+        f"  p{n}: &p{n}\n    kind: List\n    items: [{', '.join([f'*p{n - 1}'] * 9)}]\n"
+        for n in range(1, 13)
+    )
+    laughs = f"apiVersion: v1\nkind: List\nanch:\n  p0: &p0\n{pod}\n{levels}items: [*p12]\n"
+    started = time.perf_counter()
+    assert run_text(laughs, entries).matches[0].shown_as == "ended"
+    assert time.perf_counter() - started < 5
+    # PyYAML also breaks a line at a lone CR: the ready line is the paste's own line 20 still
+    # (it pointed at later lines, and a container not ready read as ready)
+    shifted = POD_READY_AFTER_OOM.replace(
+        "metadata:\n", 'metadata:\n  annotations: {note: "a\r\r\r\r\r\r\r\rb"}\n'
+    )
+    oom = run_text(shifted, entries).matches[0]
+    assert oom.shown_as == "ended" and oom.ready_again.text == "ready: true"
+    # nested past what the parser takes: no pod read, the paste still explained
+    deep = POD_READY_AFTER_OOM + "extra: " + "[" * 20_000 + "]" * 20_000 + "\n"
+    assert run_text(deep, entries).matches[0].shown_as == "critical"
+
+
+def test_a_describe_s_past_kill_stays_critical_while_another_container_is_not_ready(entries):
+    other = READY_AFTER_OOM.replace(
+        "  vllm:\n", "  proxy:\n    State:          Running\n    Ready:          False\n  vllm:\n"
+    )
+    assert run_text(other, entries).matches[0].shown_as == "critical"
 
 
 def test_a_sidecar_s_past_kill_hides_no_crash_loop_of_another_container(entries):

@@ -64,6 +64,29 @@ def test_a_utf8_bom_is_no_part_of_the_first_line(capsys, tmp_path, monkeypatch, 
     assert first["evidence"][0]["text"] == OOM_LINE
 
 
+def test_a_big_log_with_a_bom_reads_as_the_same_log_without_it(capsys, tmp_path):
+    # over the size read whole, a file is read in blocks (and read again after an outage): the
+    # BOM stays out of its first line there too, and it is no reason to read it otherwise
+    body = (OOM_LINE + "\n" + "INFO 03-13 09:00:44 [loggers.py:1] serving\n" * 250_000).encode()
+    plain, marked = tmp_path / "plain.log", tmp_path / "marked.log"
+    plain.write_bytes(body)
+    marked.write_bytes(b"\xef\xbb\xbf" + body)
+    answers = []
+    for log in (plain, marked):
+        code, out, _ = explain_cli(capsys, str(log), "--json")
+        doc = json.loads(out)
+        answers.append((code, doc["matches"], doc["salient"], doc["read_whole"]))
+    assert answers[0] == answers[1]
+    assert answers[1][1][0]["evidence"][0]["text"] == OOM_LINE and not answers[1][3]
+
+
+def test_a_bom_where_cat_joined_two_saved_logs_is_no_part_of_that_line(capsys, tmp_path):
+    log = tmp_path / "joined.log"
+    log.write_bytes(b"INFO starting\n\xef\xbb\xbf" + (OOM_LINE + "\n").encode())
+    code, out, _ = explain_cli(capsys, str(log), "--json")
+    assert json.loads(out)["matches"][0]["evidence"][0]["text"] == OOM_LINE
+
+
 def test_gzip_from_a_pipe_is_not_consumed_by_sniffing(capsys, tmp_path):
     # `llmdoctor explain <(gzip -c crash.log)`: the path is a pipe, readable once
     import threading

@@ -250,6 +250,16 @@ def test_an_oom_vllm_reports_as_its_sampler_warm_up_is_at_start_up():
     assert not during_startup(numbered(text)[line - 1 :], line)
 
 
+def test_an_oom_chained_to_the_engine_process_being_built_is_at_start_up():
+    # round 43 (hiyouga/LlamaFactory#9261): a CUDA OOM, then `The above exception was the direct
+    # cause`, and the traceback through run_engine_core's `engine_core = EngineCoreProc(...)`:
+    # the V1 engine process's constructor (its start; `run_busy_loop` after it serves)
+    path = FRESH / "round43" / "vllm-startup-memory-insufficient"
+    text = (path / "r43-quant-vllm-enginecore-oom-llamafactory.log").read_text()
+    assert during_startup(numbered(text), oom_line(text))
+    assert not during_startup(numbered(text.replace("EngineCoreProc(", "Engine(")), oom_line(text))
+
+
 def test_an_oom_allocating_the_kv_cache_is_at_start_up():
     # round 17's V1 traceback cut to its last frame: `_allocate_kv_cache_tensors` runs once, as
     # the engine sizes its KV cache at start (vllm PR 48593: a default max_model_len of 262144);

@@ -348,15 +348,17 @@ def _render_cut_traceback(result, console, escape) -> None:
     """The input stops inside a traceback: what names the error was never read."""
     if (header := result.cut_traceback) is None:
         return
-    from llmdoctor.triage.explain import FRAME
+    from llmdoctor.triage.explain import frame_parts
 
     where = ""
-    if (frame := result.cut_frame) is not None and (read := FRAME.search(frame.text)):
-        path, line, function = read.groups()
-        where = (
-            f" (its last frame, line {frame.line}: {escape(function)} in "
-            f"{escape(_package_path(path))}:{line})"
-        )
+    if (frame := result.cut_frame) is not None:
+        where = f" (its last frame, line {frame.line})"
+        if parts := frame_parts(frame.text):
+            path, line, function = parts
+            where = (
+                f" (its last frame, line {frame.line}: {escape(function)} in "
+                f"{escape(_package_path(path))}:{line})"
+            )
     console.print(
         f"[{STYLE['warning']}]The input stops inside the traceback at line {header.line}[/]"
         f"{where}: its last line, the exception that says what failed, is not in it. Paste the "
@@ -367,10 +369,11 @@ def _render_cut_traceback(result, console, escape) -> None:
 
 def _package_path(path: str) -> str:
     """A frame's file from its package on (`vllm/engine/llm_engine.py`, not the venv's path)."""
+    path = path.replace("\\", "/")  # a Windows path's
     for marker in ("site-packages/", "dist-packages/"):
         if marker in path:
             return path.rsplit(marker, 1)[1]
-    return "/".join(path.replace("\\", "/").split("/")[-3:])
+    return "/".join(path.split("/")[-3:])
 
 
 SHOWN_ERROR_LINES = 10

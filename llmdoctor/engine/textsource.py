@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MAX_LINE_CHARS = 1024 * 1024  # lines() cuts a longer line here
+UTF8_BOM = b"\xef\xbb\xbf"  # Windows editors start a saved log with it: no part of its first line
 
 
 def split_log_lines(text: str) -> list[str]:

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 
 FIELD = re.compile(r"^( *)([A-Z][A-Za-z ]*):(?: +(.*))?$")
 CONTAINER = re.compile(r"^( *)([a-z0-9]([-a-z0-9.]*[a-z0-9])?):\s*$")  # a DNS-1123 label
+# a container block's `Ready: False`, or the Conditions table's `Ready  False` /
+# `ContainersReady  False`: some part of the pod is not serving now
+NOT_READY = re.compile(r"^\s*(Ready:\s+False|(Ready|ContainersReady)\s+False)\s*$")
 STATE_DETAILS_WITHIN = 8  # a state's details (Reason, Message, Exit Code, Started, Finished …)
 BLOCK_WITHIN = 60  # a container block's fields around its Last State
 
@@ -111,3 +114,8 @@ def _block(lines: Sequence[tuple[int, str]], head: int, level: int) -> tuple[int
             break  # another container's block (its header cut from the paste)
         end += 1
     return start, end
+
+
+def pod_not_ready(lines: Sequence[tuple[int, str]]) -> bool:
+    """Whether a pasted describe says a container, or the pod, is not Ready now."""
+    return any(NOT_READY.match(text) for _, text in lines)

@@ -48,7 +48,7 @@ from llmdoctor.engine.textsource import TextSource, split_log_lines
 from llmdoctor.lazy_regex import compiled
 from llmdoctor.parsers.xid import parse_xid_line
 from llmdoctor.triage.cut_traceback import ends_inside_traceback
-from llmdoctor.triage.describe_text import last_state_of
+from llmdoctor.triage.describe_text import last_state_of, pod_not_ready
 from llmdoctor.triage.line_time import written_after
 from llmdoctor.triage.other_engine import engine_of, their_flags
 from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
@@ -1052,7 +1052,8 @@ RECURRING_KILLS = 2
 def ready_again(matches: list[Match], reading: _Reading) -> None:
     """Mark each critical signature match whose every line is a detail of a container's `Last
     State` in a pasted `kubectl describe` or `lastState` in a pasted pod object
-    (`Match.ready_again`: the block's `Ready: True` line, the status's `ready: true`) where nothing says the pod is failing now: each such container sets a readiness probe
+    (`Match.ready_again`: the block's `Ready: True` line, the status's `ready: true`), where
+    no container nor the pod is said not Ready where nothing says the pod is failing now: each such container sets a readiness probe
     and is Ready, restarted fewer than RECURRING_KILLS times, and every line read as an error is
     of those Last States (a BackOff, a probe failing, another container waiting or not Ready:
     none). Only on an input whose error lines were all kept, and every matching line of the
@@ -1060,6 +1061,8 @@ def ready_again(matches: list[Match], reading: _Reading) -> None:
     if reading.error_lines > len(reading.salient):
         return
     numbered = reading.numbered_list
+    if pod_not_ready(numbered):
+        return  # another container (or the pod) not Ready now: it may be failing
     pasted_objects: list = []
 
     def in_object(line: int):  # a pasted `kubectl get pod -o yaml|json`, composed once
@@ -1284,6 +1287,8 @@ def _small_text(source, heals=None) -> tuple[str | None, list[int], BinaryIO | N
             rejoined = _Rejoined(head, source)
             return None, [], RecordLines(rejoined) if looks_like_records(head[:SNIFF]) else rejoined
         raw = head.decode("utf-8", errors="replace")
+    # a UTF-8 BOM (Notepad, PowerShell) is no part of a line, nor where `cat` joined two files
+    raw = raw.removeprefix("\ufeff").replace("\n\ufeff", "\n")
     pairs = clean_lines(raw, heals)
     text = "\n".join(t for _, t in pairs)
     if raw and not raw.endswith("\n"):  # the paste may stop mid-word: without_cut_word says
@@ -1514,15 +1519,25 @@ def _cut_traceback(reading: _Reading) -> tuple[Evidence | None, Evidence | None]
     def number(i: int) -> int:
         return reading.numbers[i] if reading.numbers else i + 1
 
-    frame = next((i for i in range(len(texts) - 1, at, -1) if FRAME.search(texts[i])), None)
+    frame = next((i for i in range(len(texts) - 1, at, -1) if frame_parts(texts[i])), None)
     return (
         Evidence(number(at), texts[at][:MAX_TEXT]),
         None if frame is None else Evidence(number(frame), texts[frame].strip()[:MAX_TEXT]),
     )
 
 
-# a traceback's frame line: `File "/…/vllm/engine/llm_engine.py", line 364, in _initialize_kv_caches`
-FRAME = re.compile(r'File "([^"\n]*)", line ([0-9]+), in ([^\s]+)')
+def frame_parts(text: str) -> tuple[str, str, str] | None:
+    """(file, line, function) of a traceback's frame line (`File "/…/vllm/engine/llm_engine.py",
+    line 364, in _initialize_kv_caches`), or None. Read by its last `", line ` (Python leaves a
+    `"` in a path as it is): one pass over the line, whatever it holds."""
+    start, end = text.find('File "'), text.rfind('", line ')
+    if start < 0 or end <= start:
+        return None
+    found = FRAME_TAIL.match(text, end + len('", line '))
+    return (text[start + len('File "') : end], *found.groups()) if found else None
+
+
+FRAME_TAIL = re.compile(r"([0-9]+), in ([^\s]+)")
 
 
 def _unexplained(salient: list[Evidence], confident: list[Match]) -> list[Evidence]:

@@ -30,7 +30,6 @@ FIFO_WRITER_WAIT = 10.0  # seconds a named pipe may go without a writer
 SNIFF_BYTES = 64 * 1024
 BLOCK = 8 * 1024 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
-UTF8_BOM = b"\xef\xbb\xbf"  # Windows editors save a log with it: no part of its first line
 BINARY_SHARE = 0.3  # above this share of non-text characters the input is not a log
 TEXT_CONTROLS = frozenset("\t\n\r\x0c\x1b\x08")
 
@@ -135,8 +134,6 @@ class LogStream:
             self._decoder = codecs.getincrementaldecoder(codec)(errors="replace")
             self.encoding = codec
             first = self._decode(first)
-        elif first.startswith(UTF8_BOM):
-            first = first[len(UTF8_BOM) :]
         elif looks_binary(first):
             self.close()
             # text among binary bytes (a crashed process's dump before its error): `strings`
@@ -356,12 +353,7 @@ def open_log(path: str, fifo_wait: float | None = None) -> TextSource | LogStrea
     except OSError as exc:
         raise BadInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
     head = _peek(fh, SNIFF_BYTES)
-    if (
-        head.startswith((GZIP_MAGIC, UTF8_BOM))
-        or utf16_codec(head)
-        or looks_binary(head)
-        or has_line_over(p)
-    ):
+    if head.startswith(GZIP_MAGIC) or utf16_codec(head) or looks_binary(head) or has_line_over(p):
         return LogStream(fh, path, known_size=p.stat().st_size)
     fh.close()
     return TextSource.from_file(p.name, p)

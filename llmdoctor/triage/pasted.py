@@ -32,7 +32,7 @@ import json
 import re
 from collections.abc import Callable
 
-from llmdoctor.engine.textsource import split_log_lines
+from llmdoctor.engine.textsource import UTF8_BOM, split_log_lines
 from llmdoctor.wiki.digit_blind import TEXT_DIGITS_TO_ZERO
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b[=>]")
@@ -165,7 +165,7 @@ def _text(value) -> str | None:
 
 def looks_like_records(head: bytes, sample: int = 5) -> bool:
     """Whether a log is JSON records: the first `sample` non-empty whole lines of its head are."""
-    whole = head.split(b"\n")[:-1]  # the last piece may be cut
+    whole = head.removeprefix(UTF8_BOM).split(b"\n")[:-1]  # the last piece may be cut
     lines = [ln for ln in whole[: sample * 4] if ln.strip()][:sample]
     return bool(lines) and all(
         record_message(ln.decode("utf-8", "replace")) is not None for ln in lines
@@ -184,6 +184,7 @@ class RecordLines:
         self._raw, self._owned = raw, owned
         self._blocks = read_blocks(raw)
         self._buffer = b""
+        self._started = False
 
     def close(self) -> None:
         """Close the underlying file when this stream opened it."""
@@ -195,6 +196,8 @@ class RecordLines:
             block = next(self._blocks, None)
             if block is None:
                 break
+            if not self._started:
+                self._started, block = True, block.removeprefix(UTF8_BOM)
             self._buffer += self._convert(block)
         if size < 0:
             out, self._buffer = self._buffer, b""

@@ -13,12 +13,15 @@ line belongs to: the same `LastState` a pasted describe gives (describe_text.py)
         ready: true
         restartCount: 1
 
-The paste is composed, not constructed (PyYAML's node tree keeps each value's line, builds no
-object and expands no alias); a List of pods (`kubectl get pods -o yaml`) is read pod by pod.
+The paste is composed, not constructed (PyYAML's node tree keeps each value's place, builds no
+object and expands no alias; a node an alias shares is read once); a List of pods (`kubectl get
+pods -o yaml`) is read pod by pod. A pod is past its kill only when all of it says so: every
+container ready, no condition False, each restart count a plain number.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 
 import yaml
@@ -26,11 +29,13 @@ import yaml
 from llmdoctor.triage.describe_text import LastState
 
 MAX_OBJECT_LINES = 5000  # a pasted pod is a few hundred lines; beyond this it is no paste
+MAX_PODS = 1000
 
 
 def pod_object_last_states(lines: Sequence[tuple[int, str]]) -> list[LastState]:
     """Every container's `lastState` in a paste that is a pod object, with input line numbers
-    (`lines`: (input line number, text) of each line read); [] when it is none."""
+    (`lines`: (input line number, text) of each line read); [] when it is none. A state's
+    `ready` is None unless its pod is whole and well now (`_well`)."""
     if not lines or len(lines) > MAX_OBJECT_LINES:
         return []
     text = "\n".join(t for _, t in lines)
@@ -38,67 +43,108 @@ def pod_object_last_states(lines: Sequence[tuple[int, str]]) -> list[LastState]:
         return []
     try:
         documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return []
-    out = []
-    for document in documents:
-        for pod in _pods(document):
-            out.extend(_last_states(pod, lines))
+    # PyYAML also breaks lines at a lone CR, NEL, U+2028: a node's line is counted from its
+    # offset in the text, in the paste's own lines
+    breaks = [i for i, c in enumerate(text) if c == "\n"]
+
+    def line_at(index: int) -> tuple[int, str]:
+        return lines[min(bisect_left(breaks, index), len(lines) - 1)]
+
+    out: list[LastState] = []
+    for pod in _pods(documents):
+        out.extend(_last_states(pod, line_at))
     return out
 
 
-def _pods(node) -> Iterator[yaml.MappingNode]:
-    if not isinstance(node, yaml.MappingNode):
-        return
-    if _scalar(_get(node, "kind")) == "List" or isinstance(_get(node, "items"), yaml.SequenceNode):
+def _pods(documents: list) -> Iterator[yaml.MappingNode]:
+    """The pods of the documents, a List's items among them, each node read once."""
+    seen: set[int] = set()
+    pending = list(reversed(documents))
+    while pending and len(seen) < MAX_PODS:
+        node = pending.pop()
+        if not isinstance(node, yaml.MappingNode) or id(node) in seen:
+            continue
+        seen.add(id(node))
         items = _get(node, "items")
-        for item in items.value if isinstance(items, yaml.SequenceNode) else []:
-            yield from _pods(item)
-    elif _get(_get(node, "status"), "containerStatuses") is not None:
-        yield node
+        if isinstance(items, yaml.SequenceNode):
+            pending.extend(reversed(items.value))
+        elif _get(_get(node, "status"), "containerStatuses") is not None:
+            yield node
 
 
-def _last_states(pod: yaml.MappingNode, lines: Sequence[tuple[int, str]]) -> list[LastState]:
+def _last_states(pod: yaml.MappingNode, line_at) -> list[LastState]:
     probes = {
         _scalar(_get(c, "name")): _get(c, "readinessProbe") is not None
         for key in ("containers", "initContainers")
         for c in _items(_get(_get(pod, "spec"), key))
     }
     status = _get(pod, "status")
+    well = _well(status)
     out = []
     for key in ("containerStatuses", "initContainerStatuses"):
         for cs in _items(_get(status, key)):
-            last = _get(cs, "lastState")
-            if not isinstance(last, yaml.MappingNode) or not last.value:
+            last_key, last = _entry(cs, "lastState")
+            if last_key is None or not isinstance(last, yaml.MappingNode) or not last.value:
                 continue
             name = _scalar(_get(cs, "name"))
             ready_key, ready = _entry(cs, "ready")
-            restarts = _scalar(_get(cs, "restartCount"))
+            restarts = _count(_get(cs, "restartCount"))
+            start = line_at(last_key.start_mark.index)[0]
+            end = line_at(max(_last_mark(last).index - 1, 0))[0]
+            ready_line = None
+            if well and restarts is not None and ready_key is not None and _scalar(ready) == "true":
+                ready_line = line_at(ready_key.start_mark.index)
             out.append(
                 LastState(
                     name,
-                    range(_number(lines, last.start_mark.line), _end_number(lines, last)),
-                    (
-                        (
-                            _number(lines, ready_key.start_mark.line),
-                            lines[ready_key.start_mark.line][1],
-                        )
-                        if ready_key is not None and _scalar(ready) == "true"
-                        else None
-                    ),
+                    range(start, max(end, start) + 1),
+                    ready_line,
                     probes.get(name, False),
-                    int(restarts) if restarts is not None and restarts.isdigit() else None,
+                    restarts,
                 )
             )
     return out
 
 
+def _last_mark(node):
+    """Where a node's last value ends (a block collection's own end mark stands on the line
+    of what follows it)."""
+    while isinstance(node, yaml.CollectionNode) and not node.flow_style and node.value:
+        node = node.value[-1][1] if isinstance(node, yaml.MappingNode) else node.value[-1]
+    return node.end_mark
+
+
+def _well(status) -> bool:
+    """Whether nothing in the pod's status says it fails now: every container ready, no
+    condition False (Ready, ContainersReady)."""
+    if any(
+        _scalar(_get(cs, "ready")) != "true" for cs in _items(_get(status, "containerStatuses"))
+    ):
+        return False
+    return not any(
+        _scalar(_get(c, "status")) == "False"
+        and _scalar(_get(c, "type")) in ("Ready", "ContainersReady")
+        for c in _items(_get(status, "conditions"))
+    )
+
+
+def _count(node) -> int | None:
+    """A restart count written as a plain number (kubectl writes no other), else None."""
+    text = _scalar(node)
+    return int(text) if text is not None and text.isascii() and text.isdecimal() else None
+
+
 def _entry(node, key: str) -> tuple[yaml.Node | None, yaml.Node | None]:
+    """The key and value nodes of `key` in a mapping (its last, as YAML, JSON and Go read a
+    repeated key)."""
+    found: tuple[yaml.Node | None, yaml.Node | None] = (None, None)
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
             if isinstance(k, yaml.ScalarNode) and k.value == key:
-                return k, v
-    return None, None
+                found = (k, v)
+    return found
 
 
 def _get(node, key: str) -> yaml.Node | None:
@@ -111,15 +157,3 @@ def _items(node) -> list:
 
 def _scalar(node) -> str | None:
     return str(node.value) if isinstance(node, yaml.ScalarNode) else None
-
-
-def _number(lines: Sequence[tuple[int, str]], index: int) -> int:
-    return lines[min(index, len(lines) - 1)][0]
-
-
-def _end_number(lines: Sequence[tuple[int, str]], node: yaml.Node) -> int:
-    """The input line number just past the node's last line (its end mark stands on the line
-    after a block value, on the same line after a flow one)."""
-    end = node.end_mark
-    last = end.line - 1 if end.column == 0 and end.line > node.start_mark.line else end.line
-    return _number(lines, last) + 1

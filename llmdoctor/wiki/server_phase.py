@@ -30,6 +30,9 @@ STARTUP_FAILURE = re.compile(
     r"|_init_cache_engine|from_engine_args|from_vllm_config)\b"
     # the offline `LLM(...)` constructor builds the engine: loads, profiles, sizes the cache
     r"|vllm/entrypoints/llm\.py\", line [0-9]+, in __init__"
+    # V1's engine process being built (v1/engine/core.py run_engine_core: the constructor is
+    # its start, `run_busy_loop` after it serves), the frame's code line
+    r"|engine_core = (DP)?EngineCoreProc\("
     r"|while processing method (load_model|determine_num_available_blocks|initialize_cache"
     r"|determine_available_memory|compile_or_warm_up_model)"
     r"|Engine core initialization failed|Engine process failed to start|EngineCore failed to start"

@@ -39,7 +39,7 @@ from itertools import compress, islice
 from pathlib import Path
 from typing import BinaryIO
 
-from llmdoctor.engine.textsource import TextSource
+from llmdoctor.engine.textsource import UTF8_BOM, TextSource
 from llmdoctor.wiki.derived_cache import kept_values
 from llmdoctor.wiki.digit_blind import DIGITS_TO_ZERO, digit_blind, digit_blind_cover
 from llmdoctor.wiki.re2_patterns import re2_module, re2_options
@@ -950,8 +950,10 @@ class SignatureSet:
             pool = ThreadPoolExecutor(workers)
         try:
             pending: list = []
-            for block in blocks:
+            for index, block in enumerate(blocks):
                 last, size = block, len(block)
+                if index == 0 and block.startswith(UTF8_BOM):
+                    block = block[len(UTF8_BOM) :]
                 if b"\r" in block:  # (memchr: no cost on a Unix log)
                     # a Windows log: `$` (`(?m)`) ends a line only before a newline, so a
                     # signature ending in it would match no line of the block; its lines are
