@@ -84,7 +84,7 @@ def test_a_bom_where_cat_joined_two_saved_logs_is_no_part_of_that_line(capsys, t
     log = tmp_path / "joined.log"
     log.write_bytes(b"INFO starting\n\xef\xbb\xbf" + (OOM_LINE + "\n").encode())
     code, out, _ = explain_cli(capsys, str(log), "--json")
-    assert json.loads(out)["matches"][0]["evidence"][0]["text"] == OOM_LINE
+    assert code == 2 and json.loads(out)["matches"][0]["evidence"][0]["text"] == OOM_LINE
 
 
 def test_gzip_from_a_pipe_is_not_consumed_by_sniffing(capsys, tmp_path):
