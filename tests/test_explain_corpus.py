@@ -1141,4 +1141,3 @@ def test_fresh_round43_is_held_where_it_was_tuned():
         abstained=0.777,
         most_wrong=1,
     )
-
