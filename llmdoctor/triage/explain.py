@@ -1052,12 +1052,12 @@ RECURRING_KILLS = 2
 def ready_again(matches: list[Match], reading: _Reading) -> None:
     """Mark each critical signature match whose every line is a detail of a container's `Last
     State` in a pasted `kubectl describe` or `lastState` in a pasted pod object
-    (`Match.ready_again`: the block's `Ready: True` line, the status's `ready: true`), where
-    no container nor the pod is said not Ready where nothing says the pod is failing now: each such container sets a readiness probe
-    and is Ready, restarted fewer than RECURRING_KILLS times, and every line read as an error is
-    of those Last States (a BackOff, a probe failing, another container waiting or not Ready:
-    none). Only on an input whose error lines were all kept, and every matching line of the
-    match."""
+    (`Match.ready_again`: the block's `Ready: True` line, the status's `ready: true`) where
+    nothing says the pod is failing now: each such container sets a readiness probe and is
+    Ready, restarted fewer than RECURRING_KILLS times, no container nor the pod is said not
+    Ready, and every line read as an error is of those Last States (a BackOff, a probe failing,
+    another container waiting: none). Only on an input whose error lines were all kept, and
+    every matching line of the match."""
     if reading.error_lines > len(reading.salient):
         return
     numbered = reading.numbered_list

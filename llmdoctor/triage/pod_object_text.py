@@ -29,7 +29,7 @@ import yaml
 from llmdoctor.triage.describe_text import LastState
 
 MAX_OBJECT_LINES = 5000  # a pasted pod is a few hundred lines; beyond this it is no paste
-MAX_PODS = 1000
+MAX_OBJECTS = 1000  # pods and Lists read at most
 
 
 def pod_object_last_states(lines: Sequence[tuple[int, str]]) -> list[LastState]:
@@ -62,7 +62,7 @@ def _pods(documents: list) -> Iterator[yaml.MappingNode]:
     """The pods of the documents, a List's items among them, each node read once."""
     seen: set[int] = set()
     pending = list(reversed(documents))
-    while pending and len(seen) < MAX_PODS:
+    while pending and len(seen) < MAX_OBJECTS:
         node = pending.pop()
         if not isinstance(node, yaml.MappingNode) or id(node) in seen:
             continue
