@@ -1060,30 +1060,31 @@ def ready_again(matches: list[Match], reading: _Reading) -> None:
     every matching line of the match."""
     if reading.error_lines > len(reading.salient):
         return
-    numbered = reading.numbered_list
-    if pod_not_ready(numbered):
-        return  # another container (or the pod) not Ready now: it may be failing
-    pasted_objects: list = []
-
-    def in_object(line: int):  # a pasted `kubectl get pod -o yaml|json`, composed once
-        if not pasted_objects:
-            from llmdoctor.triage.pod_object_text import pod_object_last_states
-
-            pasted_objects.append(pod_object_last_states(numbered))
-        return next((s for s in pasted_objects[0] if line in s.lines), None)
-
+    objects = None  # the lastStates of a pasted `kubectl get pod -o yaml|json`, read once
     for m in matches:
         if m.how != "signature" or m.severity != "critical" or m.resumed is not None:
             continue
         if not m.evidence or m.count > len(m.evidence):
             continue
-        states = [last_state_of(numbered, e.line) or in_object(e.line) for e in m.evidence]
+        numbered = reading.numbered_list
+        states = [last_state_of(numbered, e.line) for e in m.evidence]
+        if None in states:
+            if objects is None:
+                from llmdoctor.triage.pod_object_text import pod_object_last_states
+
+                objects = pod_object_last_states(numbered)
+            states = [
+                s or next((o for o in objects if e.line in o.lines), None)
+                for s, e in zip(states, m.evidence, strict=True)
+            ]
         if not all(s is not None and s.ready and s.readiness_probe for s in states):
             continue
         if any(s.restarts is not None and s.restarts >= RECURRING_KILLS for s in states):
             continue
         if any(not any(e.line in s.lines for s in states) for e in reading.salient):
             continue
+        if pod_not_ready(numbered):
+            return  # another container (or the pod) not Ready now: it may be failing
         ready = max(states, key=lambda s: s.ready)
         m.ready_again = Evidence(ready.ready[0], ready.ready[1].strip()[:MAX_TEXT])
         m.ready_container = ready.container or ""

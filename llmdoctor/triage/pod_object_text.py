@@ -21,8 +21,9 @@ container ready, no condition False, each restart count a plain number.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
+from itertools import accumulate
 
 import yaml
 
@@ -46,11 +47,11 @@ def pod_object_last_states(lines: Sequence[tuple[int, str]]) -> list[LastState]:
     except (yaml.YAMLError, RecursionError):
         return []
     # PyYAML also breaks lines at a lone CR, NEL, U+2028: a node's line is counted from its
-    # offset in the text, in the paste's own lines
-    breaks = [i for i, c in enumerate(text) if c == "\n"]
+    # offset in the text, in the paste's own lines (each ends at its length + its newline)
+    ends = list(accumulate(len(t) + 1 for _, t in lines))
 
     def line_at(index: int) -> tuple[int, str]:
-        return lines[min(bisect_left(breaks, index), len(lines) - 1)]
+        return lines[min(bisect_right(ends, index), len(lines) - 1)]
 
     out: list[LastState] = []
     for pod in _pods(documents):
