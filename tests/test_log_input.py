@@ -176,6 +176,27 @@ def test_a_huge_line_is_cut_and_said_so_in_linear_time(capsys, tmp_path):
     assert "1 line(s) longer than 1 MiB were cut" in err
 
 
+def test_a_line_over_the_bound_is_found_anywhere_without_mapping_the_file(tmp_path):
+    # has_line_over looks near every half-MiB with pread: a 3 MiB line is found wherever it
+    # sits (in a window's middle, after a run of short lines), normal lines never are
+    from pathlib import Path
+
+    from llmdoctor.triage.log_input import has_line_over
+
+    short = b"INFO 05-12 19:01:18 [engine.py:310] all fine\n" * 40_000
+    for where in (0, 1, len(short) // 2):
+        log = tmp_path / f"long-{where}.log"
+        log.write_bytes(short[:where] + b"x" * (3 << 20) + b"\n" + short[where:])
+        assert has_line_over(Path(log))
+    plain = tmp_path / "plain.log"
+    plain.write_bytes(short * 3)
+    assert not has_line_over(Path(plain))
+    # a line of 200 KiB (a big JSON body) is long, but no over-long line
+    near = tmp_path / "near.log"
+    near.write_bytes(short + b"y" * (200 << 10) + b"\n" + short)
+    assert not has_line_over(Path(near))
+
+
 def test_line_capping_keeps_every_short_line_exact():
     import io
 

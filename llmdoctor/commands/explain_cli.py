@@ -388,12 +388,19 @@ def _shown_error_lines(salient: list) -> list:
 
 
 def _render_notes(result, console, escape) -> None:
-    """Warnings about the configuration, in a log where nothing failed: said, never as a cause.
-    Each with its Fix's first step whole, as a match's."""
+    """Warnings about the configuration, in a log where nothing failed (or a speed setting beside
+    exceptions it cannot have raised): said, never as a cause. Each with its Fix's first step
+    whole, as a match's."""
+    errors = result.salient and not result.warnings_only
     for m in result.notes:
+        why = (
+            "a setting for speed slows a server, it raises no exception"
+            if errors and not m.stopped_cleanly
+            else "no error follows it"
+        )
         console.print(
             f"[{STYLE['warning']}] NOTE [/] [bold]{escape(m.id)}[/]: {escape(m.title)} "
-            "[dim](a note on how it was set up or stopped, not what failed: no error follows it)[/]",
+            f"[dim](a note on how it was set up or stopped, not what failed: {why})[/]",
             soft_wrap=True,
         )
         for e in m.evidence[:2]:

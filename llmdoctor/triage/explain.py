@@ -27,7 +27,8 @@ it returns the salient lines, and names the closest entries only as too weak to 
 first error line before its first matching line is given as its likely cause (`likely_cause`),
 whether or not an entry names that line. A text-only match also stays a guess when the input
 states HTTP error statuses its entry's title does not name, or holds no word naming the entry; a
-configuration warning in an input with no error line is a note (`notes`), never a match. No
+configuration warning in an input with no error line (or, for a speed setting, none but raised
+exceptions) is a note (`notes`), never a match. No
 typer or rich here: the command renders.
 """
 
@@ -553,8 +554,9 @@ class Explanation:
     below_threshold: list[Match] = field(default_factory=list)  # weak guesses not shown
     threshold: float = CONFIDENT  # the confidence below which a match is only a guess
     likely_cause: LikelyCause | None = None  # when the first match is a consequence
-    # warnings about how the server is configured, in an input with no error line: reported,
-    # never named as what failed (`configuration_notes`)
+    # warnings about how the server is configured, in an input with no error line (a speed
+    # setting's beside raised exceptions): reported, never named as what failed
+    # (`configuration_notes`)
     notes: list[Match] = field(default_factory=list)
     # a critical entry matched by signature among all the confident matches, shown or cut by
     # --limit: the exit code does not depend on how many are shown
@@ -1879,7 +1881,10 @@ def configuration_notes(confident: list[Match], reading: _Reading, entries: dict
     matched only lines the server logged at INFO, DEBUG or WARNING, or lines with no level (a
     config line wrapped by the terminal), such as vLLM's `Cudagraph is disabled under eager mode`
     on a healthy start-up. A log with an error line other than those keeps them as matches: there
-    the setting may be why. A state logged at INFO (a queue of 951 waiting requests) is no note.
+    the setting may be why; but a performance setting (tagged `performance` too: eager mode)
+    makes a server slow and never raises, so beside errors that are all exceptions raised, none
+    a timeout (`OSError: … GLIBC_2.32' not found`), it stays a note. A state logged at INFO (a
+    queue of 951 waiting requests) is no note.
     """
     config = [
         m
@@ -1900,7 +1905,29 @@ def configuration_notes(confident: list[Match], reading: _Reading, entries: dict
     failing = reading.fails_beside(remarks)
     stopped = _tagged(entries, {STOPPED_TAG})
     clean = _stops_nothing_failed_after([m for m in config if m.id in stopped], confident, reading)
-    return [m for m in config if m in clean or (not failing and m.id not in stopped)]
+    slow_only = _tagged(entries, {PERFORMANCE_TAG}) - stopped
+    raised = failing and _only_raised_beside(reading, remarks)
+    return [
+        m
+        for m in config
+        if m in clean or (m.id not in stopped and (not failing or (raised and m.id in slow_only)))
+    ]
+
+
+PERFORMANCE_TAG = "performance"  # an entry about how fast the server is, not whether it works
+
+
+def _only_raised_beside(reading: _Reading, lines: set[int]) -> bool:
+    """Whether every line read as wrong other than `lines` is an exception raised (its name and
+    message: `OSError: …`), none of them a timeout, and every such line was kept."""
+    if reading.error_lines > len(reading.salient):
+        return False
+    beside = [
+        e.text for e in reading.salient if e.line not in lines and not _warning_or_notice(e.text)
+    ]
+    return bool(beside) and all(
+        PYTHON_EXCEPTION.search(_message(t)) and not TIMEOUT.search(t) for t in beside
+    )
 
 
 def _stops_nothing_failed_after(
