@@ -1167,3 +1167,22 @@ def test_fresh_round44_is_held_where_it_was_tuned():
         abstained=0.857,
         most_wrong=0,
     )
+
+
+# Round 45, blind, collected while round 44 was tuned and measured once on 3624eb5
+# (SOURCES-round45.md): Hugging Face model discussions, rented GPUs and notebooks, coding agents
+# against a self-hosted server, HPC clusters, hardware other than NVIDIA (asked for uncovered
+# errors first; the vLLM forum gave nothing uncited). Top-1 71.4 %, top-3 71.4 % (wiki search
+# 50.0 / 71.4 %), confident and right 57.1 % (8 of 14), precision 100 %, 11 of 11 uncovered
+# abstained, 0 alarms on 7. Tuned: a traceback through transformers' `TokenizerFast.from_file(`
+# (the tokenizers library could not read tokenizer.json).
+def test_fresh_round45_is_held_where_it_was_tuned():
+    assert_held(
+        fresh_round(45),
+        top1=0.785,
+        top3=0.785,
+        confident=0.642,
+        precision=1.0,
+        abstained=1.0,
+        most_wrong=0,
+    )
