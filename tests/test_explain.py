@@ -1053,6 +1053,71 @@ def test_terminal_says_why_a_speed_setting_beside_an_exception_is_a_note(tmp_pat
     assert "no error follows it" not in result.output
 
 
+EAGER_ARGS = (
+    "INFO 08-04 07:33:54 [cli_args.py:309] non-default args: {'host': '0.0.0.0', "
+    "'model': 'meta-llama/Llama-3.1-8B', 'enforce_eager': True}\n"
+)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "OSError: [Errno 110] Connection timed out",
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients.",
+        "grpc.RpcError: deadline exceeded",
+        "ValueError: enforce_eager is not supported with speculative decoding",
+    ],
+)
+def test_eager_mode_stays_a_match_beside_a_slowness_or_its_own_name(entries, error):
+    # a wait that ran out may be the slowness eager mode causes; an error naming the setting is
+    # about it: either way the setting is named, not set aside as a note
+    result = run_text(EAGER_ARGS + error + "\n", entries)
+    assert "enforce-eager-in-production" in [m.id for m in result.matches]
+    assert result.notes == []
+
+
+def test_eager_note_beside_a_match_says_why_it_is_no_cause(tmp_path):
+    # a CUDA OOM named beside eager mode: the note must not claim that no error follows it
+    log = tmp_path / "oom.log"
+    log.write_text(
+        EAGER_ARGS + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+        "GPU 0 has a total capacity of 79.15 GiB of which 20.00 MiB is free.\n"
+    )
+    result = runner.invoke(app, ["explain", str(log), "--no-color"])
+    said = " ".join(result.output.split())
+    assert "cuda-oom-runtime" in said and "NOTE" in said
+    assert "it raises no exception" in said and "no error follows it" not in said
+
+
+def test_a_traceback_through_the_busy_loop_ending_in_ctrl_c_is_no_engine_death(entries):
+    # Ctrl-C in a foreground vLLM: the engine core's traceback passes run_busy_loop and ends in
+    # KeyboardInterrupt; the frame that names engine-dead on a crash is a stop's frame here
+    frame = '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line '
+    text = (
+        "Process EngineCore_0:\nTraceback (most recent call last):\n"
+        f"{frame}610, in run_engine_core\n    engine_core.run_busy_loop()\n"
+        f"{frame}1133, in run_busy_loop\n    self._process_input_queue()\n"
+        "KeyboardInterrupt\n"
+    )
+    result = run_text(text, entries)
+    assert "engine-dead" not in [m.id for m in result.matches]
+    crash = text.replace(
+        "KeyboardInterrupt", "RuntimeError: CUDA error: unspecified launch failure"
+    )
+    assert "engine-dead" in [m.id for m in run_text(crash, entries).matches]
+
+
+def test_a_long_run_of_letters_at_a_pastes_end_is_read_in_linear_time(entries):
+    # the cut-word check searched `[A-Za-z]{2,}$` over the whole paste: 40,000 letters in a
+    # row (a base64 blob, a test prompt) took seconds, 80,000 half a minute
+    import time
+
+    text = "INFO start\n" + "A" * 80_000 + "\nINFO end of the paste, no newline after it"
+    started = time.monotonic()
+    explain(TextSource.from_text("paste", text), entries)
+    assert time.monotonic() - started < 5
+
+
 EAGER = FIXTURES / "runbooks" / "enforce-eager-in-production"
 
 

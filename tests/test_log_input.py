@@ -176,6 +176,22 @@ def test_a_huge_line_is_cut_and_said_so_in_linear_time(capsys, tmp_path):
     assert "1 line(s) longer than 1 MiB were cut" in err
 
 
+def test_the_middle_of_a_cut_line_is_said_unread_not_called_healthy(capsys, tmp_path):
+    # an OOM in the middle of a 4 MiB line is never read: the answer says which part went
+    # unread (text and JSON), and never that no line of the log looks like an error
+    log = tmp_path / "one-long-line.log"
+    with open(log, "wb") as fh:
+        fh.write(b"x" * (2 << 20) + b" " + OOM_LINE.encode() + b" " + b"y" * (2 << 20) + b"\n")
+        fh.write(b"INFO after\n")
+    code, out, _ = explain_cli(capsys, str(log))
+    assert code == 0 and "No line it read looks like an error" in out
+    assert "Not checked: the middle of 1 line(s) longer than 1 MiB" in out
+    code, out, _ = explain_cli(capsys, str(log), "--json")
+    assert json.loads(out)["unchecked"] == [
+        "the middle of 1 line(s) longer than 1 MiB (their beginning and their last 256 KiB were read)"
+    ]
+
+
 def test_a_line_over_the_bound_is_found_anywhere_without_mapping_the_file(tmp_path):
     # has_line_over looks near every half-MiB with pread: a 3 MiB line is found wherever it
     # sits (in a window's middle, after a run of short lines), normal lines never are

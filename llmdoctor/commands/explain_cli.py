@@ -173,8 +173,8 @@ def render(result, console) -> None:
                 )
         else:
             console.print(
-                "No line in it looks like an error (no Error/Exception/FATAL/failed/Killed, "
-                "exit code or warning Event)."
+                f"No line {'it read' if result.unchecked else 'in it'} looks like an error (no "
+                "Error/Exception/FATAL/failed/Killed, exit code or warning Event)."
             )
             for m in [m for m in weak if m.evidence][:2]:
                 e = m.evidence[-1]
@@ -391,7 +391,7 @@ def _render_notes(result, console, escape) -> None:
     """Warnings about the configuration, in a log where nothing failed (or a speed setting beside
     exceptions it cannot have raised): said, never as a cause. Each with its Fix's first step
     whole, as a match's."""
-    errors = result.salient and not result.warnings_only
+    errors = result.matches or (result.salient and not result.warnings_only)
     for m in result.notes:
         why = (
             "a setting for speed slows a server, it raises no exception"

@@ -1311,9 +1311,11 @@ def without_cut_word(text: str, entries: dict) -> str:
     if not text.endswith(CUT_MARK):
         return text
     text = text[: -len(CUT_MARK)]
-    m = LAST_WORD.search(text)
-    if m is None:
-        return text
+    # the last word only: searched over the whole text, `[A-Za-z]{2,}$` is tried from every
+    # letter of every run of letters (40,000 letters: 6 s), so only the text's end is read
+    m = LAST_WORD.search(text, max(len(text) - LAST_WORD_CHARS, 0))
+    if m is None or (m.start() > 0 and text[m.start() - 1] in _LETTERS):
+        return text  # (a "word" longer than LAST_WORD_CHARS is no cut word the wiki knows)
     word = m.group(1).lower()
     stems = {stem for found in _vocabulary(entries).values() for stem in found}
     if word[:STEM] in stems:
@@ -1321,6 +1323,10 @@ def without_cut_word(text: str, entries: dict) -> str:
     if any(stem.startswith(word) for stem in stems):
         return text[: m.start()].rstrip()
     return text
+
+
+LAST_WORD_CHARS = 64  # longer than any word a runbook holds
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 def _records_file(path: Path) -> bool:
@@ -1442,6 +1448,7 @@ def decide(
     ruled_out_guesses(ranked, reading, entries, fusion)
     numbers_rule_out(ranked, reading, fusion, entries)
     overruled_signatures(ranked, reading, entries, fusion)
+    frames_of_a_stop(ranked, reading, fusion)
     one_stalled_interval(ranked, reading)
     confident = [m for m in ranked if m.confidence >= fusion.confident]
     weak = [m for m in ranked if m.confidence < fusion.confident]
@@ -1801,6 +1808,36 @@ def _holding_lines(reading: _Reading) -> list[str]:
     return [e.text for e in reading.salient] + kept
 
 
+def frames_of_a_stop(ranked: list[Match], reading: _Reading, fusion: Fusion) -> None:
+    """A signature match whose every line is a traceback's frame or code line (engine-dead's
+    `… core.py", line N, in run_busy_loop`, tokenizer-problem's `TokenizerFast.from_file(`)
+    stays a guess when the input holds a stop (`KeyboardInterrupt`, `SystemExit`) or a stack
+    dumped on purpose (logging's `Stack (most recent call last):`, gdb's `Traceback (most recent
+    call first):`): those frames may belong to that stop or dump, which is no failure."""
+    framed = [
+        m
+        for m in ranked
+        if m.how == "signature"
+        and m.evidence
+        and all(
+            TRACEBACK_WHERE.search(e.text) or FRAME_CODE.match(_message(e.text)) for e in m.evidence
+        )
+    ]
+    if framed and any(STOP_OR_DUMP.search(line) for line in _holding_lines(reading)):
+        for m in framed:
+            _held_back(m, ranked, fusion)
+
+
+# a line a stop or a dump prints: the exception a signal or an exit raises alone on its line, a
+# stack printed without an error (logging's stack_info, gdb's py-bt)
+STOP_OR_DUMP = re.compile(
+    r"(^|\] )(KeyboardInterrupt|SystemExit)\b\s*(:|$)|Stack \(most recent call last\)"
+    r"|Traceback \(most recent call first\)"
+)
+# a traceback's code line under its frame: indented, as Python prints it
+FRAME_CODE = re.compile(r"^\s{4,}\S")
+
+
 def _held_back(m: Match, ranked: list[Match], fusion: Fusion) -> None:
     """A signature match held to a guess: no longer what explains the others."""
     m.hold_at(fusion.weak_ceiling)
@@ -1882,9 +1919,10 @@ def configuration_notes(confident: list[Match], reading: _Reading, entries: dict
     config line wrapped by the terminal), such as vLLM's `Cudagraph is disabled under eager mode`
     on a healthy start-up. A log with an error line other than those keeps them as matches: there
     the setting may be why; but a performance setting (tagged `performance` too: eager mode)
-    makes a server slow and never raises, so beside errors that are all exceptions raised, none
-    a timeout (`OSError: … GLIBC_2.32' not found`), it stays a note. A state logged at INFO (a
-    queue of 951 waiting requests) is no note.
+    makes a server slow and raises nothing, so beside an exception raised (`OSError: …
+    GLIBC_2.32' not found`), where no error line is a symptom of slowness (a timeout, a 502-504,
+    a deadline) nor names the setting (`enforce_eager is not supported with …`), it stays a note.
+    A state logged at INFO (a queue of 951 waiting requests) is no note.
     """
     config = [
         m
@@ -1906,27 +1944,39 @@ def configuration_notes(confident: list[Match], reading: _Reading, entries: dict
     stopped = _tagged(entries, {STOPPED_TAG})
     clean = _stops_nothing_failed_after([m for m in config if m.id in stopped], confident, reading)
     slow_only = _tagged(entries, {PERFORMANCE_TAG}) - stopped
-    raised = failing and _only_raised_beside(reading, remarks)
     return [
         m
         for m in config
-        if m in clean or (m.id not in stopped and (not failing or (raised and m.id in slow_only)))
+        if m in clean
+        or (
+            m.id not in stopped
+            and (
+                not failing
+                or (m.id in slow_only and _raised_not_slow(reading, remarks, entries.get(m.id)))
+            )
+        )
     ]
 
 
 PERFORMANCE_TAG = "performance"  # an entry about how fast the server is, not whether it works
+# what a server too slow for its clients logs: a wait that ran out, a gateway's 502-504
+SLOWNESS = re.compile(
+    r"[Tt]ime[ds]?[ -]?out|[Tt]iming out|[Dd]eadline|\b50[234]\b|too (slow|long)|\b[Ss]low\b"
+)
 
 
-def _only_raised_beside(reading: _Reading, lines: set[int]) -> bool:
-    """Whether every line read as wrong other than `lines` is an exception raised (its name and
-    message: `OSError: …`), none of them a timeout, and every such line was kept."""
+def _raised_not_slow(reading: _Reading, lines: set[int], entry) -> bool:
+    """Whether, of the lines read as wrong other than `lines` (every one of them kept), one is
+    an exception raised (its name and message: `OSError: …`) and none says the server was slow
+    or names the setting (one of the entry's ASCII aliases: `enforce_eager`)."""
     if reading.error_lines > len(reading.salient):
         return False
     beside = [
         e.text for e in reading.salient if e.line not in lines and not _warning_or_notice(e.text)
     ]
-    return bool(beside) and all(
-        PYTHON_EXCEPTION.search(_message(t)) and not TIMEOUT.search(t) for t in beside
+    names = [a.lower() for a in getattr(entry, "aliases", ()) if a.isascii() and len(a) > 4]
+    return any(PYTHON_EXCEPTION.search(_message(t)) for t in beside) and not any(
+        SLOWNESS.search(t) or any(n in t.lower() for n in names) for t in beside
     )
 
 

@@ -275,6 +275,20 @@ class LogStream:
             )
         return said
 
+    def unread(self) -> list[str]:
+        """The parts of the input that were never read, for the report: an answer that found no
+        error there must not read as if it had looked at them."""
+        said = []
+        if self.lines_cut:
+            said.append(
+                f"the middle of {self.lines_cut} line(s) longer than "
+                f"{human_size(self._max_line)} (their beginning and their last "
+                f"{human_size(self._max_line // 4)} were read)"
+            )
+        if self.truncated:
+            said.append(f"everything after the first {human_size(self._max_bytes)} of the input")
+        return said
+
     def close(self) -> None:
         for stream in (self._source, self._owned):
             with contextlib.suppress(OSError, ValueError, AttributeError):

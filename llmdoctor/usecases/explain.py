@@ -56,6 +56,7 @@ def explain_log(request: ExplainRequest, entries: dict, stdin=None) -> tuple[Any
     finally:
         if request.file != "-":
             getattr(source, "close", lambda: None)()
+    result.unchecked.extend(getattr(source, "unread", list)())
     return result, source, name
 
 
