@@ -176,6 +176,25 @@ def test_a_huge_line_is_cut_and_said_so_in_linear_time(capsys, tmp_path):
     assert "1 line(s) longer than 1 MiB were cut" in err
 
 
+def test_a_log_removed_as_it_is_opened_is_a_clear_error(capsys, tmp_path, monkeypatch):
+    # logrotate removed the file between explain's open and its read: one line, exit 3, no
+    # "internal error"
+    from llmdoctor.triage import log_input
+
+    log = tmp_path / "server.log"
+    log.write_text(OOM_LINE + "\n")
+    peek = log_input._peek
+
+    def peek_then_remove(raw, n):
+        out = peek(raw, n)
+        log.unlink()
+        return out
+
+    monkeypatch.setattr(log_input, "_peek", peek_then_remove)
+    code, _, err = explain_cli(capsys, str(log))
+    assert code == 3 and "cannot be read" in err and "internal error" not in err
+
+
 def test_the_middle_of_a_cut_line_is_said_unread_not_called_healthy(capsys, tmp_path):
     # an OOM in the middle of a 4 MiB line is never read: the answer says which part went
     # unread (text and JSON), and never that no line of the log looks like an error
@@ -195,22 +214,23 @@ def test_the_middle_of_a_cut_line_is_said_unread_not_called_healthy(capsys, tmp_
 def test_a_line_over_the_bound_is_found_anywhere_without_mapping_the_file(tmp_path):
     # has_line_over looks near every half-MiB with pread: a 3 MiB line is found wherever it
     # sits (in a window's middle, after a run of short lines), normal lines never are
-    from pathlib import Path
-
     from llmdoctor.triage.log_input import has_line_over
 
     short = b"INFO 05-12 19:01:18 [engine.py:310] all fine\n" * 40_000
     for where in (0, 1, len(short) // 2):
         log = tmp_path / f"long-{where}.log"
         log.write_bytes(short[:where] + b"x" * (3 << 20) + b"\n" + short[where:])
-        assert has_line_over(Path(log))
+        with open(log, "rb") as fh:
+            assert has_line_over(fh.fileno())
     plain = tmp_path / "plain.log"
     plain.write_bytes(short * 3)
-    assert not has_line_over(Path(plain))
+    with open(plain, "rb") as fh:
+        assert not has_line_over(fh.fileno())
     # a line of 200 KiB (a big JSON body) is long, but no over-long line
     near = tmp_path / "near.log"
     near.write_bytes(short + b"y" * (200 << 10) + b"\n" + short)
-    assert not has_line_over(Path(near))
+    with open(near, "rb") as fh:
+        assert not has_line_over(fh.fileno())
 
 
 def test_line_capping_keeps_every_short_line_exact():

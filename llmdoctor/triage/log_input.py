@@ -328,19 +328,18 @@ def _peek(raw: BinaryIO, n: int) -> bytes:
         return b""
 
 
-def has_line_over(path: Path, limit: int = MAX_LINE_BYTES) -> bool:
-    """Whether a file has a line longer than about `limit` bytes, looking only near every
-    limit/2-th byte (on a normal log, one page read per half-MiB). Read with pread, not mmap: a
-    mapped file's pages, read a few bytes apart, counted as this process's own (the kernel maps
-    the page cache around each touch), 190 MiB of RSS for a 192 MiB log.
+def has_line_over(fd: int, limit: int = MAX_LINE_BYTES) -> bool:
+    """Whether the open file `fd` has a line longer than about `limit` bytes, looking only near
+    every limit/2-th byte (on a normal log, one page read per half-MiB). Read with pread, not
+    mmap: a mapped file's pages, read a few bytes apart, counted as this process's own (the
+    kernel maps the page cache around each touch), 190 MiB of RSS for a 192 MiB log. The file
+    already open, a log removed meanwhile is still the one read.
     """
-    size = path.stat().st_size
+    size = os.fstat(fd).st_size
     if size <= limit:
         return False
     step = max(limit // 2, 1)
-    with open(path, "rb") as fh:
-        fd = fh.fileno()
-        return any(not _newline_within(fd, start, step) for start in range(0, size - step, step))
+    return any(not _newline_within(fd, start, step) for start in range(0, size - step, step))
 
 
 def _newline_within(fd: int, start: int, length: int) -> bool:
@@ -383,8 +382,14 @@ def open_log(path: str, fifo_wait: float | None = None) -> TextSource | LogStrea
     except OSError as exc:
         raise BadInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
     head = _peek(fh, SNIFF_BYTES)
-    if head.startswith(GZIP_MAGIC) or utf16_codec(head) or looks_binary(head) or has_line_over(p):
-        return LogStream(fh, path, known_size=p.stat().st_size)
+    try:
+        over = has_line_over(fh.fileno())
+        size = os.fstat(fh.fileno()).st_size
+    except OSError as exc:
+        fh.close()
+        raise BadInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if head.startswith(GZIP_MAGIC) or utf16_codec(head) or looks_binary(head) or over:
+        return LogStream(fh, path, known_size=size)
     fh.close()
     return TextSource.from_file(p.name, p)
 

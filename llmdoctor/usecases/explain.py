@@ -39,9 +39,9 @@ def explain_log(request: ExplainRequest, entries: dict, stdin=None) -> tuple[Any
     else:
         source, name = open_log(request.file), request.name or request.file
         workers = request.jobs or min(os.cpu_count() or 1, MAX_WORKERS)
+    try:
         if not isinstance(source, TextSource) or source.size_bytes() < PARALLEL_FROM_BYTES:
             workers = 1
-    try:
         result = explain(
             source,
             entries,
