@@ -27,8 +27,8 @@ it returns the salient lines, and names the closest entries only as too weak to 
 first error line before its first matching line is given as its likely cause (`likely_cause`),
 whether or not an entry names that line. A text-only match also stays a guess when the input
 states HTTP error statuses its entry's title does not name, or holds no word naming the entry; a
-configuration warning in an input with no error line (or, for a speed setting, none but raised
-exceptions) is a note (`notes`), never a match. No
+configuration warning in an input with no error line (a speed setting's also beside an exception
+raised where nothing says the server was slow) is a note (`notes`), never a match. No
 typer or rich here: the command renders.
 """
 
@@ -555,8 +555,8 @@ class Explanation:
     threshold: float = CONFIDENT  # the confidence below which a match is only a guess
     likely_cause: LikelyCause | None = None  # when the first match is a consequence
     # warnings about how the server is configured, in an input with no error line (a speed
-    # setting's beside raised exceptions): reported, never named as what failed
-    # (`configuration_notes`)
+    # setting's also beside an exception raised, no slowness said): reported, never named as
+    # what failed (`configuration_notes`)
     notes: list[Match] = field(default_factory=list)
     # a critical entry matched by signature among all the confident matches, shown or cut by
     # --limit: the exit code does not depend on how many are shown
