@@ -382,14 +382,17 @@ def open_log(path: str, fifo_wait: float | None = None) -> TextSource | LogStrea
     except OSError as exc:
         raise BadInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
     head = _peek(fh, SNIFF_BYTES)
-    try:
-        over = has_line_over(fh.fileno())
-        size = os.fstat(fh.fileno()).st_size
+    try:  # the open file's size: a log removed meanwhile is still the one read
+        if (
+            head.startswith(GZIP_MAGIC)
+            or utf16_codec(head)
+            or looks_binary(head)
+            or has_line_over(fh.fileno())
+        ):
+            return LogStream(fh, path, known_size=os.fstat(fh.fileno()).st_size)
     except OSError as exc:
         fh.close()
         raise BadInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if head.startswith(GZIP_MAGIC) or utf16_codec(head) or looks_binary(head) or over:
-        return LogStream(fh, path, known_size=size)
     fh.close()
     return TextSource.from_file(p.name, p)
 
