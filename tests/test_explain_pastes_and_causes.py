@@ -18,13 +18,25 @@ from typer.testing import CliRunner
 from llmdoctor.cli import app
 from llmdoctor.engine.textsource import TextSource
 from llmdoctor.triage.explain import explain, read_input
-from llmdoctor.triage.pasted import body_messages, clean_lines, code_pieces, event_message
+from llmdoctor.triage.pasted import (
+    body_messages,
+    clean_lines,
+    code_pieces,
+    event_message,
+    rich_logged,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RUNBOOK_FIXTURES = FIXTURES / "runbooks"
 CORPUS = FIXTURES / "explain_corpus"
 ROUND8 = FIXTURES / "explain_fresh" / "round8"
 PHI4_TP4_ASSERT = ROUND8 / "tp-heads-not-divisible" / "r8-vllm-phi4-tp4-kv-heads-assert.log"
+ROUND47_DISTILABEL = (
+    FIXTURES / "explain_fresh/round47/ray-worker-lost/r47-batch-distilabel-placement-group-gpus.log"
+)
+ROUND44_SHM_TIMEOUT = (
+    FIXTURES / "explain_fresh/round44/engine-dead/r44-evalh-euroeval-shm-broadcast-timeout.log"
+)
 runner = CliRunner()
 
 
@@ -86,6 +98,44 @@ def test_an_exception_with_a_message_is_its_own_likely_cause(entries):
     without = {k: v for k, v in entries.items() if k != "tp-heads-not-divisible"}
     cause = run_text(text, without).likely_cause
     assert cause is not None and cause.line == 7 and "heads do not split" in cause.text
+
+
+def test_a_bare_exception_raised_by_a_bare_raise_is_shown_with_where_it_was_raised(entries):
+    # round 44's EuroEval run (EuroEval#1643): shm_broadcast's `raise TimeoutError` (line 2)
+    # above a bare `TimeoutError` (line 3) inside the engine core's busy loop. The statement
+    # says no more than the name: the exception line is the cause, with the frame it was
+    # raised in (line 1), its path from the package on
+    text = ROUND44_SHM_TIMEOUT.read_text()
+    result = run_text(text, entries)
+    assert result.matches[0].id == "engine-dead"
+    cause = result.likely_cause
+    assert cause is not None and cause.line == 3 and cause.text == "TimeoutError"
+    assert cause.raised_in is not None
+    assert str(cause.raised_in) == (
+        "vllm/distributed/device_communicators/shm_broadcast.py:631, in timeout_ms"
+    )
+    assert cause.to_json()["raised_in"] == {
+        "function": "timeout_ms",
+        "file": "vllm/distributed/device_communicators/shm_broadcast.py",
+        "line": 631,
+    }
+    out = runner.invoke(app, ["explain", str(ROUND44_SHM_TIMEOUT)], env={"COLUMNS": "200"})
+    assert (
+        "3: TimeoutError  (raised at vllm/distributed/device_communicators/shm_broadcast.py:631,"
+        " in timeout_ms)" in out.output
+    )
+
+
+def test_a_failed_assert_keeps_its_statement_and_says_where_it_was_raised(entries):
+    # the Phi-4 excerpt above: the statement is still what is shown, the frame above it (line 5,
+    # LlamaAttention's __init__) says where; an exception with a message has no frame looked for
+    text = PHI4_TP4_ASSERT.read_text()
+    without = {k: v for k, v in entries.items() if k != "tp-heads-not-divisible"}
+    cause = run_text(text, without).likely_cause
+    assert cause is not None and cause.line == 6
+    assert str(cause.raised_in) == "vllm/model_executor/models/llama.py:122, in __init__"
+    text = text.replace(") AssertionError\n", ") AssertionError: heads do not split\n")
+    assert run_text(text, without).likely_cause.raised_in is None
 
 
 def test_a_hinted_first_error_that_explains_the_consequence_is_named_before_it(entries):
@@ -454,6 +504,39 @@ def test_one_line_folded_once_or_twice_is_read_joined_beside_its_pieces(entries)
         for m in run_text(text, entries).matches
         for e in m.evidence
     )
+
+
+def test_a_record_rich_logging_wrapped_in_its_message_column_is_read_joined(entries):
+    # round 47's distilabel run (distilabel#1044): RichHandler wrapped vLLM's `The number of
+    # required GPUs exceeds the total number of available GPUs in the placement group.` over
+    # four lines of its message column, the source file at the right of the first; the second
+    # record's time left out (the same second), padded with spaces
+    real = ROUND47_DISTILABEL.read_text(encoding="utf-8")
+    assert "The number of required\nGPUs exceeds" in real
+    result = run_text(real, entries)
+    assert [m.id for m in result.matches][:1] == ["ray-worker-lost"]
+    assert [e.line for e in result.matches[0].evidence] == [1, 12]
+    assert "required GPUs exceeds the total number of available GPUs in the placement group" in (
+        result.matches[0].evidence[0].text
+    )
+    # the pieces without the record's first line (no level, no source file) stay pieces
+    headless = "\n".join(real.splitlines()[3:6]) + "\n"
+    assert "ray-worker-lost" not in [m.id for m in run_text(headless, entries).matches]
+    # joined up to a blank line or the next record, and only where that heals a signature
+    lines = [
+        "[12/01/26 03:00:01] INFO     starting the pipeline, step   local.py:120",
+        "one of three",
+        "",
+        "                    ERROR    load failed: the number   local.py:302",
+        "of GPUs",
+        "[12/01/26 03:00:02] INFO     next   local.py:130",
+    ]
+    everything = rich_logged(lines, lambda joined, pieces: True)
+    assert everything == {
+        1: "starting the pipeline, step one of three",
+        4: "load failed: the number of GPUs",
+    }
+    assert rich_logged(lines, lambda joined, pieces: False) == {}
 
 
 def test_a_sentence_wrapped_at_a_word_is_read_whole_where_that_names_the_cause(entries):

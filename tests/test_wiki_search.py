@@ -235,6 +235,22 @@ def test_whole_stack_trace_of_many_lines_is_searched(team_wiki):
     assert team_ids(search(text, wiki_dirs=[team_wiki]))[0] == "team-nccl"
 
 
+def test_a_frame_pasted_alone_is_searched_for_what_it_says():
+    # a frame is noise beside the exception it leads to; pasted alone it is all there is: V1's
+    # busy loop (a signature of engine-dead) was "no runbook entry matches"
+    frame = (
+        '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 1174,'
+        " in run_busy_loop"
+    )
+    results = search(frame)
+    assert results and results[0].id == "engine-dead" and results[0].signature_matched
+    with_code = search(frame + "\n    self._process_engine_step()")
+    assert with_code[0].id == "engine-dead"
+    # beside the exception, the frame is still left out of the words
+    assert "busy" in parse_query(frame).words
+    assert "busy" not in parse_query(frame + "\nRuntimeError: boom").words
+
+
 def test_query_noise_is_dropped_from_pasted_text():
     # paths, hex addresses and numbers say nothing about which entry applies
     query = parse_query(

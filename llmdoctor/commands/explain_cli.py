@@ -220,7 +220,8 @@ def render(result, console) -> None:
             "the exception in the traceback of" if cause.in_traceback else "the first error before"
         )
         console.print(f"Likely cause: {where} {escape(cause.consequence)}{named}:", soft_wrap=True)
-        console.print(f"  [dim]{cause.line}:[/] {escape(_cut(cause.text))}", soft_wrap=True)
+        raised = f"  [dim](raised at {escape(str(cause.raised_in))})[/]" if cause.raised_in else ""
+        console.print(f"  [dim]{cause.line}:[/] {escape(_cut(cause.text))}{raised}", soft_wrap=True)
     likely = result.likely_cause
     hinted = likely.entry_id if likely is not None and likely.named_first else None
     for n, m in enumerate(result.matches, 1):

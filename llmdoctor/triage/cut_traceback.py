@@ -10,9 +10,10 @@ import re
 from collections.abc import Callable
 
 HEADER = "Traceback (most recent call last):"
-# what a traceback holds between its header and its exception: frames and their source lines
-# (indented), Python 3.11's carets
-_FRAME = re.compile(r'^\s*File "[^"]*", line [0-9]+')
+# what a traceback holds between its header and its exception: frames (their file, line and
+# function: `File "…/core.py", line 1174, in run_busy_loop`), their source lines (indented),
+# Python 3.11's carets
+FRAME = re.compile(r'^\s*File "([^"]*)", line ([0-9]+)(?:, in ([^\s,]+))?')
 # how an exception line begins: its (dotted) class name, Ray's cause in parentheses
 # (`RayTaskError(ActorDiedError)`), then `:` or nothing
 _EXCEPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(\([A-Za-z0-9_.]*\))?(:|$)")
@@ -34,7 +35,7 @@ def _inside(content: str) -> bool:
     """Whether one line (its log prefix cut) belongs between a traceback's header and its end."""
     if not content.strip():
         return True
-    return bool(_FRAME.match(content)) or content[:1] in (" ", "\t")
+    return bool(FRAME.match(content)) or content[:1] in (" ", "\t")
 
 
 def _prefix_pattern(prefix: str) -> re.Pattern | None:

@@ -48,7 +48,7 @@ from typing import Any, BinaryIO
 from llmdoctor.engine.textsource import TextSource, split_log_lines
 from llmdoctor.lazy_regex import compiled
 from llmdoctor.parsers.xid import parse_xid_line
-from llmdoctor.triage.cut_traceback import ends_inside_traceback
+from llmdoctor.triage.cut_traceback import FRAME, ends_inside_traceback
 from llmdoctor.triage.describe_text import last_state_of, pod_not_ready
 from llmdoctor.triage.line_time import written_after
 from llmdoctor.triage.other_engine import engine_of, their_flags
@@ -526,6 +526,8 @@ class LikelyCause:
     named_first: bool = False
     # the line ends the traceback the consequence's own first line opens (nothing came before)
     in_traceback: bool = False
+    # where an exception raised with no message was raised: its traceback's last frame
+    raised_in: RaisedIn | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -535,7 +537,23 @@ class LikelyCause:
             "named_first": self.named_first,
             "in_traceback": self.in_traceback,
             "entry": self.entry_id,
+            "raised_in": self.raised_in.to_json() if self.raised_in else None,
         }
+
+
+@dataclass(frozen=True)
+class RaisedIn:
+    """A traceback's last frame: the function, file and line an exception was raised in."""
+
+    function: str
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}, in {self.function}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"function": self.function, "file": self.file, "line": self.line}
 
 
 @dataclass
@@ -2084,6 +2102,7 @@ def likely_cause(
             return None
         lines = [first]
     rest = lines[lines.index(first) :]
+    raised_in = _raised_in(reading, first)
     if statement := _failed_statement(reading, first):
         first, rest = statement, [statement, *rest]  # the bare exception says no more than it
     query = "\n".join(e.text for e in rest[:CAUSE_QUERY_LINES])
@@ -2102,6 +2121,7 @@ def likely_cause(
         first.text.strip(),
         entry_id if hinted else None,
         in_traceback=in_traceback,
+        raised_in=raised_in,
     )
 
 
@@ -2309,7 +2329,8 @@ OTHER_PROCESS_LINE = re.compile(
 def _failed_statement(reading: _Reading, error: Evidence) -> Evidence | None:
     """The statement a traceback prints just above an exception raised with no message (a
     failed `assert`): that line, not the exception's bare name, says why. None when the error
-    has a message, or the line above is no code line of the traceback.
+    has a message, the line above is no code line of the traceback, or it only raises the
+    exception (`raise TimeoutError`: no more than its name).
     """
     if reading.text is None or not BARE_EXCEPTION.match(_message(error.text).strip()):
         return None
@@ -2321,7 +2342,39 @@ def _failed_statement(reading: _Reading, error: Evidence) -> Evidence | None:
     code = _message(above)
     if not code.startswith((" ", "\t")) or code.strip().startswith(('File "', "^", "~")):
         return None
+    if BARE_RAISE.match(code.strip()):
+        return None
     return Evidence(reading.numbers[at - 1], above.strip()[:MAX_TEXT])
+
+
+# a statement that raises an exception and gives it nothing to say: `raise TimeoutError`,
+# `raise ValueError()`, `raise RuntimeError from e`
+BARE_RAISE = re.compile(r"^raise [A-Za-z_][A-Za-z0-9_.]*(\(\))?( from [A-Za-z_][A-Za-z0-9_]*)?$")
+FRAME_SEARCHED = 4  # lines above an exception searched for its last frame (code line, carets)
+# where a package's own files begin in a frame's path: shown from there on
+PACKAGES = re.compile(r".*[/\\](site|dist)-packages[/\\]")
+
+
+def _raised_in(reading: _Reading, error: Evidence) -> RaisedIn | None:
+    """The last frame of the traceback an exception raised with no message ends (`TimeoutError`
+    alone: where it was raised is all there is to say), its path from the package on; None when
+    the exception has a message or no frame is just above it."""
+    if reading.text is None or not BARE_EXCEPTION.match(_message(error.text).strip()):
+        return None
+    at = _position(reading, error.line)
+    texts = reading.lines
+    if at is None or at > len(texts):
+        return None
+    for above in reversed(texts[max(0, at - FRAME_SEARCHED) : at]):
+        code = _message(above)
+        if (frame := FRAME.match(code)) and frame.group(3):
+            from llmdoctor.redact import redact_text
+
+            path = redact_text(PACKAGES.sub("", frame.group(1)))[:MAX_TEXT]
+            return RaisedIn(frame.group(3), path, int(frame.group(2)))
+        if not code.startswith((" ", "\t")):
+            return None
+    return None
 
 
 def _timeouts_are_settings(text: str) -> bool:

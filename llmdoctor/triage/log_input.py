@@ -258,21 +258,14 @@ class LogStream:
         return tail + b"\n"
 
     def notes(self) -> list[str]:
-        """What the user should know about how the input was read."""
+        """What the user should know about how the input was read: its encoding, the parts of
+        it never read (`unread`)."""
         said = []
         if self.encoding != "utf-8":
             said.append(f"{self.name}: read as {self.encoding.upper()} text")
-        if self.lines_cut:
-            said.append(
-                f"{self.name}: {self.lines_cut} line(s) longer than {human_size(self._max_line)} "
-                f"were cut to {human_size(self._max_line)}: their beginning and their last "
-                f"{human_size(self._max_line // 4)}"
-            )
+        said.extend(f"{self.name}: not read: {part}" for part in self.unread())
         if self.truncated:
-            said.append(
-                f"{self.name}: only the first {human_size(self._max_bytes)} were read "
-                "(the input goes on); split it or pass a file"
-            )
+            said[-1] += "; split it or pass a file"
         return said
 
     def unread(self) -> list[str]:

@@ -11,6 +11,8 @@
   longest length) are joined back, so a signature split by the wrap matches again; in a short
   paste, one or two lines folded once are read joined beside their pieces where that heals a
   signature the fold split (`folded_once`);
+* a record Rich's logging handler wrapped in its message column (the source file at the right
+  of its first line) is read joined where that heals a signature (`rich_logged`);
 * a line Rich wrapped inside the panels of a pretty traceback or an error box (`│ │ input = <repr-error 'CUDA
   error: no kernel image is available for  │ │` / `│ │  execution on the device …  │ │`) is
   read joined to the next, frames dropped, where that heals a signature (`boxed`); a panel's
@@ -294,6 +296,39 @@ def _word_wrapped(raw: list[str], heals: Callable[[str, list[str]], bool]) -> di
     return joined
 
 
+# a record Rich's logging handler (RichHandler) wrote: its time (left out, padded, when it has
+# not changed), its level, the message's first piece, the source file and line at the right
+# (`[10/21/24 06:53:04] ERROR    ['distilabel.pipeline'] ❌ Failed to   local.py:302`)
+RICH_RECORD = re.compile(
+    r"^(?:\[[^\]]{1,40}\] +| {8,40})(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +(?P<message>\S.*?)"
+    r" +[A-Za-z0-9_.-]{1,80}\.py:[0-9]{1,6}$"
+)
+RICH_PIECES = 8  # the lines of one record Rich wrapped in its message column, read joined
+
+
+def rich_logged(raw: list[str], heals: Callable[[str, list[str]], bool] | None) -> dict[int, str]:
+    """Records Rich's logging handler wrapped in its message column, between the level and the
+    source file (`❌ Failed to` / `load step` / `'…': Step` / `load failed: The number of
+    required` / `GPUs exceeds the total number of` / …): the message's first piece and up to
+    RICH_PIECES - 1 lines after it, up to a blank line or the next record, joined with a space
+    where `heals` says that makes a signature match that the pieces do not."""
+    joined: dict[int, str] = {}
+    if heals is None:
+        return joined
+    for i, line in enumerate(raw):
+        if ".py:" not in line or (record := RICH_RECORD.match(line.rstrip())) is None:
+            continue
+        pieces = [record.group("message")]
+        for following in raw[i + 1 : i + RICH_PIECES]:
+            if not following.strip() or RICH_RECORD.match(following.rstrip()):
+                break
+            pieces.append(following.strip())
+        sentence = " ".join(pieces)
+        if len(pieces) > 1 and heals(sentence, pieces):
+            joined[i + 1] = sentence
+    return joined
+
+
 def boxed(raw: list[str], heals: Callable[[str, list[str]], bool] | None) -> dict[int, str]:
     """Lines inside the panels of a Rich pretty traceback (its frames, its locals) whose text
     Rich wrapped at the panel's width: each line's text without its frames, joined with up to
@@ -452,7 +487,7 @@ def _joined_lines(
     raw = split_log_lines(text)
     lines = [clean_line(line) for line in raw]
     width = wrap_width(raw)
-    maybe = boxed(lines, heals) | folded_once(lines, width, heals)
+    maybe = boxed(lines, heals) | folded_once(lines, width, heals) | rich_logged(lines, heals)
     out: list[tuple[int, str]] = []
     joining = False
     for number, (original, line) in enumerate(zip(raw, lines, strict=True), 1):

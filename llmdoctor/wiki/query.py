@@ -285,7 +285,9 @@ def _quote(term: str) -> str:
 
 
 def _candidate_lines(text: str) -> list[str]:
-    """Lines without traceback frames and the source line under each; error-ish lines first."""
+    """Lines without traceback frames and the source line under each; error-ish lines first.
+    A text of frames alone (a frame pasted to find what it means) keeps them: they are all
+    it says."""
     kept: list[str] = []
     skip_next = False
     for line in text.splitlines():
@@ -297,6 +299,8 @@ def _candidate_lines(text: str) -> list[str]:
             skip_next = True
             continue
         kept.append(line)
+    if not any(line.strip() for line in kept):
+        return text.splitlines()
     if len(kept) < 2:
         return kept
     errorish: list[str] = []
