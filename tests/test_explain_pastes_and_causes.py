@@ -126,6 +126,71 @@ def test_a_bare_exception_raised_by_a_bare_raise_is_shown_with_where_it_was_rais
     )
 
 
+SHM_TIMEOUT_TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/device_communicators/'
+    'shm_broadcast.py", line 631, in timeout_ms',
+    "    raise TimeoutError",
+    "TimeoutError",
+]
+ENGINE_FAILED = [
+    "ERROR 06-05 06:18:14 [core.py:586] EngineCore failed",
+    "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace"
+    " (above) for the root cause.",
+]
+SHM_631 = "vllm/distributed/device_communicators/shm_broadcast.py:631, in timeout_ms"
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "",
+        "(VllmWorker rank=0 pid=4360) ",
+        "[rank0]: ",
+        "2025-06-05T06:18:05.123456789Z ",
+        "[pod/vllm-7b-5b8d9c7f6-w4nzp/vllm] ",
+        "(VllmWorker rank=0 pid=4360) ERROR 06-05 06:18:13 [multiproc_executor.py:470] ",
+    ],
+)
+def test_a_bare_raise_is_read_the_same_under_every_prefix_a_collector_puts(entries, prefix):
+    # the hostile pass: under a process tag, torchrun's rank or kubectl's prefixes the `raise`
+    # line itself was taken for the first error, and no frame was found
+    text = "\n".join([*(prefix + line for line in SHM_TIMEOUT_TRACEBACK), *ENGINE_FAILED])
+    cause = run_text(text + "\n", entries).likely_cause
+    assert cause is not None and cause.line == 4 and cause.text.endswith("TimeoutError")
+    assert str(cause.raised_in) == SHM_631
+
+
+def test_where_a_bare_exception_was_raised_is_read_from_its_own_traceback_only(entries):
+    # two workers writing one log: rank 1's frame between rank 0's frame and its exception
+    rank0, rank1 = "(VllmWorker rank=0 pid=4360) ", "(VllmWorker rank=1 pid=4361) "
+    lines = [rank0 + line for line in SHM_TIMEOUT_TRACEBACK]
+    lines.insert(
+        3,
+        rank1 + '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/'
+        'gpu_model_runner.py", line 2001, in execute_model',
+    )
+    cause = run_text("\n".join([*lines, *ENGINE_FAILED]) + "\n", entries).likely_cause
+    assert cause is not None and str(cause.raised_in) == SHM_631
+    # a stack a watchdog dumped on purpose (no traceback's header above its frames) above a
+    # TimeoutError logged on its own is not that exception's traceback: neither its code line
+    # nor its frame is shown as where it came from
+    dumped = [
+        "WARNING 06-05 06:18:00 [watchdog.py:41] Step took over 60 s; stack of the main thread:",
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/cuda/streams.py", line 224,'
+        " in synchronize",
+        "    super().synchronize()",
+        "ERROR 06-05 06:18:13 [core.py:586] TimeoutError",
+        *ENGINE_FAILED,
+    ]
+    cause = run_text("\n".join(dumped) + "\n", entries).likely_cause
+    assert cause is not None and cause.line == 4 and cause.raised_in is None
+    # a frame whose line number no int() takes (5,000 digits) is no frame: no internal error
+    huge = [line.replace("line 631", "line " + "9" * 5000) for line in SHM_TIMEOUT_TRACEBACK]
+    cause = run_text("\n".join([*huge, *ENGINE_FAILED]) + "\n", entries).likely_cause
+    assert cause is not None and cause.raised_in is None
+
+
 def test_a_failed_assert_keeps_its_statement_and_says_where_it_was_raised(entries):
     # the Phi-4 excerpt above: the statement is still what is shown, the frame above it (line 5,
     # LlamaAttention's __init__) says where; an exception with a message has no frame looked for
@@ -537,6 +602,34 @@ def test_a_record_rich_logging_wrapped_in_its_message_column_is_read_joined(entr
         4: "load failed: the number of GPUs",
     }
     assert rich_logged(lines, lambda joined, pieces: False) == {}
+    # a line that would have fitted beside the record's message (the column is padded: `eval`
+    # fits in it) is output of its own, not a piece: not joined, and 40 records padded to one
+    # width are no fixed-width wrap either (the hostile pass's false lora-adapter-load-failure)
+    records = [
+        f"[10/21/24 06:52:{n:02}] INFO     Warmup request {n:02} done{' ' * 36}server.py:150"
+        for n in range(40)
+    ]
+    glued = [
+        *records,
+        "[10/21/24 06:53:04] INFO     Loading lora adapter sql-lora                server.py:210",
+        "eval batch 1/3: 512 ok, 0 failed",
+        "eval batch 2/3: 512 ok, 0 failed",
+        "[10/21/24 06:53:09] INFO     LoRA adapter sql-lora ready                  server.py:214",
+    ]
+    assert rich_logged(glued, lambda joined, pieces: True) == {}
+    assert "lora-adapter-load-failure" not in [
+        m.id for m in run_text("\n".join(glued) + "\n", entries).matches
+    ]
+
+
+def test_a_rich_looking_line_with_a_long_run_of_spaces_is_read_in_linear_time(entries):
+    # the first version matched the record with one pattern whose lazy message backtracked
+    # through every space: 160,000 spaces took 104 s
+    for spaces in (20_000, 200_000):
+        text = f"[10/21/24 06:53:04] ERROR    see a.py:1{' ' * spaces}x\n        INFO     col"
+        started = time.monotonic()
+        run_text(text + " " * spaces + "|\n", entries)
+        assert time.monotonic() - started < 5, spaces
 
 
 def test_a_sentence_wrapped_at_a_word_is_read_whole_where_that_names_the_cause(entries):

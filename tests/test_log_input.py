@@ -159,6 +159,22 @@ def test_a_stream_of_unknown_size_is_read_up_to_the_cap_and_says_so(capsys, monk
     assert "not read: everything after the first" in err and "split it or pass a file" in err
 
 
+def test_a_gzip_file_read_up_to_the_cap_says_to_decompress_it(capsys, monkeypatch, tmp_path):
+    # a file is read whole, a gzip file as a stream up to the cap: "pass a file" was no advice
+    # to someone who had passed one
+    import gzip
+
+    from llmdoctor.triage import log_input
+
+    monkeypatch.setattr(log_input, "MAX_STREAM_BYTES", 1 << 20)
+    log = tmp_path / "vllm.log.gz"
+    log.write_bytes(gzip.compress((OOM_LINE + "\n").encode() + b"INFO fine\n" * 300_000))
+    code, _, err = explain_cli(capsys, str(log))
+    assert code == 2
+    assert "not read: everything after the first 1 MiB" in err
+    assert "decompress it and pass the file" in err and "split it" not in err
+
+
 def test_a_huge_line_is_cut_and_said_so_in_linear_time(capsys, tmp_path):
     # 192 MiB on one line: before, the block reader re-copied the growing line (quadratic)
     import time
@@ -207,7 +223,7 @@ def test_the_middle_of_a_cut_line_is_said_unread_not_called_healthy(capsys, tmp_
     assert "Not checked: the middle of 1 line(s) longer than 1 MiB" in out
     code, out, _ = explain_cli(capsys, str(log), "--json")
     assert json.loads(out)["unchecked"] == [
-        "the middle of 1 line(s) longer than 1 MiB (their beginning and their last 256 KiB were read)"
+        "the middle of 1 line(s) longer than 1 MiB (only their beginning and their end were read)"
     ]
 
 
@@ -259,8 +275,8 @@ def test_an_error_at_the_end_of_an_over_long_line_is_still_read(capsys, tmp_path
     code, out, err = explain_cli(capsys, str(log), "--json")
     assert code == 2 and json.loads(out)["matches"][0]["id"] == "cuda-oom-runtime"
     assert (
-        "not read: the middle of 1 line(s) longer than 1 MiB (their beginning and their last"
-        " 256 KiB were read)" in err
+        "not read: the middle of 1 line(s) longer than 1 MiB (only their beginning and their end"
+        " were read)" in err
     )
 
 

@@ -246,6 +246,13 @@ def test_a_frame_pasted_alone_is_searched_for_what_it_says():
     assert results and results[0].id == "engine-dead" and results[0].signature_matched
     with_code = search(frame + "\n    self._process_engine_step()")
     assert with_code[0].id == "engine-dead"
+    # a frame no signature names is no answer: its words (`main`, `module`, `run`) say nothing
+    for other in (
+        '  File "/app/main.py", line 3, in <module>',
+        '  File "/usr/lib/python3.10/threading.py", line 953, in run',
+        '  File "/usr/lib/python3.12/site-packages/requests/sessions.py", line 589, in request',
+    ):
+        assert search(other) == [], other
     # beside the exception, the frame is still left out of the words
     assert "busy" in parse_query(frame).words
     assert "busy" not in parse_query(frame + "\nRuntimeError: boom").words

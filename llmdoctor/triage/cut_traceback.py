@@ -13,7 +13,7 @@ HEADER = "Traceback (most recent call last):"
 # what a traceback holds between its header and its exception: frames (their file, line and
 # function: `File "…/core.py", line 1174, in run_busy_loop`), their source lines (indented),
 # Python 3.11's carets
-FRAME = re.compile(r'^\s*File "([^"]*)", line ([0-9]+)(?:, in ([^\s,]+))?')
+FRAME = re.compile(r'^\s*File "([^"]*)", line ([0-9]{1,9})(?:, in ([^\s,]+))?')
 # how an exception line begins: its (dotted) class name, Ray's cause in parentheses
 # (`RayTaskError(ActorDiedError)`), then `:` or nothing
 _EXCEPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(\([A-Za-z0-9_.]*\))?(:|$)")

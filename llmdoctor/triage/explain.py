@@ -2329,52 +2329,99 @@ OTHER_PROCESS_LINE = re.compile(
 def _failed_statement(reading: _Reading, error: Evidence) -> Evidence | None:
     """The statement a traceback prints just above an exception raised with no message (a
     failed `assert`): that line, not the exception's bare name, says why. None when the error
-    has a message, the line above is no code line of the traceback, or it only raises the
-    exception (`raise TimeoutError`: no more than its name).
+    has a message, ends no traceback (`_bare_exception_end`), or its statement only raises it
+    (`raise TimeoutError`: no more than its name).
     """
-    if reading.text is None or not BARE_EXCEPTION.match(_message(error.text).strip()):
+    end = _bare_exception_end(reading, error)
+    if end is None or end[0] is None:
         return None
-    at = _position(reading, error.line)
-    texts = reading.lines
-    if at is None or not 0 < at <= len(texts):
-        return None
-    above = texts[at - 1]
-    code = _message(above)
-    if not code.startswith((" ", "\t")) or code.strip().startswith(('File "', "^", "~")):
-        return None
-    if BARE_RAISE.match(code.strip()):
-        return None
-    return Evidence(reading.numbers[at - 1], above.strip()[:MAX_TEXT])
-
-
-# a statement that raises an exception and gives it nothing to say: `raise TimeoutError`,
-# `raise ValueError()`, `raise RuntimeError from e`
-BARE_RAISE = re.compile(r"^raise [A-Za-z_][A-Za-z0-9_.]*(\(\))?( from [A-Za-z_][A-Za-z0-9_]*)?$")
-FRAME_SEARCHED = 4  # lines above an exception searched for its last frame (code line, carets)
-# where a package's own files begin in a frame's path: shown from there on
-PACKAGES = re.compile(r".*[/\\](site|dist)-packages[/\\]")
+    return Evidence(reading.numbers[end[0]], reading.lines[end[0]].strip()[:MAX_TEXT])
 
 
 def _raised_in(reading: _Reading, error: Evidence) -> RaisedIn | None:
     """The last frame of the traceback an exception raised with no message ends (`TimeoutError`
     alone: where it was raised is all there is to say), its path from the package on; None when
-    the exception has a message or no frame is just above it."""
-    if reading.text is None or not BARE_EXCEPTION.match(_message(error.text).strip()):
+    the exception has a message, ends no traceback, or no frame is just above it."""
+    end = _bare_exception_end(reading, error)
+    if end is None or end[1] is None or not end[1].group(3):
+        return None
+    from llmdoctor.redact import redact_text
+
+    frame = end[1]
+    path = redact_text(PACKAGES.sub("", frame.group(1)))[:MAX_TEXT]
+    return RaisedIn(redact_text(frame.group(3))[:MAX_TEXT], path, int(frame.group(2)))
+
+
+# a statement that raises an exception and gives it nothing to say: `raise TimeoutError`,
+# `raise ValueError()`, `raise RuntimeError from e`, a bare re-raise, a linter's comment after it
+BARE_RAISE = re.compile(
+    r"^raise(\s+[A-Za-z_][A-Za-z0-9_.]*(\(\))?(\s+from\s+[A-Za-z_][A-Za-z0-9_]*)?)?\s*(#.*)?$"
+)
+FRAME_SEARCHED = 4  # lines above an exception searched for its last frame (code line, carets)
+# where a package's own files begin in a frame's path: shown from there on
+PACKAGES = re.compile(r".*[/\\](site|dist)-packages[/\\]")
+# a bracket kubectl's --prefix puts before every line: `[pod/vllm-7b-…/vllm] `
+KUBECTL_POD = re.compile(r"^\[[^\]\s]{1,200}\] ")
+
+
+def _writer(text: str) -> tuple[str, bool]:
+    """Who wrote a line, as a log that several processes write to says it: kubectl's pod
+    prefix and the process's tag (vLLM's `(VllmWorker rank=1 pid=4361) `, torchrun's
+    `[rank1]: `), before or after a logger's prefix; and whether a logger wrote it (a line
+    logged with its prefix ends no traceback printed without one)."""
+    pod = m.group() if (m := KUBECTL_POD.match(text)) else ""
+    rest = _after_kubectl(text)
+    logged = LOG_PREFIX.match(rest)
+    if (tag := PROCESS_TAG.match(rest)) is None:
+        tag = PROCESS_TAG.match(rest[logged.end() + 1 :] if logged else rest)
+    return pod + (tag.group() if tag else ""), logged is not None
+
+
+def _bare_exception_end(
+    reading: _Reading, error: Evidence
+) -> tuple[int | None, re.Match | None] | None:
+    """Where an exception raised with no message ends its traceback, read on the lines above it
+    that the same writer wrote (`_writer`: another worker's lines between passed over): (the
+    index in `reading.lines` of the statement just above it, or None for a bare `raise` or
+    none; the FRAME match of the traceback's last frame, or None). None when the error has a
+    message, the input was not kept, or those lines are no traceback going up to its
+    `Traceback (most recent call last):` or to the input's first line (a paste cut above it):
+    a stack dumped on purpose (`Stack (most recent call last):`, a watchdog's) ends no
+    exception's traceback.
+    """
+    if reading.text is None or not BARE_EXCEPTION.match(_bare(error.text).strip()):
         return None
     at = _position(reading, error.line)
     texts = reading.lines
     if at is None or at > len(texts):
         return None
-    for above in reversed(texts[max(0, at - FRAME_SEARCHED) : at]):
-        code = _message(above)
-        if (frame := FRAME.match(code)) and frame.group(3):
-            from llmdoctor.redact import redact_text
-
-            path = redact_text(PACKAGES.sub("", frame.group(1)))[:MAX_TEXT]
-            return RaisedIn(frame.group(3), path, int(frame.group(2)))
-        if not code.startswith((" ", "\t")):
-            return None
-    return None
+    writer = _writer(error.text)
+    own = [
+        i
+        for i in range(at - 1, max(-1, at - 1 - MAX_TRACEBACK_LINES), -1)
+        if _writer(texts[i]) == writer
+    ]
+    statement = frame = None
+    for k, i in enumerate(own):
+        code = _bare(texts[i])
+        if frame is None:
+            if found := FRAME.match(code):
+                frame = found
+                continue
+            if k >= FRAME_SEARCHED or not code.startswith((" ", "\t")):
+                return None
+            if statement is None and not code.strip().startswith(("^", "~")):
+                statement = i
+        elif TRACEBACK_START.match(code):
+            break
+        elif not (FRAME.match(code) or code.startswith((" ", "\t"))):
+            return None  # the frames go up to no traceback's header
+    else:
+        if at - 1 - MAX_TRACEBACK_LINES >= 0:
+            return None  # no header within reach
+    if statement is not None and BARE_RAISE.match(_bare(texts[statement]).strip()):
+        statement = None
+    return statement, frame
 
 
 def _timeouts_are_settings(text: str) -> bool:
@@ -2409,8 +2456,9 @@ STATE_DUMP = re.compile(r"Dumping (input data|scheduler output|scheduler stats)\
 
 def _says_why(text: str) -> bool:
     """False for a traceback's header, frame and code lines (they say where, not why), and for
-    an engine's dump of its own state."""
-    message = text[m.end() + 1 :] if (m := LOG_PREFIX.match(text)) else text
+    an engine's dump of its own state; whatever kubectl, a process tag or a logger put before
+    the line."""
+    message = _bare(text)
     if not message.strip() or message.startswith((" ", "\t")) or STATE_DUMP.match(message):
         return False
     return not message.startswith(('File "', "Traceback", "^", "~"))

@@ -264,8 +264,12 @@ class LogStream:
         if self.encoding != "utf-8":
             said.append(f"{self.name}: read as {self.encoding.upper()} text")
         said.extend(f"{self.name}: not read: {part}" for part in self.unread())
-        if self.truncated:
-            said[-1] += "; split it or pass a file"
+        if self.truncated:  # a file is read whole; a stream, compressed or not, up to the cap
+            said[-1] += (
+                "; decompress it and pass the file"
+                if self.compression
+                else "; split it or pass a file"
+            )
         return said
 
     def unread(self) -> list[str]:
@@ -275,8 +279,7 @@ class LogStream:
         if self.lines_cut:
             said.append(
                 f"the middle of {self.lines_cut} line(s) longer than "
-                f"{human_size(self._max_line)} (their beginning and their last "
-                f"{human_size(self._max_line // 4)} were read)"
+                f"{human_size(self._max_line)} (only their beginning and their end were read)"
             )
         if self.truncated:
             said.append(f"everything after the first {human_size(self._max_bytes)} of the input")

@@ -220,10 +220,15 @@ def wrap_width(lines: list[str]) -> int | None:
     """The width a pasted text was hard-wrapped at: the longest line length, when at least
     three different lines have exactly it (a wrap leaves many lines of one length); else None.
     """
-    # a Rich panel's lines and its edges share its width and are no wrap: `boxed` reads them
+    # a Rich panel's lines and its edges share its width and are no wrap: `boxed` reads them;
+    # nor are a Rich log's records, each padded to the console's width (`rich_logged`)
     boxes = _has_panels(lines)
     lengths = [
-        len(line) for line in lines if line and not (boxes and (_framed(line) or _edge(line)))
+        len(line)
+        for line in lines
+        if line
+        and not (boxes and (_framed(line) or _edge(line)))
+        and not (".py:" in line and _rich_record(line))
     ]
     if not lengths:
         return None
@@ -298,31 +303,56 @@ def _word_wrapped(raw: list[str], heals: Callable[[str, list[str]], bool]) -> di
 
 # a record Rich's logging handler (RichHandler) wrote: its time (left out, padded, when it has
 # not changed), its level, the message's first piece, the source file and line at the right
-# (`[10/21/24 06:53:04] ERROR    ['distilabel.pipeline'] ❌ Failed to   local.py:302`)
-RICH_RECORD = re.compile(
-    r"^(?:\[[^\]]{1,40}\] +| {8,40})(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +(?P<message>\S.*?)"
-    r" +[A-Za-z0-9_.-]{1,80}\.py:[0-9]{1,6}$"
+# (`[10/21/24 06:53:04] ERROR    ['distilabel.pipeline'] ❌ Failed to   local.py:302`); read as
+# its opening (RICH_OPENING) and its last word (RICH_SOURCE), each matched alone: no pattern
+# spans the run of spaces between them
+RICH_OPENING = re.compile(
+    r"(?:\[[^\]]{1,40}\] +| {8,40})(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +(?=\S)"
 )
+RICH_SOURCE = re.compile(r"[A-Za-z0-9_.-]{1,80}\.py:[0-9]{1,6}")
 RICH_PIECES = 8  # the lines of one record Rich wrapped in its message column, read joined
+
+
+def _rich_record(line: str) -> tuple[str, int] | None:
+    """A Rich record's first line: (the message's first piece, the message column's width: from
+    the message's start to the source file's), or None."""
+    line = line.rstrip()
+    if not line.endswith(tuple("0123456789")) or (opening := RICH_OPENING.match(line)) is None:
+        return None
+    head, _, source = line.rpartition(" ")
+    if not RICH_SOURCE.fullmatch(source) or len(head) <= opening.end():
+        return None
+    return head[opening.end() :].rstrip(), len(head) - opening.end()
 
 
 def rich_logged(raw: list[str], heals: Callable[[str, list[str]], bool] | None) -> dict[int, str]:
     """Records Rich's logging handler wrapped in its message column, between the level and the
     source file (`❌ Failed to` / `load step` / `'…': Step` / `load failed: The number of
     required` / `GPUs exceeds the total number of` / …): the message's first piece and up to
-    RICH_PIECES - 1 lines after it, up to a blank line or the next record, joined with a space
-    where `heals` says that makes a signature match that the pieces do not."""
+    RICH_PIECES - 1 lines after it, joined with a space where `heals` says that makes a
+    signature match that the pieces do not. A piece is followed by the next line only where
+    Rich would have had to wrap there: the next line's first word does not fit beside it in the
+    column (as wide as the record's first line shows it, or its longest piece where a copy
+    lost the padding); a blank line or a record ends it.
+    """
     joined: dict[int, str] = {}
     if heals is None:
         return joined
     for i, line in enumerate(raw):
-        if ".py:" not in line or (record := RICH_RECORD.match(line.rstrip())) is None:
+        if ".py:" not in line or (record := _rich_record(line)) is None:
             continue
-        pieces = [record.group("message")]
-        for following in raw[i + 1 : i + RICH_PIECES]:
-            if not following.strip() or RICH_RECORD.match(following.rstrip()):
+        message, width = record
+        pieces = [message]
+        following = []
+        for text in raw[i + 1 : i + RICH_PIECES]:
+            if not text.strip() or RECORD_OPENING.match(text) or _rich_record(text) is not None:
                 break
-            pieces.append(following.strip())
+            following.append(text.strip())
+        width = max([width, *map(len, following)])
+        for text in following:
+            if len(pieces[-1]) + 1 + len(text.split(" ", 1)[0]) <= width:
+                break  # it would have fit on the line before: no wrap put it here
+            pieces.append(text)
         sentence = " ".join(pieces)
         if len(pieces) > 1 and heals(sentence, pieces):
             joined[i + 1] = sentence

@@ -235,7 +235,10 @@ HANG_WORDS = frozenset(("stuck", "hung", "hang", "hanging", "frozen"))
 class Query:
     """A user's search text, cut into the terms the index is searched with."""
 
-    __slots__ = ("alternatives", "cjk_runs", "grams", "named", "phrase", "short", "text", "words")
+    __slots__ = (
+        "alternatives", "cjk_runs", "frames_only", "grams", "named", "phrase", "short", "text",
+        "words",
+    )  # fmt: skip
 
     def __init__(self, text: str):
         self.text = text
@@ -248,6 +251,9 @@ class Query:
         # without its stopwords ("how to fix OOM" is "OOM")
         self.named: tuple[str, ...] = ()
         self.alternatives: dict[str, tuple[str, ...]] = {}  # word -> SYMPTOMS
+        # the text is traceback frames alone: their words (a path's, a function's) name an
+        # entry only through a signature of it that matches a frame
+        self.frames_only = False
 
     @property
     def terms(self) -> list[str]:
@@ -284,10 +290,10 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def _candidate_lines(text: str) -> list[str]:
+def _candidate_lines(text: str) -> tuple[list[str], bool]:
     """Lines without traceback frames and the source line under each; error-ish lines first.
-    A text of frames alone (a frame pasted to find what it means) keeps them: they are all
-    it says."""
+    A text of frames alone (a frame pasted to find what it means) keeps them, they are all it
+    says: (its lines, True)."""
     kept: list[str] = []
     skip_next = False
     for line in text.splitlines():
@@ -300,14 +306,14 @@ def _candidate_lines(text: str) -> list[str]:
             continue
         kept.append(line)
     if not any(line.strip() for line in kept):
-        return text.splitlines()
+        return text.splitlines(), bool(text.strip())
     if len(kept) < 2:
-        return kept
+        return kept, False
     errorish: list[str] = []
     others: list[str] = []
     for ln in kept:
         (errorish if _errorish(ln) else others).append(ln)
-    return errorish + others
+    return errorish + others, False
 
 
 def _without_urls_and_paths(line: str) -> str:
@@ -327,7 +333,8 @@ def parse_query(text: str) -> Query:
     query = Query(text=text)
     tokens: list[str] = []
     cjk_tokens: set[str] = set()
-    for line in _candidate_lines(text):
+    lines, query.frames_only = _candidate_lines(text)
+    for line in lines:
         for word in words_in(_without_urls_and_paths(line)):
             if word.isascii():
                 tokens.append(word)

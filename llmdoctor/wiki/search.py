@@ -124,6 +124,10 @@ def _rank(
     signatures = [(docs[c.rowid][0], docs[c.rowid][4] or "") for c in ranked]
     matched = _signature_matches(query, signatures)
     typed = query.named if query.short else ()
+    if query.frames_only:  # a frame's words alone (`main`, `run`, `module`) name nothing
+        ranked = [c for c in ranked if docs[c.rowid][0] in matched]
+        if not ranked:
+            return []
     for c in ranked:
         c.signature_matched = docs[c.rowid][0] in matched
         if typed:

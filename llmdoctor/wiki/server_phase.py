@@ -44,8 +44,10 @@ STARTUP_FAILURE = re.compile(
     # `_dummy_pooler_run`), its own words when a paste keeps no frame
     r"|CUDA out of memory occurred when warming up (sampler|pooler)"
     # Triton loading a model: its backend could not create the model's instance
-    # (backend_model.cc), whatever the backend (TensorRT-LLM, vLLM, Python)
-    r"|Failed to create instance: "
+    # (backend_model.cc), whatever the backend (TensorRT-LLM, vLLM, Python); TensorRT-LLM's
+    # backend's own words for it (ModelInstanceState::Create), as the model's load error and
+    # Triton's model table repeat them
+    r"|Failed to create instance: |unexpected error when creating modelInstanceState: "
 )
 # a traceback through the engine's serving loop: a step over requests, not a start
 SERVING_FRAME = re.compile(
