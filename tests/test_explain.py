@@ -1034,6 +1034,16 @@ def test_eager_mode_beside_only_a_raised_exception_is_a_note(entries):
     assert any("GLIBC_2.32" in e.text for e in result.salient)
 
 
+def test_an_exception_class_with_a_suffix_is_an_exception(entries):
+    # round 49's vllm-omni start-up (vllm-omni#81): pynvml names its exceptions
+    # `NVMLError_InvalidArgument`; the line was read as no error at all, and eager mode's INFO
+    # line beside it was answered as what failed
+    path = FIXTURES / "explain_fresh/round49/_unknown/r49-satellite-omni-nvml-invalid-argument.log"
+    result = run_text(path.read_text(), entries)
+    assert result.matches == [] and [m.id for m in result.notes] == ["enforce-eager-in-production"]
+    assert any("NVMLError_InvalidArgument: Invalid Argument" in e.text for e in result.salient)
+
+
 def test_eager_mode_beside_a_timeout_raised_stays_a_match(entries):
     # a request that timed out may be the slowness eager mode causes: still named
     text = GLIBC_BESIDE_EAGER.read_text().replace(

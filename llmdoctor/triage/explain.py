@@ -85,7 +85,8 @@ ACCESS_ERROR = (
 # (capability warnings, kills and exit codes, kubectl describe's Events and Last State).
 SALIENT_PATTERNS = (
     r"Traceback \(most recent call last\)",
-    r"[A-Za-z](Error|Exception|Interrupt|Exit)(:|$| )",
+    # (an exception class may carry a suffix: pynvml's `NVMLError_InvalidArgument: …`)
+    r"[A-Za-z](Error|Exception|Interrupt|Exit)(_[A-Za-z0-9]+)?(:|$| )",
     r"\bError:",  # Go and Rust programs, Node, TGI's launcher: `Error: ShardCannotStart`
     r"(FATAL|CRITICAL|ERROR|PANIC)",
     r"[Ff]atal",
@@ -2040,7 +2041,7 @@ ABORTED_IN_FLIGHT = re.compile(r"aborting in-flight requests count=[1-9]")
 # the lines that say something went wrong, as opposed to the wider salient lines (a warning, a
 # "falling back", a probe's timeout): the first of them before a consequence is its likely cause
 ERROR_LINE = re.compile(
-    r"\b(ERROR|CRITICAL|FATAL|PANIC|Fatal)\b|[A-Za-z](Error|Exception)(:|$| )"
+    r"\b(ERROR|CRITICAL|FATAL|PANIC|Fatal)\b|[A-Za-z](Error|Exception)(_[A-Za-z0-9]+)?(:|$| )"
     r"|[Ss]egmentation fault|core dumped|\b[Kk]illed\b|\bOOM|[Oo]ut of memory|[Ee]rror:"
     r"|\b[Ff]ailed to\b"
 )
@@ -2319,7 +2320,9 @@ def _opened_exception(reading: _Reading, line: int, taken: set[int]) -> Evidence
 
 
 # the line Python ends a traceback with: the exception's (dotted) name, then its message
-PYTHON_EXCEPTION = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Exit|Interrupt)(:|\s*$)")
+PYTHON_EXCEPTION = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Exit|Interrupt)(_[A-Za-z0-9]+)?(:|\s*$)"
+)
 # a line another process logged (a timestamp, a `[…]` or `(…)` tag, NCCL's `host:pid:tid [0]`)
 OTHER_PROCESS_LINE = re.compile(
     r"[\[(]|[0-9]{4}-[0-9]{2}-[0-9]{2}|[A-Z]{4,8}\b|[A-Za-z0-9_.-]+:[0-9]+:[0-9]+ \["
