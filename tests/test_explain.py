@@ -1042,6 +1042,9 @@ def test_an_exception_class_with_a_suffix_is_an_exception(entries):
     result = run_text(path.read_text(), entries)
     assert result.matches == [] and [m.id for m in result.notes] == ["enforce-eager-in-production"]
     assert any("NVMLError_InvalidArgument: Invalid Argument" in e.text for e in result.salient)
+    # a name that goes on in lower case is no exception class: a setting, a C type
+    for line in ("retryOnError_enabled: true", "cudaError_t err = cudaSuccess;"):
+        assert run_text(f"INFO config\n{line}\n", entries).salient == [], line
 
 
 def test_eager_mode_beside_a_timeout_raised_stays_a_match(entries):

@@ -1066,12 +1066,16 @@ def test_fresh_round39_is_held_where_it_was_tuned():
 # top-1 70.6 %, top-3 82.3 % (wiki search the same), confident and right 58.8 % (10 of 17),
 # precision 100 % (10 of 10), 13 of 13 uncovered abstained, 0 alarms on 17 healthy logs. Tuned:
 # CTranslate2's `Requested float16 compute type, but the target device or backend do not support
-# efficient` (also named a faster-whisper excerpt of round 20 and one of round 37 first).
+# efficient` (also named a faster-whisper excerpt of round 20 and one of round 37 first). Since
+# 2026-12-07 (nineteenth session) top-3 76.4 %: a traceback's header line is no search word (a
+# paste of frames alone is searched by them), which put five weak guesses of other rounds into
+# their top three and took the ExLlamaV2 `unrecognized layer` excerpt's out of its (wiki search
+# the same).
 def test_fresh_round40_is_held_where_it_was_tuned():
     assert_held(
         fresh_round(40),
         top1=0.705,
-        top3=0.823,
+        top3=0.764,
         confident=0.647,
         precision=1.0,
         abstained=1.0,

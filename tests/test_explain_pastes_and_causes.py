@@ -150,6 +150,7 @@ SHM_631 = "vllm/distributed/device_communicators/shm_broadcast.py:631, in timeou
         "2025-06-05T06:18:05.123456789Z ",
         "[pod/vllm-7b-5b8d9c7f6-w4nzp/vllm] ",
         "(VllmWorker rank=0 pid=4360) ERROR 06-05 06:18:13 [multiproc_executor.py:470] ",
+        "2025-06-05T06:18:05.123456789Z stderr F ",
     ],
 )
 def test_a_bare_raise_is_read_the_same_under_every_prefix_a_collector_puts(entries, prefix):
@@ -185,6 +186,24 @@ def test_where_a_bare_exception_was_raised_is_read_from_its_own_traceback_only(e
     ]
     cause = run_text("\n".join(dumped) + "\n", entries).likely_cause
     assert cause is not None and cause.line == 4 and cause.raised_in is None
+    # ... nor are frames dumped under a logged line, above an exception printed bare
+    logged_dump = [
+        "WARNING 06-05 06:18:00 [watchdog.py:41] Step took over 60 s; stack of the main thread:",
+        *SHM_TIMEOUT_TRACEBACK[1:],
+        *ENGINE_FAILED,
+    ]
+    cause = run_text("\n".join(logged_dump) + "\n", entries).likely_cause
+    assert cause is not None and cause.raised_in is None
+    # a statement Python 3.13 prints over several lines is shown from where it begins
+    multi = [
+        *SHM_TIMEOUT_TRACEBACK[:2],
+        "    assert (self.total_num_kv_heads",
+        "            % tp_size == 0)",
+        "AssertionError",
+        *ENGINE_FAILED,
+    ]
+    cause = run_text("\n".join(multi) + "\n", entries).likely_cause
+    assert cause is not None and cause.text == "assert (self.total_num_kv_heads"
     # a frame whose line number no int() takes (5,000 digits) is no frame: no internal error
     huge = [line.replace("line 631", "line " + "9" * 5000) for line in SHM_TIMEOUT_TRACEBACK]
     cause = run_text("\n".join([*huge, *ENGINE_FAILED]) + "\n", entries).likely_cause
@@ -620,6 +639,25 @@ def test_a_record_rich_logging_wrapped_in_its_message_column_is_read_joined(entr
     assert "lora-adapter-load-failure" not in [
         m.id for m in run_text("\n".join(glued) + "\n", entries).matches
     ]
+
+
+def test_a_rich_log_padded_to_the_console_width_is_no_hard_wrap(entries):
+    # Rich pads every line it writes to a file or a pod's log to the console's width: read as a
+    # hard wrap, 2,000 records were glued into one line and an NCCL error at line 6,001 was
+    # told at line 1 (the second hostile pass)
+    record = (
+        "[12/07/26 16:07:33] INFO     Loaded batch {n} of 4096 prompts into the queue, the"
+        "       gen_rich.py:11"
+    )
+    width = len(record.format(n=0)) + 8
+    lines = []
+    for n in range(300):
+        lines.append(record.format(n=n).ljust(width))
+        lines.append("                             engine reports 12 running requests".ljust(width))
+    lines.append("RuntimeError: NCCL error: unhandled system error".ljust(width))
+    result = run_text("\n".join(lines) + "\n", entries)
+    assert result.matches and result.matches[0].id == "nccl-failure"
+    assert [e.line for e in result.matches[0].evidence] == [601]
 
 
 def test_a_rich_looking_line_with_a_long_run_of_spaces_is_read_in_linear_time(entries):

@@ -251,6 +251,7 @@ def test_a_frame_pasted_alone_is_searched_for_what_it_says():
         '  File "/app/main.py", line 3, in <module>',
         '  File "/usr/lib/python3.10/threading.py", line 953, in run',
         '  File "/usr/lib/python3.12/site-packages/requests/sessions.py", line 589, in request',
+        'Traceback (most recent call last):\n  File "/app/main.py", line 3, in <module>',
     ):
         assert search(other) == [], other
     # beside the exception, the frame is still left out of the words

@@ -85,8 +85,9 @@ ACCESS_ERROR = (
 # (capability warnings, kills and exit codes, kubectl describe's Events and Last State).
 SALIENT_PATTERNS = (
     r"Traceback \(most recent call last\)",
-    # (an exception class may carry a suffix: pynvml's `NVMLError_InvalidArgument: …`)
-    r"[A-Za-z](Error|Exception|Interrupt|Exit)(_[A-Za-z0-9]+)?(:|$| )",
+    # (an exception class may carry a suffix: pynvml's `NVMLError_InvalidArgument: …`; not a
+    # name that goes on in lower case, `cudaError_t`, `retryOnError_enabled:`)
+    r"[A-Za-z](Error|Exception|Interrupt|Exit)(_[A-Z][A-Za-z0-9]*)?(:|$| )",
     r"\bError:",  # Go and Rust programs, Node, TGI's launcher: `Error: ShardCannotStart`
     r"(FATAL|CRITICAL|ERROR|PANIC)",
     r"[Ff]atal",
@@ -2041,7 +2042,7 @@ ABORTED_IN_FLIGHT = re.compile(r"aborting in-flight requests count=[1-9]")
 # the lines that say something went wrong, as opposed to the wider salient lines (a warning, a
 # "falling back", a probe's timeout): the first of them before a consequence is its likely cause
 ERROR_LINE = re.compile(
-    r"\b(ERROR|CRITICAL|FATAL|PANIC|Fatal)\b|[A-Za-z](Error|Exception)(_[A-Za-z0-9]+)?(:|$| )"
+    r"\b(ERROR|CRITICAL|FATAL|PANIC|Fatal)\b|[A-Za-z](Error|Exception)(_[A-Z][A-Za-z0-9]*)?(:|$| )"
     r"|[Ss]egmentation fault|core dumped|\b[Kk]illed\b|\bOOM|[Oo]ut of memory|[Ee]rror:"
     r"|\b[Ff]ailed to\b"
 )
@@ -2204,7 +2205,7 @@ STERN_POD = (
 # RFC 3339)
 KUBECTL_PREFIX = re.compile(
     rf"^(?:\[[^\]\s]{{1,200}}\] |{STERN_POD})?"
-    r"(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,20}(?:Z|[+-][0-9:]{4,5}) )?"
+    r"(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,20}(?:Z|[+-][0-9:]{4,5}) (?:(?:stdout|stderr) [FP] )?)?"
 )
 
 
@@ -2321,7 +2322,7 @@ def _opened_exception(reading: _Reading, line: int, taken: set[int]) -> Evidence
 
 # the line Python ends a traceback with: the exception's (dotted) name, then its message
 PYTHON_EXCEPTION = re.compile(
-    r"[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Exit|Interrupt)(_[A-Za-z0-9]+)?(:|\s*$)"
+    r"[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Exit|Interrupt)(_[A-Z][A-Za-z0-9]*)?(:|\s*$)"
 )
 # a line another process logged (a timestamp, a `[…]` or `(…)` tag, NCCL's `host:pid:tid [0]`)
 OTHER_PROCESS_LINE = re.compile(
@@ -2370,8 +2371,8 @@ KUBECTL_POD = re.compile(r"^\[[^\]\s]{1,200}\] ")
 def _writer(text: str) -> tuple[str, bool]:
     """Who wrote a line, as a log that several processes write to says it: kubectl's pod
     prefix and the process's tag (vLLM's `(VllmWorker rank=1 pid=4361) `, torchrun's
-    `[rank1]: `), before or after a logger's prefix; and whether a logger wrote it (a line
-    logged with its prefix ends no traceback printed without one)."""
+    `[rank1]: `), before or after a logger's prefix; and whether a logger wrote it (its
+    prefix: a traceback a logger dumps has it on every line, one Python prints on none)."""
     pod = m.group() if (m := KUBECTL_POD.match(text)) else ""
     rest = _after_kubectl(text)
     logged = LOG_PREFIX.match(rest)
@@ -2398,26 +2399,30 @@ def _bare_exception_end(
     texts = reading.lines
     if at is None or at > len(texts):
         return None
-    writer = _writer(error.text)
-    own = [
-        i
-        for i in range(at - 1, max(-1, at - 1 - MAX_TRACEBACK_LINES), -1)
-        if _writer(texts[i]) == writer
-    ]
+    tag, logged = _writer(error.text)
+    writers = {
+        i: _writer(texts[i]) for i in range(at - 1, max(-1, at - 1 - MAX_TRACEBACK_LINES), -1)
+    }
+    # another process's lines are passed over; the same process's line with or without a
+    # logger's prefix where the exception has none or one is no line of its traceback
+    own = [i for i, (other, _) in writers.items() if other == tag]
     statement = frame = None
-    for k, i in enumerate(own):
+    code_lines = 0  # above the exception, before its frame (carets not counted)
+    for i in own:
         code = _bare(texts[i])
+        foreign = writers[i][1] != logged
         if frame is None:
-            if found := FRAME.match(code):
+            if not foreign and (found := FRAME.match(code)):
                 frame = found
                 continue
-            if k >= FRAME_SEARCHED or not code.startswith((" ", "\t")):
+            if foreign or code_lines >= FRAME_SEARCHED or not code.startswith((" ", "\t")):
                 return None
-            if statement is None and not code.strip().startswith(("^", "~")):
-                statement = i
-        elif TRACEBACK_START.match(code):
+            if not code.strip().startswith(("^", "~")):
+                code_lines += 1
+                statement = i  # the topmost: where a statement over several lines begins
+        elif not foreign and TRACEBACK_START.match(code):
             break
-        elif not (FRAME.match(code) or code.startswith((" ", "\t"))):
+        elif foreign or not (FRAME.match(code) or code.startswith((" ", "\t"))):
             return None  # the frames go up to no traceback's header
     else:
         if at - 1 - MAX_TRACEBACK_LINES >= 0:

@@ -216,6 +216,12 @@ class RecordLines:
         return b"\n".join(out)
 
 
+def _padded(line: str) -> bool:
+    """Whether a line ends in spaces a writer padded it with (Rich pads every line of its log to
+    the console's width): the text ended before the edge, no wrap cut it there."""
+    return line.endswith("  ")
+
+
 def wrap_width(lines: list[str]) -> int | None:
     """The width a pasted text was hard-wrapped at: the longest line length, when at least
     three different lines have exactly it (a wrap leaves many lines of one length); else None.
@@ -227,6 +233,7 @@ def wrap_width(lines: list[str]) -> int | None:
         len(line)
         for line in lines
         if line
+        and not _padded(line)
         and not (boxes and (_framed(line) or _edge(line)))
         and not (".py:" in line and _rich_record(line))
     ]
@@ -534,7 +541,7 @@ def _joined_lines(
             out.append((number, line))
         if number in maybe:
             out.append((number, maybe[number]))  # (pieces of lines cleaned already)
-        joining = width is not None and len(original) == width
+        joining = width is not None and len(original) == width and not _padded(original)
     return out
 
 

@@ -304,6 +304,8 @@ def _candidate_lines(text: str) -> tuple[list[str], bool]:
         if 'File "' in line and is_traceback_frame(line):
             skip_next = True
             continue
+        if line.strip() == "Traceback (most recent call last):":
+            continue  # the header says there is a traceback, nothing of what failed
         kept.append(line)
     if not any(line.strip() for line in kept):
         return text.splitlines(), bool(text.strip())

@@ -212,10 +212,12 @@
     return grams;
   }
 
+  // [the lines searched, whether the text is traceback frames alone] (query.py _candidate_lines)
   function candidateLines(text) {
     const kept = [];
     let skipNext = false;
-    for (const line of text.split(/\r\n|\r|\n/)) {
+    const all = text.split(/\r\n|\r|\n/);
+    for (const line of all) {
       if (skipNext) {
         skipNext = false;
         if (line.startsWith(" ") || line.startsWith("\t")) continue;
@@ -224,18 +226,24 @@
         skipNext = true;
         continue;
       }
+      if (line.trim() === "Traceback (most recent call last):") continue;
       kept.push(line);
     }
-    return kept.filter((l) => ERRORISH.test(l)).concat(kept.filter((l) => !ERRORISH.test(l)));
+    if (!kept.some((l) => l.trim())) return [all, text.trim() !== ""];
+    if (kept.length < 2) return [kept, false];
+    return [kept.filter((l) => ERRORISH.test(l)).concat(kept.filter((l) => !ERRORISH.test(l))), false];
   }
 
   function parseQuery(raw) {
     const text = (raw || "").slice(-MAX_QUERY_CHARS);
     const q = {
       text, words: [], cjkRuns: [], grams: [], short: false, phrase: [], named: [], alternatives: {},
+      framesOnly: false,
     };
     const tokens = [];
-    for (let line of candidateLines(text)) {
+    const [lines, framesOnly] = candidateLines(text);
+    q.framesOnly = framesOnly;
+    for (let line of lines) {
       line = line.replace(URL_RE, " ").replace(PATH_RE, " ");
       for (const word of line.match(WORD_RE) || []) {
         if (word.match(CJK_RUN)) {
@@ -539,6 +547,11 @@
           : rankAllWords(q, wanted);
       if (!cands.length) return { query: q, results: [] };
       signatureMatches(q, cands);
+      if (q.framesOnly) {
+        // a frame's words alone (`main`, `run`, `module`) name nothing: search.py _rank
+        cands.splice(0, cands.length, ...cands.filter((c) => c.sig));
+        if (!cands.length) return { query: q, results: [] };
+      }
       const typed = q.short ? q.named : [];
       for (const c of cands) c.exact = typed.some((name) => data.names[c.d].includes(name));
       const tier = (c) =>
