@@ -2104,8 +2104,9 @@ def likely_cause(
             return None
         lines = [first]
     rest = lines[lines.index(first) :]
-    raised_in = _raised_in(reading, first)
-    if statement := _failed_statement(reading, first):
+    end = _bare_exception_end(reading, first)
+    raised_in = _raised_in(end)
+    if statement := _failed_statement(reading, end):
         first, rest = statement, [statement, *rest]  # the bare exception says no more than it
     query = "\n".join(e.text for e in rest[:CAUSE_QUERY_LINES])
     results = gathered.cause_searches.get(query)
@@ -2330,23 +2331,22 @@ OTHER_PROCESS_LINE = re.compile(
 )
 
 
-def _failed_statement(reading: _Reading, error: Evidence) -> Evidence | None:
+def _failed_statement(reading: _Reading, end: tuple | None) -> Evidence | None:
     """The statement a traceback prints just above an exception raised with no message (a
     failed `assert`): that line, not the exception's bare name, says why. None when the error
-    has a message, ends no traceback (`_bare_exception_end`), or its statement only raises it
-    (`raise TimeoutError`: no more than its name).
+    has a message, ends no traceback (`end`: `_bare_exception_end`'s answer), or its statement
+    only raises it (`raise TimeoutError`: no more than its name).
     """
-    end = _bare_exception_end(reading, error)
     if end is None or end[0] is None:
         return None
     return Evidence(reading.numbers[end[0]], reading.lines[end[0]].strip()[:MAX_TEXT])
 
 
-def _raised_in(reading: _Reading, error: Evidence) -> RaisedIn | None:
+def _raised_in(end: tuple | None) -> RaisedIn | None:
     """The last frame of the traceback an exception raised with no message ends (`TimeoutError`
     alone: where it was raised is all there is to say), its path from the package on; None when
-    the exception has a message, ends no traceback, or no frame is just above it."""
-    end = _bare_exception_end(reading, error)
+    the exception has a message, ends no traceback (`end`: `_bare_exception_end`'s answer), or
+    no frame is just above it."""
     if end is None or end[1] is None or not end[1].group(3):
         return None
     from llmdoctor.redact import redact_text
@@ -2364,16 +2364,14 @@ BARE_RAISE = re.compile(
 FRAME_SEARCHED = 4  # lines above an exception searched for its last frame (code line, carets)
 # where a package's own files begin in a frame's path: shown from there on
 PACKAGES = re.compile(r".*[/\\](site|dist)-packages[/\\]")
-# a bracket kubectl's --prefix puts before every line: `[pod/vllm-7b-…/vllm] `
-KUBECTL_POD = re.compile(r"^\[[^\]\s]{1,200}\] ")
 
 
 def _writer(text: str) -> tuple[str, bool]:
-    """Who wrote a line, as a log that several processes write to says it: kubectl's pod
-    prefix and the process's tag (vLLM's `(VllmWorker rank=1 pid=4361) `, torchrun's
-    `[rank1]: `), before or after a logger's prefix; and whether a logger wrote it (its
-    prefix: a traceback a logger dumps has it on every line, one Python prints on none)."""
-    pod = m.group() if (m := KUBECTL_POD.match(text)) else ""
+    """Who wrote a line, as a log that several processes write to says it: kubectl's or
+    stern's pod prefix (`_pod`) and the process's tag (vLLM's `(VllmWorker rank=1 pid=4361) `,
+    torchrun's `[rank1]: `), before or after a logger's prefix; and whether a logger wrote it
+    (its prefix: a traceback a logger dumps has it on every line, one Python prints on none)."""
+    pod = _pod(text)
     rest = _after_kubectl(text)
     logged = LOG_PREFIX.match(rest)
     if (tag := PROCESS_TAG.match(rest)) is None:
@@ -2400,17 +2398,16 @@ def _bare_exception_end(
     if at is None or at > len(texts):
         return None
     tag, logged = _writer(error.text)
-    writers = {
-        i: _writer(texts[i]) for i in range(at - 1, max(-1, at - 1 - MAX_TRACEBACK_LINES), -1)
-    }
-    # another process's lines are passed over; the same process's line with or without a
-    # logger's prefix where the exception has none or one is no line of its traceback
-    own = [i for i, (other, _) in writers.items() if other == tag]
     statement = frame = None
     code_lines = 0  # above the exception, before its frame (carets not counted)
-    for i in own:
+    for i in range(at - 1, max(-1, at - 1 - MAX_TRACEBACK_LINES), -1):
+        other, other_logged = _writer(texts[i])
+        if other != tag:
+            continue  # another process's line
         code = _bare(texts[i])
-        foreign = writers[i][1] != logged
+        # the same process's line with a logger's prefix where the exception has none, or
+        # without one where it has one, is no line of its traceback
+        foreign = other_logged != logged
         if frame is None:
             if not foreign and (found := FRAME.match(code)):
                 frame = found
