@@ -146,6 +146,44 @@ def test_a_long_stream_is_scanned_as_it_comes_with_the_same_answer(entries, tmp_
     ]
 
 
+# a batch job's progress lines that count failures, none of them (the shape of lm-eval's and
+# benchmark harnesses' summaries): a zero count is no error line, a count above zero is one
+ZERO_FAILED = "INFO 12-01 10:00:{:02d} [runner.py:88] eval batch {}: 512 ok, 0 failed\n"
+SOME_FAILED = "INFO 12-01 10:00:00 [runner.py:88] eval batch 7: 500 ok, 12 failed\n"
+
+
+def test_a_zero_count_of_failures_is_no_error_line(entries):
+    text = "".join(ZERO_FAILED.format(n % 60, n) for n in range(5)) + "run: errors=0\n"
+    result = explain(io.BytesIO(text.encode()), entries, name="<stdin>")
+    assert result.how == "none" and result.salient == [] and result.error_lines == 0
+    failed = explain(io.BytesIO((text + SOME_FAILED).encode()), entries, name="<stdin>")
+    assert [e.line for e in failed.salient] == [7]
+    logged = explain(io.BytesIO(b"ERROR worker: 0 failed\n"), entries, name="<stdin>")
+    assert len(logged.salient) == 1  # an ERROR line stays one whatever it counts
+
+
+def test_a_stream_finds_an_error_line_past_many_that_say_none_failed(entries, monkeypatch):
+    # past CLEAN_BYTES only the last salient lines of each block are looked for: lines that say
+    # nothing failed must not crowd out the one that did
+    import llmdoctor.triage.explain as explain_module
+
+    monkeypatch.setattr(explain_module, "CLEAN_BYTES", 100)
+    zeros = "".join(ZERO_FAILED.format(n % 60, n) for n in range(300))
+    result = explain(io.BytesIO((SOME_FAILED + zeros).encode()), entries, name="<stdin>")
+    assert [e.line for e in result.salient] == [1] and result.unchecked == []
+
+
+def test_lines_left_unread_past_too_many_that_say_none_failed_are_said(entries, monkeypatch):
+    import llmdoctor.triage.explain as explain_module
+    import llmdoctor.wiki.signatures as signatures_module
+
+    monkeypatch.setattr(explain_module, "CLEAN_BYTES", 100)
+    monkeypatch.setattr(signatures_module, "TAIL_UNCOUNTED_MAX", 50)
+    zeros = "".join(ZERO_FAILED.format(n % 60, n) for n in range(300))
+    result = explain(io.BytesIO((SOME_FAILED + zeros).encode()), entries, name="<stdin>")
+    assert any("say nothing failed" in said for said in result.unchecked)
+
+
 # --- the command ---------------------------------------------------------------------------------
 
 

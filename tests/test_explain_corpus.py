@@ -339,16 +339,20 @@ def test_fresh_round9_is_held_at_the_level_reached():
 # pod cgroup's OOM report cut before its kill line: top-1 83.1 %, confident and right 73.8 %,
 # precision 94.1 %. Then (2026-12-04, later) vLLM's 404 body with a backticked model name that
 # holds spaces: top-1 84.6 %, confident and right 75.4 %, precision 94.2 %. Held there.
+# Since 2026-12-07 (round 50) one confident answer fewer: Tabby's `Starting server` is a start
+# and its `Listening at` the server up (round 50's two TabbyML reports), so its llama.cpp
+# `CUDA error 2 … out of memory` between them, parallelism 4 too big for the 3090 (TabbyML#726),
+# is told as the start-up that did not fit, where this round's collector chose cuda-oom-runtime.
 def test_fresh_round10_is_held_at_the_level_reached():
     assert_held(
         fresh_round(10),
-        top1=0.861,
+        top1=0.846,  # 0.861 until 2026-12-07 (above)
         top3=0.876,  # 0.892 until 2026-12-06: a 3-line excerpt of Python's `leaked shared_memory
         # objects to clean up at shutdown` (host-oom-killer, 0.007) now has the stop entry above it
-        confident=0.723,
-        precision=0.959,
+        confident=0.707,
+        precision=0.938,
         abstained=0.961,
-        most_wrong=1,
+        most_wrong=2,
     )
 
 
@@ -1275,4 +1279,26 @@ def test_fresh_round49_is_held_where_it_was_tuned():
         precision=0.714,
         abstained=1.0,
         most_wrong=2,
+    )
+
+
+# Round 50, blind, collected and measured once on 11717dd (round 49 committed with its tuning)
+# (SOURCES-round50.md): research and robotics code serving or batch-running models, coding
+# assistants pointed at a self-hosted server (Tabby, FauxPilot, Continue), the newest 2026
+# reports of the engines and NVIDIA's Kubernetes stack, reports in Vietnamese, Portuguese and
+# Russian; 11 covered failures of 29 excerpts. Top-1 72.7 %, top-3 81.8 % (wiki search 63.6 /
+# 72.7 %), confident and right 63.6 % (7 of 11), precision 70.0 % (an RL rollout's OOM that lists
+# other processes named gpu-memory-taken-by-other-process by a hair, Tabby's OOM before it listens
+# named cuda-oom-runtime where the collector chose the start-up entry), 6 of 7 uncovered abstained
+# (SGLang's scheduler crash under context + pipeline parallelism named engine-dead), 0 alarms on
+# 11. Tuned: Tabby's start and listening lines (round 10 above).
+def test_fresh_round50_is_held_where_it_was_tuned():
+    assert_held(
+        fresh_round(50),
+        top1=0.818,
+        top3=0.909,
+        confident=0.727,
+        precision=0.8,
+        abstained=0.857,
+        most_wrong=1,
     )

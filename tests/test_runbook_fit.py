@@ -291,7 +291,7 @@ def test_a_fix_step_tagged_for_pods_is_left_out_under_a_node_finding_and_back():
     # a node's step written for a wording leads where the kernel log carries it
     blackwell = critical(
         "log-signatures",
-        "The container cannot see a GPU",
+        "The server's process finds no GPU",
         [
             {
                 "source": "node/kernel.log",

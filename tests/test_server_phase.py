@@ -244,6 +244,22 @@ def test_an_oom_as_triton_creates_a_models_instance_is_at_start_up():
     assert not during_startup([(1, alone)], 1)
 
 
+def test_tabby_starting_its_server_is_a_start_and_listening_is_up():
+    # Tabby (its CTranslate2 or llama.cpp engine) says `Starting server, this might takes a few
+    # minutes...` as it loads the model and `Listening at 0.0.0.0:8080` once it serves: round
+    # 50's two TabbyML reports, a C++ `CUDA failed with error out of memory` before the
+    # listening line (2x Titan Xp, #648) and after it, past a few completions (#587)
+    round50 = FRESH / "round50"
+    start = (round50 / STORY / "r50-ide-tabby-codellama-2x-titanxp-startup-oom.log").read_text()
+    served = (
+        round50 / "cuda-oom-runtime" / "r50-ide-tabby-codellama-titanxp-oom-after-completions.log"
+    ).read_text()
+    for text, starting in ((start, True), (served, False)):
+        line = next(n for n, t in numbered(text) if "CUDA failed with error out of memory" in t)
+        assert during_startup(numbered(text), line) is starting
+        assert any(STARTING_LINE.search(t) for t in text.splitlines())
+
+
 def test_an_oom_vllm_reports_as_its_sampler_warm_up_is_at_start_up():
     # vLLM's V1 runner warms up with max_num_seqs dummy requests before it serves and says so
     # when that runs out of memory (`CUDA out of memory occurred when warming up sampler with 256

@@ -67,6 +67,7 @@ from llmdoctor.wiki.server_phase import (
     startup_story,
 )
 from llmdoctor.wiki.signatures import (
+    TAIL_UNCOUNTED_MAX,
     BlockKinds,
     LineMatch,
     ScanStats,
@@ -762,6 +763,8 @@ class _Reading:
     # stats lines after the outage, `_phase_lines`): a stall or an outage ends by them, never by
     # lines not read
     kept_only: bool = False
+    # the scan passed over its most lines that say nothing failed: lines above them unread
+    tail_cut: bool = False
 
     @cached_property
     def lines(self) -> list[str]:
@@ -808,7 +811,10 @@ def read_input(
     the grouped reading is held to.
     """
     scanner = SignatureSet(
-        [*entries.values(), _salient_entry()], tail_ids=[SALIENT_ID], tail_keep=SALIENT_KEPT
+        [*entries.values(), _salient_entry()],
+        tail_ids=[SALIENT_ID],
+        tail_keep=SALIENT_KEPT,
+        tail_uncounted=_says_no_error,
     )
     text, numbers, rest = _small_text(source, _heals(scanner))
     scanned = ScanStats()
@@ -865,6 +871,7 @@ def read_input(
         progress,
         starts,
         kept_only,
+        scanner.tail_cut,
     )
     return reading, scanner
 
@@ -1265,10 +1272,42 @@ class _LineGroups:
 NCCL_INFO = "NCCL INFO "
 
 
+# a count of failures that is zero (`512 ok, 0 failed`, `errors=0`): no error by that word
+ZERO_COUNT = re.compile(
+    r"\b0 ([Ff]ailed|[Ff]ailures?|[Ee]rrors?)\b"
+    r"|\b([Ff]ailed|[Ff]ailures?|[Ee]rrors?)( requests)?(=| ?: ?)0\b(?!\.[0-9])"
+)
+
+
 def _negative(text: str, field: re.Pattern = NEGATIVE_FIELD) -> bool:
     """Whether a line that reads as an error says it is none: a status field that says
-    "nothing" (`field`), or an NCCL INFO line."""
-    return NCCL_INFO in text or ((":" in text or "<" in text) and bool(field.match(text)))
+    "nothing" (`field`), an NCCL INFO line, or a line that is salient only by a zero count of
+    failures. A line's shape (its digits written 0) says "maybe" to the last: it is read again
+    line by line."""
+    return (
+        NCCL_INFO in text
+        or ((":" in text or "<" in text) and bool(field.match(text)))
+        or (
+            ZERO_COUNT.search(text) is not None
+            and not _salient_set().match_line(ZERO_COUNT.sub(" ", text))
+        )
+    )
+
+
+# what a line that says it is no error holds (_says_no_error), looked for in bytes first
+_MAYBE_NO_ERROR = re.compile(
+    rb"NCCL INFO |f you|(No|None|N/A|0|False|Disabled)\s*(</[A-Za-z_]+>)?\s*$|"
+    + ZERO_COUNT.pattern.encode()
+)
+
+
+def _says_no_error(line: bytes) -> bool:
+    """Whether a salient line says it is none (advice, a field that says "nothing", a zero count
+    of failures): the last salient lines of a block are looked for past such lines."""
+    if _MAYBE_NO_ERROR.search(line) is None:
+        return False
+    text = line.decode("utf-8", errors="replace")
+    return ("f you" in text and bool(ADVICE.search(text))) or _negative(text)
 
 
 def _heals(scanner: SignatureSet):
@@ -1532,8 +1571,21 @@ def decide(
         cut_traceback=gathered.cut_traceback,
         cut_frame=gathered.cut_frame,
         # said of the input whatever --limit shows
-        unchecked=list(dict.fromkeys(m.unchecked for m in ranked if m.unchecked)),
+        unchecked=list(
+            dict.fromkeys([m.unchecked for m in ranked if m.unchecked] + _tail_unread(reading))
+        ),
     )
+
+
+def _tail_unread(reading: _Reading) -> list[str]:
+    """What the scan left unread past lines that say nothing failed (SignatureSet.tail_cut)."""
+    if not reading.tail_cut:
+        return []
+    return [
+        f"whether a line above the last {SALIENT_KEPT} of a stretch is an error: over "
+        f"{TAIL_UNCOUNTED_MAX:,} lines say nothing failed (`0 failed`, `: No`), and lines "
+        "above the last of them were not all read"
+    ]
 
 
 def _cut_traceback(reading: _Reading) -> tuple[Evidence | None, Evidence | None]:

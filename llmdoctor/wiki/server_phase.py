@@ -16,8 +16,8 @@ STARTING_LINE = re.compile(
     r"|Model loading took|Memory profiling takes|Capturing (CUDA graphs?|cudagraphs?)"
     r"|Initializing a V1 LLM engine|vLLM API server version"
     r"|(^|[\s$#>])vllm serve [A-Za-z0-9/._~]|vllm\.entrypoints\.openai\.api_server"
-    # TGI's launcher starting a shard
-    r"|text_generation_launcher: Starting shard\b"
+    # TGI's launcher starting a shard; Tabby (its CTranslate2 or llama.cpp engine) loading
+    r"|text_generation_launcher: Starting shard\b|tabby::serve: .*Starting server, "
 )
 # ... and what a start-up failure's traceback and wrappers say, before the line or just after it:
 # the start-up calls it passes through (PyTorch's `capture_end`: a CUDA graph captured, which
@@ -67,10 +67,10 @@ PROGRESS_LINE = re.compile(
     r"|Decode batch\. #running-req: [0-9]+.*gen throughput \(token/s\): ([1-9]|0\.[0-9]*[1-9])"
 )
 # a server listening: vLLM's API server (uvicorn), Triton once its models are loaded and its
-# endpoints listen (grpc_server.cc, http_server.cc)
+# endpoints listen (grpc_server.cc, http_server.cc), Tabby's
 LISTENING = (
     r"Application startup complete|Uvicorn running on|Starting vLLM API server [0-9 ]*on https?://"
-    r"|Started (GRPCInferenceService|HTTPService) at "
+    r"|Started (GRPCInferenceService|HTTPService) at |tabby::serve: .*Listening at |🚀 Listening at "
 )
 # a request that reached the server: its access line, vLLM's own record of it
 REQUEST_SEEN = r"\"POST /[^ \"]{1,200} HTTP/[0-9.]+\" [0-9]{3}|Received request|Added request"
@@ -136,7 +136,8 @@ TRACEBACK_BODY = re.compile(r"File \"|(^|\s)\s{2,}\S|\^{3,}")
 PHASE_WORDS = (
     "startup complete", "Uvicorn", "Available routes", "API server", "POST /", "Received request",
     "Added request", "throughput", "oad", "profiling", "Capturing", "Initializing", "vllm",
-    "init engine", "Processed prompts", "Starting shard", "Connected", "Started ",
+    "init engine", "Processed prompts", "Starting shard", "Connected", "Started ", "tabby::serve",
+    "Listening at",
 )  # fmt: skip
 # how far after the line a start-up failure's words may come and still be its own (the traceback
 # that names `load_model`, a worker's `while processing method load_model`)
