@@ -1054,6 +1054,41 @@ def test_eager_mode_in_a_log_with_an_error_line_stays_a_match(entries):
     assert result.notes == []
 
 
+def test_vllms_flash_attention_version_error_on_a_t4_is_no_failure_beside_eager_mode(
+    entries, capsys
+):
+    # round 52's committed T4 start-up (zjpzhao/vllm-qwen3vl-cu118-t4): vLLM logs `ERROR …
+    # [fa_utils.py:57] Cannot use FA version 2 is not supported due to FA2 is only supported on
+    # devices with compute capability >= 8`, then catches its own assert and picks another
+    # attention backend; the server came up. Eager mode there is a note, worded as one where
+    # nothing failed; any other ERROR line keeps it a match
+    path = FIXTURES / "explain_fresh/round52/_healthy/r52-committed-qwen3vl-embed-t4-startup.log"
+    text = path.read_text()
+    result = run_text(text, entries)
+    assert result.matches == [] and [m.id for m in result.notes] == ["enforce-eager-in-production"]
+    assert result.nothing_failed and not result.warnings_only
+    code, out, _ = run_cli(capsys, "explain", str(path))
+    assert code == 0 and "no error follows it" in out and "record it" not in out
+    failed = (
+        text
+        + "(EngineCore_DP0 pid=417364) ERROR 08-03 15:22:40 [core.py:700] EngineCore encountered a fatal error.\n"
+    )
+    assert "enforce-eager-in-production" in [m.id for m in run_text(failed, entries).matches]
+
+
+def test_a_v0_server_stopped_by_ctrl_c_is_a_clean_stop_with_nothing_to_fix(entries, capsys):
+    # before 0.11 vLLM's launcher logs `Shutting down FastAPI HTTP server.` when its SIGINT or
+    # SIGTERM handler cancels the server (round 52's Colab cell interrupted, no request in
+    # flight); the engine process's `KeyboardInterrupt: MQLLMEngine terminated` is the stop's
+    path = FIXTURES / "explain_fresh/round52/server-stopped-by-signal"
+    path = next(path.glob("*.log"))
+    result = run_text(path.read_text(), entries)
+    assert result.matches == [] and [m.id for m in result.notes] == ["server-stopped-by-signal"]
+    assert result.notes[0].stopped_cleanly
+    code, out, _ = run_cli(capsys, "explain", str(path))
+    assert code == 0 and "Nothing to fix: no request failed after it." in out
+
+
 GLIBC_BESIDE_EAGER = (
     FIXTURES
     / "explain_fresh"

@@ -260,6 +260,27 @@ def test_tabby_starting_its_server_is_a_start_and_listening_is_up():
         assert any(STARTING_LINE.search(t) for t in text.splitlines())
 
 
+def test_a_traceback_longer_than_the_window_is_read_whole_for_its_start_up_calls():
+    # round 52's committed 16 GB start-up (Kelsidavis/rusteze): the OOM raised in torch.compile's
+    # autotuning, 35 frames under `determine_available_memory` / `profile_run` /
+    # `_dummy_run`, the start-up calls more than AFTER lines above the exception
+    path = FRESH / "round52" / STORY / "r52-committed-qwen25-coder-7b-16gb-profile-oom.log"
+    text = path.read_text()
+    line = next(n for n, t in numbered(text) if "Failed to run autotuning code block" in t)
+    first = next(n for n, t in numbered(text) if "in profile_run" in t)
+    assert line - first > AFTER
+    assert during_startup(numbered(text), line)
+    # a line of no traceback between them (above the last AFTER lines) ends that traceback:
+    # its calls say nothing of the OOM
+    gap = line - AFTER - 1
+    assert first < gap
+    cut = [
+        (n, "INFO 01-19 23:55:18 [loader.py:1] unrelated" if n == gap else t)
+        for n, t in numbered(text)
+    ]
+    assert not during_startup(cut, line)
+
+
 def test_an_oom_vllm_reports_as_its_sampler_warm_up_is_at_start_up():
     # vLLM's V1 runner warms up with max_num_seqs dummy requests before it serves and says so
     # when that runs out of memory (`CUDA out of memory occurred when warming up sampler with 256

@@ -155,7 +155,7 @@ def render(result, console) -> None:
                     continue
                 console.print(f"  [dim]{e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
             # a note with only warnings and notices beside it: nothing failed, nothing to guess
-            quiet = bool(result.notes) and result.warnings_only
+            quiet = bool(result.notes) and result.nothing_failed
             if weak and not quiet:
                 guesses = ", ".join(f"{m.id} ({m.confidence:.2f})" for m in weak[:3])
                 words = (
@@ -392,7 +392,7 @@ def _render_notes(result, console, escape) -> None:
     """Warnings about the configuration, in a log where nothing failed (or a speed setting beside
     exceptions it cannot have raised): said, never as a cause. Each with its Fix's first step
     whole, as a match's."""
-    errors = result.matches or (result.salient and not result.warnings_only)
+    errors = result.matches or (result.salient and not result.nothing_failed)
     for m in result.notes:
         why = (
             "a setting for speed slows a server, it raises no exception"

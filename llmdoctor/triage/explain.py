@@ -606,6 +606,14 @@ class Explanation:
         return bool(self.salient) and all(_warning_or_notice(e.text) for e in self.salient)
 
     @property
+    def nothing_failed(self) -> bool:
+        """warnings_only, or what is logged at ERROR is a server's remark on a choice it then
+        makes without it (FALLS_BACK): no line says something failed."""
+        return bool(self.salient) and all(
+            _warning_or_notice(e.text) or _falls_back(e.text) for e in self.salient
+        )
+
+    @property
     def exit_code(self) -> int:
         """0 nothing explains it, 1 warnings (or text-only guesses), 2 a critical signature match."""
         if not self.matches:
@@ -799,7 +807,8 @@ class _Reading:
         """Whether a line read as wrong other than `lines` is no warning or notice (an error, a
         request that failed), or more were read than kept (then it is not known to be none)."""
         return self.error_lines > len(self.salient) or any(
-            e.line not in lines and not _warning_or_notice(e.text) for e in self.salient
+            e.line not in lines and not _warning_or_notice(e.text) and not _falls_back(e.text)
+            for e in self.salient
         )
 
 
@@ -2492,6 +2501,16 @@ def _timeouts_are_settings(text: str) -> bool:
 def _states_error(text: str) -> bool:
     """Whether the line states an error (ERROR_LINE) at its own level, ERROR or above."""
     return bool(ERROR_LINE.search(text)) and not _below_error(text)
+
+
+# an ERROR a server logs and then goes on without: vLLM's flash-attention version check
+# (attention/utils/fa_utils.py logs it, asserts, catches its own AssertionError and leaves the
+# choice of attention backend to the platform: FA2 on a pre-Ampere GPU, a T4)
+FALLS_BACK = re.compile(r"Cannot use FA version [0-9]+ is not supported due to ")
+
+
+def _falls_back(text: str) -> bool:
+    return "Cannot use FA" in text and FALLS_BACK.search(text) is not None
 
 
 def _warning_or_notice(text: str) -> bool:

@@ -175,10 +175,13 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
                 if len(said) < MAX_SAID:
                     said[text] = word
             phase = word or phase
-        if number >= line - AFTER:
+        near = number >= line - AFTER
+        in_traceback = number <= line and ("File " in text or "Traceback (most recent" in text)
+        if near or in_traceback:
             starts, serves = bool(STARTUP_FAILURE.search(text)), bool(SERVING_FRAME.search(text))
-            near_startup = near_startup or starts
-            near_serving = near_serving or serves
+            if near:
+                near_startup = near_startup or starts
+                near_serving = near_serving or serves
             if number > line:
                 continue
             if number == line and starts:  # the line itself says it (`Error initializing vLLM
@@ -189,11 +192,15 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
                 # vLLM's own calls: a script's `from_engine_args` after it served is its own
                 own_startup = own_startup or (starts and "vllm/" in text)
                 own_serving = own_serving or serves
+        elif (own_startup or own_serving) and number < line and not TRACEBACK_BODY.search(text):
+            # a line of no traceback: whatever traceback came before ended there (a long one,
+            # torch.compile's frames, may start more than AFTER lines above its exception)
+            own_startup = own_serving = False
     if phase == "up":
         return own_startup and not own_serving
     if phase == "starting":
-        return near_startup or not near_serving
-    return near_startup and not near_serving
+        return near_startup or own_startup or not (near_serving or own_serving)
+    return (near_startup or own_startup) and not (near_serving or own_serving)
 
 
 def start_failed_after(lines: Iterable[tuple[int, str]], line: int) -> tuple[int, str] | None:
