@@ -160,6 +160,21 @@ def test_a_zero_count_of_failures_is_no_error_line(entries):
     assert [e.line for e in failed.salient] == [7]
     logged = explain(io.BytesIO(b"ERROR worker: 0 failed\n"), entries, name="<stdin>")
     assert len(logged.salient) == 1  # an ERROR line stays one whatever it counts
+    # other zero counts (a benchmark's `Failed requests: 0`, `num_failed=0`, `Failures: 0.0%`)
+    zeros = ["Successful requests: 100, Failed requests: 0", "num_failed=0", "Failures: 0.0%"]
+    quiet = explain(io.BytesIO("\n".join(zeros).encode() + b"\n"), entries, name="<stdin>")
+    assert quiet.salient == []
+    # hostile pass: a 0 after a name is an id, not a count; a 0 compared or counting something
+    # else is no zero count of failures
+    for line in (
+        "[rank0]: Rank 0 failed to initialize the NCCL communicator",
+        "GPU 0 failed: fell off the bus",
+        "Replica llama3-0 failed to start",
+        "Check failed: 0 == rc",
+        "Error: 0 GPUs available",
+    ):
+        said = explain(io.BytesIO(line.encode() + b"\n"), entries, name="<stdin>")
+        assert [e.text for e in said.salient] == [line], line
 
 
 def test_a_stream_finds_an_error_line_past_many_that_say_none_failed(entries, monkeypatch):
@@ -174,13 +189,16 @@ def test_a_stream_finds_an_error_line_past_many_that_say_none_failed(entries, mo
 
 
 def test_lines_left_unread_past_too_many_that_say_none_failed_are_said(entries, monkeypatch):
+    # the tail search passes over at most TAIL_PASSED_OVER such lines in a block (each is
+    # decoded and read): past them, in a stretch bigger than one search chunk, what it did not
+    # read is said rather than called healthy
     import llmdoctor.triage.explain as explain_module
-    import llmdoctor.wiki.signatures as signatures_module
 
     monkeypatch.setattr(explain_module, "CLEAN_BYTES", 100)
-    monkeypatch.setattr(signatures_module, "TAIL_UNCOUNTED_MAX", 50)
-    zeros = "".join(ZERO_FAILED.format(n % 60, n) for n in range(300))
-    result = explain(io.BytesIO((SOME_FAILED + zeros).encode()), entries, name="<stdin>")
+    zeros = "".join(ZERO_FAILED.format(n % 60, n) for n in range(2000))
+    text = zeros[:2000] + SOME_FAILED + zeros  # the stream's first bytes are read on their own
+    result = explain(io.BytesIO(text.encode()), entries, name="<stdin>")
+    assert result.salient == []
     assert any("say nothing failed" in said for said in result.unchecked)
 
 
@@ -278,6 +296,26 @@ def test_v0_cuda_graph_capture_advice_is_not_mistaken_for_enforce_eager(entries)
         "mode, set 'enforce_eager=True' or use '--enforce-eager' in the CLI.\n"
     )
     assert "enforce-eager-in-production" not in [m.id for m in run_text(line, entries).matches]
+
+
+def test_advice_inside_an_exception_raised_is_still_an_error_line(entries):
+    # vLLM's INFO advice (`If you are running out of memory, consider decreasing
+    # gpu_memory_utilization …`) is no error line; transformers' ValueError whose message gives
+    # advice is one (hostile pass: it read as advice, "no line looks like an error")
+    raised = (
+        "ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have "
+        "enough GPU RAM to fit the quantized model. If you want to dispatch the model on the CPU "
+        "or the disk while keeping these modules in 32-bit, you need to set "
+        "`load_in_8bit_fp32_cpu_offload=True` and pass a custom `device_map` to `from_pretrained`.\n"
+    )
+    assert [e.line for e in run_text(raised, entries).salient] == [1]
+    advice = (
+        "INFO 07-01 10:00:00 [gpu_worker.py:200] If you are running out of memory, consider "
+        "decreasing `gpu_memory_utilization` or enforcing eager mode.\n"
+    )
+    assert run_text(advice, entries).salient == []
+    logged = advice.replace("INFO ", "ERROR ")
+    assert len(run_text(logged, entries).salient) == 1
 
 
 # --- issue 14: one ranking, confidence, abstention, reading what people paste ----------------
@@ -1087,6 +1125,14 @@ def test_a_v0_server_stopped_by_ctrl_c_is_a_clean_stop_with_nothing_to_fix(entri
     assert result.notes[0].stopped_cleanly
     code, out, _ = run_cli(capsys, "explain", str(path))
     assert code == 0 and "Nothing to fix: no request failed after it." in out
+    # hostile pass: requests that failed before the stop (the server stopped while failing)
+    # are what to look into; the stop is still a note, but no "Nothing to fix"
+    lines = path.read_text().splitlines(keepends=True)
+    failing = 'INFO:     10.1.0.4:41210 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error\n'
+    result = run_text("".join(lines[:2] + [failing] * 3 + lines[2:]), entries)
+    assert [m.id for m in result.notes] == ["server-stopped-by-signal"]
+    assert result.notes[0].failed_before and not result.notes[0].stopped_cleanly
+    assert result.to_json()["notes"][0]["failed_before"] is True
 
 
 GLIBC_BESIDE_EAGER = (

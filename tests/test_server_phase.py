@@ -270,15 +270,21 @@ def test_a_traceback_longer_than_the_window_is_read_whole_for_its_start_up_calls
     first = next(n for n, t in numbered(text) if "in profile_run" in t)
     assert line - first > AFTER
     assert during_startup(numbered(text), line)
-    # a line of no traceback between them (above the last AFTER lines) ends that traceback:
-    # its calls say nothing of the OOM
+    # hostile pass: a paste that lost the code lines' indentation, another process's line in
+    # the middle, are still that traceback; an exception line ends it
+    lines = numbered(text)
+    bare = [(n, t.replace("[core.py:866]     ", "[core.py:866] ")) for n, t in lines]
+    assert during_startup(bare, line)
     gap = line - AFTER - 1
     assert first < gap
-    cut = [
-        (n, "INFO 01-19 23:55:18 [loader.py:1] unrelated" if n == gap else t)
-        for n, t in numbered(text)
-    ]
-    assert not during_startup(cut, line)
+    other = "(APIServer pid=1) INFO 01-19 23:55:18 [utils.py:1] Waiting for 1 core engine proc(s)"
+    assert during_startup([(n, other if n == gap else t) for n, t in lines], line)
+    ended = "(EngineCore_DP0 pid=558551) ERROR 01-19 23:55:18 [core.py:866] ValueError: other"
+    assert not during_startup([(n, ended if n == gap else t) for n, t in lines], line)
+    # once the server served, only an engine built again is a start: the same calls then (an
+    # RL trainer's weight update reloading into a serving engine) are a runtime OOM
+    up = [(0, "INFO:     Application startup complete."), *lines]
+    assert not during_startup(up, line)
 
 
 def test_an_oom_vllm_reports_as_its_sampler_warm_up_is_at_start_up():

@@ -394,11 +394,12 @@ def _render_notes(result, console, escape) -> None:
     whole, as a match's."""
     errors = result.matches or (result.salient and not result.nothing_failed)
     for m in result.notes:
-        why = (
-            "a setting for speed slows a server, it raises no exception"
-            if errors and not m.stopped_cleanly
-            else "no error follows it"
-        )
+        if m.failed_before:
+            why = "it came after the errors below, which it did not cause"
+        elif errors and not m.stopped_cleanly:
+            why = "a setting for speed slows a server, it raises no exception"
+        else:
+            why = "no error follows it"
         console.print(
             f"[{STYLE['warning']}] NOTE [/] [bold]{escape(m.id)}[/]: {escape(m.title)} "
             f"[dim](a note on how it was set up or stopped, not what failed: {why})[/]",
@@ -410,6 +411,13 @@ def _render_notes(result, console, escape) -> None:
             console.print(
                 "   [cyan]Nothing to fix:[/] no request failed after it. How to stop without "
                 f"failing any: [bold]llmdoctor wiki show {escape(m.id)}[/]",
+                soft_wrap=True,
+            )
+            continue
+        if m.failed_before:  # what failed before it is the story; its Fix only how to stop
+            console.print(
+                "   [cyan]Look into the errors below:[/] they came before the stop. How to stop "
+                f"without failing requests: [bold]llmdoctor wiki show {escape(m.id)}[/]",
                 soft_wrap=True,
             )
             continue

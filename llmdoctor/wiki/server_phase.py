@@ -49,6 +49,14 @@ STARTUP_FAILURE = re.compile(
     # Triton's model table repeat them
     r"|Failed to create instance: |unexpected error when creating modelInstanceState: "
 )
+# ... of those, an engine being built (not its weights loaded again into one that serves)
+NEW_ENGINE = re.compile(
+    r"\bin (from_engine_args|from_vllm_config)\b|vllm/entrypoints/llm\.py\", line [0-9]+, in __init__"
+)
+# a Python exception's own line (its class and message), whatever prefix a logger put before it
+EXCEPTION_LINE = re.compile(
+    r"(^|[\s\]):>])[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Interrupt|Exit)(:|$)"
+)
 # a traceback through the engine's serving loop: a step over requests, not a start
 SERVING_FRAME = re.compile(
     r"\bin (execute_model|step|step_with_batch_queue|run_busy_loop|_process_engine_step"
@@ -157,8 +165,9 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
     phase = None  # "starting" or "up": the last word before the line
     near_startup = near_serving = False  # traceback words within AFTER lines of it
     # the calls of the traceback that ends at the line (Python prints the frames, then the
-    # exception): a new engine being built after one served (a second `LLM(...)` in a script)
-    own_startup = own_serving = False
+    # exception), however long it is; after a server served, only an engine built again (a
+    # second `LLM(...)` in a script) is a start: `load_weights` then is an update of its weights
+    own_startup = own_serving = own_engine = False
     said: dict[str, str | None] = {}  # a line's phase, once per distinct line (idle stats lines)
     for number, text in lines:
         if number > line + AFTER:
@@ -176,8 +185,8 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
                     said[text] = word
             phase = word or phase
         near = number >= line - AFTER
-        in_traceback = number <= line and ("File " in text or "Traceback (most recent" in text)
-        if near or in_traceback:
+        frame = "File " in text
+        if near or (number <= line and (frame or "Traceback (most recent" in text)):
             starts, serves = bool(STARTUP_FAILURE.search(text)), bool(SERVING_FRAME.search(text))
             if near:
                 near_startup = near_startup or starts
@@ -185,19 +194,21 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
             if number > line:
                 continue
             if number == line and starts:  # the line itself says it (`Error initializing vLLM
-                own_startup = True  # engine: CUDA out of memory`): a start, whatever came before
+                own_startup = own_engine = True  # engine: CUDA out of memory`): a start
             elif "Traceback (most recent call last)" in text:
-                own_startup = own_serving = False
-            elif "File " in text:
-                # vLLM's own calls: a script's `from_engine_args` after it served is its own
-                own_startup = own_startup or (starts and "vllm/" in text)
+                own_startup = own_serving = own_engine = False
+            elif frame:  # vLLM's own calls (a script's own `load_model` is none of them)
+                ours = "vllm/" in text
+                own_startup = own_startup or (starts and ours)
                 own_serving = own_serving or serves
-        elif (own_startup or own_serving) and number < line and not TRACEBACK_BODY.search(text):
-            # a line of no traceback: whatever traceback came before ended there (a long one,
-            # torch.compile's frames, may start more than AFTER lines above its exception)
-            own_startup = own_serving = False
+                own_engine = own_engine or (ours and bool(NEW_ENGINE.search(text)))
+                continue
+        if number < line and (own_startup or own_serving) and EXCEPTION_LINE.search(text):
+            # an exception line ends the traceback before it (a long one, torch.compile's
+            # frames, may start more than AFTER lines above its own exception)
+            own_startup = own_serving = own_engine = False
     if phase == "up":
-        return own_startup and not own_serving
+        return own_engine and not own_serving
     if phase == "starting":
         return near_startup or own_startup or not (near_serving or own_serving)
     return (near_startup or own_startup) and not (near_serving or own_serving)

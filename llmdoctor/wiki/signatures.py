@@ -202,7 +202,7 @@ def signature_line(path: str | Path, signature: str) -> int:
 
 
 TAIL_CHUNK = 64 * 1024
-TAIL_UNCOUNTED_MAX = 20_000  # tail lines passed over as no error in one scan (each is decoded)
+TAIL_PASSED_OVER = 64  # tail lines passed over as no error in one block (each is decoded)
 # A block with this many candidate lines in its first DENSE_PROBE bytes is dense: with
 # `kinds=True` its lines are grouped by shape (LineKind) instead of being yielded one by one.
 DENSE_PROBE = 64 * 1024
@@ -242,7 +242,8 @@ class SignatureSet:
     each block (searched backwards in growing chunks): for lines of which only the last few are
     kept (explain's salient lines), a log whose every line matches costs no more than one with
     a few. A line `tail_uncounted` says yes to (explain: one that says it is no error, `0
-    failed`) is passed on but not counted, so such lines cannot crowd out the last real ones.
+    failed`) is passed on but not counted, up to TAIL_PASSED_OVER in a block, so such lines
+    cannot crowd out the last real ones (`tail_cut`: a block had more).
     """
 
     def __init__(
@@ -321,9 +322,8 @@ class SignatureSet:
         self._known_shapes: set[bytes] = set()  # the shapes of the last block read by shape
         self.tail_keep = tail_keep
         self._tail_uncounted = tail_uncounted
-        self._uncounted_left = TAIL_UNCOUNTED_MAX
-        # the tail search stopped passing over such lines (TAIL_UNCOUNTED_MAX of them): lines
-        # above the last ones of a block may have been left unread
+        # a block's tail search stopped passing over such lines (TAIL_PASSED_OVER of them): lines
+        # above them in that block may have been left unread
         self.tail_cut = False
         self.before_lines = before_lines  # each match carries this many lines before it
         if self.patterns:
@@ -862,6 +862,7 @@ class SignatureSet:
         assert self._tail_set is not None
         found: set[int] = set()
         uncounted, not_counted = self._tail_uncounted, 0
+        passed_left = TAIL_PASSED_OVER if uncounted is not None else 0
         end, chunk = len(block), TAIL_CHUNK
         while end > 0 and len(found) - not_counted < self.tail_keep:
             begin = 0 if end <= chunk else block.rfind(b"\n", 0, end - chunk) + 1
@@ -869,20 +870,21 @@ class SignatureSet:
             in_chunk: set[int] = set()
             for n in hit or ():
                 self._line_starts(self._searcher(self._tail_order[n]), block, begin, end, in_chunk)
-            if uncounted is not None:  # the lines still wanted, the last first
+            if uncounted is not None and passed_left > 0:  # the lines still wanted, last first
                 wanted = self.tail_keep - (len(found) - not_counted)
-                for start in sorted(in_chunk, reverse=True)[: wanted + self._uncounted_left]:
+                for start in sorted(in_chunk, reverse=True)[: wanted + passed_left]:
                     stop = block.find(b"\n", start, end)
                     if uncounted(block[start : end if stop < 0 else stop]):
                         not_counted += 1
-                        self._uncounted_left -= 1
-                        self.tail_cut = self.tail_cut or self._uncounted_left <= 0
+                        passed_left -= 1
                     else:
                         wanted -= 1
-                    if wanted <= 0 or self._uncounted_left <= 0:
+                    if wanted <= 0 or passed_left <= 0:
                         break
             found |= in_chunk
             end, chunk = begin, chunk * 2
+        if uncounted is not None and passed_left <= 0 and end > 0:
+            self.tail_cut = True  # the lines above those passed over were not all searched
         starts.update(found)
 
     def scan_text(
