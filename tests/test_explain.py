@@ -161,7 +161,13 @@ def test_a_zero_count_of_failures_is_no_error_line(entries):
     logged = explain(io.BytesIO(b"ERROR worker: 0 failed\n"), entries, name="<stdin>")
     assert len(logged.salient) == 1  # an ERROR line stays one whatever it counts
     # other zero counts (a benchmark's `Failed requests: 0`, `num_failed=0`, `Failures: 0.0%`)
-    zeros = ["Successful requests: 100, Failed requests: 0", "num_failed=0", "Failures: 0.0%"]
+    zeros = [
+        "Successful requests: 100, Failed requests: 0",
+        "num_failed=0",
+        "Failures: 0.0%",
+        "[batch 3]: 0 failed, 512 succeeded",
+        '{"ok": 512, "failed": 0}',
+    ]
     quiet = explain(io.BytesIO("\n".join(zeros).encode() + b"\n"), entries, name="<stdin>")
     assert quiet.salient == []
     # hostile pass: a 0 after a name is an id, not a count; a 0 compared or counting something
@@ -172,6 +178,8 @@ def test_a_zero_count_of_failures_is_no_error_line(entries):
         "Replica llama3-0 failed to start",
         "Check failed: 0 == rc",
         "Error: 0 GPUs available",
+        "Ranks 1, 0 failed to connect",
+        "Assertion failed: 0, file ggml.c, line 4231",
     ):
         said = explain(io.BytesIO(line.encode() + b"\n"), entries, name="<stdin>")
         assert [e.text for e in said.salient] == [line], line
@@ -316,6 +324,12 @@ def test_advice_inside_an_exception_raised_is_still_an_error_line(entries):
     assert run_text(advice, entries).salient == []
     logged = advice.replace("INFO ", "ERROR ")
     assert len(run_text(logged, entries).salient) == 1
+    # an error stated before the advice (llama.cpp's download of a gated model)
+    gated = (
+        "error: model is private or does not exist; if you are accessing a gated model, please "
+        "provide a valid HF token\n"
+    )
+    assert len(run_text(gated, entries).salient) == 1
 
 
 # --- issue 14: one ranking, confidence, abstention, reading what people paste ----------------
@@ -1133,6 +1147,16 @@ def test_a_v0_server_stopped_by_ctrl_c_is_a_clean_stop_with_nothing_to_fix(entri
     assert [m.id for m in result.notes] == ["server-stopped-by-signal"]
     assert result.notes[0].failed_before and not result.notes[0].stopped_cleanly
     assert result.to_json()["notes"][0]["failed_before"] is True
+    # a client's 404 (a browser's favicon) is no failure of the server
+    missing = 'INFO:     10.1.0.4:41210 - "GET /favicon.ico HTTP/1.1" 404 Not Found\n'
+    result = run_text("".join([*lines[:2], missing, *lines[2:]]), entries)
+    assert result.notes[0].stopped_cleanly
+    # two lives (`docker logs` across a restart): the 500s before the second stop count
+    restart = "INFO 05-06 03:10:00 [api_server.py:912] vLLM API server version 0.8.5\n"
+    second = "".join([restart, *lines[:2], failing, *lines[2:]])
+    result = run_text(path.read_text() + second, entries)
+    assert [m.id for m in result.notes] == ["server-stopped-by-signal"]
+    assert result.notes[0].failed_before
 
 
 GLIBC_BESIDE_EAGER = (

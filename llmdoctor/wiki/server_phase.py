@@ -49,10 +49,9 @@ STARTUP_FAILURE = re.compile(
     # Triton's model table repeat them
     r"|Failed to create instance: |unexpected error when creating modelInstanceState: "
 )
-# ... of those, an engine being built (not its weights loaded again into one that serves)
-NEW_ENGINE = re.compile(
-    r"\bin (from_engine_args|from_vllm_config)\b|vllm/entrypoints/llm\.py\", line [0-9]+, in __init__"
-)
+# ... of those, the calls that also load weights into an engine that serves (an RL trainer's
+# weight update, a wake from sleep): after it served they are no start
+RELOAD_CALL = re.compile(r"\bin (load_weights|load_model)\b")
 # a Python exception's own line (its class and message), whatever prefix a logger put before it
 EXCEPTION_LINE = re.compile(
     r"(^|[\s\]):>])[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Interrupt|Exit)(:|$)"
@@ -166,7 +165,8 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
     near_startup = near_serving = False  # traceback words within AFTER lines of it
     # the calls of the traceback that ends at the line (Python prints the frames, then the
     # exception), however long it is; after a server served, only an engine built again (a
-    # second `LLM(...)` in a script) is a start: `load_weights` then is an update of its weights
+    # second `LLM(...)` in a script, another data-parallel engine capturing its graphs) is a
+    # start: `load_weights` then is an update of its weights
     own_startup = own_serving = own_engine = False
     said: dict[str, str | None] = {}  # a line's phase, once per distinct line (idle stats lines)
     for number, text in lines:
@@ -201,7 +201,7 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
                 ours = "vllm/" in text
                 own_startup = own_startup or (starts and ours)
                 own_serving = own_serving or serves
-                own_engine = own_engine or (ours and bool(NEW_ENGINE.search(text)))
+                own_engine = own_engine or (starts and ours and not RELOAD_CALL.search(text))
                 continue
         if number < line and (own_startup or own_serving) and EXCEPTION_LINE.search(text):
             # an exception line ends the traceback before it (a long one, torch.compile's
