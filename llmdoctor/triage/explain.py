@@ -155,7 +155,8 @@ SALIENT_PATTERNS = (
 )
 # a line that gives advice ("If you are running out of memory, consider ...") is not an error,
 # unless it is an exception raised with the advice in its message (transformers' `ValueError: …
-# If you want to dispatch the model on the CPU …, you need to set …`) or logged at ERROR
+# If you want to dispatch the model on the CPU …, you need to set …`) or what comes before its
+# `If you` reads as an error (logged at ERROR, llama.cpp's `error: …`): `_advice`
 ADVICE = re.compile(r"\b[Ii]f you\b.*\b(consider|try|please|set|use)\b")
 RAISED_WITH_MESSAGE = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(Error|Exception): ")
 
@@ -629,9 +630,7 @@ class Explanation:
     def nothing_failed(self) -> bool:
         """warnings_only, or what is logged at ERROR is a server's remark on a choice it then
         makes without it (FALLS_BACK): no line says something failed."""
-        return bool(self.salient) and all(
-            _warning_or_notice(e.text) or _falls_back(e.text) for e in self.salient
-        )
+        return bool(self.salient) and all(_no_failure(e.text) for e in self.salient)
 
     @property
     def exit_code(self) -> int:
@@ -791,7 +790,8 @@ class _Reading:
     # stats lines after the outage, `_phase_lines`): a stall or an outage ends by them, never by
     # lines not read
     kept_only: bool = False
-    # the scan passed over its most lines that say nothing failed: lines above them unread
+    # a block's tail search passed over its most lines that say nothing failed
+    # (SignatureSet.tail_cut): lines above them in that block may be unread
     tail_cut: bool = False
 
     @cached_property
@@ -827,8 +827,7 @@ class _Reading:
         """Whether a line read as wrong other than `lines` is no warning or notice (an error, a
         request that failed), or more were read than kept (then it is not known to be none)."""
         return self.error_lines > len(self.salient) or any(
-            e.line not in lines and not _warning_or_notice(e.text) and not _falls_back(e.text)
-            for e in self.salient
+            e.line not in lines and not _no_failure(e.text) for e in self.salient
         )
 
 
@@ -1364,11 +1363,16 @@ def _negative(text: str, field: re.Pattern = NEGATIVE_FIELD) -> bool:
     )
 
 
-def _says_no_error(line: bytes) -> bool:
-    """Whether a salient line says it is none (advice, a field that says "nothing", a zero count
-    of failures): the last salient lines of a block are looked for past such lines."""
-    text = line.decode("utf-8", errors="replace")
+def _says_none(text: str) -> bool:
+    """Whether a salient line says it is no error: advice, a field that says "nothing", a zero
+    count of failures, an NCCL INFO line."""
     return _advice(text) or _negative(text)
+
+
+def _says_no_error(line: bytes) -> bool:
+    """_says_none of a block's raw line: the last salient lines of a block are looked for past
+    such lines."""
+    return _says_none(line.decode("utf-8", errors="replace"))
 
 
 def _heals(scanner: SignatureSet):
@@ -2587,6 +2591,12 @@ def _falls_back(text: str) -> bool:
     return "Cannot use FA" in text and FALLS_BACK.search(text) is not None
 
 
+def _no_failure(text: str) -> bool:
+    """A line read as wrong that says nothing failed: a warning or a notice, or a server's
+    remark on a choice it then makes without it (FALLS_BACK)."""
+    return _warning_or_notice(text) or _falls_back(text)
+
+
 def _warning_or_notice(text: str) -> bool:
     """Whether the line was logged below ERROR and is no request that failed (an access log's
     503, logged at INFO): a warning or a notice, whatever failure it mentions."""
@@ -2628,7 +2638,7 @@ def _error_lines(reading: _Reading, before: int) -> list[Evidence]:
             continue
         if not_server_output(text):
             continue
-        if _advice(text) or _negative(text):
+        if _says_none(text):
             continue
         out.append(Evidence(n, text[:MAX_TEXT]))
     return out

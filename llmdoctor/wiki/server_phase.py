@@ -156,8 +156,9 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
     """Whether input line `line` comes while the server starts. The last word before it decides
     (a start-up line: starting; a line that says it is up or served: up); while starting, a
     traceback through the serving loop near it and no start-up call says up after all; once up,
-    only the line's own traceback through a start-up call and no serving call (an engine built
-    again) says starting; with no word before it, a start-up failure's words near it (a
+    only the line's own traceback (read whole, to the exception line before it) through a
+    start-up call other than a reload of weights (RELOAD_CALL) and no serving call (an engine
+    built again) says starting; with no word before it, a start-up failure's words near it (a
     worker's `while processing method load_model`, `Engine core initialization failed`) say
     starting. `lines` are (number, text) in order; read only as far as the answer needs.
     """
@@ -166,7 +167,7 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
     # the calls of the traceback that ends at the line (Python prints the frames, then the
     # exception), however long it is; after a server served, only an engine built again (a
     # second `LLM(...)` in a script, another data-parallel engine capturing its graphs) is a
-    # start: `load_weights` then is an update of its weights
+    # start (`own_engine`): `load_weights` then is an update of its weights
     own_startup = own_serving = own_engine = False
     said: dict[str, str | None] = {}  # a line's phase, once per distinct line (idle stats lines)
     for number, text in lines:
