@@ -27,6 +27,7 @@ from llmdoctor.triage.explain import (
     read_input,
     search_query,
 )
+from llmdoctor.triage.pasted import compose_services
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "explain_corpus"
@@ -1157,6 +1158,60 @@ def test_a_v0_server_stopped_by_ctrl_c_is_a_clean_stop_with_nothing_to_fix(entri
     result = run_text(path.read_text() + second, entries)
     assert [m.id for m in result.notes] == ["server-stopped-by-signal"]
     assert result.notes[0].failed_before
+
+
+def _prefixed(prefix: str, text: str) -> str:
+    return "".join(prefix + line for line in text.splitlines(keepends=True))
+
+
+def test_a_stop_in_a_rollout_reads_its_own_pods_life(entries):
+    # `kubectl logs --prefix` (or `docker compose logs`) of a rollout: the new pod starts, then
+    # the old one is stopped. The old pod's 500s came before its stop; the new pod's start is
+    # no start of the old pod's life, so its stop is no "Nothing to fix"
+    path = next((FIXTURES / "explain_fresh/round52/server-stopped-by-signal").glob("*.log"))
+    lines = path.read_text().splitlines(keepends=True)
+    failing = 'INFO:     10.1.0.4:41210 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error\n'
+    start = "INFO 05-06 03:03:00 [api_server.py:912] vLLM API server version 0.8.5\n"
+    up = "INFO:     Application startup complete.\n"
+    for old, new in (
+        ("[pod/vllm-7b-6d9f8c-abc12/vllm] ", "[pod/vllm-7b-7f5b4d-xyz34/vllm] "),
+        ("vllm-old-1  | ", "vllm-new-1  | "),
+    ):
+        rollout = (
+            _prefixed(old, "".join(lines[:2] + [failing] * 2))
+            + _prefixed(new, start + up)
+            + _prefixed(old, "".join(lines[2:]))
+        )
+        result = run_text(rollout, entries)
+        assert [m.id for m in result.notes] == ["server-stopped-by-signal"], old
+        assert result.notes[0].failed_before, old
+        # the new pod's own 500s before the old pod's stop are no failure of the old pod's
+        quiet = (
+            _prefixed(old, "".join(lines[:2]))
+            + _prefixed(new, start + up + failing)
+            + _prefixed(old, "".join(lines[2:]))
+        )
+        assert run_text(quiet, entries).notes[0].stopped_cleanly, old
+
+
+def test_another_compose_services_start_is_no_start_of_this_ones(entries):
+    # `docker compose logs` of two vLLM services: one serves, the other starts, then the one
+    # that served runs out of memory: a runtime OOM, not a start-up that did not fit (the
+    # compose prefix is cleaned off each line; which service a line came from is kept)
+    served = (FIXTURES / "real-vllm-0.32/healthy/server.log").read_text()
+    starting = "".join(served.splitlines(keepends=True)[:32])  # to `Starting to load model`
+    oom = (FIXTURES / "explain_corpus/cuda-oom-runtime/vllm-l20-tried-16gib.log").read_text()
+    log = _prefixed("vllm-a-1  | ", served) + _prefixed("vllm-b-1  | ", starting)
+    result = run_text(log + _prefixed("vllm-a-1  | ", oom), entries)
+    assert result.matches[0].id == "cuda-oom-runtime"
+    # ... the starting service's own OOM is its start-up's; one service's log is one life
+    result = run_text(log + _prefixed("vllm-b-1  | ", oom), entries)
+    assert result.matches[0].id == "vllm-startup-memory-insufficient"
+    alone = _prefixed("vllm-a-1  | ", served + starting + oom)
+    assert run_text(alone, entries).matches[0].id == "vllm-startup-memory-insufficient"
+    # a logger's level column before `| ` is no service
+    levels = _prefixed("INFO     | ", served) + _prefixed("ERROR    | ", oom)
+    assert compose_services(levels.splitlines()) == {}
 
 
 GLIBC_BESIDE_EAGER = (

@@ -12,6 +12,7 @@ from llmdoctor.engine.facts import Facts
 from llmdoctor.engine.registry import all_checks
 from llmdoctor.engine.runner import run_checks
 from llmdoctor.engine.textsource import TextSource
+from llmdoctor.triage.explain import explain
 from llmdoctor.wiki.library import load_library
 from llmdoctor.wiki.server_phase import (
     AFTER,
@@ -38,6 +39,16 @@ DRILLS = ROOT / "tests" / "fixtures" / "real-vllm-0.32"
 
 def numbered(text: str) -> list[tuple[int, str]]:
     return list(enumerate(text.splitlines(), 1))
+
+
+def calls_renamed(lines: list[tuple[int, str]], **renames: str) -> list[tuple[int, str]]:
+    """The lines with each frame's `in old` call renamed `in new`, in the order given."""
+    out = []
+    for n, t in lines:
+        for old, new in renames.items():
+            t = t.replace(f"in {old}", f"in {new}")
+        out.append((n, t))
+    return out
 
 
 def oom_line(text: str) -> int:
@@ -286,15 +297,12 @@ def test_a_traceback_longer_than_the_window_is_read_whole_for_its_start_up_calls
     # trainer's update through collective_rpc) are not, and are a runtime OOM
     up = [(0, "INFO:     Application startup complete."), *lines]
     assert during_startup(up, line)
-    reload = [
-        (
-            n,
-            t.replace("in determine_available_memory", "in collective_rpc")
-            .replace("in profile_run", "in load_weights")
-            .replace("in _dummy_run", "in load_weights"),
-        )
-        for n, t in up
-    ]
+    reload = calls_renamed(
+        up,
+        determine_available_memory="collective_rpc",
+        profile_run="load_weights",
+        _dummy_run="load_weights",
+    )
     assert not during_startup(reload, line)
 
 
@@ -536,3 +544,48 @@ def test_retold_at_startup_asks_of_the_last_line_too():
     assert retold_at_startup(*args) == {"cuda-oom-runtime": STORY}
     assert retold_at_startup(*args, {"cuda-oom-runtime": first}) == {"cuda-oom-runtime": STORY}
     assert retold_at_startup(*args, {"cuda-oom-runtime": last}) == {}
+
+
+# a V0 start-up's profiling run, pasted as a bare traceback (vllm-project/vllm#7854's frames,
+# `[rank0]:` as torchrun prints them; the OOM line of #14095): `profile_run` runs the model
+# through `execute_model`, the serving loop's own call
+V0_PROFILE_RUN = """\
+[rank0]:     self.model_executor.determine_num_available_blocks())
+[rank0]:   File "/opt/conda/lib/python3.10/site-packages/vllm/executor/gpu_executor.py", line 94, in determine_num_available_blocks
+[rank0]:     return self.driver_worker.determine_num_available_blocks()
+[rank0]:   File "/opt/conda/lib/python3.10/site-packages/torch/utils/_contextlib.py", line 116, in decorate_context
+[rank0]:     return func(*args, **kwargs)
+[rank0]:   File "/opt/conda/lib/python3.10/site-packages/vllm/worker/worker.py", line 179, in determine_num_available_blocks
+[rank0]:     self.model_runner.profile_run()
+[rank0]:   File "/opt/conda/lib/python3.10/site-packages/torch/utils/_contextlib.py", line 116, in decorate_context
+[rank0]:     return func(*args, **kwargs)
+[rank0]:   File "/opt/conda/lib/python3.10/site-packages/vllm/worker/model_runner.py", line 940, in profile_run
+[rank0]:     self.execute_model(model_input, kv_caches, intermediate_tensors)
+[rank0]:   File "/opt/conda/lib/python3.10/site-packages/torch/utils/_contextlib.py", line 116, in decorate_context
+[rank0]:     return func(*args, **kwargs)
+[rank0]:   File "/opt/conda/lib/python3.10/site-packages/vllm/worker/model_runner.py", line 1363, in execute_model
+[rank0]:     hidden_or_intermediate_states = model_executable(
+[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 2 has a total capacity of 14.62 GiB of which 3.31 MiB is free.
+"""
+
+
+def test_a_serving_call_under_a_start_up_call_is_the_start():
+    # V0's `profile_run` calls `execute_model`: a bare traceback through both, outermost first,
+    # is a start-up (it was told as an OOM while serving); the other way round, a start-up
+    # call's name under the serving loop (a data-parallel engine's dummy batch through
+    # `_dummy_run` while serving) is serving
+    lines = numbered(V0_PROFILE_RUN)
+    line = len(lines)
+    assert during_startup(lines, line)
+    result = explain(TextSource.from_text("paste", V0_PROFILE_RUN), ENTRIES)
+    assert result.matches[0].id == STORY
+    swapped = calls_renamed(
+        lines,
+        determine_num_available_blocks="run_busy_loop",
+        profile_run="step",
+        execute_model="_dummy_run",
+    )
+    assert not during_startup(swapped, line)
+    # a serving traceback nearby does not outvote the line's own
+    serving = '[rank1]:   File "/opt/vllm/vllm/engine/llm_engine.py", line 1, in step'
+    assert during_startup([*lines, (line + 1, serving)], line)

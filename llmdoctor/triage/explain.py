@@ -52,7 +52,12 @@ from llmdoctor.triage.cut_traceback import FRAME, ends_inside_traceback
 from llmdoctor.triage.describe_text import last_state_of, pod_not_ready
 from llmdoctor.triage.line_time import written_after
 from llmdoctor.triage.other_engine import engine_of, their_flags
-from llmdoctor.triage.pasted import RecordLines, clean_lines, looks_like_records
+from llmdoctor.triage.pasted import (
+    RecordLines,
+    clean_lines,
+    compose_services,
+    looks_like_records,
+)
 from llmdoctor.wiki.cause_graph import CauseGraph
 from llmdoctor.wiki.holding import holding_patterns, unusable_holding_patterns
 from llmdoctor.wiki.links import page_url
@@ -793,6 +798,8 @@ class _Reading:
     # a block's tail search passed over its most lines that say nothing failed
     # (SignatureSet.tail_cut): lines above them in that block may be unread
     tail_cut: bool = False
+    # input line -> the docker-compose service it came from, where several are interleaved
+    services: dict[int, str] = field(default_factory=dict)
 
     @cached_property
     def lines(self) -> list[str]:
@@ -817,11 +824,38 @@ class _Reading:
     def _line_numbers(self) -> Sequence[int]:
         return self.numbers or range(1, len(self.lines) + 1)
 
-    def pod_lines(self, text: str) -> Iterable[tuple[int, str]]:
-        """numbered(), of the pod whose prefix `text` opens with (`kubectl logs --prefix`,
-        stern) only: every line when it names none."""
-        pod = _pod(text)
-        return ((n, t) for n, t in self.numbered() if _pod(t) == pod)
+    def origin(self, number: int, text: str) -> str:
+        """Whose line input line `number` (`text`, cleaned) is: the pod its prefix names
+        (`kubectl logs --prefix`, stern) or the compose service it came from; "" when the log
+        says of none."""
+        return _pod(text) or self.services.get(number, "")
+
+    def pod_lines(self, number: int, text: str) -> Iterable[tuple[int, str]]:
+        """numbered(), of line `number`'s pod or compose service (`origin`) only: every line
+        when it names none."""
+        own = self.origin(number, text)
+        return ((n, t) for n, t in self.numbered() if self.origin(n, t) == own)
+
+    def starts_of(self, number: int, text: str) -> list[int]:
+        """The lines where a server (re)starts, in line `number`'s pod or service: every one
+        where their text was not kept (a big file read again)."""
+        if self.text is None or not (self.services or _pod(text) or self._start_pods):
+            return self.starts
+        own, texts = self.origin(number, text), self._start_texts
+        return [s for s in self.starts if self.origin(s, texts.get(s, "")) == own]
+
+    @cached_property
+    def _start_texts(self) -> dict[int, str]:
+        wanted = set(self.starts)
+        texts: dict[int, str] = {}
+        for n, t in self.numbered():
+            if n in wanted:
+                texts.setdefault(n, t)
+        return texts
+
+    @cached_property
+    def _start_pods(self) -> bool:
+        return any(_pod(t) for t in self._start_texts.values())
 
     def fails_beside(self, lines: set[int]) -> bool:
         """Whether a line read as wrong other than `lines` is no warning or notice (an error, a
@@ -844,7 +878,7 @@ def read_input(
         tail_keep=SALIENT_KEPT,
         tail_uncounted=_says_no_error,
     )
-    text, numbers, rest = _small_text(source, _heals(scanner))
+    text, numbers, services, rest = _small_text(source, _heals(scanner))
     scanned = ScanStats()
     if text is not None:
         text = without_cut_word(text, entries)
@@ -900,6 +934,7 @@ def read_input(
         starts,
         kept_only,
         scanner.tail_cut,
+        services,
     )
     return reading, scanner
 
@@ -1058,7 +1093,7 @@ def ended_the_start(matches: list[Match], reading: _Reading, entries: dict) -> N
             continue
         errors = [e for e in m.evidence if _states_error(e.text)]
         for error in sorted(errors, key=lambda e: e.line):  # an old pod's run-time error first
-            failed = start_failed_after(reading.pod_lines(error.text), error.line)
+            failed = start_failed_after(reading.pod_lines(error.line, error.text), error.line)
             if failed is not None:
                 m.severity = "critical"
                 m.ended_start = Evidence(failed[0], failed[1][:MAX_TEXT])
@@ -1088,10 +1123,13 @@ def served_again(matches: list[Match], reading: _Reading) -> None:
             after = [(n, t) for n, t in progress if n > end and _origin(t) in stalled]
         else:
             # that pod's generation (`kubectl logs --prefix`): another replica's says nothing of it
-            pods = {_pod(e.text) for e in m.evidence}
-            start = next((n for n in reading.starts if n > end), None)
+            last = max(m.evidence, key=lambda e: e.line)
+            pods = {reading.origin(e.line, e.text) for e in m.evidence}
+            start = next((n for n in reading.starts_of(last.line, last.text) if n > end), None)
             after = [
-                (n, t) for n, t in progress if start is not None and n > start and _pod(t) in pods
+                (n, t)
+                for n, t in progress
+                if start is not None and n > start and reading.origin(n, t) in pods
             ]
         if after:
             m.resumed = Resumed(
@@ -1386,11 +1424,14 @@ def _heals(scanner: SignatureSet):
     return heals
 
 
-def _small_text(source, heals=None) -> tuple[str | None, list[int], BinaryIO | None]:
+def _small_text(
+    source, heals=None
+) -> tuple[str | None, list[int], dict[int, str], BinaryIO | None]:
     """A paste, a small file or a short stream (stdin) as text cleaned by pasted.clean_lines,
-    with each line's number in the input; a big file as (None, [], None) and a long stream as
-    (None, [], the whole stream again), both scanned as they are, except that a big log of
-    JSON records comes back as a stream of their messages (RecordLines).
+    with each line's number in the input and the compose service of each line where several
+    are interleaved (pasted.compose_services); a big file as (None, [], {}, None) and a long
+    stream as (None, [], {}, the whole stream again), both scanned as they are, except that a
+    big log of JSON records comes back as a stream of their messages (RecordLines).
     """
     if isinstance(source, TextSource):
         if source.text is not None:
@@ -1398,9 +1439,9 @@ def _small_text(source, heals=None) -> tuple[str | None, list[int], BinaryIO | N
         elif source.path is not None and source.size_bytes() <= CLEAN_BYTES:
             raw = source.path.read_bytes().decode("utf-8", errors="replace")
         elif source.path is not None and _records_file(source.path):
-            return None, [], RecordLines(source.path.open("rb"), owned=True)
+            return None, [], {}, RecordLines(source.path.open("rb"), owned=True)
         else:
-            return None, [], None
+            return None, [], {}, None
     else:
         parts, size = [], 0
         while size <= CLEAN_BYTES:  # a stream may answer in short reads (pipes, LogStream)
@@ -1412,7 +1453,8 @@ def _small_text(source, heals=None) -> tuple[str | None, list[int], BinaryIO | N
         head = b"".join(parts)
         if len(head) > CLEAN_BYTES:
             rejoined = _Rejoined(head, source)
-            return None, [], RecordLines(rejoined) if looks_like_records(head[:SNIFF]) else rejoined
+            stream = RecordLines(rejoined) if looks_like_records(head[:SNIFF]) else rejoined
+            return None, [], {}, stream
         raw = head.decode("utf-8", errors="replace")
     # a UTF-8 BOM (Notepad, PowerShell) is no part of a line, nor where `cat` joined two files
     raw = raw.removeprefix("\ufeff").replace("\n\ufeff", "\n")
@@ -1420,7 +1462,8 @@ def _small_text(source, heals=None) -> tuple[str | None, list[int], BinaryIO | N
     text = "\n".join(t for _, t in pairs)
     if raw and not raw.endswith("\n"):  # the paste may stop mid-word: without_cut_word says
         text += CUT_MARK
-    return text, [n for n, _ in pairs], None
+    services = compose_services(split_log_lines(raw)) if " | " in raw else {}
+    return text, [n for n, _ in pairs], services, None
 
 
 CUT_MARK = "\x00cut"  # ends a small input's text when the input did not end with a newline
@@ -1586,8 +1629,10 @@ def decide(
     set_aside = 0
     if notes:  # a note's own remark on the setting is no error line, nor a clean stop's notices
         remarks = {e.line for m in notes for e in m.evidence}
-        windows = [w for m in notes if m.stopped_cleanly for w in _stop_windows(m, reading.starts)]
-        kept = [e for e in salient if e.line not in remarks and not _in_a_window(e, windows)]
+        windows = [w for m in notes if m.stopped_cleanly for w in _stop_windows(m, reading)]
+        kept = [
+            e for e in salient if e.line not in remarks and not _in_a_window(e, windows, reading)
+        ]
         set_aside, salient = len(salient) - len(kept), kept
     # one per input line: a pasted event's row is also read as its Message alone (for the
     # search), a second reading of the same line, no second error
@@ -1719,7 +1764,7 @@ def _came_at_startup(match: Match, reading: _Reading) -> bool:
     one's start."""
     first = min(match.evidence, key=lambda e: e.line)
     last = max(match.evidence, key=lambda e: e.line)
-    return all(during_startup(reading.pod_lines(e.text), e.line) for e in {first, last})
+    return all(during_startup(reading.pod_lines(e.line, e.text), e.line) for e in {first, last})
 
 
 def folded_into_story(
@@ -2130,20 +2175,20 @@ def _stops_nothing_failed_after(
     access = compiled(ACCESS_ERROR)
     notes = []
     for stop in stops:
-        windows = _stop_windows(stop, reading.starts)
+        windows = _stop_windows(stop, reading)
         wrong = any(
-            _in_a_window(e, windows) and (_states_error(e.text) or access.search(e.text))
+            _in_a_window(e, windows, reading) and (_states_error(e.text) or access.search(e.text))
             for e in reading.salient
         )
         if not wrong and reading.text is not None and "aborting in-flight" in reading.text:
             wrong = any(
-                ABORTED_IN_FLIGHT.search(t) and _in_a_window(Evidence(n, t), windows)
+                ABORTED_IN_FLIGHT.search(t) and _in_a_window(Evidence(n, t), windows, reading)
                 for n, t in reading.numbered()
             )
         later = any(
             m is not stop
             and m.how == "signature"
-            and any(_in_a_window(e, windows) for e in m.evidence)
+            and any(_in_a_window(e, windows, reading) for e in m.evidence)
             for m in confident
         )
         if not wrong and not later:
@@ -2159,10 +2204,14 @@ def _failed_before(stop: Match, reading: _Reading) -> bool:
     or more lines were read as wrong than kept (then it is not known that none did)."""
     if reading.error_lines > len(reading.salient):
         return True
-    for stop_line in {e.line for e in stop.evidence}:
-        began = max((s for s in reading.starts if s < stop_line), default=0)
+    for said in {e.line: e for e in stop.evidence}.values():
+        own = reading.origin(said.line, said.text)
+        began = max(
+            (s for s in reading.starts_of(said.line, said.text) if s < said.line), default=0
+        )
         if any(
-            began <= e.line < stop_line
+            began <= e.line < said.line
+            and reading.origin(e.line, e.text) == own
             and (_states_error(e.text) or bool(SERVER_FAILED.search(e.text)))
             for e in reading.salient
         ):
@@ -2760,7 +2809,7 @@ def fuse(
             )
         )
     graph = graph or CauseGraph.from_entries(entries)
-    graph, failed_before = _stopped_from_outside(matches, entries, graph, reading.starts)
+    graph, failed_before = _stopped_from_outside(matches, entries, graph, reading)
     _causes_first(matches, graph)
     _killed_before_its_consequences(matches, graph)
     _outages_before_refusals(matches, entries, graph)
@@ -2849,9 +2898,9 @@ def _died_without_a_word(
     signed = _signed_lines(reading)
     latest: dict[str, tuple[int, str]] = {}
     for number, text in failed:
-        latest[_pod(text)] = (number, text)
+        latest[reading.origin(number, text)] = (number, text)
     for number, text in latest.values():
-        lines = list(reading.pod_lines(text))
+        lines = list(reading.pod_lines(number, text))
         lives = [n for n, t in lines if LIFE_START.search(t)]
         began = max((n for n in lives if n <= number), default=0)
         ended = min((n for n in lives if n > number), default=None)
@@ -3040,7 +3089,7 @@ STOPPED_TAG = "stopped-from-outside"
 
 
 def _stopped_from_outside(
-    matches: list[Match], entries: dict, graph: CauseGraph, starts: list[int]
+    matches: list[Match], entries: dict, graph: CauseGraph, reading: _Reading
 ) -> tuple[CauseGraph, list[tuple[Match, list[Match]]]]:
     """A stop sent from outside explains what the log shows after it and before the server
     starts again, in the same pod's lines (`_stop_windows`): the engine torn down under the
@@ -3053,11 +3102,11 @@ def _stopped_from_outside(
     cut: list[tuple[str, str]] = []
     failed_before: list[tuple[Match, list[Match]]] = []
     for stop in (m for m in matches if m.how == "signature" and m.id in stopped and m.evidence):
-        windows = _stop_windows(stop, starts)
+        windows = _stop_windows(stop, reading)
         for m in matches:
             if m is stop or not m.evidence or not graph.explains(stop.id, m.id):
                 continue
-            if all(_in_a_window(e, windows) for e in m.evidence):
+            if all(_in_a_window(e, windows, reading) for e in m.evidence):
                 # ... unless a failure of its own explains it too (a CUDA OOM during the drain)
                 if not any(
                     c is not stop
@@ -3079,18 +3128,26 @@ def _stopped_from_outside(
     return (graph.without(cut) if cut else graph), failed_before
 
 
-def _stop_windows(stop: Match, starts: list[int]) -> list[tuple[int, float, str]]:
-    """Each line of a stop's signature: (its line, the next line where a server starts, its
-    pod): what a stop may explain lies after it and before that start, in that pod's lines (a
-    rollout's `kubectl logs --prefix` of several pods, `docker logs` of several lifetimes)."""
+def _stop_windows(stop: Match, reading: _Reading) -> list[tuple[int, float, str]]:
+    """Each line of a stop's signature: (its line, the next line where its server starts, its
+    pod or compose service): what a stop may explain lies after it and before that start, in
+    that pod's lines (a rollout's `kubectl logs --prefix` of several pods, `docker compose logs`
+    of several services, `docker logs` of several lifetimes)."""
     return [
-        (e.line, min((n for n in starts if n > e.line), default=math.inf), _pod(e.text))
+        (
+            e.line,
+            min((n for n in reading.starts_of(e.line, e.text) if n > e.line), default=math.inf),
+            reading.origin(e.line, e.text),
+        )
         for e in stop.evidence
     ]
 
 
-def _in_a_window(evidence: Evidence, windows: list[tuple[int, float, str]]) -> bool:
-    return any(at < evidence.line < end and _pod(evidence.text) == pod for at, end, pod in windows)
+def _in_a_window(
+    evidence: Evidence, windows: list[tuple[int, float, str]], reading: _Reading
+) -> bool:
+    own = reading.origin(evidence.line, evidence.text)
+    return any(at < evidence.line < end and own == pod for at, end, pod in windows)
 
 
 # the pod a line's start names: `kubectl logs --prefix`'s `[pod/vllm-a/vllm] `, or stern's

@@ -120,6 +120,24 @@ def _without_compose_prefix(line: str) -> str:
     return COMPOSE_PREFIX.sub("", line, count=1) if " | " in line[:60] else line
 
 
+def compose_services(raw_lines: list[str]) -> dict[int, str]:
+    """The docker-compose service each input line (numbered from 1) came from, when lines of two
+    or more services are interleaved (`docker compose logs`): the prefix is cleaned off each
+    line, yet one service's start or stop says nothing of another's lines. {} for a single
+    service's log (every line is its own). A level word before `| ` is a logger's column."""
+    services = {}
+    for number, line in enumerate(raw_lines, 1):
+        if " | " not in line[:60]:
+            continue
+        found = COMPOSE_PREFIX.match(ANSI.sub("", line) if "\x1b" in line else line)
+        if found and (name := found.group().split(" ", 1)[0]).upper() not in LEVEL_WORDS:
+            services[number] = name
+    return services if len(set(services.values())) > 1 else {}
+
+
+LEVEL_WORDS = {"TRACE", "DEBUG", "INFO", "NOTICE", "WARN", "WARNING", "ERROR", "CRITICAL", "FATAL"}
+
+
 def _without_stream_logger_prefix(line: str) -> str:
     head = line[:STREAM_LOGGER_WITHIN]
     if "| stderr | " not in head and "| stdout | " not in head:

@@ -158,9 +158,10 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
     traceback through the serving loop near it and no start-up call says up after all; once up,
     only the line's own traceback (read whole, to the exception line before it) through a
     start-up call other than a reload of weights (RELOAD_CALL) and no serving call (an engine
-    built again) says starting; with no word before it, a start-up failure's words near it (a
-    worker's `while processing method load_model`, `Engine core initialization failed`) say
-    starting. `lines` are (number, text) in order; read only as far as the answer needs.
+    built again) says starting; with no word before it, the line's own traceback says (a
+    start-up call outside every serving call: starting), else a start-up failure's words near
+    it (a worker's `while processing method load_model`, `Engine core initialization failed`)
+    and no serving call say starting. `lines` are (number, text) in order; read only as far as the answer needs.
     """
     phase = None  # "starting" or "up": the last word before the line
     near_startup = near_serving = False  # traceback words within AFTER lines of it
@@ -200,8 +201,10 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
                 own_startup = own_serving = own_engine = False
             elif frame:  # vLLM's own calls (a script's own `load_model` is none of them)
                 ours = "vllm/" in text
+                # Python prints the outermost call first: a serving call under a start-up call
+                # is the start running the model (V0's `profile_run` calls `execute_model`)
+                own_serving = own_serving or (serves and not own_startup)
                 own_startup = own_startup or (starts and ours)
-                own_serving = own_serving or serves
                 own_engine = own_engine or (starts and ours and not RELOAD_CALL.search(text))
                 continue
         if number < line and (own_startup or own_serving) and EXCEPTION_LINE.search(text):
@@ -212,7 +215,9 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
         return own_engine and not own_serving
     if phase == "starting":
         return near_startup or own_startup or not (near_serving or own_serving)
-    return (near_startup or own_startup) and not (near_serving or own_serving)
+    if own_startup or own_serving:  # the line's own traceback says
+        return own_startup and not own_serving
+    return near_startup and not near_serving
 
 
 def start_failed_after(lines: Iterable[tuple[int, str]], line: int) -> tuple[int, str] | None:
