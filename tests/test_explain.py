@@ -1214,6 +1214,29 @@ def test_another_compose_services_start_is_no_start_of_this_ones(entries):
     assert compose_services(levels.splitlines()) == {}
 
 
+def test_slurm_ending_a_job_is_a_stop_from_outside(entries, capsys):
+    # round 53's vLLM server run as a Slurm job (Zzsf11/VideoCuttingAgent): it served for hours,
+    # then `slurmstepd: error: *** JOB 5858 ON gpuh05 CANCELLED AT … DUE TO TIME LIMIT ***`;
+    # it was read as nothing at all (the `error:` set aside, queue-saturation the best guess)
+    path = FIXTURES / "explain_fresh/round53/server-stopped-by-signal"
+    path = next(path.glob("*slurm-time-limit*.log"))
+    result = run_text(path.read_text(), entries)
+    assert result.matches == [] and [m.id for m in result.notes] == ["server-stopped-by-signal"]
+    # a node that died under the job is no stop from outside
+    text = path.read_text().replace(
+        "DUE TO TIME LIMIT ***", "DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"
+    )
+    assert "server-stopped-by-signal" not in [m.id for m in run_text(text, entries).notes]
+
+
+def test_an_api_clients_error_wrapped_at_a_word_is_read_whole(entries):
+    # round 53's blog post pasted OpenAI's client error wrapped in two lines (`Error code: 400 -
+    # "auto" tool choice requires --enable-auto-tool-choice` / `and --tool-call-parser to be set`)
+    path = FIXTURES / "explain_fresh/round53/tool-call-parser-error"
+    result = run_text(next(path.glob("*.log")).read_text(), entries)
+    assert [m.id for m in result.matches][:1] == ["tool-call-parser-error"]
+
+
 GLIBC_BESIDE_EAGER = (
     FIXTURES
     / "explain_fresh"

@@ -589,3 +589,34 @@ def test_a_serving_call_under_a_start_up_call_is_the_start():
     # a serving traceback nearby does not outvote the line's own
     serving = '[rank1]:   File "/opt/vllm/vllm/engine/llm_engine.py", line 1, in step'
     assert during_startup([*lines, (line + 1, serving)], line)
+
+
+SGLANG_STARTS = sorted((FRESH / "round53" / STORY).glob("r53-*sglang*.log"))
+
+
+def test_sglangs_scheduler_built_is_its_start():
+    # round 53's two SGLang start-up OOMs (a Llama 4 at a 2M context capturing its graphs on
+    # H200s; a 2x3090 at --mem-fraction-static 0.985 sizing FlashInfer's workspace): raised
+    # under `scheduler = Scheduler(` in `run_scheduler_process`, they were told as OOMs while
+    # serving; a traceback through the scheduler's event loop is serving (round 28's decode IMA)
+    assert len(SGLANG_STARTS) == 2
+    for path in SGLANG_STARTS:
+        lines = numbered(path.read_text())
+        line = next(n for n, t in lines if t.startswith("torch.OutOfMemoryError"))
+        assert during_startup(lines, line), path.name
+        assert (
+            explain(TextSource.from_text(path.name, path.read_text()), ENTRIES).matches[0].id
+            == STORY
+        )
+    serving = FRESH / "round28" / "illegal-memory-access" / "r28-dist-sglang-lora-decode-ima.log"
+    lines = numbered(serving.read_text())
+    line = next(n for n, t in lines if "illegal memory access" in t)
+    assert not during_startup(lines, line)
+    # SGLang's start-up lines say starting: an OOM logged after them, bare
+    started = [
+        (1, "[2026-06-11 05:11:40 TP0] Load weight begin. avail mem=23.10 GB"),
+        (2, "[2026-06-11 05:11:58 TP1] Capture piecewise CUDA graph begin. avail mem=0.08 GB"),
+        (3, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 384.00 MiB."),
+    ]
+    assert during_startup(started, 3)
+    assert all(STARTING_LINE.search(t) for _, t in started[:2])

@@ -63,7 +63,11 @@ WORD_WRAP_PIECES = 3  # a sentence wrapped at a word is read whole across at mos
 # ... when it opens as an error record does: an exception's name or a level word (a status
 # report's `0 uncorrectable ECC error` / `encountered this week` is no log line wrapped)
 EXCEPTION_NAME = re.compile(r"[A-Za-z](Error|Exception)\b")
-WRAPPED_ERROR = re.compile(EXCEPTION_NAME.pattern + r"|\b(ERROR|FATAL|CRITICAL)\b")
+WRAPPED_ERROR = re.compile(
+    EXCEPTION_NAME.pattern + r"|\b(ERROR|FATAL|CRITICAL)\b"
+    # an error an API client prints (OpenAI's Python client: `Error code: 400 - …`)
+    r"|(^|\s)Error( code)?: "
+)
 RECORD_START = 8
 # the sides of the panels Rich draws around a pretty traceback and its locals (its ROUNDED and
 # HEAVY boxes): a long value wraps inside them, a frame on either side of each piece

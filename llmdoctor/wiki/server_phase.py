@@ -18,6 +18,8 @@ STARTING_LINE = re.compile(
     r"|(^|[\s$#>])vllm serve [A-Za-z0-9/._~]|vllm\.entrypoints\.openai\.api_server"
     # TGI's launcher starting a shard; Tabby (its CTranslate2 or llama.cpp engine) loading
     r"|text_generation_launcher: Starting shard\b|tabby::serve: .*Starting server, "
+    # SGLang's model runner loading and capturing (model_runner.py, cuda_graph_runner.py)
+    r"|\] Load weight begin\. |\] Capture (piecewise )?(cuda|CUDA) graph begin\. "
 )
 # ... and what a start-up failure's traceback and wrappers say, before the line or just after it:
 # the start-up calls it passes through (PyTorch's `capture_end`: a CUDA graph captured, which
@@ -48,6 +50,9 @@ STARTUP_FAILURE = re.compile(
     # backend's own words for it (ModelInstanceState::Create), as the model's load error and
     # Triton's model table repeat them
     r"|Failed to create instance: |unexpected error when creating modelInstanceState: "
+    # SGLang's scheduler process building its scheduler (run_scheduler_process), the frame's
+    # code line: the model runner loads, sizes its memory pool and captures its graphs there
+    r"|scheduler = Scheduler\("
 )
 # ... of those, the calls that also load weights into an engine that serves (an RL trainer's
 # weight update, a wake from sleep): after it served they are no start
@@ -63,6 +68,8 @@ SERVING_FRAME = re.compile(
     # the offline `LLM`'s calls that run requests (its constructor is a start: STARTUP_FAILURE)
     r"|vllm/entrypoints/llm\.py\", line [0-9]+, in (generate|chat|encode|embed|classify|score"
     r"|reward|beam_search)\b"
+    # SGLang's scheduler serving (its event loops over batches)
+    r"|\bin event_loop_[a-z_]+\b"
 )
 # an engine's stats line that says tokens were generated, as its logger prints it: vLLM V0/V1
 # (`metrics.py:351] Avg prompt throughput: … Avg generation throughput: 77.3 tokens/s`, older
@@ -144,7 +151,7 @@ PHASE_WORDS = (
     "startup complete", "Uvicorn", "Available routes", "API server", "POST /", "Received request",
     "Added request", "throughput", "oad", "profiling", "Capturing", "Initializing", "vllm",
     "init engine", "Processed prompts", "Starting shard", "Connected", "Started ", "tabby::serve",
-    "Listening at",
+    "Listening at", "Capture ",
 )  # fmt: skip
 # how far after the line a start-up failure's words may come and still be its own (the traceback
 # that names `load_model`, a worker's `while processing method load_model`)
