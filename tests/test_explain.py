@@ -1164,7 +1164,7 @@ def _prefixed(prefix: str, text: str) -> str:
     return "".join(prefix + line for line in text.splitlines(keepends=True))
 
 
-def test_a_stop_in_a_rollout_reads_its_own_pods_life(entries):
+def test_a_stop_in_a_rollout_reads_its_own_pods_life(entries, capsys, tmp_path):
     # `kubectl logs --prefix` (or `docker compose logs`) of a rollout: the new pod starts, then
     # the old one is stopped. The old pod's 500s came before its stop; the new pod's start is
     # no start of the old pod's life, so its stop is no "Nothing to fix"
@@ -1192,6 +1192,21 @@ def test_a_stop_in_a_rollout_reads_its_own_pods_life(entries):
             + _prefixed(old, "".join(lines[2:]))
         )
         assert run_text(quiet, entries).notes[0].stopped_cleanly, old
+        # the new pod failing after the old pod's stop is not the stop's doing, and no "nothing
+        # failed" either (the hostile pass: "no error follows it" above the new pod's 500s)
+        after = (
+            _prefixed(old, "".join(lines[:2]))
+            + _prefixed(new, start + up)
+            + _prefixed(old, "".join(lines[2:]))
+            + _prefixed(new, failing * 2)
+        )
+        note = run_text(after, entries).notes[0]
+        assert note.stopped_cleanly and note.failed_elsewhere, old
+        assert note.to_json()["failed_elsewhere"] is True
+        path = tmp_path / "rollout.log"
+        path.write_text(after)
+        _, out, _ = run_cli(capsys, "explain", str(path))
+        assert "Nothing to fix" not in out and "Look into the errors below" in out, old
 
 
 def test_another_compose_services_start_is_no_start_of_this_ones(entries):
@@ -1212,6 +1227,13 @@ def test_another_compose_services_start_is_no_start_of_this_ones(entries):
     # a logger's level column before `| ` is no service
     levels = _prefixed("INFO     | ", served) + _prefixed("ERROR    | ", oom)
     assert compose_services(levels.splitlines()) == {}
+    # compose v1 colours the name and the bar (`ESC[36mvllm-a_1  |ESC[0m `): the same reading
+    coloured = (
+        _prefixed("\x1b[36mvllm-a_1  |\x1b[0m ", served)
+        + _prefixed("\x1b[33mvllm-b_1  |\x1b[0m ", starting)
+        + _prefixed("\x1b[36mvllm-a_1  |\x1b[0m ", oom)
+    )
+    assert run_text(coloured, entries).matches[0].id == "cuda-oom-runtime"
 
 
 def test_slurm_ending_a_job_is_a_stop_from_outside(entries, capsys):
@@ -1233,8 +1255,16 @@ def test_an_api_clients_error_wrapped_at_a_word_is_read_whole(entries):
     # round 53's blog post pasted OpenAI's client error wrapped in two lines (`Error code: 400 -
     # "auto" tool choice requires --enable-auto-tool-choice` / `and --tool-call-parser to be set`)
     path = FIXTURES / "explain_fresh/round53/tool-call-parser-error"
-    result = run_text(next(path.glob("*.log")).read_text(), entries)
+    text = next(path.glob("*.log")).read_text()
+    result = run_text(text, entries)
     assert [m.id for m in result.matches][:1] == ["tool-call-parser-error"]
+    # ... and wrapped before a flag rather than a word (a wider column)
+    refolded = text.replace(
+        "--enable-auto-tool-choice\nand --tool-call-parser",
+        "--enable-auto-tool-choice and\n--tool-call-parser",
+    )
+    assert refolded != text
+    assert [m.id for m in run_text(refolded, entries).matches][:1] == ["tool-call-parser-error"]
 
 
 GLIBC_BESIDE_EAGER = (

@@ -343,16 +343,21 @@ def test_fresh_round9_is_held_at_the_level_reached():
 # and its `Listening at` the server up (round 50's two TabbyML reports), so its llama.cpp
 # `CUDA error 2 … out of memory` between them, parallelism 4 too big for the 3090 (TabbyML#726),
 # is told as the start-up that did not fit, where this round's collector chose cuda-oom-runtime.
+# Since round 54 (llama.cpp's `failed to create context with model` / `exiting due to model
+# loading error` are a model's load, its start) one more: Ollama loading a Llama 3 8B at a 64k
+# context whose compute buffer's cudaMalloc fails (ollama#4225) is told as the start-up that
+# did not fit (lower the context), the collector's label being cuda-oom-runtime.
 def test_fresh_round10_is_held_at_the_level_reached():
     assert_held(
         fresh_round(10),
-        top1=0.846,  # 0.861 until 2026-12-07 (above)
-        top3=0.876,  # 0.892 until 2026-12-06: a 3-line excerpt of Python's `leaked shared_memory
-        # objects to clean up at shutdown` (host-oom-killer, 0.007) now has the stop entry above it
-        confident=0.707,
-        precision=0.938,
+        top1=0.830,  # 0.861 until 2026-12-07, 0.846 until round 54 (above)
+        top3=0.861,  # 0.892 until 2026-12-06: a 3-line excerpt of Python's `leaked shared_memory
+        # objects to clean up at shutdown` (host-oom-killer, 0.007) now has the stop entry above
+        # it; 0.876 until round 54 (the 64k context's load: its lines are the start-up's)
+        confident=0.692,
+        precision=0.918,
         abstained=0.961,
-        most_wrong=2,
+        most_wrong=3,
     )
 
 
@@ -1375,4 +1380,30 @@ def test_fresh_round53_is_held_where_it_was_tuned():
         precision=0.909,
         abstained=0.875,
         most_wrong=1,
+    )
+
+
+# Round 54, blind, collected while round 53 was tuned and measured once on e6665d5
+# (SOURCES-round54.md): runs committed into benchmark and deployment repositories, engines
+# beside vLLM (KoboldCpp, GPUStack, Jan, MLC-LLM), cloud vendors' samples and trackers (EKS,
+# Bottlerocket, AKS, SageMaker), reports in Chinese; 20 covered failures of 42 excerpts. Top-1
+# 65.0 %, top-3 75.0 % (wiki search 65.0 / 75.0 %), confident and right 45.0 % (9 of 20),
+# precision 75.0 % (llama-box failing to allocate its KV cache at load named cuda-oom-runtime; an
+# EKS device plugin that cannot load NVML named nvidia-container-toolkit), 9 of 9 uncovered
+# abstained, 1 alarm on 13 (Karpenter's FailedScheduling the autoscaler cleared, the pod then
+# scheduled and started: k8s-gpu-unschedulable). Tuned: llama.cpp's model load failing is a
+# start; KoboldCpp's warm-up a start; TVM's workspace `Failed to allocate N bytes` (MLC-LLM),
+# TensorFlow's `kernel driver does not appear to be running`, aws-ofi-nccl's `NET/OFI Unable to
+# insert remote address` known; cuBLAS's `the resource allocation failed` a hint of an OOM only
+# (round 35's Jetson with the wrong image fails the same way).
+def test_fresh_round54_is_held_where_it_was_tuned():
+    assert_held(
+        fresh_round(54),
+        top1=0.75,
+        top3=0.85,
+        confident=0.65,
+        precision=0.866,
+        abstained=1.0,
+        most_wrong=1,
+        alarms=1,
     )

@@ -261,6 +261,25 @@ def test_a_real_answer_still_passes(capsys):
     assert [f["severity"] for f in by_check(report, "vllm-generation")] == ["ok"]
 
 
+def test_the_probes_first_token_never_comes_after_its_end():
+    # CI on a fast, loaded host: a 4-chunk answer sent at once read its first chunk "after" the
+    # request's end (TTFT was timed from before the call, latency inside it), and the check said
+    # the timings could not be read. Both are timed from the same start now
+    import time as clock
+
+    import requests
+
+    from llmdoctor.collectors.vllm_generation_probe import generation_probe
+
+    routes = {"POST /v1/completions": Stream(tokens=[" Paris", ".", " The", " capital"])}
+    with FakeVllmServer(Scenario(routes=routes)) as vllm, requests.Session() as session:
+        for _ in range(20):
+            probe = generation_probe(
+                session, vllm.url, "m", chat=False, timeout=5, deadline=clock.monotonic() + 5
+            )
+            assert probe["chunks"] and 0 < probe["ttft_ms"] <= probe["latency_ms"], probe
+
+
 @pytest.mark.parametrize(
     ("text", "degenerate"),
     [

@@ -620,3 +620,42 @@ def test_sglangs_scheduler_built_is_its_start():
     ]
     assert during_startup(started, 3)
     assert all(STARTING_LINE.search(t) for _, t in started[:2])
+
+
+def test_a_chained_traceback_through_a_start_up_call_makes_the_line_the_starts():
+    # V0 wraps `execute_model` (model_runner_base.py `dump_input_when_exception`): a profiling
+    # OOM prints the inner frames first, the OOM, then `The above exception was the direct cause
+    # of the following exception:` and the start's own chain (the hostile pass's paste of
+    # vLLM 0.6's frames, as in #7854): the first OOM is the start's, not a request's
+    inner = [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/worker/model_runner.py", line 1654, in execute_model',
+        "    hidden_or_intermediate_states = model_executable(",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB.",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+    ]
+    outer = V0_PROFILE_RUN.splitlines()
+    lines = list(enumerate([*inner, "Traceback (most recent call last):", *outer], 1))
+    assert during_startup(lines, 4)
+    # a chain through the serving loop, or no chain, leaves it serving
+    serving = calls_renamed(lines, determine_num_available_blocks="step", profile_run="step")
+    assert not during_startup(serving, 4)
+    assert not during_startup(lines[:4], 4)
+
+
+def test_sglangs_current_stats_line_and_ready_line_say_it_serves():
+    # SGLang prints `Decode batch, #running-req: …` (a comma, round 7's benchmark) and, once its
+    # warm-up request was answered, `The server is fired up and ready to roll!`: an OOM after
+    # either, bare, is a runtime OOM (the hostile pass: both read as still starting)
+    decode = FRESH / "round7" / "_healthy" / "r7-sglang-pr13023-benchmark-decode.log"
+    decode = decode.read_text().splitlines()[0]
+    start = (
+        "[2026-06-11 05:11:58 TP0] Capture cuda graph begin. This can take up to several minutes."
+    )
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB."
+    ready = "[2026-03-22 13:50:43] The server is fired up and ready to roll!"
+    for up in (decode, ready):
+        assert not during_startup([(1, start), (2, up), (3, oom)], 3), up
+    assert during_startup([(1, start), (2, oom)], 2)

@@ -125,10 +125,13 @@ def generation_probe(
         json_body=body,
         on_chunk=reader.feed,
     )
+    # from `sent`, as the chunks' times are: http_request's own clock starts a little later, and
+    # a short stream answered at once could read its first chunk after its end (a loaded host)
+    latency = _ms(time.monotonic() - sent) if reply.latency_ms is not None else None
     result: dict[str, Any] = {
         "request": {"path": path, **body},
         "status": reply.status,
-        "latency_ms": reply.latency_ms,
+        "latency_ms": latency,
         "ttft_ms": None,
         "itl_ms": None,
         "itl_p50_ms": None,

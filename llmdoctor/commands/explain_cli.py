@@ -396,6 +396,8 @@ def _render_notes(result, console, escape) -> None:
     for m in result.notes:
         if m.failed_before:
             why = "it came after the errors below, which it did not cause"
+        elif m.failed_elsewhere:
+            why = "no error follows it in its own pod or service before it starts again"
         elif errors and not m.stopped_cleanly:
             why = "a setting for speed slows a server, it raises no exception"
         else:
@@ -407,6 +409,14 @@ def _render_notes(result, console, escape) -> None:
         )
         for e in m.evidence[:2]:
             console.print(f"   [dim]│ {e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
+        if m.stopped_cleanly and m.failed_elsewhere:  # the errors after it are not its doing
+            console.print(
+                "   [cyan]Look into the errors below:[/] they came after the stop, from another "
+                "pod or service or after a restart: the stop did not cause them. How to stop "
+                f"without failing requests: [bold]llmdoctor wiki show {escape(m.id)}[/]",
+                soft_wrap=True,
+            )
+            continue
         if m.stopped_cleanly:  # its Fix is how to stop without failing requests: none failed
             console.print(
                 "   [cyan]Nothing to fix:[/] no request failed after it. How to stop without "

@@ -465,6 +465,9 @@ class Match:
     # what to look into, the stop only how it ended)
     stopped_cleanly: bool = False
     failed_before: bool = False
+    # ... and lines read as wrong came after it in another pod or service, or after the server
+    # started again: not the stop's doing, yet no "nothing failed" (`failed_elsewhere`)
+    failed_elsewhere: bool = False
     # the line of loading just before a SIGKILL this entry's hint read, the input's last line
     # (`_killed_while_loading`): the process was killed as it loaded
     killed_loading: Evidence | None = None
@@ -529,6 +532,8 @@ class Match:
             out["stopped_cleanly"] = True
         if self.failed_before:
             out["failed_before"] = True
+        if self.failed_elsewhere:
+            out["failed_elsewhere"] = True
         if self.killed_loading is not None:
             out["killed_loading"] = self.killed_loading.to_json()
         if self.died_silently is not None:
@@ -1462,7 +1467,7 @@ def _small_text(
     text = "\n".join(t for _, t in pairs)
     if raw and not raw.endswith("\n"):  # the paste may stop mid-word: without_cut_word says
         text += CUT_MARK
-    services = compose_services(split_log_lines(raw)) if " | " in raw else {}
+    services = compose_services(split_log_lines(raw)) if " | " in raw or "|\x1b" in raw else {}
     return text, [n for n, _ in pairs], services, None
 
 
@@ -2194,6 +2199,11 @@ def _stops_nothing_failed_after(
         if not wrong and not later:
             stop.failed_before = _failed_before(stop, reading)
             stop.stopped_cleanly = not stop.failed_before
+            first = min(e.line for e in stop.evidence)
+            stop.failed_elsewhere = any(
+                e.line > first and (_states_error(e.text) or access.search(e.text))
+                for e in reading.salient
+            )
             notes.append(stop)
     return notes
 

@@ -131,9 +131,13 @@ def compose_services(raw_lines: list[str]) -> dict[int, str]:
     service's log (every line is its own). A level word before `| ` is a logger's column."""
     services = {}
     for number, line in enumerate(raw_lines, 1):
+        if (
+            "\x1b" in line[:80]
+        ):  # compose v1 colours the name and the bar: `ESC[36mvllm_1  |ESC[0m `
+            line = ANSI.sub("", line)
         if " | " not in line[:60]:
             continue
-        found = COMPOSE_PREFIX.match(ANSI.sub("", line) if "\x1b" in line else line)
+        found = COMPOSE_PREFIX.match(line)
         if found and (name := found.group().split(" ", 1)[0]).upper() not in LEVEL_WORDS:
             services[number] = name
     return services if len(set(services.values())) > 1 else {}
@@ -307,7 +311,8 @@ def folded_once(
 def _word_wrapped(raw: list[str], heals: Callable[[str, list[str]], bool]) -> dict[int, str]:
     """Lines a mail client, a forum or a person wrapped at a word (`OutOfMemoryError: 1 worker(s)
     were killed due to the node` / `running low on memory.`): a line that opens as an error
-    record (WRAPPED_ERROR) and ends in a word, and the lines after it that go on in lower case,
+    record (WRAPPED_ERROR) and ends in a word, and the lines after it that go on in lower case
+    (or with a command-line flag, `--tool-call-parser to be set`),
     joined with a space where `heals` says that makes a signature match that the pieces do not.
     Widths vary, so no fixed-width wrap proves it."""
     joined: dict[int, str] = {}
@@ -318,7 +323,7 @@ def _word_wrapped(raw: list[str], heals: Callable[[str, list[str]], bool]) -> di
             j + 1 < len(raw)
             and j - i + 1 < WORD_WRAP_PIECES
             and raw[j].rstrip()[-1:].isalnum()
-            and raw[j + 1][:1].islower()
+            and (raw[j + 1][:1].islower() or raw[j + 1].startswith("--"))
         ):
             j += 1
         if j > i and WRAPPED_ERROR.search(raw[i]):

@@ -20,6 +20,8 @@ STARTING_LINE = re.compile(
     r"|text_generation_launcher: Starting shard\b|tabby::serve: .*Starting server, "
     # SGLang's model runner loading and capturing (model_runner.py, cuda_graph_runner.py)
     r"|\] Load weight begin\. |\] Capture (piecewise )?(cuda|CUDA) graph begin\. "
+    # KoboldCpp warming its model up before it serves (koboldcpp.py)
+    r"|^Starting model warm up, please wait"
 )
 # ... and what a start-up failure's traceback and wrappers say, before the line or just after it:
 # the start-up calls it passes through (PyTorch's `capture_end`: a CUDA graph captured, which
@@ -53,6 +55,10 @@ STARTUP_FAILURE = re.compile(
     # SGLang's scheduler process building its scheduler (run_scheduler_process), the frame's
     # code line: the model runner loads, sizes its memory pool and captures its graphs there
     r"|scheduler = Scheduler\("
+    # llama.cpp's server (and llama-box, LocalAI, Ollama's runner) failing to load its model:
+    # the context, its KV cache, the weights (common.cpp, server.cpp)
+    r"|llama_init_from_model: llama_kv_cache_init\(\) failed|failed to create context with model "
+    r"|exiting due to model loading error"
 )
 # ... of those, the calls that also load weights into an engine that serves (an RL trainer's
 # weight update, a wake from sleep): after it served they are no start
@@ -78,13 +84,15 @@ SERVING_FRAME = re.compile(
 PROGRESS_LINE = re.compile(
     r"[A-Za-z_]+\.py:[0-9]+\] (Engine [0-9]+: )?Avg prompt throughput: [0-9.]+ tokens/s, "
     r"Avg generation throughput: ([1-9]|0\.[0-9]*[1-9])"
-    r"|Decode batch\. #running-req: [0-9]+.*gen throughput \(token/s\): ([1-9]|0\.[0-9]*[1-9])"
+    r"|Decode batch[.,] #running-req: [0-9]+.*gen throughput \(token/s\): ([1-9]|0\.[0-9]*[1-9])"
 )
 # a server listening: vLLM's API server (uvicorn), Triton once its models are loaded and its
 # endpoints listen (grpc_server.cc, http_server.cc), Tabby's
 LISTENING = (
     r"Application startup complete|Uvicorn running on|Starting vLLM API server [0-9 ]*on https?://"
     r"|Started (GRPCInferenceService|HTTPService) at |tabby::serve: .*Listening at |🚀 Listening at "
+    # SGLang once its warm-up request was answered (http_server.py)
+    r"|The server is fired up and ready to roll!"
 )
 # a request that reached the server: its access line, vLLM's own record of it
 REQUEST_SEEN = r"\"POST /[^ \"]{1,200} HTTP/[0-9.]+\" [0-9]{3}|Received request|Added request"
@@ -141,6 +149,14 @@ COMMAND_REFUSED = re.compile(r"(^|[\s\]])(vllm serve|vllm|api_server\.py): error
 STOP_LINE = re.compile(r"KeyboardInterrupt|\[shutdown\] API server: shutdown triggered|\^C")
 # how far a traceback may run from its failing frame to its exception line
 TRACEBACK_LINES = 60
+# Python chaining the exception on a line to the one raised while handling it: the traceback
+# printed next is the call that was running (V0's engine start wraps the worker's OOM), read
+# for its outermost call of the engine's
+CHAINED = re.compile(
+    r"The above exception was the direct cause of the following exception"
+    r"|During handling of the above exception, another exception occurred"
+)
+CHAINED_WITHIN = 3  # lines after the exception line (a blank line between)
 # a line of a traceback's body, whatever prefix a collector put before it (`[pod/a/vllm] `,
 # `(APIServer pid=1) `, kubectl's or the CRI's timestamps, journald's): a frame, its indented
 # code, the carets under it
@@ -151,7 +167,7 @@ PHASE_WORDS = (
     "startup complete", "Uvicorn", "Available routes", "API server", "POST /", "Received request",
     "Added request", "throughput", "oad", "profiling", "Capturing", "Initializing", "vllm",
     "init engine", "Processed prompts", "Starting shard", "Connected", "Started ", "tabby::serve",
-    "Listening at", "Capture ",
+    "Listening at", "Capture ", "fired up", "warm up",
 )  # fmt: skip
 # how far after the line a start-up failure's words may come and still be its own (the traceback
 # that names `load_model`, a worker's `while processing method load_model`)
@@ -165,7 +181,9 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
     traceback through the serving loop near it and no start-up call says up after all; once up,
     only the line's own traceback (read whole, to the exception line before it) through a
     start-up call other than a reload of weights (RELOAD_CALL) and no serving call (an engine
-    built again) says starting; with no word before it, the line's own traceback says (a
+    built again) says starting; a traceback chained after the line (`The above exception was the
+    direct cause …`) whose outermost engine call is a start-up call makes the line's failure that
+    start's; with no word before it, the line's own traceback says (a
     start-up call outside every serving call: starting), else a start-up failure's words near
     it (a worker's `while processing method load_model`, `Engine core initialization failed`)
     and no serving call say starting. `lines` are (number, text) in order; read only as far as the answer needs.
@@ -178,9 +196,18 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
     # start (`own_engine`): `load_weights` then is an update of its weights
     own_startup = own_serving = own_engine = False
     said: dict[str, str | None] = {}  # a line's phase, once per distinct line (idle stats lines)
+    chain = None  # the chained traceback after the line: "open", then its outermost engine call
     for number, text in lines:
         if number > line + AFTER:
             break
+        if number > line:
+            if chain is None and number <= line + CHAINED_WITHIN and CHAINED.search(text):
+                chain = "open"
+            elif chain == "open" and "File " in text and "vllm/" in text:
+                if STARTUP_FAILURE.search(text):
+                    chain = "reload" if RELOAD_CALL.search(text) else "engine"
+                elif SERVING_FRAME.search(text):
+                    chain = "serving"
         if number < line and any(word in text for word in PHASE_WORDS):
             if text in said:
                 word = said[text]
@@ -218,6 +245,8 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
             # an exception line ends the traceback before it (a long one, torch.compile's
             # frames, may start more than AFTER lines above its own exception)
             own_startup = own_serving = own_engine = False
+    if chain in ("engine", "reload"):  # raised within a start, whatever the inner frames say
+        own_startup, own_serving, own_engine = True, False, chain == "engine"
     if phase == "up":
         return own_engine and not own_serving
     if phase == "starting":
