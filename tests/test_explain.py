@@ -1191,7 +1191,8 @@ def test_a_stop_in_a_rollout_reads_its_own_pods_life(entries, capsys, tmp_path):
             + _prefixed(new, start + up + failing)
             + _prefixed(old, "".join(lines[2:]))
         )
-        assert run_text(quiet, entries).notes[0].stopped_cleanly, old
+        note = run_text(quiet, entries).notes[0]
+        assert note.stopped_cleanly and not note.failed_before, old
         # the new pod failing after the old pod's stop is not the stop's doing, and no "nothing
         # failed" either (the hostile pass: "no error follows it" above the new pod's 500s)
         after = (
@@ -1207,6 +1208,16 @@ def test_a_stop_in_a_rollout_reads_its_own_pods_life(entries, capsys, tmp_path):
         path.write_text(after)
         _, out, _ = run_cli(capsys, "explain", str(path))
         assert "Nothing to fix" not in out and "Look into the errors below" in out, old
+        # ... so are the new pod's 500s before it; a client's 404 after it is no failure
+        before = (
+            _prefixed(old, "".join(lines[:2]))
+            + _prefixed(new, start + up + failing)
+            + _prefixed(old, "".join(lines[2:]))
+        )
+        assert run_text(before, entries).notes[0].failed_elsewhere, old
+        missing = failing.replace('" 500 Internal Server Error', '" 404 Not Found')
+        client = after.replace(failing, missing)
+        assert not run_text(client, entries).notes[0].failed_elsewhere, old
 
 
 def test_another_compose_services_start_is_no_start_of_this_ones(entries):

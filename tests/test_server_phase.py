@@ -659,3 +659,22 @@ def test_sglangs_current_stats_line_and_ready_line_say_it_serves():
     for up in (decode, ready):
         assert not during_startup([(1, start), (2, up), (3, oom)], 3), up
     assert during_startup([(1, start), (2, oom)], 2)
+
+
+def test_a_llama_server_that_answered_requests_is_serving():
+    # the second hostile pass: llama-server's OOM while serving, its restart then failing to
+    # load (`failed to create context with model`, start-up words) was told as the start-up's;
+    # its own request log (round 8's `srv  log_server_r: request: POST … 200`) says it served
+    served = (
+        FRESH / "round8" / "tool-call-parser-error" / "r8-continue-7491-llamacpp-gptoss-args.log"
+    )
+    request = served.read_text().splitlines()[0]
+    assert "log_server_r: request: POST" in request
+    oom = "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4480.00 MiB on device 0: cudaMalloc failed: out of memory"
+    restart = [
+        "common_init_from_params: failed to create context with model '/models/m.gguf'",
+        "srv    main: exiting due to model loading error",
+    ]
+    lines = list(enumerate([request, oom, *restart], 1))
+    assert not during_startup(lines, 2)
+    assert during_startup(lines[1:], 2)  # with no request answered, the load's words say start

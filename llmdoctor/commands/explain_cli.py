@@ -397,7 +397,7 @@ def _render_notes(result, console, escape) -> None:
         if m.failed_before:
             why = "it came after the errors below, which it did not cause"
         elif m.failed_elsewhere:
-            why = "no error follows it in its own pod or service before it starts again"
+            why = "no error in its own pod's or service's life"
         elif errors and not m.stopped_cleanly:
             why = "a setting for speed slows a server, it raises no exception"
         else:
@@ -409,11 +409,11 @@ def _render_notes(result, console, escape) -> None:
         )
         for e in m.evidence[:2]:
             console.print(f"   [dim]│ {e.line}:[/] {escape(_cut(e.text))}", soft_wrap=True)
-        if m.stopped_cleanly and m.failed_elsewhere:  # the errors after it are not its doing
+        if m.stopped_cleanly and m.failed_elsewhere:  # errors, but not the stopped server's own
             console.print(
-                "   [cyan]Look into the errors below:[/] they came after the stop, from another "
-                "pod or service or after a restart: the stop did not cause them. How to stop "
-                f"without failing requests: [bold]llmdoctor wiki show {escape(m.id)}[/]",
+                "   [cyan]Look into the errors below:[/] they are another pod's or service's, or "
+                "came after a restart: not the stopped server's own. How to stop without failing "
+                f"requests: [bold]llmdoctor wiki show {escape(m.id)}[/]",
                 soft_wrap=True,
             )
             continue

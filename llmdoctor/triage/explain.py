@@ -465,8 +465,9 @@ class Match:
     # what to look into, the stop only how it ended)
     stopped_cleanly: bool = False
     failed_before: bool = False
-    # ... and lines read as wrong came after it in another pod or service, or after the server
-    # started again: not the stop's doing, yet no "nothing failed" (`failed_elsewhere`)
+    # ... and lines read as wrong (an error line, a 5xx: not a client's 404) came outside the
+    # stopped server's own life, in another pod or service or after it started again: the stop
+    # is not named for them, yet no "nothing failed" (`failed_elsewhere`)
     failed_elsewhere: bool = False
     # the line of loading just before a SIGKILL this entry's hint read, the input's last line
     # (`_killed_while_loading`): the process was killed as it loaded
@@ -2199,9 +2200,9 @@ def _stops_nothing_failed_after(
         if not wrong and not later:
             stop.failed_before = _failed_before(stop, reading)
             stop.stopped_cleanly = not stop.failed_before
-            first = min(e.line for e in stop.evidence)
-            stop.failed_elsewhere = any(
-                e.line > first and (_states_error(e.text) or access.search(e.text))
+            own = {e.line for e in stop.evidence}
+            stop.failed_elsewhere = not stop.failed_before and any(
+                e.line not in own and (_states_error(e.text) or bool(SERVER_FAILED.search(e.text)))
                 for e in reading.salient
             )
             notes.append(stop)

@@ -95,7 +95,11 @@ LISTENING = (
     r"|The server is fired up and ready to roll!"
 )
 # a request that reached the server: its access line, vLLM's own record of it
-REQUEST_SEEN = r"\"POST /[^ \"]{1,200} HTTP/[0-9.]+\" [0-9]{3}|Received request|Added request"
+REQUEST_SEEN = (
+    r"\"POST /[^ \"]{1,200} HTTP/[0-9.]+\" [0-9]{3}|Received request|Added request"
+    # llama.cpp's server logging a request it answered (server.cpp log_server_request)
+    r"|log_server_r: (done )?request: POST /[^ ]{1,200} [^ ]+ [0-9]{3}"
+)
 # a server that is up: start-up done and listening, a request answered, tokens generated
 # a server announcing that it is up and listening (the end of a start, as against a request served)
 UP_LINE = re.compile(
@@ -167,7 +171,7 @@ PHASE_WORDS = (
     "startup complete", "Uvicorn", "Available routes", "API server", "POST /", "Received request",
     "Added request", "throughput", "oad", "profiling", "Capturing", "Initializing", "vllm",
     "init engine", "Processed prompts", "Starting shard", "Connected", "Started ", "tabby::serve",
-    "Listening at", "Capture ", "fired up", "warm up",
+    "Listening at", "Capture ", "fired up", "warm up", "log_server_r",
 )  # fmt: skip
 # how far after the line a start-up failure's words may come and still be its own (the traceback
 # that names `load_model`, a worker's `while processing method load_model`)
