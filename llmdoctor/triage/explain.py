@@ -2202,8 +2202,7 @@ def _stops_nothing_failed_after(
             stop.stopped_cleanly = not stop.failed_before
             own = {e.line for e in stop.evidence}
             stop.failed_elsewhere = not stop.failed_before and any(
-                e.line not in own and (_states_error(e.text) or bool(SERVER_FAILED.search(e.text)))
-                for e in reading.salient
+                e.line not in own and _server_failed(e.text) for e in reading.salient
             )
             notes.append(stop)
     return notes
@@ -2223,7 +2222,7 @@ def _failed_before(stop: Match, reading: _Reading) -> bool:
         if any(
             began <= e.line < said.line
             and reading.origin(e.line, e.text) == own
-            and (_states_error(e.text) or bool(SERVER_FAILED.search(e.text)))
+            and _server_failed(e.text)
             for e in reading.salient
         ):
             return True
@@ -2232,6 +2231,12 @@ def _failed_before(stop: Match, reading: _Reading) -> bool:
 
 # an access line of a request the server failed (not one the client got wrong)
 SERVER_FAILED = re.compile(r'HTTP/[0-9.]+" 5[0-9][0-9]\b')
+
+
+def _server_failed(text: str) -> bool:
+    """Whether a line says the server failed: an error line, or a request it answered with a 5xx
+    (a client's 404 is the client's)."""
+    return _states_error(text) or bool(SERVER_FAILED.search(text))
 
 
 # vLLM's engine core aborting what was running when it was told to stop (core.py, at INFO)

@@ -131,9 +131,8 @@ def compose_services(raw_lines: list[str]) -> dict[int, str]:
     service's log (every line is its own). A level word before `| ` is a logger's column."""
     services = {}
     for number, line in enumerate(raw_lines, 1):
-        if (
-            "\x1b" in line[:80]
-        ):  # compose v1 colours the name and the bar: `ESC[36mvllm_1  |ESC[0m `
+        # compose v1 colours the name and the bar: `ESC[36mvllm_1  |ESC[0m `
+        if "\x1b" in line[:80]:
             line = ANSI.sub("", line)
         if " | " not in line[:60]:
             continue

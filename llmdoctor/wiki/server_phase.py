@@ -190,7 +190,8 @@ def during_startup(lines: Iterable[tuple[int, str]], line: int) -> bool:
     start's; with no word before it, the line's own traceback says (a
     start-up call outside every serving call: starting), else a start-up failure's words near
     it (a worker's `while processing method load_model`, `Engine core initialization failed`)
-    and no serving call say starting. `lines` are (number, text) in order; read only as far as the answer needs.
+    and no serving call say starting. `lines` are (number, text) in order; read only as far as
+    the answer needs.
     """
     phase = None  # "starting" or "up": the last word before the line
     near_startup = near_serving = False  # traceback words within AFTER lines of it
